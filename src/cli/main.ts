@@ -1,0 +1,38 @@
+#!/usr/bin/env node
+/**
+ * The `resourcesync` binary. Each subcommand is a module `commands/<name>.js` exporting `run`,
+ * loaded on demand so that start-up stays fast.
+ */
+import { stderr, stdout, argv, exit } from 'node:process';
+import { COMMANDS, type CommandName } from './commands.js';
+import { usage } from './usage.js';
+
+async function main(args: string[]): Promise<number> {
+  const [name, ...rest] = args;
+  if (name === undefined || name === '-h' || name === '--help' || name === 'help') {
+    stdout.write(usage());
+    return name === undefined ? 2 : 0;
+  }
+  if (name === '--version' || name === '-V') {
+    const { createRequire } = await import('node:module');
+    const pkg = createRequire(import.meta.url)('../../package.json') as { version: string };
+    stdout.write(`${pkg.version}\n`);
+    return 0;
+  }
+  if (!(COMMANDS as readonly string[]).includes(name)) {
+    stderr.write(`resourcesync: unknown command '${name}'\n\n${usage()}`);
+    return 2;
+  }
+  const mod = (await import(`./commands/${name as CommandName}.js`)) as { run(args: string[]): Promise<number> };
+  return mod.run(rest);
+}
+
+main(argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    stderr.write(`resourcesync: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    exit(70);
+  },
+);

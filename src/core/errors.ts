@@ -1,0 +1,61 @@
+/**
+ * One error class with a stable code, structured data and a cause.
+ * Codes never change meaning; match on `code`, never on `message`.
+ */
+
+export type ErrorCode =
+  // reading documents
+  | 'RS_XML_MALFORMED'
+  | 'RS_XML_DTD_FORBIDDEN'
+  | 'RS_XML_ENCODING'
+  | 'RS_XML_TRUNCATED'
+  | 'RS_XML_EMPTY'
+  | 'RS_LIMIT_BYTES'
+  | 'RS_LIMIT_ENTRIES'
+  | 'RS_LIMIT_DEPTH'
+  | 'RS_LIMIT_VALUE'
+  | 'RS_LIMIT_ATTRIBUTES'
+  | 'RS_NOT_RESOURCESYNC'
+  | 'RS_INVALID_DOCUMENT'
+  | 'RS_INVALID_DATETIME'
+  | 'RS_INVALID_ARGUMENT'
+  // network and files
+  | 'RS_HTTP_STATUS'
+  | 'RS_HTTP_TIMEOUT'
+  | 'RS_NETWORK'
+  | 'RS_IO'
+  // destination safety and verification
+  | 'RS_UNSAFE_PATH'
+  | 'RS_AUTHORITY'
+  | 'RS_HASH_MISMATCH'
+  | 'RS_LENGTH_MISMATCH'
+  | 'RS_LOCKED'
+  | 'RS_ABORTED'
+  | 'RS_ZIP';
+
+export interface ResourceSyncErrorOptions {
+  /** Structured details: url, path, expected, actual, line… */
+  data?: Record<string, unknown>;
+  cause?: unknown;
+  /** Whether a sync may go on with other resources after this error. Default false. */
+  recoverable?: boolean;
+}
+
+export class ResourceSyncError extends Error {
+  readonly code: ErrorCode;
+  readonly data: Record<string, unknown>;
+  readonly recoverable: boolean;
+
+  constructor(code: ErrorCode, message: string, options: ResourceSyncErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'ResourceSyncError';
+    this.code = code;
+    this.data = options.data ?? {};
+    this.recoverable = options.recoverable ?? false;
+  }
+}
+
+/** True when `err` is a ResourceSyncError, optionally with the given code. */
+export function isResourceSyncError(err: unknown, code?: ErrorCode): err is ResourceSyncError {
+  return err instanceof ResourceSyncError && (code === undefined || err.code === code);
+}

@@ -1,0 +1,68 @@
+import { HASH_ALGORITHMS, type HashAlgorithm } from './constants.js';
+
+/**
+ * Fixity values of `rs:md hash` / `rs:ln hash`: a whitespace-delimited list of `alg:hexdigest`.
+ * @see Z39.99 §7 (`hash`)
+ */
+export interface HashValue {
+  /** Algorithm token as written, lower-cased (`md5`, `sha-1`, `sha-256`, or another). */
+  algorithm: string;
+  /** The digest as written (hex, lower-cased when hex). */
+  digest: string;
+}
+
+const HEX = /^[0-9a-fA-F]+$/;
+
+/** Splits a hash attribute into its values. Malformed tokens (no `:`) are returned with algorithm ''. */
+export function parseHashes(value: string | undefined): HashValue[] {
+  if (value === undefined) return [];
+  const out: HashValue[] = [];
+  for (const token of value.split(/\s+/)) {
+    if (token === '') continue;
+    const colon = token.indexOf(':');
+    if (colon <= 0) {
+      out.push({ algorithm: '', digest: token });
+      continue;
+    }
+    const algorithm = token.slice(0, colon).toLowerCase();
+    const digest = token.slice(colon + 1);
+    out.push({ algorithm, digest: HEX.test(digest) ? digest.toLowerCase() : digest });
+  }
+  return out;
+}
+
+/** Formats hash values as an attribute value: `md5:… sha-256:…`. */
+export function formatHashes(values: Iterable<HashValue> | Partial<Record<string, string>>): string {
+  const list: HashValue[] = Symbol.iterator in values
+    ? [...(values as Iterable<HashValue>)]
+    : Object.entries(values as Record<string, string | undefined>)
+        .filter((e): e is [string, string] => e[1] !== undefined)
+        .map(([algorithm, digest]) => ({ algorithm, digest }));
+  return list.map((h) => `${h.algorithm}:${h.digest}`).join(' ');
+}
+
+/** True for md5, sha-1 and sha-256. */
+export function isKnownHashAlgorithm(alg: string): alg is HashAlgorithm {
+  return Object.hasOwn(HASH_ALGORITHMS, alg);
+}
+
+/** Problem with one hash value, or undefined when it is well-formed (unknown algorithms are accepted). */
+export function hashProblem(h: HashValue): 'syntax' | 'not-hex' | 'digest-length' | undefined {
+  if (h.algorithm === '' || h.digest === '') return 'syntax';
+  if (!isKnownHashAlgorithm(h.algorithm)) return undefined;
+  if (!HEX.test(h.digest)) return 'not-hex';
+  if (h.digest.length !== HASH_ALGORITHMS[h.algorithm]) return 'digest-length';
+  return undefined;
+}
+
+/** Node's `crypto.createHash` name for a ResourceSync algorithm token. */
+export function nodeHashName(alg: HashAlgorithm): 'md5' | 'sha1' | 'sha256' {
+  return alg === 'md5' ? 'md5' : alg === 'sha-1' ? 'sha1' : 'sha256';
+}
+
+/** Parses a `length` attribute: a non-negative decimal integer. Undefined when absent or malformed. */
+export function parseLength(value: string | undefined): number | undefined {
+  if (value === undefined || !/^\d+$/.test(value)) return undefined;
+  const n = Number(value);
+  return Number.isSafeInteger(n) ? n : undefined;
+}
