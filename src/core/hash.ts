@@ -34,7 +34,7 @@ export function parseHashes(value: string | undefined): HashValue[] {
 /** Formats hash values as an attribute value: `md5:… sha-256:…`. */
 export function formatHashes(values: Iterable<HashValue> | Partial<Record<string, string>>): string {
   const list: HashValue[] = Symbol.iterator in values
-    ? [...(values as Iterable<HashValue>)]
+    ? [...(values)]
     : Object.entries(values as Record<string, string | undefined>)
         .filter((e): e is [string, string] => e[1] !== undefined)
         .map(([algorithm, digest]) => ({ algorithm, digest }));
