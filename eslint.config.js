@@ -6,7 +6,7 @@ export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'bench/.data/', '.demo/', 'coverage/'] },
   js.configs.recommended,
   {
-    files: ['src/**/*.ts'],
+    files: ['src/**/*.ts', 'test/**/*.ts'],
     extends: [tseslint.configs.recommendedTypeChecked],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: {

@@ -15,7 +15,7 @@ async function main(args: string[]): Promise<number> {
   }
   if (name === '--version' || name === '-V') {
     const { createRequire } = await import('node:module');
-    const pkg = createRequire(import.meta.url)('../../package.json') as { version: string };
+    const pkg = createRequire(import.meta.url)('../../../package.json') as { version: string };
     stdout.write(`${pkg.version}\n`);
     return 0;
   }
