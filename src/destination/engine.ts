@@ -66,6 +66,8 @@ export interface EngineOptions {
   onProgress?: (p: SyncProgress) => void;
   /** True when `url` is remembered as pending (failed in an earlier run). */
   hasPending?: (url: string) => boolean;
+  /** The destination held nothing when the sync started: no state to look up. */
+  fresh?: boolean;
   /** Check files on disk that the state does not know (resuming, or a pre-filled directory). */
   adopt: boolean;
   /** Fetches a resource through its mirrors and patch links (§14); used when the entry has such links. */
@@ -230,7 +232,7 @@ export class Engine {
       const relPath = this.#o.mapper.toPath(url);
       const full = join(this.#o.dest, ...relPath.split('/'));
       const facts = sourceFacts(entry);
-      const record = this.#o.store.get(url);
+      const record = this.#o.fresh === true ? undefined : this.#o.store.get(url);
       let local: LocalFacts | undefined;
       let present = false;
       if (record !== undefined && record.path === relPath) {
@@ -369,7 +371,7 @@ export class Engine {
         if (this.counts.deletionsSkipped.length < MAX_LISTED) this.counts.deletionsSkipped.push(url);
         return true;
       }
-      const record = this.#o.store.get(url);
+      const record = this.#o.fresh === true ? undefined : this.#o.store.get(url);
       let relPath = record?.path;
       if (relPath === undefined) {
         if (!this.#o.authority.allows(url)) return true; // never ours

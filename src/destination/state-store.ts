@@ -154,6 +154,11 @@ export class StateStore {
     }
   }
 
+  /** Every URL held, unordered (streams from the database). */
+  *urls(): IterableIterator<string> {
+    for (const r of this.#db.prepare<[], { url: string }>('SELECT url FROM resources').iterate()) yield r.url;
+  }
+
   /** Loads every record into a map by URL (for plans; about 200 bytes per resource). */
   snapshot(): Map<string, ResourceRecord> {
     const m = new Map<string, ResourceRecord>();

@@ -216,6 +216,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
       fsync: options.fsync ?? true,
       verifyRetries: options.verifyRetries ?? 2,
       adopt: !fresh,
+      fresh,
       hasPending: (u) => pendingUrls.has(u),
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
@@ -318,7 +319,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
         engine.warn('A Resource List could not be read in full: no deletions were inferred.');
       } else if (report.sets.every((s) => s.mode === 'baseline')) {
         const gone: string[] = [];
-        for (const r of st.records()) if (!seenAll.has(r.url)) gone.push(r.url);
+        for (const u of st.urls()) if (!seenAll.has(u)) gone.push(u);
         engine.phase('baseline', gone.length);
         await runPool(gone, concurrency, (u) => engine.remove(u));
       }
