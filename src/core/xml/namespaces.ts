@@ -3,9 +3,45 @@
 export const XML_NS = 'http://www.w3.org/XML/1998/namespace';
 export const XMLNS_NS = 'http://www.w3.org/2000/xmlns/';
 
+/** A qualified name resolved in a scope. */
+export interface ResolvedName {
+  prefix: string;
+  local: string;
+  ns: string;
+}
+
+/** Characters that may follow a colon in a name but may not start an NCName. */
+const NOT_NCNAME_START = /^[0-9.\-\u00B7\u0300-\u036F\u203F\u2040]/;
+const CACHE_LIMIT = 4096;
+
 /** An immutable set of in-scope prefix bindings; `''` is the default namespace. */
 export class NamespaceScope {
+  private readonly cache = new Map<string, ResolvedName | null>();
+
   private constructor(private readonly map: ReadonlyMap<string, string>) {}
+
+  /**
+   * Resolves an element name (or, when prefixed, an attribute name) in this scope; undefined when it
+   * is not a valid qualified name or its prefix is undeclared. Results are cached per scope.
+   */
+  name(qname: string): ResolvedName | undefined {
+    let r = this.cache.get(qname);
+    if (r === undefined) {
+      r = this.compute(qname);
+      if (this.cache.size < CACHE_LIMIT) this.cache.set(qname, r);
+    }
+    return r ?? undefined;
+  }
+
+  private compute(qname: string): ResolvedName | null {
+    const colon = qname.indexOf(':');
+    if (colon < 0) return { prefix: '', local: qname, ns: this.resolve('') ?? '' };
+    const prefix = qname.slice(0, colon);
+    const local = qname.slice(colon + 1);
+    if (prefix === '' || local === '' || local.includes(':') || NOT_NCNAME_START.test(local)) return null;
+    const ns = this.resolve(prefix);
+    return ns === undefined ? null : { prefix, local, ns };
+  }
 
   static empty(): NamespaceScope {
     return new NamespaceScope(new Map([['xml', XML_NS]]));
