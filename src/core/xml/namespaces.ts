@@ -10,8 +10,10 @@ export interface ResolvedName {
   ns: string;
 }
 
-/** Characters that may follow a colon in a name but may not start an NCName. */
-const NOT_NCNAME_START = /^[0-9.\-\u00B7\u0300-\u036F\u203F\u2040]/;
+/** True for characters that may appear in a name but may not start an NCName (XML 1.0 NameChar minus NameStartChar). */
+function notNcNameStart(c: number): boolean {
+  return (c >= 48 && c <= 57) || c === 46 || c === 45 || c === 0xb7 || (c >= 0x300 && c <= 0x36f) || c === 0x203f || c === 0x2040;
+}
 const CACHE_LIMIT = 4096;
 
 /** An immutable set of in-scope prefix bindings; `''` is the default namespace. */
@@ -38,7 +40,7 @@ export class NamespaceScope {
     if (colon < 0) return { prefix: '', local: qname, ns: this.resolve('') ?? '' };
     const prefix = qname.slice(0, colon);
     const local = qname.slice(colon + 1);
-    if (prefix === '' || local === '' || local.includes(':') || NOT_NCNAME_START.test(local)) return null;
+    if (prefix === '' || local === '' || local.includes(':') || notNcNameStart(local.charCodeAt(0))) return null;
     const ns = this.resolve(prefix);
     return ns === undefined ? null : { prefix, local, ns };
   }
