@@ -20,7 +20,9 @@ export async function run(_args: string[]): Promise<number> {
     ['examples-1.1', '1.1'],
     ['examples-archives', '1.1'],
   ];
-  const specDir = join(PACKAGE_ROOT, '..', 'shared', 'spec');
+  // Beside the package (a clone next to shared/), or two levels up from a git worktree.
+  const candidates = [join(PACKAGE_ROOT, '..', 'shared', 'spec'), join(PACKAGE_ROOT, '..', '..', 'shared', 'spec')];
+  const specDir = candidates.find((d) => existsSync(join(d, 'examples'))) ?? candidates[0]!;
   if (!existsSync(join(specDir, 'examples'))) {
     stdout.write(`No examples found at ${join(specDir, 'examples')}: the demo inspects and validates the examples of Z39.99 when the shared spec folder is beside the package.\n`);
     return 0;
