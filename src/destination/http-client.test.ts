@@ -1,0 +1,135 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestServer } from '../../test/helpers/test-server.js';
+import { createAuthority } from './authority.js';
+import { authFromEnv, createHttpClient, retryAfterMs } from './http-client.js';
+import { isResourceSyncError } from '../core/errors.js';
+
+async function text(body: AsyncIterable<Uint8Array>): Promise<string> {
+  const parts: Uint8Array[] = [];
+  for await (const c of body) parts.push(c);
+  return Buffer.concat(parts).toString('utf8');
+}
+
+void test('GET with keep-alive, gzip decoding, user agent and per-origin auth', async () => {
+  const s = await startTestServer();
+  const http = createHttpClient({ authority: createAuthority({ origins: [s.origin] }), env: { RESOURCESYNC_BEARER: 'tok' } });
+  try {
+    s.gzip = true;
+    s.set('/a.txt', 'hello world '.repeat(100));
+    const res = await http(`${s.origin}/a.txt`);
+    assert.equal(res.status, 200);
+    assert.equal(await text(res.body), 'hello world '.repeat(100));
+    const seen = s.requests[0]!;
+    assert.match(seen.headers['user-agent'] ?? '', /^resourcesync\/\d/);
+    assert.equal(seen.headers['authorization'], 'Bearer tok');
+    assert.match(seen.headers['accept-encoding'] ?? '', /gzip/);
+    const missing = await http(`${s.origin}/nope`);
+    assert.equal(missing.status, 404);
+    await missing.discard();
+  } finally {
+    await http.close();
+    await s.close();
+  }
+});
+
+void test('retries 5xx and 429 honouring Retry-After, then returns the final status', async () => {
+  const s = await startTestServer();
+  const http = createHttpClient({ authority: createAuthority({ origins: [s.origin] }), retries: 2, retryBaseMs: 5, env: {} });
+  try {
+    s.set('/r', 'ok');
+    s.fault = (req, res, n) => {
+      if (req.url === '/r' && n === 1) {
+        res.writeHead(503, { 'retry-after': '0' }).end();
+        return true;
+      }
+      if (req.url === '/r' && n === 2) {
+        res.writeHead(429).end();
+        return true;
+      }
+      if (req.url === '/always') {
+        res.writeHead(500).end('boom');
+        return true;
+      }
+      if (req.url === '/reset' && n < 3) {
+        req.socket.destroy();
+        return true;
+      }
+      return false;
+    };
+    const r = await http(`${s.origin}/r`);
+    assert.equal(r.status, 200);
+    assert.equal(await text(r.body), 'ok');
+    const a = await http(`${s.origin}/always`);
+    assert.equal(a.status, 500);
+    await a.discard();
+    assert.equal(s.requests.filter((q) => q.url === '/always').length, 3);
+    s.set('/reset', 'back');
+    const z = await http(`${s.origin}/reset`);
+    assert.equal(await text(z.body), 'back');
+  } finally {
+    await http.close();
+    await s.close();
+  }
+});
+
+void test('network failures after retries reject with RS_NETWORK / RS_HTTP_TIMEOUT', async () => {
+  const s = await startTestServer();
+  const http = createHttpClient({ authority: createAuthority({ origins: [s.origin] }), retries: 1, retryBaseMs: 5, timeoutMs: 500, env: {} });
+  const once = createHttpClient({ authority: createAuthority({ origins: [s.origin] }), retries: 0, timeoutMs: 500, env: {} });
+  try {
+    s.fault = async (req, res) => {
+      if (req.url === '/reset') {
+        req.socket.destroy();
+        return true;
+      }
+      if (req.url === '/slow') {
+        await new Promise((r) => setTimeout(r, 2000));
+        res.end('late');
+        return true;
+      }
+      return false;
+    };
+    await assert.rejects(http(`${s.origin}/reset`), (e: unknown) => isResourceSyncError(e, 'RS_NETWORK') && e.recoverable);
+    // undici's timers have a resolution of about half a second
+    await assert.rejects(once(`${s.origin}/slow`), (e: unknown) => isResourceSyncError(e, 'RS_HTTP_TIMEOUT'));
+  } finally {
+    await http.close();
+    await once.close();
+    await s.close();
+  }
+});
+
+void test('redirects are followed with the authority checked on each target', async () => {
+  const s = await startTestServer();
+  const other = await startTestServer();
+  const http = createHttpClient({ authority: createAuthority({ origins: [s.origin] }), env: { RESOURCESYNC_BEARER: 'secret' } });
+  try {
+    s.set('/from', { status: 302, headers: { location: '/to' } });
+    s.set('/to', 'arrived');
+    s.set('/away', { status: 301, headers: { location: `${other.origin}/x` } });
+    s.set('/loop', { status: 307, headers: { location: '/loop' } });
+    const r = await http(`${s.origin}/from`);
+    assert.equal(r.url, `${s.origin}/to`);
+    assert.equal(await text(r.body), 'arrived');
+    await assert.rejects(http(`${s.origin}/away`), (e: unknown) => isResourceSyncError(e, 'RS_AUTHORITY'));
+    await assert.rejects(http(`${s.origin}/loop`), (e: unknown) => isResourceSyncError(e, 'RS_NETWORK'));
+    await assert.rejects(http(`${other.origin}/x`), (e: unknown) => isResourceSyncError(e, 'RS_AUTHORITY'));
+    assert.equal(other.requests.length, 0, 'nothing fetched off-authority');
+  } finally {
+    await http.close();
+    await s.close();
+    await other.close();
+  }
+});
+
+void test('credentials from the environment and Retry-After parsing', () => {
+  assert.deepEqual(authFromEnv(['http://127.0.0.1:8080', 'https://m.example'], { RESOURCESYNC_AUTH_127_0_0_1_8080: 'Basic eA==', RESOURCESYNC_AUTH_M_EXAMPLE: 'Bearer m' }), {
+    'http://127.0.0.1:8080': 'Basic eA==',
+    'https://m.example': 'Bearer m',
+  });
+  assert.deepEqual(authFromEnv(['https://e.example'], { RESOURCESYNC_BASIC: 'u:p' }), { 'https://e.example': `Basic ${Buffer.from('u:p').toString('base64')}` });
+  assert.equal(retryAfterMs('3'), 3000);
+  assert.equal(retryAfterMs(new Date(10_000).toUTCString(), 4_000), 6000);
+  assert.equal(retryAfterMs('soon'), undefined);
+});

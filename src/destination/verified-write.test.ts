@@ -1,0 +1,72 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { writeVerified, tempDir } from './verified-write.js';
+import { isResourceSyncError } from '../core/errors.js';
+
+function chunks(data: Buffer, size: number): AsyncIterable<Uint8Array> {
+  const parts: Buffer[] = [];
+  for (let i = 0; i < data.length; i += size) parts.push(data.subarray(i, i + size));
+  return Readable.from(parts);
+}
+const md5 = (b: Buffer) => createHash('md5').update(b).digest('hex');
+const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+void test('writes small and large bodies atomically with verified length and hashes', async () => {
+  const root = await mkdtemp(join(tmpdir(), 'rs-vw-'));
+  try {
+    for (const size of [0, 10, 300 * 1024 + 7]) {
+      const data = Buffer.alloc(size, 'abc');
+      const mtime = new Date('2013-01-02T13:00:00Z');
+      const r = await writeVerified({
+        root,
+        relPath: `n${size}/file ${size}.bin`,
+        body: chunks(data, 64 * 1024),
+        expected: { length: size, hashes: [{ algorithm: 'sha-256', digest: sha256(data) }, { algorithm: 'x-unknown', digest: 'zz' }] },
+        mtime,
+      });
+      assert.equal(r.length, size);
+      assert.equal(r.hashes['md5'], md5(data));
+      assert.equal(r.hashes['sha-256'], sha256(data));
+      assert.deepEqual(await readFile(join(root, `n${size}`, `file ${size}.bin`)), data);
+      assert.equal((await stat(r.path)).mtime.getTime(), mtime.getTime());
+    }
+    assert.deepEqual(await readdir(tempDir(root)), []);
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+});
+
+void test('a mismatch is never committed and leaves no temporary file', async () => {
+  const root = await mkdtemp(join(tmpdir(), 'rs-vw-'));
+  try {
+    const data = Buffer.alloc(400 * 1024, 'x');
+    await assert.rejects(
+      writeVerified({ root, relPath: 'a.bin', body: chunks(data, 1000), expected: { hashes: [{ algorithm: 'md5', digest: md5(Buffer.from('other')) }] } }),
+      (e: unknown) => isResourceSyncError(e, 'RS_HASH_MISMATCH') && e.recoverable,
+    );
+    await assert.rejects(
+      writeVerified({ root, relPath: 'b.bin', body: chunks(data, 1000), expected: { length: 10 } }),
+      (e: unknown) => isResourceSyncError(e, 'RS_LENGTH_MISMATCH'),
+    );
+    await assert.rejects(
+      writeVerified({ root, relPath: 'c.bin', body: chunks(data.subarray(0, 5), 1), expected: { length: 10 } }),
+      (e: unknown) => isResourceSyncError(e, 'RS_LENGTH_MISMATCH'),
+    );
+    async function* failing(): AsyncGenerator<Uint8Array> {
+      yield data;
+      await Promise.resolve();
+      throw new Error('connection reset');
+    }
+    await assert.rejects(writeVerified({ root, relPath: 'd.bin', body: failing() }), /connection reset/);
+    await assert.rejects(writeVerified({ root, relPath: '../e.bin', body: chunks(data, 10) }), (e: unknown) => isResourceSyncError(e, 'RS_UNSAFE_PATH'));
+    assert.deepEqual((await readdir(root)).sort(), ['.resourcesync']);
+    assert.deepEqual(await readdir(tempDir(root)), []);
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+});
