@@ -97,6 +97,10 @@ for (const [name, doc, patch, expected] of cases) {
   });
 }
 
+void test('JSON Patch: replace keeps the member order', () => {
+  assert.equal(JSON.stringify(applyJsonPatch({ a: 1, b: 2, c: 3 }, [{ op: 'replace', path: '/a', value: 9 }])), '{"a":9,"b":2,"c":3}');
+});
+
 void test('JSON Patch: a failing operation leaves no partial result (atomic)', () => {
   const doc: JsonValue = { a: 1 };
   assert.throws(() => applyJsonPatch(doc, [{ op: 'add', path: '/b', value: 2 }, { op: 'test', path: '/a', value: 2 }]), patchError);

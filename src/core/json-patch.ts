@@ -181,7 +181,13 @@ export function applyJsonPatch(doc: JsonValue, patch: unknown): JsonValue {
       case 'replace': {
         const value = clone(val(op, i));
         if (resolvePointer(out, path) === undefined) throw fail(`JSON Patch path '${path}' does not exist.`, { path, index: i });
-        out = path === '' ? value : addAt(removeAt(out, path).doc, path, value);
+        if (path === '') out = value;
+        else {
+          // In place, so that an object member keeps its position (serializations stay comparable).
+          const { parent, key } = parentOf(out, path);
+          if (Array.isArray(parent)) parent[arrayIndex(key, parent.length, false, path)] = value;
+          else setOwn(parent as { [key: string]: JsonValue }, key, value);
+        }
         break;
       }
       case 'move': {
