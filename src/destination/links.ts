@@ -7,6 +7,7 @@ import { applyJsonPatch, isJsonPatchMediaType, type JsonValue } from '../core/js
 import type { Entry, Ln } from '../core/model/types.js';
 import type { Authority } from './authority.js';
 import type { HttpGet } from './http.js';
+import { safeJoin } from '../node/safe-path.js';
 import { writeVerified } from './verified-write.js';
 
 /**
@@ -272,6 +273,7 @@ function serializations(value: JsonValue): Buffer[] {
  */
 export async function fetchResource(entry: Entry, options: FetchResourceOptions): Promise<FetchResult> {
   const attempts: FetchAttempt[] = [];
+  safeJoin(options.dest, options.relPath); // refuse an unsafe path before any request
   const expected = expectedOf(entry);
   const common = {
     root: options.dest,

@@ -8,6 +8,8 @@ export interface RawEntry {
   deflate?: boolean;
   /** The uncompressed size written in the headers; default the true size. */
   declaredSize?: number;
+  /** Already deflated bytes of `data` (saves deflating a large bomb twice). */
+  deflated?: Uint8Array;
 }
 
 /**
@@ -20,7 +22,7 @@ export function rawZip(entries: RawEntry[]): Buffer {
   let offset = 0;
   for (const e of entries) {
     const name = Buffer.from(e.name, 'utf8');
-    const data = e.deflate ? deflateRawSync(e.data) : Buffer.from(e.data);
+    const data = e.deflate ? Buffer.from(e.deflated ?? deflateRawSync(e.data)) : Buffer.from(e.data);
     const crc = crc32(e.data);
     const size = e.declaredSize ?? e.data.byteLength;
     const method = e.deflate ? 8 : 0;
