@@ -31,7 +31,9 @@ export type ErrorCode =
   | 'RS_LENGTH_MISMATCH'
   | 'RS_LOCKED'
   | 'RS_ABORTED'
-  | 'RS_ZIP';
+  | 'RS_ZIP'
+  // links (Z39.99 §14)
+  | 'RS_PATCH';
 
 export interface ResourceSyncErrorOptions {
   /** Structured details: url, path, expected, actual, line… */

@@ -1,0 +1,464 @@
+import { CAPABILITY_LIST_ENTRIES, REL_RESOURCESYNC, WELL_KNOWN_PATH } from '../core/constants.js';
+import { ResourceSyncError, isResourceSyncError } from '../core/errors.js';
+import { parseLinkHeader } from '../core/link-header.js';
+import type { DocumentKindId } from '../core/model/document-kinds.js';
+import type { Entry, Ln } from '../core/model/types.js';
+import { readDocument } from '../core/xml/read-document.js';
+import type { HttpGet, HttpResponse } from './http.js';
+import type { AuthorityCheck } from './links.js';
+
+/**
+ * Discovery of a Source's ResourceSync documents from any starting URL: the well-known Source
+ * Description, Capability Lists given directly, Resource/Change Lists and Dumps (walking `up` and
+ * `index`), `robots.txt` Sitemap directives, `Link: rel="resourcesync"` headers and HTML
+ * `<link rel="resourcesync">`.
+ * @see Z39.99 §6.2, §6.3
+ */
+
+/** A capability a Capability List may advertise. @see Z39.99 §9 */
+export type CapabilityName = (typeof CAPABILITY_LIST_ENTRIES)[number];
+
+/** One set of resources: a Capability List and the documents it advertises. @see Z39.99 §9 */
+export interface DiscoveredCapabilityList {
+  /** The Capability List's URL; for a list found without one, the URL of that list (see `synthetic`). */
+  url: string;
+  /** Advertised documents by capability, in document order, absolute URLs. */
+  capabilities: Partial<Record<CapabilityName, string[]>>;
+  /** `rs:ln rel="describedby"` of the Capability List (or of its Source Description entry). */
+  describedby?: string;
+  /** True when no Capability List was reachable and this set was built from the document given. */
+  synthetic?: boolean;
+}
+
+/** How the starting URL was understood. */
+export type StartKind = DocumentKindId | 'html' | 'link-header' | 'well-known' | 'robots' | 'resource';
+
+/** What discovery found out about a Source. */
+export interface Discovery {
+  /** URL of the Source Description, when one was read. */
+  sourceDescription?: string;
+  capabilityLists: DiscoveredCapabilityList[];
+  start: { url: string; kind: StartKind };
+  /** How it was found and what was tolerated, one sentence each. */
+  notes: string[];
+}
+
+export interface DiscoverOptions {
+  http: HttpGet;
+  authority: AuthorityCheck;
+  signal?: AbortSignal;
+  /** Most documents fetched in all. Default 32. */
+  maxDocuments?: number;
+  /** Longest chain of links followed from the start. Default 8. */
+  maxDepth?: number;
+  /** Largest HTML page or robots.txt read, bytes. Default 1 MiB. */
+  maxTextBytes?: number;
+}
+
+interface Ctx {
+  opts: DiscoverOptions;
+  fetched: number;
+  visited: Set<string>;
+  notes: string[];
+  maxDocuments: number;
+  maxDepth: number;
+  maxText: number;
+}
+
+/** A fetched response, classified. */
+type Fetched =
+  | { type: 'xml'; url: string; kind: DocumentKindId | undefined; capability: string | undefined; ln: Ln[]; entries: Entry[]; linkHeader: string[] }
+  | { type: 'html'; url: string; links: string[]; linkHeader: string[] }
+  | { type: 'text'; url: string; text: string; linkHeader: string[] }
+  | { type: 'other'; url: string; status: number; linkHeader: string[] };
+
+/** Documents whose entries discovery reads in full (they are small); for the others only the header. */
+const READ_ENTRIES = new Set<DocumentKindId>(['source-description', 'source-description-index', 'capability-list', 'capability-list-index']);
+
+const XML_LIMITS = { maxBytes: 8 * 1024 * 1024, maxEntries: 10_000 };
+
+/**
+ * Finds the Source Description and Capability Lists behind `startUrl`. Every URL passes
+ * `authority.check` before it is requested; the walk is bounded in documents and depth and never
+ * fetches a URL twice.
+ * @example
+ * const d = await discover('http://127.0.0.1:8080/', { http, authority });
+ * d.capabilityLists[0]?.capabilities.resourcelist // ['http://127.0.0.1:8080/resourcelist.xml']
+ * @see Z39.99 §6.3
+ */
+export async function discover(startUrl: string, options: DiscoverOptions): Promise<Discovery> {
+  const ctx: Ctx = {
+    opts: options,
+    fetched: 0,
+    visited: new Set(),
+    notes: [],
+    maxDocuments: options.maxDocuments ?? 32,
+    maxDepth: options.maxDepth ?? 8,
+    maxText: options.maxTextBytes ?? 1024 * 1024,
+  };
+  const start = new URL(startUrl);
+  const result: Discovery = { capabilityLists: [], start: { url: start.href, kind: 'resource' }, notes: ctx.notes };
+  const isRoot = start.pathname === '/' && start.search === '';
+
+  if (isRoot) {
+    const wk = new URL(WELL_KNOWN_PATH, start).href;
+    ctx.notes.push(`Start '${start.href}' is an origin: tried the well-known URI '${wk}' (§6.3.2).`);
+    if (await fromWellKnown(ctx, result, wk)) {
+      result.start.kind = 'well-known';
+      return result;
+    }
+  }
+  const first = await fetchClassified(ctx, start.href, 0);
+  if (first) {
+    const kind = await follow(ctx, result, first, 0);
+    if (kind !== undefined) result.start.kind = kind;
+    if (result.capabilityLists.length > 0) return finish(result);
+  }
+  if (!isRoot) {
+    const wk = new URL(WELL_KNOWN_PATH, start).href;
+    ctx.notes.push(`Nothing found at '${start.href}': tried the well-known URI '${wk}' (§6.3.2).`);
+    if (await fromWellKnown(ctx, result, wk)) return finish(result);
+  }
+  const robots = new URL('/robots.txt', start).href;
+  ctx.notes.push(`Tried the Sitemap directives of '${robots}' (§6.3.4).`);
+  const r = await fetchClassified(ctx, robots, 0);
+  if (r?.type === 'text') {
+    for (const sm of robotsSitemaps(r.text, robots)) {
+      const doc = await fetchClassified(ctx, sm, 1);
+      if (doc) await follow(ctx, result, doc, 1);
+    }
+    if (result.capabilityLists.length > 0 && result.start.kind === 'resource') result.start.kind = 'robots';
+  }
+  if (result.capabilityLists.length === 0) {
+    throw new ResourceSyncError('RS_NOT_RESOURCESYNC', `Start '${start.href}' leads to no Capability List.`, { data: { url: start.href, notes: ctx.notes } });
+  }
+  return finish(result);
+}
+
+function finish(result: Discovery): Discovery {
+  return result;
+}
+
+async function fromWellKnown(ctx: Ctx, result: Discovery, url: string): Promise<boolean> {
+  const doc = await fetchClassified(ctx, url, 0);
+  if (doc?.type !== 'xml') return false;
+  if (doc.kind !== 'source-description' && doc.kind !== 'source-description-index') {
+    ctx.notes.push(`'${url}' is not a Source Description (capability '${doc.capability ?? ''}').`);
+    await follow(ctx, result, doc, 0);
+    return result.capabilityLists.length > 0;
+  }
+  await follow(ctx, result, doc, 0);
+  return true;
+}
+
+/** Acts on one fetched document; returns how it was understood. */
+async function follow(ctx: Ctx, result: Discovery, doc: Fetched, depth: number): Promise<StartKind | undefined> {
+  const viaHeader = doc.linkHeader;
+  if (doc.type === 'html' || doc.type === 'other' || doc.type === 'text') {
+    const targets: Array<{ t: string; how: 'html' | 'link-header' }> = viaHeader.map((t) => ({ t, how: 'link-header' }));
+    if (doc.type === 'html') targets.push(...doc.links.map((t) => ({ t, how: 'html' as const })));
+    for (const { t, how } of targets) {
+      ctx.notes.push(
+        how === 'html'
+          ? `'${doc.url}' links to '${t}' with <link rel="resourcesync"> (§6.3.3).`
+          : `'${doc.url}' links to '${t}' in a Link header (§6.3.3).`,
+      );
+      const cl = await fetchClassified(ctx, t, depth + 1);
+      if (cl) await follow(ctx, result, cl, depth + 1);
+    }
+    if (targets.length === 0) return undefined;
+    return doc.type === 'html' && targets.some((x) => x.how === 'html') ? 'html' : 'link-header';
+  }
+
+  switch (doc.kind) {
+    case 'source-description':
+    case 'source-description-index': {
+      result.sourceDescription ??= doc.url;
+      for (const e of doc.entries) {
+        const loc = resolve(e.loc, doc.url);
+        if (loc === undefined) continue;
+        const describedby = (e.ln ?? []).find((l) => relIs(l, 'describedby'))?.href;
+        if (doc.kind === 'source-description-index' || e.md?.capability === 'description') {
+          const sub = await fetchClassified(ctx, loc, depth + 1);
+          if (sub) await follow(ctx, result, sub, depth + 1);
+          continue;
+        }
+        if (e.md?.capability !== undefined && e.md.capability !== 'capabilitylist') {
+          ctx.notes.push(`Source Description entry '${loc}' has capability '${e.md.capability}', not 'capabilitylist': skipped.`);
+          continue;
+        }
+        const cl = await fetchClassified(ctx, loc, depth + 1);
+        if (cl) await follow(ctx, result, cl, depth + 1);
+        const found = result.capabilityLists.find((c) => c.url === loc);
+        if (found && found.describedby === undefined && describedby !== undefined) {
+          const d = resolve(describedby, doc.url);
+          if (d !== undefined) found.describedby = d;
+        }
+      }
+      return doc.kind;
+    }
+    case 'capability-list-index': {
+      for (const e of doc.entries) {
+        const loc = resolve(e.loc, doc.url);
+        if (loc === undefined) continue;
+        const cl = await fetchClassified(ctx, loc, depth + 1);
+        if (cl) await follow(ctx, result, cl, depth + 1);
+      }
+      return doc.kind;
+    }
+    case 'capability-list': {
+      addCapabilityList(ctx, result, doc);
+      const up = upLink(doc);
+      if (up !== undefined && result.sourceDescription === undefined) {
+        // Learn the Source Description's URL; do not expand other sets the start did not name.
+        result.sourceDescription = up;
+        ctx.notes.push(`Capability List '${doc.url}' points up to the Source Description '${up}' (§6.2).`);
+      }
+      return doc.kind;
+    }
+    case undefined:
+      ctx.notes.push(`'${doc.url}' is a Sitemap without a ResourceSync capability: ignored.`);
+      return undefined;
+    default: {
+      // A Resource List, Change List, Dump, or their index or manifest: walk `index` then `up` (§6.2).
+      const kind = doc.kind;
+      const index = linkHref(doc, 'index');
+      const up = upLink(doc);
+      const before = result.capabilityLists.length;
+      if (up !== undefined) {
+        ctx.notes.push(`'${doc.url}' (${kind}) points up to '${up}' (§6.2).`);
+        const cl = await fetchClassified(ctx, up, depth + 1);
+        if (cl) await follow(ctx, result, cl, depth + 1);
+      } else if (index !== undefined) {
+        ctx.notes.push(`'${doc.url}' (${kind}) has no 'up' link: followed its 'index' '${index}' (§6.2).`);
+        const ix = await fetchClassified(ctx, index, depth + 1);
+        if (ix) await follow(ctx, result, ix, depth + 1);
+      }
+      if (result.capabilityLists.length === before && doc.capability !== undefined && isCapabilityName(doc.capability)) {
+        const own = index ?? doc.url;
+        ctx.notes.push(`No Capability List reachable from '${doc.url}': using it as a set of its own.`);
+        result.capabilityLists.push({ url: doc.url, capabilities: { [doc.capability]: [own] }, synthetic: true });
+      } else if (doc.capability !== undefined && isCapabilityName(doc.capability)) {
+        const listed = result.capabilityLists.some((c) => c.capabilities[doc.capability as CapabilityName]?.some((u) => u === doc.url || u === index));
+        if (!listed) ctx.notes.push(`'${doc.url}' is not listed in the Capability List it points up to.`);
+      }
+      return kind;
+    }
+  }
+}
+
+function isCapabilityName(c: string): c is CapabilityName {
+  return (CAPABILITY_LIST_ENTRIES as readonly string[]).includes(c);
+}
+
+function addCapabilityList(ctx: Ctx, result: Discovery, doc: Extract<Fetched, { type: 'xml' }>): void {
+  if (result.capabilityLists.some((c) => c.url === doc.url)) return;
+  const capabilities: Partial<Record<CapabilityName, string[]>> = {};
+  for (const e of doc.entries) {
+    const loc = resolve(e.loc, doc.url);
+    const cap = e.md?.capability;
+    if (loc === undefined || cap === undefined) {
+      ctx.notes.push(`Capability List '${doc.url}' has an entry without a capability or a valid loc: skipped.`);
+      continue;
+    }
+    if (!isCapabilityName(cap)) {
+      ctx.notes.push(`Capability List '${doc.url}' advertises unknown capability '${cap}': ignored.`);
+      continue;
+    }
+    (capabilities[cap] ??= []).push(loc);
+  }
+  const entry: DiscoveredCapabilityList = { url: doc.url, capabilities };
+  const describedby = linkHref(doc, 'describedby');
+  if (describedby !== undefined) entry.describedby = describedby;
+  result.capabilityLists.push(entry);
+}
+
+function relIs(ln: Ln, rel: string): boolean {
+  return (ln.rel ?? '').split(/\s+/).some((r) => r.toLowerCase() === rel);
+}
+
+function linkHref(doc: Extract<Fetched, { type: 'xml' }>, rel: string): string | undefined {
+  const ln = doc.ln.find((l) => relIs(l, rel) && l.href !== undefined);
+  return ln ? resolve(ln.href!, doc.url) : undefined;
+}
+
+function upLink(doc: Extract<Fetched, { type: 'xml' }>): string | undefined {
+  return linkHref(doc, 'up');
+}
+
+function resolve(href: string, base: string): string | undefined {
+  try {
+    const u = new URL(href.trim(), base);
+    return u.protocol === 'http:' || u.protocol === 'https:' ? u.href : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Fetches and classifies a URL, or returns undefined when it is off-authority, already visited,
+ * past the limits, or failed (each noted).
+ */
+async function fetchClassified(ctx: Ctx, url: string, depth: number): Promise<Fetched | undefined> {
+  const key = url.replace(/#.*$/, '');
+  if (ctx.visited.has(key)) return undefined;
+  ctx.visited.add(key);
+  if (depth > ctx.maxDepth) {
+    ctx.notes.push(`'${url}' is deeper than ${ctx.maxDepth} links: not followed.`);
+    return undefined;
+  }
+  if (ctx.fetched >= ctx.maxDocuments) {
+    ctx.notes.push(`'${url}' not fetched: the limit of ${ctx.maxDocuments} documents was reached.`);
+    return undefined;
+  }
+  try {
+    if (!ctx.opts.authority.allows(url)) throw new ResourceSyncError('RS_AUTHORITY', `URL '${url}' is outside the Source's authority.`, { data: { url } });
+    ctx.opts.authority.check(url);
+  } catch (err) {
+    if (!isResourceSyncError(err, 'RS_AUTHORITY')) throw err;
+    ctx.notes.push(`'${url}' is outside the authority: not fetched.`);
+    return undefined;
+  }
+  ctx.fetched++;
+  const abort = new AbortController();
+  const onAbort = () => abort.abort(ctx.opts.signal?.reason);
+  ctx.opts.signal?.addEventListener('abort', onAbort, { once: true });
+  let res: HttpResponse;
+  try {
+    res = await ctx.opts.http(url, { signal: abort.signal, headers: { accept: 'application/xml, text/xml;q=0.9, text/html;q=0.8, */*;q=0.5' } });
+  } catch (err) {
+    ctx.opts.signal?.removeEventListener('abort', onAbort);
+    if (ctx.opts.signal?.aborted) throw err;
+    ctx.notes.push(`'${url}' failed: ${err instanceof Error ? err.message : String(err)}`);
+    return undefined;
+  }
+  try {
+    const finalUrl = res.url || url;
+    const linkHeader = parseLinkHeader(res.headers.link ?? '')
+      .filter((l) => l.rel.includes(REL_RESOURCESYNC))
+      .flatMap((l) => resolve(l.target, finalUrl) ?? []);
+    if (res.status !== 200) {
+      await res.discard();
+      ctx.notes.push(`'${url}' answered HTTP ${res.status}.`);
+      return { type: 'other', url: finalUrl, status: res.status, linkHeader };
+    }
+    const ctype = (res.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    const iter = res.body[Symbol.asyncIterator]();
+    // Peek at the first bytes to tell XML from HTML and text when the media type is vague.
+    const firstChunk = await iter.next();
+    const head = firstChunk.done ? new Uint8Array(0) : firstChunk.value;
+    const rest: AsyncIterable<Uint8Array> = {
+      [Symbol.asyncIterator]: () => ({ next: () => iter.next(), return: async () => (await iter.return?.()) ?? { done: true, value: undefined } }),
+    };
+    const body = (async function* () {
+      if (head.byteLength > 0) yield head;
+      yield* rest;
+    })();
+    const sniff = Buffer.from(head.subarray(0, 512)).toString('latin1').trimStart().toLowerCase();
+    const gz = head[0] === 0x1f && head[1] === 0x8b;
+    const looksHtml = ctype === 'text/html' || ctype === 'application/xhtml+xml' || sniff.startsWith('<!doctype html') || sniff.startsWith('<html');
+    const looksXml = gz || ctype.endsWith('/xml') || ctype.endsWith('+xml') || sniff.startsWith('<?xml') || sniff.startsWith('<urlset') || sniff.startsWith('<sitemapindex');
+    if (looksHtml && !sniff.startsWith('<?xml')) {
+      const text = await readText(body, ctx.maxText);
+      return { type: 'html', url: finalUrl, links: htmlResourceSyncLinks(text, finalUrl), linkHeader };
+    }
+    if (looksXml) {
+      try {
+        const reader = await readDocument(body, { limits: XML_LIMITS, signal: abort.signal });
+        const kind = reader.kind?.id;
+        const entries: Entry[] = [];
+        if (kind !== undefined && READ_ENTRIES.has(kind)) {
+          for await (const e of reader.entries) entries.push(e);
+        } else {
+          await reader.close(); // only the header is needed (§6.2 `up` and `index` links)
+        }
+        return { type: 'xml', url: finalUrl, kind, capability: reader.header.md?.capability, ln: reader.header.ln, entries, linkHeader };
+      } catch (err) {
+        if (ctx.opts.signal?.aborted) throw err;
+        ctx.notes.push(`'${url}' is not a readable ResourceSync document: ${err instanceof Error ? err.message : String(err)}`);
+        return { type: 'other', url: finalUrl, status: res.status, linkHeader };
+      }
+    }
+    if (ctype.startsWith('text/')) {
+      return { type: 'text', url: finalUrl, text: await readText(body, ctx.maxText), linkHeader };
+    }
+    return { type: 'other', url: finalUrl, status: res.status, linkHeader };
+  } finally {
+    ctx.opts.signal?.removeEventListener('abort', onAbort);
+    // Stop any unread body (a long list read for its header only): the connection is dropped.
+    abort.abort();
+  }
+}
+
+async function readText(body: AsyncIterable<Uint8Array>, max: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of body) {
+    const room = max - total;
+    if (room <= 0) break;
+    const part = chunk.byteLength > room ? chunk.subarray(0, room) : chunk;
+    chunks.push(Buffer.from(part));
+    total += part.byteLength;
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * The `Sitemap:` directives of a robots.txt file, as absolute URLs, in order.
+ * @example robotsSitemaps('Sitemap: http://example.com/rl.xml', 'http://example.com/robots.txt') // ['http://example.com/rl.xml']
+ * @see Z39.99 §6.3.4, Example 11
+ */
+export function robotsSitemaps(text: string, robotsUrl: string): string[] {
+  const out: string[] = [];
+  for (const raw of text.split(/\r\n|\r|\n/)) {
+    const line = raw.replace(/#.*$/, '').trim();
+    const m = /^sitemap\s*:\s*(\S+)/i.exec(line);
+    if (!m) continue;
+    const u = resolve(m[1]!, robotsUrl);
+    if (u !== undefined && !out.includes(u)) out.push(u);
+  }
+  return out;
+}
+
+/**
+ * The targets of `<link rel="resourcesync" href="…">` elements of an HTML page, resolved against
+ * the page URL (or its `<base href>`). Comments are skipped; `rel` may list several types.
+ * @example htmlResourceSyncLinks('<link rel="resourcesync" href="cl.xml">', 'http://e.com/a/p.html') // ['http://e.com/a/cl.xml']
+ * @see Z39.99 §6.3.3, Example 9
+ */
+export function htmlResourceSyncLinks(html: string, pageUrl: string): string[] {
+  const text = html.replace(/<!--[\s\S]*?(-->|$)/g, '');
+  let base = pageUrl;
+  const out: string[] = [];
+  const tag = /<(link|base)\b((?:[^>"']|"[^"]*"|'[^']*')*)>/gi;
+  for (let m = tag.exec(text); m !== null; m = tag.exec(text)) {
+    const attrs = htmlAttributes(m[2]!);
+    if (m[1]!.toLowerCase() === 'base') {
+      if (attrs.href !== undefined && base === pageUrl) base = resolve(attrs.href, pageUrl) ?? base;
+      continue;
+    }
+    const rel = (attrs.rel ?? '').toLowerCase().split(/\s+/);
+    if (!rel.includes(REL_RESOURCESYNC) || attrs.href === undefined) continue;
+    const u = resolve(decodeEntities(attrs.href), base);
+    if (u !== undefined && !out.includes(u)) out.push(u);
+  }
+  return out;
+}
+
+function htmlAttributes(s: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const re = /([^\s=/>"']+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>"']+)))?/g;
+  for (let m = re.exec(s); m !== null; m = re.exec(s)) {
+    const name = m[1]!.toLowerCase();
+    if (!Object.hasOwn(out, name)) out[name] = m[2] ?? m[3] ?? m[4] ?? '';
+  }
+  return out;
+}
+
+function decodeEntities(s: string): string {
+  return s.replace(/&(amp|lt|gt|quot|apos|#(\d+)|#x([0-9a-f]+));/gi, (all, name: string, dec?: string, hex?: string) => {
+    if (dec !== undefined) return String.fromCodePoint(Number(dec));
+    if (hex !== undefined) return String.fromCodePoint(parseInt(hex, 16));
+    return { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" }[name.toLowerCase()] ?? all;
+  });
+}

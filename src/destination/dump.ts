@@ -1,0 +1,523 @@
+import { createHash, randomUUID, type Hash } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { once } from 'node:events';
+import type { Readable } from 'node:stream';
+import yauzl from 'yauzl';
+import { ResourceSyncError, isResourceSyncError, type ErrorCode } from '../core/errors.js';
+import { isKnownHashAlgorithm, nodeHashName, parseHashes, parseLength, type HashValue } from '../core/hash.js';
+import type { DocumentKindId } from '../core/model/document-kinds.js';
+import type { Entry } from '../core/model/types.js';
+import { parseW3CDatetime } from '../core/w3c-datetime.js';
+import { readDocument } from '../core/xml/read-document.js';
+import { safeJoin, safeRelativePath } from '../node/safe-path.js';
+import type { HttpGet } from './http.js';
+import { relatedLinks, type AuthorityCheck, type RelatedLinks } from './links.js';
+import { writeVerified } from './verified-write.js';
+
+/**
+ * Applying Resource Dumps (baseline) and Change Dumps (incremental): download each ZIP package,
+ * verify it, check its manifest, and extract every bitstream to the local path of its `loc`.
+ * The copy of the manifest a `rel="contents"` link points to is never fetched: the manifest inside
+ * the package is the one applied.
+ * @see Z39.99 §11, §13
+ */
+
+/** Where a failure happened and why. */
+export interface DumpFailure {
+  code: ErrorCode;
+  message: string;
+  /** The package URL. */
+  package: string;
+  /** The resource, for failures of one bitstream. */
+  loc?: string;
+  /** The manifest `path` or ZIP entry name concerned. */
+  path?: string;
+}
+
+/** One bitstream written or one deletion seen, passed to `onResource` so the sync can record it. */
+export interface DumpResource {
+  loc: string;
+  /** Local path relative to `dest`, from `mapPath`. */
+  relPath: string;
+  change: 'created' | 'updated' | 'deleted';
+  /** For deletions: whether the local file was removed (`delete: true`). */
+  applied: boolean;
+  length?: number;
+  /** Digests computed while writing, by algorithm. */
+  hashes?: Record<string, string>;
+  lastmod?: string;
+  /** Links kept for the user (§14). */
+  links: RelatedLinks;
+  package: string;
+}
+
+/** What applying a dump did. */
+export interface DumpReport {
+  /** Packages read (fully or partly). */
+  packages: number;
+  /** Bitstreams extracted and verified. */
+  extracted: number;
+  created: number;
+  updated: number;
+  deleted: number;
+  /** Bytes of bitstreams written. */
+  bytes: number;
+  /** Bytes of packages downloaded. */
+  packageBytes: number;
+  failures: DumpFailure[];
+  /** Resources whose manifest entry has no hash: checked by length only. */
+  unverified: string[];
+  /** ZIP entries that the manifest does not describe: ignored. */
+  ignoredEntries: string[];
+  /** Deletions seen but not applied (without `delete: true`). */
+  deletionsNotApplied: string[];
+  /** Change Dumps: the latest `until` (or `lastmod`) of the packages applied, for the cursor. */
+  until?: string;
+  /** What was tolerated. */
+  notes: string[];
+  /** Milliseconds spent downloading and extracting (read + verify + write). */
+  timings: { downloadMs: number; extractMs: number };
+}
+
+export interface DumpProgress {
+  phase: 'download' | 'extract';
+  package: string;
+  /** Bytes so far in this phase of this package. */
+  bytes: number;
+  files: number;
+}
+
+export interface ApplyDumpOptions {
+  /** URL of the Resource Dump / Change Dump (or their index). */
+  dumpUrl: string;
+  http: HttpGet;
+  authority: AuthorityCheck;
+  /** The destination root. Packages are downloaded to `<dest>/.resourcesync/tmp/`. */
+  dest: string;
+  /** The mapper: a resource URI (`loc`) → its path relative to `dest`; throws `RS_UNSAFE_PATH` to refuse. */
+  mapPath: (loc: string) => string;
+  /** Apply deletions of Change Dump Manifests. Default false: reported only. */
+  delete?: boolean;
+  signal?: AbortSignal;
+  onProgress?: (p: DumpProgress) => void;
+  /** Called for each bitstream written and each deletion seen, in order. */
+  onResource?: (r: DumpResource) => void | Promise<void>;
+  /** Cap on the bytes extracted from all packages together. Default 1 TiB. */
+  maxTotalBytes?: number;
+  /** Cap on the ZIP entries of one package. Default 1,000,000. */
+  maxEntries?: number;
+  /** fsync each file written. Passed to `writeVerified`. */
+  fsync?: boolean;
+  /** Change Dumps: skip packages whose `until` is at or before this W3C Datetime (the cursor). */
+  after?: string;
+}
+
+const DEFAULT_MAX_TOTAL = 2 ** 40;
+const DOC_LIMITS = { maxBytes: 50 * 1024 * 1024 };
+
+/**
+ * Applies a Resource Dump: every package's bitstreams are extracted to `mapPath(loc)`, verified
+ * against the manifest's `length` and `hash`.
+ * @example
+ * const report = await applyResourceDump({ dumpUrl, http, authority, dest: '/mirror', mapPath: (loc) => mapper.toPath(loc) });
+ * @see Z39.99 §11
+ */
+export function applyResourceDump(options: ApplyDumpOptions): Promise<DumpReport> {
+  return applyDump(options, 'resource');
+}
+
+/**
+ * Applies a Change Dump: packages in forward chronological order, each manifest's changes in order;
+ * `created`/`updated` bitstreams are extracted, `deleted` ones removed only with `delete: true`.
+ * @example
+ * const report = await applyChangeDump({ dumpUrl, http, authority, dest, mapPath, delete: true, after: cursor });
+ * @see Z39.99 §13
+ */
+export function applyChangeDump(options: ApplyDumpOptions): Promise<DumpReport> {
+  return applyDump(options, 'change');
+}
+
+type Flavor = 'resource' | 'change';
+const DUMP_KIND: Record<Flavor, DocumentKindId> = { resource: 'resource-dump', change: 'change-dump' };
+const INDEX_KIND: Record<Flavor, DocumentKindId> = { resource: 'resource-dump-index', change: 'change-dump-index' };
+const MANIFEST_KIND: Record<Flavor, DocumentKindId> = { resource: 'resource-dump-manifest', change: 'change-dump-manifest' };
+
+interface Run {
+  opts: ApplyDumpOptions;
+  flavor: Flavor;
+  report: DumpReport;
+  tmpDir: string;
+  extractedTotal: number;
+  maxTotal: number;
+}
+
+function rsError(code: ErrorCode, message: string, data: Record<string, unknown> = {}, cause?: unknown): ResourceSyncError {
+  return new ResourceSyncError(code, message, { data, recoverable: true, ...(cause === undefined ? {} : { cause }) });
+}
+
+function checkAuthority(authority: AuthorityCheck, url: string): void {
+  if (!authority.allows(url)) throw new ResourceSyncError('RS_AUTHORITY', `URL '${url}' is outside the Source's authority.`, { data: { url } });
+  authority.check(url);
+}
+
+function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new ResourceSyncError('RS_ABORTED', 'The dump was aborted.', { cause: signal.reason });
+}
+
+async function applyDump(opts: ApplyDumpOptions, flavor: Flavor): Promise<DumpReport> {
+  const report: DumpReport = {
+    packages: 0,
+    extracted: 0,
+    created: 0,
+    updated: 0,
+    deleted: 0,
+    bytes: 0,
+    packageBytes: 0,
+    failures: [],
+    unverified: [],
+    ignoredEntries: [],
+    deletionsNotApplied: [],
+    notes: [],
+    timings: { downloadMs: 0, extractMs: 0 },
+  };
+  const run: Run = { opts, flavor, report, tmpDir: join(opts.dest, '.resourcesync', 'tmp'), extractedTotal: 0, maxTotal: opts.maxTotalBytes ?? DEFAULT_MAX_TOTAL };
+  const packages = await listPackages(run, opts.dumpUrl, 0);
+  if (flavor === 'change') orderChangePackages(run, packages);
+  const after = opts.after === undefined ? undefined : parseW3CDatetime(opts.after, true)?.ms;
+  await mkdir(run.tmpDir, { recursive: true });
+  for (const pkg of packages) {
+    throwIfAborted(opts.signal);
+    if (flavor === 'change' && after !== undefined) {
+      const until = parseW3CDatetime(pkg.md?.until ?? pkg.lastmod ?? '', true)?.ms;
+      if (until !== undefined && until <= after) {
+        report.notes.push(`Package '${pkg.loc}' ends at or before the cursor: skipped.`);
+        continue;
+      }
+    }
+    await applyPackage(run, pkg);
+  }
+  return report;
+}
+
+/** Reads a dump (or dump index) and returns its package entries with absolute `loc`s. */
+async function listPackages(run: Run, url: string, depth: number): Promise<Entry[]> {
+  const { opts, flavor } = run;
+  checkAuthority(opts.authority, url);
+  const res = await opts.http(url, opts.signal ? { signal: opts.signal } : {});
+  if (res.status !== 200) {
+    await res.discard();
+    throw rsError('RS_HTTP_STATUS', `Dump '${url}' answered HTTP ${res.status}.`, { url, status: res.status });
+  }
+  const reader = await readDocument(res.body, { limits: DOC_LIMITS, ...(opts.signal ? { signal: opts.signal } : {}) });
+  const kind = reader.kind?.id;
+  const base = res.url || url;
+  const entries: Entry[] = [];
+  for await (const e of reader.entries) {
+    let loc: string;
+    try {
+      loc = new URL(e.loc, base).href;
+    } catch {
+      run.report.notes.push(`Dump '${url}' has an invalid loc '${e.loc}': skipped.`);
+      continue;
+    }
+    entries.push({ ...e, loc });
+  }
+  if (kind === INDEX_KIND[flavor]) {
+    if (depth > 0) throw rsError('RS_INVALID_DOCUMENT', `Dump index '${url}' is nested in another index.`, { url });
+    const out: Entry[] = [];
+    for (const e of entries) out.push(...(await listPackages(run, e.loc, depth + 1)));
+    return out;
+  }
+  if (kind !== DUMP_KIND[flavor]) {
+    throw rsError('RS_INVALID_DOCUMENT', `Document '${url}' is not a ${flavor === 'resource' ? 'Resource Dump' : 'Change Dump'} (capability '${reader.header.md?.capability ?? ''}').`, { url });
+  }
+  return entries;
+}
+
+/** Change Dump packages should be in forward chronological order (§13.1); tolerate others by sorting on `from`. */
+function orderChangePackages(run: Run, packages: Entry[]): void {
+  const key = (e: Entry) => parseW3CDatetime(e.md?.from ?? e.lastmod ?? '', true)?.ms;
+  const keys = packages.map(key);
+  const sorted = keys.every((k, i) => i === 0 || k === undefined || keys[i - 1] === undefined || keys[i - 1]! <= k);
+  if (sorted) return;
+  const indexed = packages.map((e, i) => ({ e, i, k: keys[i] ?? Number.NEGATIVE_INFINITY }));
+  indexed.sort((a, b) => a.k - b.k || a.i - b.i);
+  packages.splice(0, packages.length, ...indexed.map((x) => x.e));
+  run.report.notes.push('Change Dump packages were not in forward chronological order: applied sorted by their from time.');
+}
+
+function fail(run: Run, pkg: string, err: unknown, extra: { loc?: string; path?: string } = {}): void {
+  const code: ErrorCode = isResourceSyncError(err) ? err.code : 'RS_IO';
+  run.report.failures.push({ code, message: err instanceof Error ? err.message : String(err), package: pkg, ...extra });
+}
+
+async function applyPackage(run: Run, pkg: Entry): Promise<void> {
+  const { opts, report } = run;
+  const tmp = join(run.tmpDir, `pkg-${randomUUID()}.zip`);
+  try {
+    try {
+      checkAuthority(opts.authority, pkg.loc);
+    } catch (err) {
+      fail(run, pkg.loc, err);
+      return;
+    }
+    report.packages++;
+    const t0 = performance.now();
+    try {
+      report.packageBytes += await download(run, pkg, tmp);
+    } catch (err) {
+      if (isResourceSyncError(err, 'RS_ABORTED')) throw err;
+      fail(run, pkg.loc, err);
+      return;
+    } finally {
+      report.timings.downloadMs += performance.now() - t0;
+    }
+    const t1 = performance.now();
+    try {
+      await extractPackage(run, pkg.loc, tmp);
+    } catch (err) {
+      if (isResourceSyncError(err, 'RS_ABORTED')) throw err;
+      fail(run, pkg.loc, err);
+    } finally {
+      report.timings.extractMs += performance.now() - t1;
+    }
+    if (run.flavor === 'change') {
+      const until = pkg.md?.until ?? pkg.lastmod;
+      const ms = until === undefined ? undefined : parseW3CDatetime(until, true)?.ms;
+      const cur = report.until === undefined ? undefined : parseW3CDatetime(report.until, true)?.ms;
+      if (until !== undefined && ms !== undefined && (cur === undefined || ms > cur)) report.until = until;
+    }
+  } finally {
+    await rm(tmp, { force: true });
+  }
+}
+
+function hashers(hashes: HashValue[]): Array<{ h: HashValue; hash: Hash }> {
+  return hashes.filter((h) => isKnownHashAlgorithm(h.algorithm)).map((h) => ({ h, hash: createHash(nodeHashName(h.algorithm as 'md5')) }));
+}
+
+/** Streams a package to `tmp`, checking its `length` and `hash` from the dump. Returns the byte count. */
+async function download(run: Run, pkg: Entry, tmp: string): Promise<number> {
+  const { opts } = run;
+  const res = await opts.http(pkg.loc, opts.signal ? { signal: opts.signal } : {});
+  if (res.status !== 200) {
+    await res.discard();
+    throw rsError('RS_HTTP_STATUS', `Package '${pkg.loc}' answered HTTP ${res.status}.`, { url: pkg.loc, status: res.status });
+  }
+  const length = parseLength(pkg.md?.length);
+  const hs = hashers(parseHashes(pkg.md?.hash));
+  if (length === undefined && hs.length === 0) run.report.notes.push(`Package '${pkg.loc}' has no length or hash in the dump: not verified as a whole.`);
+  const out = createWriteStream(tmp, { flags: 'wx' });
+  let n = 0;
+  try {
+    for await (const chunk of res.body) {
+      n += chunk.byteLength;
+      if (length !== undefined && n > length) {
+        throw rsError('RS_LENGTH_MISMATCH', `Package '${pkg.loc}' is longer than its length '${length}'.`, { url: pkg.loc, expected: length });
+      }
+      for (const { hash } of hs) hash.update(chunk);
+      if (!out.write(chunk)) await once(out, 'drain');
+      opts.onProgress?.({ phase: 'download', package: pkg.loc, bytes: n, files: 0 });
+    }
+    out.end();
+    await once(out, 'finish');
+  } catch (err) {
+    out.destroy();
+    throw err;
+  }
+  if (length !== undefined && n !== length) {
+    throw rsError('RS_LENGTH_MISMATCH', `Package '${pkg.loc}' has ${n} bytes, not '${length}'.`, { url: pkg.loc, expected: length, actual: n });
+  }
+  for (const { h, hash } of hs) {
+    const actual = hash.digest('hex');
+    if (actual !== h.digest) {
+      throw rsError('RS_HASH_MISMATCH', `Package '${pkg.loc}' has ${h.algorithm} '${actual}', not '${h.digest}'.`, { url: pkg.loc, expected: h.digest, actual });
+    }
+  }
+  return n;
+}
+
+function openZip(path: string): Promise<yauzl.ZipFile> {
+  return new Promise((resolve, reject) => {
+    yauzl.open(path, { lazyEntries: true, autoClose: false, strictFileNames: true, validateEntrySizes: true }, (err, zip) => {
+      if (err) reject(err);
+      else resolve(zip);
+    });
+  });
+}
+
+/** Lists a ZIP's entries (central directory only). yauzl refuses absolute, `..` and backslash names. */
+function listEntries(zip: yauzl.ZipFile, max: number, pkg: string): Promise<Map<string, yauzl.Entry>> {
+  return new Promise((resolve, reject) => {
+    const map = new Map<string, yauzl.Entry>();
+    let count = 0;
+    const onError = (err: Error) => reject(rsError('RS_ZIP', `Package '${pkg}' is refused: ${err.message}.`, { url: pkg }, err));
+    zip.on('error', onError);
+    zip.on('entry', (entry: yauzl.Entry) => {
+      if (++count > max) {
+        reject(rsError('RS_LIMIT_ENTRIES', `Package '${pkg}' has more than ${max} entries.`, { url: pkg, max }));
+        return;
+      }
+      if (map.has(entry.fileName)) {
+        reject(rsError('RS_ZIP', `Package '${pkg}' has two entries named '${entry.fileName}'.`, { url: pkg, path: entry.fileName }));
+        return;
+      }
+      map.set(entry.fileName, entry);
+      zip.readEntry();
+    });
+    zip.on('end', () => resolve(map));
+    zip.readEntry();
+  });
+}
+
+/**
+ * Opens an entry's stream. An error listener is attached at once: yauzl's size check and inflate
+ * errors can fire before the stream is consumed (`capped` re-throws them).
+ */
+function openEntry(zip: yauzl.ZipFile, entry: yauzl.Entry): Promise<Readable> {
+  return new Promise((resolve, reject) => {
+    zip.openReadStream(entry, (err, stream) => {
+      if (err) {
+        reject(err);
+        return;
+      }
+      stream.on('error', () => {});
+      resolve(stream);
+    });
+  });
+}
+
+/**
+ * The bytes of an entry, stopping with `RS_LIMIT_BYTES` as soon as more than `limit` bytes come out
+ * (a decompression bomb is never inflated past its declared size).
+ */
+async function* capped(stream: Readable, limit: number, what: string, onBytes: (n: number) => void): AsyncGenerator<Uint8Array> {
+  let n = 0;
+  try {
+    if (stream.errored) throw stream.errored;
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      n += chunk.byteLength;
+      if (n > limit) throw rsError('RS_LIMIT_BYTES', `ZIP entry '${what}' inflates past ${limit} bytes.`, { path: what, limit });
+      onBytes(chunk.byteLength);
+      yield chunk;
+    }
+    if (stream.errored) throw stream.errored as Error;
+  } catch (err) {
+    if (isResourceSyncError(err)) throw err;
+    // yauzl's size validation ("too many bytes in the stream") and inflate errors.
+    throw rsError('RS_ZIP', `ZIP entry '${what}' cannot be read: ${err instanceof Error ? err.message : String(err)}.`, { path: what }, err);
+  } finally {
+    stream.destroy();
+  }
+}
+
+async function extractPackage(run: Run, pkgUrl: string, tmp: string): Promise<void> {
+  const { opts, report, flavor } = run;
+  const zip = await openZip(tmp).catch((err: unknown) => {
+    throw rsError('RS_ZIP', `Package '${pkgUrl}' is not a readable ZIP file: ${err instanceof Error ? err.message : String(err)}.`, { url: pkgUrl }, err);
+  });
+  try {
+    const entries = await listEntries(zip, opts.maxEntries ?? 1_000_000, pkgUrl);
+    const manifestEntry = entries.get('manifest.xml');
+    if (manifestEntry === undefined) throw rsError('RS_ZIP', `Package '${pkgUrl}' has no manifest.xml at its top level.`, { url: pkgUrl });
+    const used = new Set<string>(['manifest.xml']);
+    const manifestStream = await openEntry(zip, manifestEntry);
+    const reader = await readDocument(capped(manifestStream, DOC_LIMITS.maxBytes, 'manifest.xml', () => {}), {
+      limits: DOC_LIMITS,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    });
+    if (reader.kind?.id !== MANIFEST_KIND[flavor]) {
+      throw rsError('RS_INVALID_DOCUMENT', `Package '${pkgUrl}' manifest.xml is not a ${flavor === 'resource' ? 'Resource Dump Manifest' : 'Change Dump Manifest'} (capability '${reader.header.md?.capability ?? ''}').`, { url: pkgUrl });
+    }
+    // The manifest is read entry by entry while bitstreams are extracted (random access into the ZIP).
+    let files = 0;
+    for await (const item of reader.entries) {
+      throwIfAborted(opts.signal);
+      const loc = item.loc;
+      const change = flavor === 'change' ? item.md?.change : 'created';
+      try {
+        if (change !== 'created' && change !== 'updated' && change !== 'deleted') {
+          throw rsError('RS_INVALID_DOCUMENT', `Manifest entry '${loc}' has change '${change ?? ''}'.`, { loc });
+        }
+        const relPath = safeRelativePath(opts.mapPath(loc));
+        if (change === 'deleted') {
+          await applyDeletion(run, pkgUrl, item, relPath);
+          continue;
+        }
+        const path = item.md?.path;
+        if (path === undefined) throw rsError('RS_INVALID_DOCUMENT', `Manifest entry '${loc}' has no path.`, { loc });
+        const name = safeRelativePath(path);
+        const zipEntry = entries.get(name);
+        if (zipEntry === undefined || name.endsWith('/')) throw rsError('RS_ZIP', `Package '${pkgUrl}' lacks the bitstream '${path}' of '${loc}'.`, { url: pkgUrl, loc, path });
+        used.add(name);
+        const length = parseLength(item.md?.length);
+        const hashes = parseHashes(item.md?.hash).filter((h) => isKnownHashAlgorithm(h.algorithm));
+        if (length !== undefined && zipEntry.uncompressedSize !== length) {
+          throw rsError('RS_LENGTH_MISMATCH', `ZIP entry '${name}' declares ${zipEntry.uncompressedSize} bytes, the manifest '${length}'.`, { loc, path, expected: length, actual: zipEntry.uncompressedSize });
+        }
+        const limit = Math.min(length ?? zipEntry.uncompressedSize, zipEntry.uncompressedSize);
+        if (run.extractedTotal + limit > run.maxTotal) {
+          throw rsError('RS_LIMIT_BYTES', `ZIP entry '${name}' would pass the cap of ${run.maxTotal} extracted bytes.`, { loc, path, limit: run.maxTotal });
+        }
+        if (hashes.length === 0) report.unverified.push(loc);
+        const stream = await openEntry(zip, zipEntry);
+        let written = 0;
+        const body = capped(stream, limit, name, (n) => {
+          written += n;
+          run.extractedTotal += n;
+          opts.onProgress?.({ phase: 'extract', package: pkgUrl, bytes: written, files });
+        });
+        const expected: { length: number; hashes?: HashValue[] } = { length: length ?? zipEntry.uncompressedSize };
+        if (hashes.length > 0) expected.hashes = hashes;
+        const lastmod = item.lastmod === undefined ? undefined : parseW3CDatetime(item.lastmod, true);
+        const result = await writeVerified({
+          root: opts.dest,
+          relPath,
+          body,
+          expected,
+          ...(lastmod ? { mtime: new Date(lastmod.ms) } : {}),
+          ...(opts.fsync === undefined ? {} : { fsync: opts.fsync }),
+        });
+        files++;
+        report.extracted++;
+        report.bytes += result.length;
+        if (change === 'updated') report.updated++;
+        else report.created++;
+        await opts.onResource?.({
+          loc,
+          relPath,
+          change,
+          applied: true,
+          length: result.length,
+          hashes: result.hashes,
+          ...(item.lastmod === undefined ? {} : { lastmod: item.lastmod }),
+          links: relatedLinks(item),
+          package: pkgUrl,
+        });
+      } catch (err) {
+        if (isResourceSyncError(err, 'RS_ABORTED')) throw err;
+        fail(run, pkgUrl, err, { loc, ...(item.md?.path === undefined ? {} : { path: item.md.path }) });
+      }
+    }
+    for (const name of entries.keys()) {
+      if (!used.has(name) && !name.endsWith('/')) report.ignoredEntries.push(`${pkgUrl}#${name}`);
+    }
+  } finally {
+    zip.close();
+  }
+}
+
+async function applyDeletion(run: Run, pkgUrl: string, item: Entry, relPath: string): Promise<void> {
+  const { opts, report } = run;
+  const base = { loc: item.loc, relPath, change: 'deleted' as const, links: relatedLinks(item), package: pkgUrl, ...(item.lastmod === undefined ? {} : { lastmod: item.lastmod }) };
+  if (opts.delete !== true) {
+    report.deletionsNotApplied.push(item.loc);
+    await opts.onResource?.({ ...base, applied: false });
+    return;
+  }
+  await rm(safeJoin(opts.dest, relPath), { force: true });
+  report.deleted++;
+  await opts.onResource?.({ ...base, applied: true });
+}

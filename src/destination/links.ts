@@ -1,0 +1,392 @@
+import { createHash } from 'node:crypto';
+import { open } from 'node:fs/promises';
+import { REL_PATCH } from '../core/constants.js';
+import { ResourceSyncError, isResourceSyncError, type ErrorCode } from '../core/errors.js';
+import { isKnownHashAlgorithm, nodeHashName, parseHashes, parseLength, type HashValue } from '../core/hash.js';
+import { applyJsonPatch, isJsonPatchMediaType, type JsonValue } from '../core/json-patch.js';
+import type { Entry, Ln } from '../core/model/types.js';
+import type { Authority } from './authority.js';
+import type { HttpGet } from './http.js';
+import { safeJoin } from '../node/safe-path.js';
+import { writeVerified } from './verified-write.js';
+
+/**
+ * Links to related resources (`rs:ln` of an entry): mirrors to fetch from, patches to apply, and the
+ * other relations kept in the state store for the user.
+ * @see Z39.99 §14
+ */
+
+/** The authority check this module needs (`createAuthority` in `authority.ts` gives one). */
+export type AuthorityCheck = Pick<Authority, 'allows' | 'check'>;
+
+/** Default `pri` when absent. @see Z39.99 §7 (`pri`) */
+export const DEFAULT_PRI = 999_999;
+
+/** Relation types kept for the user, not followed by the sync. @see Z39.99 §14.3, §14.5–§14.8 */
+export const KEPT_RELATIONS = [
+  'alternate',
+  'canonical',
+  'memento',
+  'timegate',
+  'timemap',
+  'describedby',
+  'describes',
+  'collection',
+  'via',
+  'profile',
+] as const;
+export type KeptRelation = (typeof KEPT_RELATIONS)[number];
+
+/** One kept link: its absolute target and the attributes describing the related resource. */
+export interface LinkRef {
+  href: string;
+  type?: string;
+  modified?: string;
+  hash?: string;
+  length?: string;
+  pri?: string;
+}
+
+/** The links a state store keeps for an entry, by relation type. */
+export type RelatedLinks = Partial<Record<KeptRelation, LinkRef[]>>;
+
+function rels(ln: Ln): string[] {
+  return (ln.rel ?? '').split(/\s+/).filter((r) => r !== '');
+}
+
+function hasRel(ln: Ln, rel: string): boolean {
+  const want = rel.toLowerCase();
+  return rels(ln).some((r) => r.toLowerCase() === want);
+}
+
+/** `pri` as a number: 1..999,999, absent or malformed = 999,999. @see Z39.99 §7 */
+export function linkPriority(ln: Ln): number {
+  const n = parseLength(ln.pri);
+  return n === undefined || n < 1 || n > DEFAULT_PRI ? DEFAULT_PRI : n;
+}
+
+function absolute(href: string, base: string): string | undefined {
+  try {
+    return new URL(href, base).href;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The mirror links (`rel="duplicate"`) of an entry, lowest `pri` first; equal priorities keep
+ * document order. Hrefs are resolved against the entry's `loc`.
+ * @example mirrorLinks(entry).map((l) => l.href)
+ * @see Z39.99 §14.2
+ */
+export function mirrorLinks(entry: Entry): Ln[] {
+  const list = (entry.ln ?? [])
+    .map((ln, i) => ({ ln, i, pri: linkPriority(ln) }))
+    .filter((x) => hasRel(x.ln, 'duplicate') && x.ln.href !== undefined);
+  list.sort((a, b) => a.pri - b.pri || a.i - b.i);
+  return list.flatMap((x) => {
+    const href = absolute(x.ln.href!, entry.loc);
+    return href === undefined ? [] : [{ ...x.ln, href }];
+  });
+}
+
+/**
+ * The patch links of an entry (`rel="http://www.openarchives.org/rs/terms/patch"`), ordered by `pri`.
+ * @see Z39.99 §14.4
+ */
+export function patchLinks(entry: Entry): Ln[] {
+  const list = (entry.ln ?? [])
+    .map((ln, i) => ({ ln, i, pri: linkPriority(ln) }))
+    .filter((x) => hasRel(x.ln, REL_PATCH) && x.ln.href !== undefined);
+  list.sort((a, b) => a.pri - b.pri || a.i - b.i);
+  return list.flatMap((x) => {
+    const href = absolute(x.ln.href!, entry.loc);
+    return href === undefined ? [] : [{ ...x.ln, href }];
+  });
+}
+
+/**
+ * The links kept in the state for the user: alternate/canonical representations, mementos,
+ * TimeGates and TimeMaps, metadata (`describedby`/`describes`, `profile`), collections and `via`
+ * provenance. Hrefs are made absolute against the entry's `loc`; relations not listed are dropped.
+ * @example relatedLinks(entry).describedby?.[0]?.href
+ * @see Z39.99 §14.3, §14.5, §14.6, §14.7, §14.8
+ */
+export function relatedLinks(entry: Entry): RelatedLinks {
+  const out: RelatedLinks = {};
+  for (const ln of entry.ln ?? []) {
+    if (ln.href === undefined) continue;
+    const href = absolute(ln.href, entry.loc);
+    if (href === undefined) continue;
+    for (const r of rels(ln)) {
+      const rel = r.toLowerCase() as KeptRelation;
+      if (!(KEPT_RELATIONS as readonly string[]).includes(rel)) continue;
+      const ref: LinkRef = { href };
+      for (const k of ['type', 'modified', 'hash', 'length', 'pri'] as const) {
+        const v = ln[k];
+        if (v !== undefined) ref[k] = v;
+      }
+      (out[rel] ??= []).push(ref);
+    }
+  }
+  return out;
+}
+
+/** How one candidate source was tried. */
+export interface FetchAttempt {
+  url: string;
+  kind: 'patch' | 'primary' | 'mirror';
+  /** `skipped`: never requested (off-authority, unsupported scheme or media type, nothing to patch). */
+  outcome: 'skipped' | 'failed' | 'ok';
+  code?: ErrorCode;
+  message?: string;
+}
+
+/** The outcome of `fetchResource`. */
+export interface FetchResult {
+  /** Absolute path written. */
+  path: string;
+  length: number;
+  /** Digests computed while writing (md5 always, plus every algorithm the entry declares), by algorithm. */
+  hashes: Record<string, string>;
+  /** Where the bytes came from. */
+  via: 'patch' | 'primary' | 'mirror';
+  url: string;
+  /** Every candidate considered, in order, including the one that succeeded. */
+  attempts: FetchAttempt[];
+}
+
+export interface FetchResourceOptions {
+  http: HttpGet;
+  authority: AuthorityCheck;
+  /** The destination root. */
+  dest: string;
+  /** Where the resource goes, relative to `dest` (from the mapper). */
+  relPath: string;
+  /** Absolute path of the current local copy, to which patches apply (absent: no patching). */
+  localCopy?: string;
+  /** Try mirrors before the primary `loc`. Default false: mirrors only when the primary fails. */
+  preferMirrors?: boolean;
+  /** Apply patch links when possible. Default true. */
+  usePatches?: boolean;
+  /** Modification time to set on the file (from `lastmod`). */
+  mtime?: Date;
+  fsync?: boolean;
+  signal?: AbortSignal;
+  /** Largest patch document and local copy read for patching, bytes. Default 16 MiB. */
+  maxPatchBytes?: number;
+  /** Extra request headers (for example conditional GET). */
+  headers?: Record<string, string>;
+}
+
+function once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
+  return {
+    [Symbol.asyncIterator]() {
+      let done = false;
+      return {
+        next: () => {
+          const r: IteratorResult<Uint8Array> = done ? { done: true, value: undefined } : { done: false, value: bytes };
+          done = true;
+          return Promise.resolve(r);
+        },
+      };
+    },
+  };
+}
+
+function expectedOf(entry: Entry): { length?: number; hashes?: HashValue[] } {
+  const expected: { length?: number; hashes?: HashValue[] } = {};
+  const length = parseLength(entry.md?.length);
+  if (length !== undefined) expected.length = length;
+  const hashes = parseHashes(entry.md?.hash).filter((h) => isKnownHashAlgorithm(h.algorithm));
+  if (hashes.length > 0) expected.hashes = hashes;
+  return expected;
+}
+
+function codeOf(err: unknown): ErrorCode {
+  return isResourceSyncError(err) ? err.code : 'RS_IO';
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+async function readCapped(body: AsyncIterable<Uint8Array>, max: number, url: string): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of body) {
+    total += chunk.byteLength;
+    if (total > max) {
+      throw new ResourceSyncError('RS_LIMIT_BYTES', `Patch '${url}' is larger than ${max} bytes.`, { data: { url, max }, recoverable: true });
+    }
+    chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+  }
+  return Buffer.concat(chunks, total);
+}
+
+async function readFileCapped(path: string, max: number): Promise<Buffer> {
+  const fh = await open(path, 'r');
+  try {
+    const { size } = await fh.stat();
+    if (size > max) throw new ResourceSyncError('RS_LIMIT_BYTES', `Local copy '${path}' is larger than ${max} bytes for patching.`, { data: { path, max }, recoverable: true });
+    const buf = Buffer.alloc(size);
+    let off = 0;
+    while (off < size) {
+      const { bytesRead } = await fh.read(buf, off, size - off, off);
+      if (bytesRead === 0) break;
+      off += bytesRead;
+    }
+    return buf.subarray(0, off);
+  } finally {
+    await fh.close();
+  }
+}
+
+function digestMatches(bytes: Uint8Array, hashes: HashValue[]): boolean {
+  return hashes.every((h) => isKnownHashAlgorithm(h.algorithm) && createHash(nodeHashName(h.algorithm)).update(bytes).digest('hex') === h.digest);
+}
+
+/**
+ * Serializations tried for a patched JSON value: JSON has no canonical form, so the result is
+ * accepted only when one of these matches the entry's hash exactly.
+ */
+function serializations(value: JsonValue): Buffer[] {
+  const out: Buffer[] = [];
+  for (const indent of [undefined, 2, 4, '\t'] as const) {
+    const text = JSON.stringify(value, null, indent);
+    out.push(Buffer.from(text), Buffer.from(text + '\n'));
+  }
+  return out;
+}
+
+/**
+ * Obtains an entry's resource and writes it through `writeVerified` at `dest/relPath`, trying in order:
+ * a JSON Patch link applied to `localCopy` (accepted only when the result matches the entry's hash and
+ * length), then the primary `loc`, then the `duplicate` mirrors in `pri` order (mirrors first with
+ * `preferMirrors`). Every URL must pass the authority check: an off-authority mirror or patch link is
+ * skipped and reported in `attempts`, never requested. Throws a recoverable `ResourceSyncError` (the
+ * last failure's code, `data.attempts`) when no candidate yields verified bytes.
+ * @example
+ * const r = await fetchResource(entry, { http, authority, dest, relPath: 'a/b.json', localCopy: '/mirror/a/b.json' });
+ * r.via // 'patch' | 'primary' | 'mirror'
+ * @see Z39.99 §14.2, §14.4
+ */
+export async function fetchResource(entry: Entry, options: FetchResourceOptions): Promise<FetchResult> {
+  const attempts: FetchAttempt[] = [];
+  safeJoin(options.dest, options.relPath); // refuse an unsafe path before any request
+  const expected = expectedOf(entry);
+  const common = {
+    root: options.dest,
+    relPath: options.relPath,
+    expected,
+    ...(options.mtime === undefined ? {} : { mtime: options.mtime }),
+    ...(options.fsync === undefined ? {} : { fsync: options.fsync }),
+  };
+  const allowed = (url: string, kind: FetchAttempt['kind']): boolean => {
+    let scheme: string;
+    try {
+      scheme = new URL(url).protocol;
+    } catch {
+      attempts.push({ url, kind, outcome: 'skipped', code: 'RS_INVALID_ARGUMENT', message: `URL '${url}' is not valid.` });
+      return false;
+    }
+    if (scheme !== 'http:' && scheme !== 'https:') {
+      attempts.push({ url, kind, outcome: 'skipped', code: 'RS_INVALID_ARGUMENT', message: `URL '${url}' uses an unsupported scheme.` });
+      return false;
+    }
+    try {
+      if (!options.authority.allows(url)) throw new ResourceSyncError('RS_AUTHORITY', `URL '${url}' is outside the Source's authority.`, { data: { url } });
+      options.authority.check(url);
+    } catch (err) {
+      attempts.push({ url, kind, outcome: 'skipped', code: codeOf(err), message: messageOf(err) });
+      return false;
+    }
+    return true;
+  };
+
+  // 1. Patches (Z39.99 §14.4): only JSON Patch, only onto an existing local copy, only verifiable by hash.
+  if (options.usePatches !== false) {
+    for (const ln of patchLinks(entry)) {
+      const url = ln.href!;
+      if (!isJsonPatchMediaType(ln.type)) {
+        attempts.push({ url, kind: 'patch', outcome: 'skipped', code: 'RS_PATCH', message: `Patch '${url}' has media type '${ln.type ?? ''}', not JSON Patch.` });
+        continue;
+      }
+      if (options.localCopy === undefined || expected.hashes === undefined) {
+        attempts.push({ url, kind: 'patch', outcome: 'skipped', code: 'RS_PATCH', message: `Patch '${url}' cannot be verified or has no local copy to apply to.` });
+        continue;
+      }
+      if (!allowed(url, 'patch')) continue;
+      try {
+        const result = await applyPatchLink(url, ln, entry, options, expected.hashes);
+        const written = await writeVerified({ ...common, body: once(result) });
+        attempts.push({ url, kind: 'patch', outcome: 'ok' });
+        return { path: written.path, length: written.length, hashes: written.hashes, via: 'patch', url, attempts };
+      } catch (err) {
+        if (isResourceSyncError(err, 'RS_ABORTED') || options.signal?.aborted) throw err;
+        attempts.push({ url, kind: 'patch', outcome: 'failed', code: codeOf(err), message: messageOf(err) });
+      }
+    }
+  }
+
+  // 2. Primary and mirrors (Z39.99 §14.2).
+  const mirrors = mirrorLinks(entry).map((ln) => ({ url: ln.href!, kind: 'mirror' as const }));
+  const primary = { url: entry.loc, kind: 'primary' as const };
+  const order = options.preferMirrors ? [...mirrors, primary] : [primary, ...mirrors];
+  for (const { url, kind } of order) {
+    if (!allowed(url, kind)) continue;
+    try {
+      const init = { ...(options.signal ? { signal: options.signal } : {}), ...(options.headers ? { headers: options.headers } : {}) };
+      const res = await options.http(url, init);
+      if (res.status !== 200) {
+        await res.discard();
+        throw new ResourceSyncError('RS_HTTP_STATUS', `URL '${url}' answered HTTP ${res.status}.`, { data: { url, status: res.status }, recoverable: true });
+      }
+      const written = await writeVerified({ ...common, body: res.body });
+      attempts.push({ url, kind, outcome: 'ok' });
+      return { path: written.path, length: written.length, hashes: written.hashes, via: kind, url, attempts };
+    } catch (err) {
+      if (isResourceSyncError(err, 'RS_ABORTED') || options.signal?.aborted) throw err;
+      attempts.push({ url, kind, outcome: 'failed', code: codeOf(err), message: messageOf(err) });
+    }
+  }
+  const last = attempts.filter((a) => a.outcome === 'failed').at(-1) ?? attempts.at(-1);
+  throw new ResourceSyncError(last?.code ?? 'RS_NETWORK', `Resource '${entry.loc}' could not be obtained from ${attempts.length} candidate(s).`, {
+    data: { url: entry.loc, attempts },
+    recoverable: true,
+  });
+}
+
+async function applyPatchLink(url: string, ln: Ln, entry: Entry, options: FetchResourceOptions, hashes: HashValue[]): Promise<Buffer> {
+  const max = options.maxPatchBytes ?? 16 * 1024 * 1024;
+  const res = await options.http(url, options.signal ? { signal: options.signal } : {});
+  if (res.status !== 200) {
+    await res.discard();
+    throw new ResourceSyncError('RS_HTTP_STATUS', `Patch '${url}' answered HTTP ${res.status}.`, { data: { url, status: res.status }, recoverable: true });
+  }
+  const patchBytes = await readCapped(res.body, max, url);
+  const patchLength = parseLength(ln.length);
+  if (patchLength !== undefined && patchLength !== patchBytes.length) {
+    throw new ResourceSyncError('RS_LENGTH_MISMATCH', `Patch '${url}' has ${patchBytes.length} bytes, not '${ln.length}'.`, { data: { url }, recoverable: true });
+  }
+  const patchHashes = parseHashes(ln.hash).filter((h) => isKnownHashAlgorithm(h.algorithm));
+  if (!digestMatches(patchBytes, patchHashes)) {
+    throw new ResourceSyncError('RS_HASH_MISMATCH', `Patch '${url}' does not match its hash.`, { data: { url }, recoverable: true });
+  }
+  let patch: unknown;
+  let doc: JsonValue;
+  try {
+    patch = JSON.parse(patchBytes.toString('utf8'));
+    doc = JSON.parse((await readFileCapped(options.localCopy!, max)).toString('utf8')) as JsonValue;
+  } catch (err) {
+    if (isResourceSyncError(err)) throw err;
+    throw new ResourceSyncError('RS_PATCH', `Patch '${url}' or the local copy of '${entry.loc}' is not JSON.`, { data: { url }, cause: err, recoverable: true });
+  }
+  const result = applyJsonPatch(doc, patch);
+  const length = parseLength(entry.md?.length);
+  for (const bytes of serializations(result)) {
+    if (length !== undefined && bytes.length !== length) continue;
+    if (digestMatches(bytes, hashes)) return bytes;
+  }
+  throw new ResourceSyncError('RS_HASH_MISMATCH', `Patched '${entry.loc}' does not match the entry's hash.`, { data: { url, loc: entry.loc }, recoverable: true });
+}
