@@ -172,17 +172,19 @@ void test('hostile documents: nothing written outside the destination, nothing f
       outside.set('/stolen.txt', 'x');
       const extra = hostile.map((u) => `<url><loc>${u}</loc><rs:md hash="md5:${md5('x')}" length="1"/></url>`).join('\n');
       server.set('/resourcelist.xml', src.resourceListXml().replace('</urlset>', `${extra}\n</urlset>`));
-      const parent = join(dest, '..');
-      const siblingsBefore = (await readdir(parent)).sort();
-      const r = await sync({ source: src.capabilityList, dest, fsync: false });
+      // the destination sits alone in a box: anything written beside it would show
+      const box = join(dest, 'box');
+      const inner = join(box, 'dest');
+      const r = await sync({ source: src.capabilityList, dest: inner, fsync: false });
       assert.equal(r.created, 1);
       assert.equal(r.failed.length, hostile.length, JSON.stringify(r.failed));
       for (const f of r.failed) assert.ok(['RS_UNSAFE_PATH', 'RS_AUTHORITY'].includes(f.code), `${f.url}: ${f.code}`);
       assert.deepEqual(outside.requests, [], 'nothing fetched off-authority');
       const fetched = server.requests.map((q) => q.url).filter((u) => !u.endsWith('.xml'));
       assert.deepEqual(fetched, ['/good.txt'], 'unsafe names are refused before any request');
-      assert.deepEqual(listFiles(dest), ['good.txt']);
-      assert.deepEqual((await readdir(parent)).sort(), siblingsBefore);
+      assert.deepEqual(listFiles(inner), ['good.txt']);
+      assert.deepEqual(listFiles(dest).filter((p) => !p.startsWith('box/dest/.resourcesync/')), ['box/dest/good.txt']);
+      assert.deepEqual(await readdir(box), ['dest']);
     });
   } finally {
     await outside.close();

@@ -2,6 +2,7 @@ import { ResourceSyncError } from '../core/errors.js';
 import type { DocumentHeader, Entry, ResourceSyncDocument } from '../core/model/types.js';
 import { documentKind, type DocumentKind } from '../core/model/document-kinds.js';
 import { readDocument, parseDocument } from '../core/xml/read-document.js';
+import { createValidator, validateDocument, type ValidationIssue } from '../core/validate/index.js';
 import type { Authority } from './authority.js';
 import type { HttpGet } from './http.js';
 
@@ -71,4 +72,37 @@ export function resolveLoc(loc: string, base: string): string {
   } catch {
     return loc;
   }
+}
+
+/** Summarizes the issues of one document as warnings: one line per issue code (with its count), at most 8. */
+export function issueWarnings(url: string, issues: readonly ValidationIssue[]): string[] {
+  const byCode = new Map<string, { first: ValidationIssue; n: number }>();
+  for (const i of issues) {
+    const e = byCode.get(i.code);
+    if (e === undefined) byCode.set(i.code, { first: i, n: 1 });
+    else e.n++;
+  }
+  return [...byCode.values()].slice(0, 8).map(({ first, n }) => {
+    const where = first.line !== undefined ? ` (line ${first.line})` : '';
+    return `Document '${url}'${where}: ${first.message} [${first.code}, ${first.section}${n > 1 ? `, ${n} times` : ''}].`;
+  });
+}
+
+/**
+ * Passes a streamed document's entries through the validator in lenient mode and reports what it tolerated or
+ * found wrong through `warn` when the stream ends; the entries are not changed.
+ * @see Z39.99 §7 (lenient consumption: the Destination continues and reports)
+ */
+export async function* validating(doc: RemoteDocument, warn: (message: string) => void): AsyncGenerator<Entry> {
+  const v = createValidator(doc.header, { mode: 'lenient' });
+  for await (const e of doc.entries) {
+    v.entry(e);
+    yield e;
+  }
+  for (const w of issueWarnings(doc.url, v.end())) warn(w);
+}
+
+/** Validates a whole document in lenient mode and reports through `warn`. */
+export function checkDocument(url: string, doc: ResourceSyncDocument, warn: (message: string) => void): void {
+  for (const w of issueWarnings(url, validateDocument(doc, { mode: 'lenient' }))) warn(w);
 }

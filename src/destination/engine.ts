@@ -6,7 +6,7 @@ import { ResourceSyncError, isResourceSyncError, type ErrorCode } from '../core/
 import { isKnownHashAlgorithm, nodeHashName, parseHashes, parseLength, type HashValue } from '../core/hash.js';
 import type { Entry, Ln } from '../core/model/types.js';
 import { parseW3CDatetime } from '../core/w3c-datetime.js';
-import type { HashAlgorithm } from '../core/constants.js';
+import { REL_PATCH, type HashAlgorithm } from '../core/constants.js';
 import type { Authority } from './authority.js';
 import type { HttpGet } from './http.js';
 import type { Mapper } from './mapper.js';
@@ -71,7 +71,15 @@ export interface EngineOptions {
   /** Check files on disk that the state does not know (resuming, or a pre-filled directory). */
   adopt: boolean;
   /** Fetches a resource through its mirrors and patch links (§14); used when the entry has such links. */
-  fetchViaLinks?: (entry: Entry, relPath: string, localCopy: string | undefined, mtime: Date | undefined) => Promise<{ length: number; hashes: Record<string, string> }>;
+  fetchViaLinks?: (
+    entry: Entry,
+    relPath: string,
+    localCopy: string | undefined,
+    mtime: Date | undefined,
+    how: { preferMirrors: boolean; usePatches: boolean },
+  ) => Promise<{ length: number; hashes: Record<string, string> }>;
+  /** Try `duplicate` mirrors before the primary URL. */
+  preferMirrors?: boolean;
 }
 
 const RETRYABLE: ReadonlySet<ErrorCode> = new Set(['RS_HASH_MISMATCH', 'RS_LENGTH_MISMATCH', 'RS_NETWORK', 'RS_HTTP_TIMEOUT']);
@@ -312,6 +320,16 @@ export class Engine {
     if (length !== undefined) expected.length = length;
     const hashes = parseHashes(entry.md?.hash).filter((h) => isKnownHashAlgorithm(h.algorithm));
     if (hashes.length > 0) expected.hashes = hashes;
+    const viaLinks = this.#o.fetchViaLinks;
+    const hasMirrors = entry.ln?.some((l) => l.rel === 'duplicate') ?? false;
+    const hasPatch = entry.ln?.some((l) => l.rel === REL_PATCH) ?? false;
+    if (viaLinks !== undefined && ((hasPatch && present) || (hasMirrors && this.#o.preferMirrors === true))) {
+      // §14.4 a patch onto the local copy, or §14.2 mirrors first: the links module tries them, then the primary
+      const got = await viaLinks(entry, relPath, present ? full : undefined, mtime, { preferMirrors: this.#o.preferMirrors === true, usePatches: true });
+      this.counts.bytes += got.length;
+      this.#record(this.#toRecord(url, relPath, entry, got));
+      return 'written';
+    }
     let lastErr: unknown;
     for (let attempt = 0; attempt <= this.#o.verifyRetries; attempt++) {
       if (this.#o.signal?.aborted) throw new ResourceSyncError('RS_ABORTED', `Sync of '${url}' aborted.`, { data: { url } });
@@ -346,9 +364,10 @@ export class Engine {
         if ((err.code === 'RS_NETWORK' || err.code === 'RS_HTTP_TIMEOUT') && err.data['phase'] !== 'body') break;
       }
     }
-    if (this.#o.fetchViaLinks !== undefined && entry.ln?.some((l) => l.rel === 'duplicate' || l.rel === 'http://www.openarchives.org/rs/terms/patch')) {
+    if (viaLinks !== undefined && hasMirrors) {
+      // §14.2: the primary failed; the mirrors in `pri` order
       try {
-        const got = await this.#o.fetchViaLinks(entry, relPath, present ? full : undefined, mtime);
+        const got = await viaLinks(entry, relPath, undefined, mtime, { preferMirrors: true, usePatches: false });
         this.counts.bytes += got.length;
         this.#record(this.#toRecord(url, relPath, entry, got));
         return 'written';
@@ -358,6 +377,30 @@ export class Engine {
       }
     }
     throw toError(lastErr);
+  }
+
+  /**
+   * Records a resource written by someone else (a Resource Dump or Change Dump package), or a deletion seen
+   * there, in the state and the counters.
+   */
+  recordExternal(r: { url: string; relPath: string; change: 'created' | 'updated' | 'deleted'; applied: boolean; length?: number; hashes?: Record<string, string>; lastmod?: string }): void {
+    if (r.change === 'deleted') {
+      if (!r.applied) {
+        this.counts.deletionsSkippedCount++;
+        if (this.counts.deletionsSkipped.length < MAX_LISTED) this.counts.deletionsSkipped.push(r.url);
+      } else {
+        this.counts.deleted++;
+        if (!this.#o.dryRun) this.#pendingDeletes.push(r.url);
+      }
+    } else {
+      const existed = this.#o.fresh !== true && this.#o.store.get(r.url) !== undefined;
+      this.counts[existed ? 'updated' : 'created']++;
+      this.counts.bytes += r.length ?? 0;
+      const rec: ResourceRecord = { url: r.url, path: r.relPath, length: r.length ?? 0, hashes: r.hashes ?? {} };
+      if (r.lastmod !== undefined) rec.lastmod = r.lastmod;
+      this.#record(rec);
+    }
+    this.#tick();
   }
 
   /**

@@ -4,7 +4,10 @@ import { resolve } from 'node:path';
 import { ResourceSyncError, isResourceSyncError } from '../core/errors.js';
 import type { Entry, ResourceSyncDocument } from '../core/model/types.js';
 import { createAuthority, originOf, type Authority } from './authority.js';
-import { loadDocument, resolveLoc, type DocumentContext, type RemoteDocument } from './documents.js';
+import { checkDocument, loadDocument, validating, type DocumentContext, type RemoteDocument } from './documents.js';
+import { discover, type DiscoveredCapabilityList } from './discover.js';
+import { applyChangeDump, applyResourceDump, type DumpReport } from './dump.js';
+import { fetchResource } from './links.js';
 import { Engine, runPool, type SyncFailure, type SyncProgress } from './engine.js';
 import { baseline } from './baseline.js';
 import { incremental } from './incremental.js';
@@ -88,61 +91,44 @@ export interface CapabilitySet {
   changeDump?: string;
 }
 
-const CAPS: Record<string, keyof Omit<CapabilitySet, 'key'>> = {
-  resourcelist: 'resourceList',
-  changelist: 'changeList',
-  resourcedump: 'resourceDump',
-  changedump: 'changeDump',
-};
-
-function setFromCapabilityList(url: string, doc: ResourceSyncDocument): CapabilitySet {
-  const set: CapabilitySet = { key: url };
-  for (const e of doc.entries) {
-    const field = CAPS[e.md?.capability ?? ''];
-    if (field !== undefined && set[field] === undefined) set[field] = resolveLoc(e.loc, url);
-  }
-  return set;
-}
-
 /**
- * Finds the capability sets from a starting document given directly: a Source Description, a Capability
- * List, a Resource List (Index) or a Change List (Index).
- * @see Z39.99 §6.2 (navigation), §8, §9
+ * Finds the capability sets behind a starting URL with `discover()` (well-known URI, Capability Lists, lists
+ * given directly, `up`/`index` links, robots.txt, Link headers, HTML links), optionally keeping only one
+ * Capability List.
+ * @see Z39.99 §6.2, §6.3
  */
 export async function resolveSets(ctx: DocumentContext, url: string, only?: string): Promise<{ sets: CapabilitySet[]; warnings: string[] }> {
-  const warnings: string[] = [];
-  const doc = await loadDocument(ctx, url);
-  switch (doc.kind?.id) {
-    case 'capability-list':
-      return { sets: [setFromCapabilityList(url, doc)], warnings };
-    case 'source-description': {
-      const sets: CapabilitySet[] = [];
-      for (const e of doc.entries) {
-        const capUrl = resolveLoc(e.loc, doc.finalUrl);
-        if (only !== undefined && capUrl !== only) continue;
-        try {
-          const cap = await loadDocument(ctx, capUrl);
-          if (cap.kind?.id === 'capability-list') sets.push(setFromCapabilityList(capUrl, cap));
-          else warnings.push(`Source Description '${url}' lists '${capUrl}', which is not a Capability List; skipped.`);
-        } catch (err) {
-          if (isResourceSyncError(err, 'RS_ABORTED')) throw err;
-          warnings.push(`Capability List '${capUrl}' could not be read: ${err instanceof Error ? err.message : String(err)}`);
-        }
-      }
-      if (only !== undefined && sets.length === 0) {
-        throw new ResourceSyncError('RS_INVALID_ARGUMENT', `Source Description '${url}' does not list Capability List '${only}'.`, { data: { url, only } });
-      }
-      return { sets, warnings };
+  const d = await discover(url, { http: ctx.http, authority: ctx.authority, ...(ctx.signal ? { signal: ctx.signal } : {}) });
+  const warnings = [...d.notes.filter((n) => /tolerat|not |skipp|ignor|fail|could/i.test(n))];
+  let lists = d.capabilityLists;
+  if (only !== undefined) {
+    lists = lists.filter((c) => c.url === only);
+    if (lists.length === 0) {
+      throw new ResourceSyncError('RS_INVALID_ARGUMENT', `Source '${url}' has no Capability List '${only}' (found: ${d.capabilityLists.map((c) => `'${c.url}'`).join(', ') || 'none'}).`, {
+        data: { url, only },
+      });
     }
-    case 'resource-list':
-    case 'resource-list-index':
-      return { sets: [{ key: url, resourceList: url }], warnings };
-    case 'change-list':
-    case 'change-list-index':
-      return { sets: [{ key: url, changeList: url }], warnings };
-    default:
-      throw new ResourceSyncError('RS_INVALID_DOCUMENT', `Document '${url}' is not a starting point for a sync (${doc.kind?.name ?? 'unknown kind'}).`, { data: { url } });
   }
+  if (lists.length === 0) {
+    throw new ResourceSyncError('RS_INVALID_DOCUMENT', `Source '${url}' offers no Capability List, Resource List or Change List.`, { data: { url, notes: d.notes } });
+  }
+  const sets = lists.map((c) => {
+    const set: CapabilitySet = { key: c.url };
+    const first = (cap: keyof DiscoveredCapabilityList['capabilities']): string | undefined => c.capabilities[cap]?.[0];
+    const rl = first('resourcelist');
+    const cl = first('changelist');
+    const rd = first('resourcedump');
+    const cd = first('changedump');
+    if (rl !== undefined) set.resourceList = rl;
+    if (cl !== undefined) set.changeList = cl;
+    if (rd !== undefined) set.resourceDump = rd;
+    if (cd !== undefined) set.changeDump = cd;
+    for (const cap of ['resourcelist', 'changelist', 'resourcedump', 'changedump'] as const) {
+      if ((c.capabilities[cap]?.length ?? 0) > 1) warnings.push(`Capability List '${c.url}' advertises several ${cap} documents; the first is used.`);
+    }
+    return set;
+  });
+  return { sets, warnings };
 }
 
 async function isEmptyDir(dir: string): Promise<boolean> {
@@ -218,6 +204,22 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
       adopt: !fresh,
       fresh,
       hasPending: (u) => pendingUrls.has(u),
+      preferMirrors: options.preferMirrors ?? false,
+      fetchViaLinks: async (entry, relPath, localCopy, mtime, how) => {
+        const r = await fetchResource(entry, {
+          http,
+          authority,
+          dest,
+          relPath,
+          preferMirrors: how.preferMirrors,
+          usePatches: how.usePatches,
+          fsync: options.fsync ?? true,
+          ...(localCopy !== undefined ? { localCopy } : {}),
+          ...(mtime !== undefined ? { mtime } : {}),
+          ...(options.signal ? { signal: options.signal } : {}),
+        });
+        return { length: r.length, hashes: r.hashes };
+      },
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     });
@@ -247,7 +249,37 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
     const seenAll = new Set<string>();
     let baselineComplete = true;
     let anyBaseline = false;
-    const onDocument = (doc: RemoteDocument): AsyncIterable<Entry> => doc.entries;
+    const onDocument = (doc: RemoteDocument): AsyncIterable<Entry> => validating(doc, (w) => engine.warn(w));
+    const onWholeDocument = (url: string, doc: ResourceSyncDocument): void => checkDocument(url, doc, (w) => engine.warn(w));
+    const dumpOptions = (dumpUrl: string, after: string | undefined, seen?: Set<string>): Parameters<typeof applyResourceDump>[0] => ({
+      dumpUrl,
+      http,
+      authority,
+      dest,
+      mapPath: (loc) => mapper.toPath(loc),
+      delete: options.delete ?? false,
+      fsync: options.fsync ?? true,
+      ...(after !== undefined ? { after } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+      onResource: (r) => {
+        seen?.add(r.loc);
+        engine.recordExternal({
+          url: r.loc,
+          relPath: r.relPath,
+          change: r.change,
+          applied: r.applied,
+          ...(r.length !== undefined ? { length: r.length } : {}),
+          ...(r.hashes !== undefined ? { hashes: r.hashes } : {}),
+          ...(r.lastmod !== undefined ? { lastmod: r.lastmod } : {}),
+        });
+      },
+    });
+    const absorb = (rep: DumpReport): void => {
+      for (const f of rep.failures) {
+        engine.fail(f.loc ?? f.package, new ResourceSyncError(f.code, f.message, { data: { package: f.package, ...(f.path !== undefined ? { path: f.path } : {}) }, recoverable: true }));
+      }
+      for (const n of rep.notes) engine.warn(n);
+    };
 
     for (const set of sets) {
       engine.setKey = set.key;
@@ -259,13 +291,27 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
       const cursor = st.getCursor(set.key);
       let mode: 'baseline' | 'incremental' | undefined;
       const documents: string[] = [];
-      if (baselineAt !== undefined && set.changeList !== undefined) {
+      const useDumps = (options.preferDump ?? false) && !dryRun;
+      if (useDumps && baselineAt !== undefined && set.changeDump !== undefined) {
+        // §13: incremental from the Change Dump's packages after the cursor
+        const after = cursor?.datetime ?? baselineAt;
+        engine.phase('incremental', undefined, set.changeDump);
+        const rep = await applyChangeDump(dumpOptions(set.changeDump, after));
+        absorb(rep);
+        engine.flush();
+        mode = 'incremental';
+        documents.push(set.changeDump);
+        if (rep.failures.length === 0 && rep.until !== undefined) st.setCursor(set.key, { datetime: rep.until });
+        else if (rep.failures.length > 0) engine.warn(`Change Dump '${set.changeDump}' had failures: the cursor stays at '${after}'.`);
+      }
+      if (mode === undefined && baselineAt !== undefined && set.changeList !== undefined) {
         const inc = await incremental(
           {
             ...ctx,
             engine,
             concurrency,
             cursor: cursor ?? { datetime: baselineAt },
+            onDocument: onWholeDocument,
             ...(dryRun ? {} : { saveCursor: (c) => st.setCursor(set.key, c) }),
           },
           set.changeList,
@@ -285,6 +331,26 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
           engine.warn(`${inc.gap} Falling back to a baseline.`);
         }
       }
+      if (mode === undefined && useDumps && set.resourceDump !== undefined) {
+        // §11: baseline from the Resource Dump's packages
+        st.clearPending(set.key);
+        engine.phase('baseline', undefined, set.resourceDump);
+        const head = await loadDocument(ctx, set.resourceDump);
+        const seenHere = new Set<string>();
+        const rep = await applyResourceDump(dumpOptions(set.resourceDump, undefined, seenHere));
+        absorb(rep);
+        engine.flush();
+        mode = 'baseline';
+        anyBaseline = true;
+        documents.push(set.resourceDump);
+        for (const u of seenHere) seenAll.add(u);
+        if (rep.failures.length > 0) baselineComplete = false;
+        const at = head.md?.at ?? new Date(started).toISOString();
+        st.setMeta(metaKey, at);
+        st.setCursor(set.key, { datetime: at });
+      } else if (mode === undefined && options.preferDump === true && set.resourceDump !== undefined) {
+        engine.warn('A dry run does not download dumps: the plan comes from the Resource List.');
+      }
       if (mode === undefined && set.resourceList !== undefined) {
         if (!dryRun) st.clearPending(set.key);
         const b = await baseline({ ...ctx, engine, concurrency, onDocument }, set.resourceList);
@@ -302,7 +368,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
       }
       if (mode === undefined && set.changeList !== undefined) {
         engine.warn(`Capability set '${set.key}' offers no Resource List: every change on offer is applied.`);
-        const inc = await incremental({ ...ctx, engine, concurrency, cursor, ...(dryRun ? {} : { saveCursor: (c) => st.setCursor(set.key, c) }) }, set.changeList);
+        const inc = await incremental({ ...ctx, engine, concurrency, cursor, onDocument: onWholeDocument, ...(dryRun ? {} : { saveCursor: (c) => st.setCursor(set.key, c) }) }, set.changeList);
         mode = 'incremental';
         documents.push(set.changeList, ...inc.processed.filter((u) => u !== set.changeList));
       }

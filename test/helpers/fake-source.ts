@@ -34,6 +34,8 @@ export class FakeSource {
   reverse = false;
   /** Omit hashes and lengths from the lists. */
   bare = false;
+  /** Advertise a Change List in the Capability List. */
+  withChangeList = true;
 
   constructor(readonly server: TestServer) {}
 
@@ -102,7 +104,7 @@ ${urls.join('\n')}
 <urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">
 <rs:md capability="capabilitylist"/>
 <url><loc>${this.origin}/resourcelist.xml</loc><rs:md capability="resourcelist"/></url>
-<url><loc>${this.origin}/changelist.xml</loc><rs:md capability="changelist"/></url>
+${this.withChangeList ? `<url><loc>${this.origin}/changelist.xml</loc><rs:md capability="changelist"/></url>` : ''}
 </urlset>`,
     });
     s.set('/resourcelist.xml', this.resourceListXml());
