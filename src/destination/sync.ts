@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { ResourceSyncError, isResourceSyncError } from '../core/errors.js';
+import { ResourceSyncError } from '../core/errors.js';
 import type { Entry, ResourceSyncDocument } from '../core/model/types.js';
 import { createAuthority, originOf, type Authority } from './authority.js';
 import { checkDocument, loadDocument, validating, type DocumentContext, type RemoteDocument } from './documents.js';
