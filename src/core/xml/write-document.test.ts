@@ -232,6 +232,8 @@ void test('bad names and namespace bindings are refused', () => {
       },
     },
     { ...base, root: 'feed' as 'urlset' },
+    { ...base, extensions: [{ ns: 'urn:x', local: 'a', xml: 'text' }] },
+    { ...base, entries: [{ loc: 'http://x/', extensions: [{ ns: 'urn:x', local: 'a', xml: '<a>\u0000</a>' }] }] },
   ];
   for (const doc of bad) {
     assert.throws(
