@@ -46,8 +46,12 @@ export interface WriteDocumentOptions {
  * entries are pulled one at a time and handed on in batches of about `batchBytes`, so a consumer
  * that awaits each write (backpressure) paces the producer.
  *
+ * The result is single-pass (like the entries it pulls) and lazy: nothing happens until it is
+ * iterated. Stopping the iteration early stops pulling entries.
+ *
  * Throws (when iterated) `RS_INVALID_ARGUMENT` for a value that cannot be written as XML 1.0 (a
- * forbidden character, a bad prefix or attribute name).
+ * forbidden character, a bad prefix or attribute name), naming the entry and the field. Values are
+ * otherwise written as given: checking dates, hashes and capabilities is the validator's job.
  * @see Z39.99 §7
  * @example
  * const chunks = writeDocument(
@@ -430,6 +434,15 @@ export interface DocumentSetResult {
  * first part must say whether an index exists before that is known, the first part's serialized
  * entries (at most `maxBytes`) are buffered until the part is full or the entries end; pass
  * `alwaysIndex: true` to stream every part directly and always write an index.
+ *
+ * The byte budget of every part reserves room for the index link, so a list that would just fit
+ * in one document without it may still be split in two.
+ *
+ * Every part carries the header's `rs:md` as given. That is right for a Resource List (Example 16
+ * repeats the index's `at` in the part); a Change List split by count gets the list's `from` in
+ * every part and no `until`, so a Source that publishes Change Lists per period should rather write
+ * one document per period with `writeDocument` and its own index. The index's `<sitemap>` entries
+ * can carry each part's interval through `partEntry`, which sees the part's first and last entry.
  *
  * On failure the open sink's `abort` is called and the error is rethrown; parts already closed
  * stay as written.
