@@ -16,10 +16,7 @@ async function* bytesOf(input: Exclude<ByteInput, string>): AsyncGenerator<Uint8
   }
   for await (const chunk of input as AsyncIterable<Uint8Array>) {
     if (!(chunk instanceof Uint8Array)) {
-      throw new ResourceSyncError(
-        'RS_INVALID_ARGUMENT',
-        `Input chunk is a ${typeof chunk}, expected bytes (Uint8Array).`,
-      );
+      throw new ResourceSyncError('RS_INVALID_ARGUMENT', `Input chunk is a ${typeof chunk}, expected bytes (Uint8Array).`);
     }
     if (chunk.length > 0) yield chunk;
   }
@@ -63,10 +60,7 @@ async function* prepend(head: Uint8Array, rest: AsyncIterator<Uint8Array>, done:
   }
 }
 
-async function* gunzip(
-  source: AsyncGenerator<Uint8Array>,
-  signal: AbortSignal | undefined,
-): AsyncGenerator<Uint8Array> {
+async function* gunzip(source: AsyncGenerator<Uint8Array>, signal: AbortSignal | undefined): AsyncGenerator<Uint8Array> {
   const src = Readable.from(source, { objectMode: false });
   const z = createGunzip();
   src.on('error', (e) => z.destroy(e));
@@ -78,9 +72,7 @@ async function* gunzip(
     }
   } catch (e) {
     if (e instanceof ResourceSyncError) throw e;
-    throw new ResourceSyncError('RS_XML_MALFORMED', `Gzip data is corrupt or truncated: ${(e as Error).message}.`, {
-      cause: e,
-    });
+    throw new ResourceSyncError('RS_XML_MALFORMED', `Gzip data is corrupt or truncated: ${(e as Error).message}.`, { cause: e });
   } finally {
     src.destroy();
     z.destroy();
@@ -101,10 +93,7 @@ function decoderFor(label: string): TextDecoder {
   try {
     return new TextDecoder(label, { fatal: true });
   } catch (e) {
-    throw new ResourceSyncError('RS_XML_ENCODING', `Encoding '${label}' declared by the document is not supported.`, {
-      cause: e,
-      data: { encoding: label },
-    });
+    throw new ResourceSyncError('RS_XML_ENCODING', `Encoding '${label}' declared by the document is not supported.`, { cause: e, data: { encoding: label } });
   }
 }
 
@@ -154,21 +143,14 @@ export async function* decodeInput(input: ByteInput, maxBytes: number, signal?: 
     if (rest.length > 0) yield rest;
   } catch (e) {
     if (e instanceof TypeError && /decode|encoded|invalid/i.test(e.message)) {
-      throw new ResourceSyncError('RS_XML_ENCODING', `Near byte ${total}: the bytes are not valid ${label}.`, {
-        cause: e,
-        data: { encoding: label, offset: total },
-      });
+      throw new ResourceSyncError('RS_XML_ENCODING', `Near byte ${total}: the bytes are not valid ${label}.`, { cause: e, data: { encoding: label, offset: total } });
     }
     throw e;
   }
 }
 
 function tooBig(maxBytes: number): never {
-  throw new ResourceSyncError(
-    'RS_LIMIT_BYTES',
-    `Document is larger than ${maxBytes} bytes uncompressed (the Sitemaps limit adopted by Z39.99 §7; raise limits.maxBytes to read it).`,
-    {
-      data: { limit: maxBytes },
-    },
-  );
+  throw new ResourceSyncError('RS_LIMIT_BYTES', `Document is larger than ${maxBytes} bytes uncompressed (the Sitemaps limit adopted by Z39.99 §7; raise limits.maxBytes to read it).`, {
+    data: { limit: maxBytes },
+  });
 }

@@ -13,20 +13,7 @@ import type {
 import { ForeignCapture } from './foreign-capture.js';
 import type { XmlElement, XmlHandler } from './xml-reader.js';
 
-const MD_KEYS = new Set<string>([
-  'capability',
-  'at',
-  'completed',
-  'from',
-  'until',
-  'change',
-  'datetime',
-  'encoding',
-  'hash',
-  'length',
-  'path',
-  'type',
-]);
+const MD_KEYS = new Set<string>(['capability', 'at', 'completed', 'from', 'until', 'change', 'datetime', 'encoding', 'hash', 'length', 'path', 'type']);
 const LN_KEYS = new Set<string>(['rel', 'href', 'hash', 'length', 'modified', 'path', 'pri', 'type', 'encoding']);
 const ENTRY_FIELDS = new Set<string>(['loc', 'lastmod', 'changefreq', 'priority']);
 
@@ -90,20 +77,12 @@ export class DocumentBuilder implements XmlHandler {
   private root(el: XmlElement): void {
     const local = el.local;
     if (local !== 'urlset' && local !== 'sitemapindex') {
-      throw new ResourceSyncError(
-        'RS_NOT_RESOURCESYNC',
-        `Line ${this.lineAt(el.pos)}: root element <${el.qname}> is not <urlset> or <sitemapindex>, so this is not a ResourceSync document.`,
-        {
-          data: { line: this.lineAt(el.pos), root: el.qname },
-        },
-      );
+      throw new ResourceSyncError('RS_NOT_RESOURCESYNC', `Line ${this.lineAt(el.pos)}: root element <${el.qname}> is not <urlset> or <sitemapindex>, so this is not a ResourceSync document.`, {
+        data: { line: this.lineAt(el.pos), root: el.qname },
+      });
     }
     if (el.ns !== SITEMAP_NS) {
-      this.note(
-        'wrong-namespace',
-        this.lineAt(el.pos),
-        `root <${el.qname}> is in namespace '${el.ns}', not the Sitemap namespace '${SITEMAP_NS}'`,
-      );
+      this.note('wrong-namespace', this.lineAt(el.pos), `root <${el.qname}> is in namespace '${el.ns}', not the Sitemap namespace '${SITEMAP_NS}'`);
     }
     const header: DocumentHeader = { root: local, ln: [] };
     if (el.decls) {
@@ -138,11 +117,7 @@ export class DocumentBuilder implements XmlHandler {
     if (ns === SITEMAP_NS && (el.local === 'url' || el.local === 'sitemap')) {
       const expected = header.root === 'urlset' ? 'url' : 'sitemap';
       if (el.local !== expected) {
-        this.note(
-          'child-element-mismatch',
-          this.lineAt(el.pos),
-          `<${el.qname}> in <${header.root}>: expected <${expected}>`,
-        );
+        this.note('child-element-mismatch', this.lineAt(el.pos), `<${el.qname}> in <${header.root}>: expected <${expected}>`);
       }
       this.headerReady = true;
       this.entry = { loc: '', line: this.lineAt(el.pos) };
@@ -150,11 +125,7 @@ export class DocumentBuilder implements XmlHandler {
       return;
     }
     if (ns === SITEMAP_NS || ns === RS_NS) {
-      this.note(
-        'unknown-element',
-        this.lineAt(el.pos),
-        `<${el.qname}> has no place at the top level; kept as an extension`,
-      );
+      this.note('unknown-element', this.lineAt(el.pos), `<${el.qname}> has no place at the top level; kept as an extension`);
     }
     this.startCapture(el, (header.extensions ??= []));
   }
@@ -202,11 +173,7 @@ export class DocumentBuilder implements XmlHandler {
         continue;
       }
       if (a.ns === RS_NS) {
-        this.note(
-          'rs-attribute-prefixed',
-          this.lineAt(el.pos),
-          `attribute '${a.qname}' must not have a namespace prefix`,
-        );
+        this.note('rs-attribute-prefixed', this.lineAt(el.pos), `attribute '${a.qname}' must not have a namespace prefix`);
       } else if (a.ns === '') {
         this.note('unknown-attribute', this.lineAt(el.pos), `attribute '${a.local}' is not defined on <${el.qname}>`);
       }
@@ -231,11 +198,7 @@ export class DocumentBuilder implements XmlHandler {
       return;
     }
     if (/\S/.test(value)) {
-      this.note(
-        'unexpected-text',
-        this.entry?.line ?? 0,
-        `text '${value.trim().slice(0, 40)}' where only elements belong`,
-      );
+      this.note('unexpected-text', this.entry?.line ?? 0, `text '${value.trim().slice(0, 40)}' where only elements belong`);
     }
   }
 
@@ -263,13 +226,9 @@ export class DocumentBuilder implements XmlHandler {
       const entry = this.entry;
       this.entry = undefined;
       if (++this.entryCount > this.maxEntries) {
-        throw new ResourceSyncError(
-          'RS_LIMIT_ENTRIES',
-          `Line ${entry.line ?? 0}: more than ${this.maxEntries} entries (the Sitemaps limit adopted by Z39.99 §7; raise limits.maxEntries to read more).`,
-          {
-            data: { line: entry.line, limit: this.maxEntries },
-          },
-        );
+        throw new ResourceSyncError('RS_LIMIT_ENTRIES', `Line ${entry.line ?? 0}: more than ${this.maxEntries} entries (the Sitemaps limit adopted by Z39.99 §7; raise limits.maxEntries to read more).`, {
+          data: { line: entry.line, limit: this.maxEntries },
+        });
       }
       this.queue.push(entry);
       return;

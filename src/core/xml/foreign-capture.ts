@@ -26,8 +26,7 @@ export class ForeignCapture {
     const need = (prefix: string, ns: string): void => {
       if (prefix === 'xml') return;
       if (scope.get(prefix) === ns) return;
-      if (scope === parentScope || (parentScope === undefined && scope.size === 1 && decls === ''))
-        scope = new Map(scope);
+      if (scope === parentScope || (parentScope === undefined && scope.size === 1 && decls === '')) scope = new Map(scope);
       scope.set(prefix, ns);
       decls += prefix === '' ? ` xmlns="${escapeAttribute(ns)}"` : ` xmlns:${prefix}="${escapeAttribute(ns)}"`;
     };

@@ -50,25 +50,17 @@ const TRICKY = `<?xml version="1.0" encoding="UTF-8"?>
 test('parses a document with namespaces, references, CDATA and extensions', async () => {
   const doc = await parseDocument(TRICKY);
   assert.equal(doc.root, 'urlset');
-  assert.deepEqual(doc.md, {
-    capability: 'resourcelist',
-    at: '2013-01-03T09:00:00Z',
-    extra: [{ ns: 'http://purl.org/dc/terms/', prefix: 'dc', local: 'x', value: 'y' }],
-  });
+  assert.deepEqual(doc.md, { capability: 'resourcelist', at: '2013-01-03T09:00:00Z', extra: [{ ns: 'http://purl.org/dc/terms/', prefix: 'dc', local: 'x', value: 'y' }] });
   assert.deepEqual(doc.ln, [{ rel: 'up', href: 'http://example.com/cap.xml?a=1&b=2' }]);
   assert.deepEqual(doc.namespaces, { dc: 'http://purl.org/dc/terms/' });
-  assert.deepEqual(doc.attributes, [
-    { ns: 'http://purl.org/dc/terms/', prefix: 'dc', local: 'note', value: 'root & attr' },
-  ]);
+  assert.deepEqual(doc.attributes, [{ ns: 'http://purl.org/dc/terms/', prefix: 'dc', local: 'note', value: 'root & attr' }]);
   assert.equal(doc.entries.length, 2);
   const e = doc.entries[0]!;
   assert.equal(e.loc, `http://example.com/r%C3%A9s1?q=<>"'`);
   assert.equal(e.lastmod, '2013-01-02T13:00:00+01:00');
   assert.equal(e.changefreq, 'daily');
   assert.equal(e.md?.length, '8876');
-  assert.deepEqual(e.ln, [
-    { rel: 'duplicate', href: 'http://mirror.example.com/res1', pri: '1', modified: '2013-01-02T13:00:00Z' },
-  ]);
+  assert.deepEqual(e.ln, [{ rel: 'duplicate', href: 'http://mirror.example.com/res1', pri: '1', modified: '2013-01-02T13:00:00Z' }]);
   assert.equal(e.extensions?.length, 1);
   assert.equal(
     e.extensions[0]!.xml,
@@ -80,10 +72,7 @@ test('parses a document with namespaces, references, CDATA and extensions', asyn
 });
 
 test('gives the same result whatever the chunk boundaries (random splits, gzip too)', async () => {
-  const inputs = [
-    TRICKY,
-    ...readdirSync(join(SPEC_DIR, 'examples')).map((f) => readFileSync(join(SPEC_DIR, 'examples', f), 'utf8')),
-  ];
+  const inputs = [TRICKY, ...readdirSync(join(SPEC_DIR, 'examples')).map((f) => readFileSync(join(SPEC_DIR, 'examples', f), 'utf8'))];
   const random = rng(42);
   for (const xml of inputs) {
     const expected = await parseDocument(xml);
@@ -155,48 +144,23 @@ test('records structural problems as notes', async () => {
   );
   assert.deepEqual(
     doc.notes?.map((n) => n.code),
-    [
-      'rs-attribute-prefixed',
-      'unknown-attribute',
-      'md-repeated',
-      'child-element-mismatch',
-      'element-repeated',
-      'md-repeated',
-      'unexpected-element',
-      'unexpected-text',
-      'header-after-entries',
-    ],
+    ['rs-attribute-prefixed', 'unknown-attribute', 'md-repeated', 'child-element-mismatch', 'element-repeated', 'md-repeated', 'unexpected-element', 'unexpected-text', 'header-after-entries'],
   );
   assert.equal(doc.entries[0]!.loc, 'b');
   assert.equal(doc.md?.capability, 'resourcelist');
   assert.equal(doc.ln.length, 1);
   const wrong = await parseDocument('<urlset xmlns="http://example.com/not-sitemaps"><url><loc>a</loc></url></urlset>');
-  assert.deepEqual(
-    wrong.notes?.map((n) => n.code),
-    ['wrong-namespace'],
-  );
+  assert.deepEqual(wrong.notes?.map((n) => n.code), ['wrong-namespace']);
 });
 
 test('decodes declared encodings and UTF-16 with a BOM, and refuses bad bytes', async () => {
-  const latin1 = Buffer.from(
-    `<?xml version="1.0" encoding="ISO-8859-1"?><urlset xmlns="${SITEMAP_NS}"><url><loc>caf\u00e9</loc></url></urlset>`,
-    'latin1',
-  );
+  const latin1 = Buffer.from(`<?xml version="1.0" encoding="ISO-8859-1"?><urlset xmlns="${SITEMAP_NS}"><url><loc>caf\u00e9</loc></url></urlset>`, 'latin1');
   assert.equal((await parseDocument(latin1)).entries[0]!.loc, 'café');
-  const utf16 = Buffer.concat([
-    Buffer.from([0xff, 0xfe]),
-    Buffer.from(`<urlset xmlns="${SITEMAP_NS}"><url><loc>ü</loc></url></urlset>`, 'utf16le'),
-  ]);
+  const utf16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(`<urlset xmlns="${SITEMAP_NS}"><url><loc>ü</loc></url></urlset>`, 'utf16le')]);
   assert.equal((await parseDocument(utf16)).entries[0]!.loc, 'ü');
-  const bad = Buffer.concat([
-    Buffer.from(`<urlset xmlns="${SITEMAP_NS}"><url><loc>`),
-    Buffer.from([0xc3, 0x28]),
-    Buffer.from('</loc></url></urlset>'),
-  ]);
+  const bad = Buffer.concat([Buffer.from(`<urlset xmlns="${SITEMAP_NS}"><url><loc>`), Buffer.from([0xc3, 0x28]), Buffer.from('</loc></url></urlset>')]);
   await assert.rejects(parseDocument(bad), (e) => isResourceSyncError(e, 'RS_XML_ENCODING'));
-  await assert.rejects(parseDocument(Buffer.from('<?xml version="1.0" encoding="x-no-such"?><urlset/>')), (e) =>
-    isResourceSyncError(e, 'RS_XML_ENCODING'),
-  );
+  await assert.rejects(parseDocument(Buffer.from('<?xml version="1.0" encoding="x-no-such"?><urlset/>')), (e) => isResourceSyncError(e, 'RS_XML_ENCODING'));
 });
 
 test('every example of the standard parses', async () => {

@@ -20,30 +20,27 @@ function isXmlChar(cp: number): boolean {
 /** Decodes the references in `raw`, or returns the reason it is not well-formed. */
 export function decodeReferences(raw: string): string | { error: string } {
   let error: string | undefined;
-  const out = raw.replace(
-    REF,
-    (whole, hex: string | undefined, dec: string | undefined, name: string | undefined, semi: string) => {
-      if (error !== undefined) return '';
-      if (semi !== ';' || (hex === undefined && dec === undefined && name === undefined)) {
-        error = `'&' must start a reference ending in ';' (found '${whole.slice(0, 12)}')`;
+  const out = raw.replace(REF, (whole, hex: string | undefined, dec: string | undefined, name: string | undefined, semi: string) => {
+    if (error !== undefined) return '';
+    if (semi !== ';' || (hex === undefined && dec === undefined && name === undefined)) {
+      error = `'&' must start a reference ending in ';' (found '${whole.slice(0, 12)}')`;
+      return '';
+    }
+    if (name !== undefined) {
+      const v = PREDEFINED[name];
+      if (v === undefined) {
+        error = `undeclared entity '&${name};' (entities other than the five predefined ones are not allowed)`;
         return '';
       }
-      if (name !== undefined) {
-        const v = PREDEFINED[name];
-        if (v === undefined) {
-          error = `undeclared entity '&${name};' (entities other than the five predefined ones are not allowed)`;
-          return '';
-        }
-        return v;
-      }
-      const digits = hex ?? dec!;
-      const cp = digits.length > 7 ? -1 : parseInt(digits, hex !== undefined ? 16 : 10);
-      if (!isXmlChar(cp)) {
-        error = `character reference '${whole}' is not an XML character`;
-        return '';
-      }
-      return String.fromCodePoint(cp);
-    },
-  );
+      return v;
+    }
+    const digits = hex ?? dec!;
+    const cp = digits.length > 7 ? -1 : parseInt(digits, hex !== undefined ? 16 : 10);
+    if (!isXmlChar(cp)) {
+      error = `character reference '${whole}' is not an XML character`;
+      return '';
+    }
+    return String.fromCodePoint(cp);
+  });
   return error === undefined ? out : { error };
 }

@@ -52,8 +52,7 @@ const NO_ATTRIBUTES: XmlAttribute[] = [];
 const NAME_ASCII = new Uint8Array(128);
 for (let c = 0; c < 128; c++) {
   const ch = String.fromCharCode(c);
-  if (/[A-Za-z_:]/.test(ch))
-    NAME_ASCII[c] = 2; // start or later
+  if (/[A-Za-z_:]/.test(ch)) NAME_ASCII[c] = 2; // start or later
   else if (/[0-9.-]/.test(ch)) NAME_ASCII[c] = 1; // later only
 }
 // XML 1.0 (fifth edition) NameStartChar / NameChar for non-ASCII code points.
@@ -133,10 +132,7 @@ export class XmlReader {
       this.fail('RS_XML_TRUNCATED', `document ends inside <${this.stack[this.stack.length - 1]!.qname}>`);
     }
     if (!this.seenRoot) {
-      this.fail(
-        this.started ? 'RS_XML_MALFORMED' : 'RS_XML_EMPTY',
-        this.started ? 'document has no root element' : 'document is empty',
-      );
+      this.fail(this.started ? 'RS_XML_MALFORMED' : 'RS_XML_EMPTY', this.started ? 'document has no root element' : 'document is empty');
     }
   }
 
@@ -166,9 +162,7 @@ export class XmlReader {
 
   private fail(code: ErrorCode, what: string, line?: number, column?: number): never {
     const l = line ?? this.currentLine();
-    throw new ResourceSyncError(code, `Line ${l}: ${what}.`, {
-      data: { line: l, ...(column === undefined ? {} : { column }) },
-    });
+    throw new ResourceSyncError(code, `Line ${l}: ${what}.`, { data: { line: l, ...(column === undefined ? {} : { column }) } });
   }
 
   private run(final: boolean): void {
@@ -182,8 +176,7 @@ export class XmlReader {
         const lt = buf.indexOf('<', p);
         if (lt < 0) {
           if (!final) {
-            if (len - p > this.limits.maxValueLength)
-              this.fail('RS_LIMIT_VALUE', `text longer than ${this.limits.maxValueLength} characters`);
+            if (len - p > this.limits.maxValueLength) this.fail('RS_LIMIT_VALUE', `text longer than ${this.limits.maxValueLength} characters`);
             return;
           }
           this.textRun(p, len);
@@ -203,8 +196,7 @@ export class XmlReader {
       } catch (e) {
         if (e === NEED_MORE) {
           if (final) this.fail('RS_XML_TRUNCATED', 'document ends inside markup');
-          if (len - p > this.limits.maxValueLength + 4096)
-            this.fail('RS_LIMIT_VALUE', `markup longer than ${this.limits.maxValueLength} characters`);
+          if (len - p > this.limits.maxValueLength + 4096) this.fail('RS_LIMIT_VALUE', `markup longer than ${this.limits.maxValueLength} characters`);
           return;
         }
         throw e;
@@ -214,8 +206,7 @@ export class XmlReader {
 
   private textRun(from: number, to: number): void {
     const buf = this.buf;
-    if (to - from > this.limits.maxValueLength)
-      this.fail('RS_LIMIT_VALUE', `text longer than ${this.limits.maxValueLength} characters`);
+    if (to - from > this.limits.maxValueLength) this.fail('RS_LIMIT_VALUE', `text longer than ${this.limits.maxValueLength} characters`);
     let raw = buf.slice(from, to);
     if (this.stack.length === 0) {
       // Outside the root only white space may appear.
@@ -316,10 +307,7 @@ export class XmlReader {
   }
 
   private xmlDecl(body: string, p: number): void {
-    const m =
-      /^\s+version\s*=\s*(["'])1\.[0-9]+\1(?:\s+encoding\s*=\s*(["'])[A-Za-z][A-Za-z0-9._-]*\2)?(?:\s+standalone\s*=\s*(["'])(?:yes|no)\3)?\s*$/.exec(
-        body,
-      );
+    const m = /^\s+version\s*=\s*(["'])1\.[0-9]+\1(?:\s+encoding\s*=\s*(["'])[A-Za-z][A-Za-z0-9._-]*\2)?(?:\s+standalone\s*=\s*(["'])(?:yes|no)\3)?\s*$/.exec(body);
     if (!m) {
       this.advanceLines(p);
       this.fail('RS_XML_MALFORMED', 'malformed XML declaration');
@@ -402,15 +390,12 @@ export class XmlReader {
       if (q !== QUOT && q !== APOS) this.malformedAt(i, `value of attribute '${aname}' is not quoted`);
       const close = buf.indexOf(q === QUOT ? '"' : "'", i + 1);
       if (close < 0) {
-        if (buf.length - i > this.limits.maxValueLength)
-          this.fail('RS_LIMIT_VALUE', `attribute '${aname}' longer than ${this.limits.maxValueLength} characters`);
+        if (buf.length - i > this.limits.maxValueLength) this.fail('RS_LIMIT_VALUE', `attribute '${aname}' longer than ${this.limits.maxValueLength} characters`);
         throw NEED_MORE;
       }
-      if (close - i - 1 > this.limits.maxValueLength)
-        this.fail('RS_LIMIT_VALUE', `attribute '${aname}' longer than ${this.limits.maxValueLength} characters`);
+      if (close - i - 1 > this.limits.maxValueLength) this.fail('RS_LIMIT_VALUE', `attribute '${aname}' longer than ${this.limits.maxValueLength} characters`);
       (rawAttrs ??= []).push([aname, buf.slice(i + 1, close), i]);
-      if (rawAttrs.length > this.limits.maxAttributes)
-        this.fail('RS_LIMIT_ATTRIBUTES', `more than ${this.limits.maxAttributes} attributes on <${qname}>`);
+      if (rawAttrs.length > this.limits.maxAttributes) this.fail('RS_LIMIT_ATTRIBUTES', `more than ${this.limits.maxAttributes} attributes on <${qname}>`);
       i = close + 1;
     }
     // The whole tag is in the buffer: now it is safe to act on it.
@@ -419,8 +404,7 @@ export class XmlReader {
       this.seenRoot = true;
     }
     this.started = true;
-    if (this.stack.length >= this.limits.maxDepth)
-      this.fail('RS_LIMIT_DEPTH', `elements nested deeper than ${this.limits.maxDepth}`);
+    if (this.stack.length >= this.limits.maxDepth) this.fail('RS_LIMIT_DEPTH', `elements nested deeper than ${this.limits.maxDepth}`);
     this.stack.push(el);
     this.handler.start(el, selfClosing);
     if (selfClosing) {
@@ -464,8 +448,7 @@ export class XmlReader {
         if (colon < 0) continue;
         const [prefix, local] = this.splitQName(a.qname, p);
         const ns = scope.resolve(prefix);
-        if (ns === undefined)
-          this.malformedAt(p, `namespace prefix '${prefix}' of attribute '${a.qname}' is not declared`);
+        if (ns === undefined) this.malformedAt(p, `namespace prefix '${prefix}' of attribute '${a.qname}' is not declared`);
         a.prefix = prefix;
         a.local = local;
         a.ns = ns;
