@@ -1,5 +1,5 @@
-import { fileURLToPath } from 'node:url';
 import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 
 /** The repository root (tests run from dist/test/…). */
