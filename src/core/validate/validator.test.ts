@@ -337,7 +337,7 @@ void describe('streaming', () => {
     assert.equal(issues[0]!.path, 'urlset/url[501]/rs:md/@length');
   });
   void it('turns parser notes into issues, skipping those the model already shows', () => {
-    const doc: ResourceSyncDocument & { notes: { code: string; line: number; message: string }[] } = {
+    const doc: ResourceSyncDocument = {
       ...resourceList([{ loc: 'http://e.com/a', line: 7 }]),
       notes: [
         { code: 'md-repeated', line: 9, message: 'a second <rs:md> in one entry is ignored' },

@@ -6,23 +6,13 @@
  */
 import { CHANGEFREQS, CAPABILITY_LIST_ENTRIES, HASH_ALGORITHMS, PRI_MAX, PRI_MIN, RS_NS } from '../constants.js';
 import { documentKind, type DocumentKind, type DocumentKindId } from '../model/document-kinds.js';
-import type { DocumentHeader, Entry, ForeignAttribute, Ln, Md, ResourceSyncDocument } from '../model/types.js';
+import type { DocumentHeader, Entry, ForeignAttribute, Ln, Md, ParseNote, ResourceSyncDocument } from '../model/types.js';
 import { parseW3CDatetime, type W3CDatetime } from '../w3c-datetime.js';
 import type { IssueCode, ValidateOptions, ValidationIssue } from './codes.js';
 import { formatMessage, MESSAGES, type MessageParams } from './messages.js';
 
-/**
- * A structural note of the parser (`ParseNote` of src/core/model/types.ts): shapes that differ from
- * Z39.99 §7 in a well-formed document. The validator reports each as an issue of the same code.
- */
-export interface StructureNote {
-  code: string;
-  line: number;
-  message: string;
-}
-
 /** Note codes the validator derives from the model itself (with a path), so notes would repeat them. */
-const NOTES_COVERED = new Set(['rs-attribute-prefixed', 'unknown-attribute']);
+const NOTES_COVERED: ReadonlySet<string> = new Set(['rs-attribute-prefixed', 'unknown-attribute']);
 const NOTE_CODES: ReadonlySet<string> = new Set<IssueCode>([
   'wrong-namespace', 'child-element-mismatch', 'md-repeated', 'element-repeated', 'unexpected-element', 'unexpected-text',
   'unknown-element', 'header-after-entries',
@@ -38,7 +28,7 @@ export interface Validator {
    * Finishes the document (rules that need every entry) and returns all issues, ordered by line
    * (issues without a line first). `notes` are the parser's structural notes for the document.
    */
-  end(notes?: readonly StructureNote[]): ValidationIssue[];
+  end(notes?: readonly ParseNote[]): ValidationIssue[];
 }
 
 /** What the validator needs from the parser's reader (`readDocument` in src/core/xml/read-document.ts). */
@@ -46,7 +36,7 @@ export interface EntrySource {
   header: DocumentHeader;
   entries: AsyncIterable<Entry> | Iterable<Entry>;
   /** The parser's structural notes; read after the entries, as they grow while reading. */
-  notes?: readonly StructureNote[];
+  notes?: readonly ParseNote[];
 }
 
 const CHANGEFREQ_SET: ReadonlySet<string> = new Set(CHANGEFREQS);
@@ -712,7 +702,7 @@ class StreamingValidator implements Validator {
 
   // ---- end -------------------------------------------------------------------------------------
 
-  end(notes?: readonly StructureNote[]): ValidationIssue[] {
+  end(notes?: readonly ParseNote[]): ValidationIssue[] {
     if (this.ended) return this.issues;
     this.ended = true;
     this.at = 0;
@@ -762,7 +752,7 @@ export function createValidator(header: DocumentHeader, options: ValidateOptions
  * Validates a whole document held in memory.
  * @example validateDocument(doc, { spec: '1.0' }).filter((i) => i.severity === 'error')
  */
-export function validateDocument(doc: ResourceSyncDocument & { notes?: readonly StructureNote[] }, options: ValidateOptions = {}): ValidationIssue[] {
+export function validateDocument(doc: ResourceSyncDocument, options: ValidateOptions = {}): ValidationIssue[] {
   const v = createValidator(doc, options);
   for (const e of doc.entries) v.entry(e);
   return v.end(doc.notes);
