@@ -1,50 +1,116 @@
 /**
- * `resourcesync demo` (interim): inspects and validates every example of the standard in the shared
- * specification folder (`../shared/spec/examples` beside the package), one line per example.
- * Always exits 0: several walkthrough examples break the standard on purpose.
+ * `resourcesync demo` (the README's main job, `npm start`): publishes the bundled sample collection
+ * (`examples/sample-collection`) as a ResourceSync Source with the Source server on 127.0.0.1 (a free port),
+ * mirrors it into `./.demo/mirror` with `sync`, checks the mirror with `audit`, then changes the Source (one file
+ * created, one updated, one deleted), publishes again and runs an incremental `sync` and a second `audit`.
+ * Prints what happened; nothing to configure. Exit 0 when the mirror ends in sync.
  */
-import { existsSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { cpSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { stdout } from 'node:process';
-import { inspectInput } from './inspect.js';
-import { validateInput } from './validate.js';
+import { cwd, stdout } from 'node:process';
+import { sync, type SyncReport } from '../../destination/sync.js';
+import { audit, type AuditReport } from '../../destination/audit.js';
 
 /** The package root: dist/src/cli/commands/ → four levels up. */
 const PACKAGE_ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 
-/** Runs the demonstration; returns 0. */
-export async function run(_args: string[]): Promise<number> {
-  const sets: [string, '1.0' | '1.1'][] = [
-    ['examples', '1.0'],
-    ['examples-1.1', '1.1'],
-    ['examples-archives', '1.1'],
-  ];
-  // Beside the package (a clone next to shared/), or two levels up from a git worktree.
-  const candidates = [join(PACKAGE_ROOT, '..', 'shared', 'spec'), join(PACKAGE_ROOT, '..', '..', 'shared', 'spec')];
-  const specDir = candidates.find((d) => existsSync(join(d, 'examples'))) ?? candidates[0]!;
-  if (!existsSync(join(specDir, 'examples'))) {
-    stdout.write(`No examples found at ${join(specDir, 'examples')}: the demo inspects and validates the examples of Z39.99 when the shared spec folder is beside the package.\n`);
+// The Source side, through its documented API (src/source/publish.ts, src/server/core.ts, node-adapter.ts),
+// loaded at run time so that this command builds on its own.
+interface PublishResult {
+  sourceDescription: string;
+  capabilityLists: string[];
+  resources: number;
+  changes: { created: number; updated: number; deleted: number };
+}
+type Publish = (options: { sets: { name: string; dir: string }[]; baseUrl: string; outDir: string; stateDir?: string; hashes?: ('md5' | 'sha-1' | 'sha-256')[] }) => Promise<PublishResult>;
+/** `(CoreRequest) => CoreResponse | Promise<CoreResponse>` of src/server/core.ts, opaque here. */
+type Handler = (request: never) => unknown;
+type SourceCore = Handler & { invalidate(): void };
+type CreateSourceCore = (options: { sets: { name: string; dir: string; capabilityList?: string }[]; outDir: string; baseUrl?: string }) => SourceCore;
+interface RunningServer {
+  url: string;
+  close(): Promise<void>;
+}
+type Serve = (core: Handler, options: { port?: number; host?: string }) => Promise<RunningServer>;
+
+async function load<T>(specifier: string): Promise<T> {
+  return (await import(specifier)) as T;
+}
+
+function line(text = ''): void {
+  stdout.write(`${text}\n`);
+}
+
+function syncLine(r: SyncReport): string {
+  return `${r.mode} sync: ${r.created} created, ${r.updated} updated, ${r.deleted} deleted, ${r.unchanged} unchanged, ${r.failed.length} failed (${(r.bytes / 1024).toFixed(1)} KB in ${r.durationMs} ms)`;
+}
+
+function auditLine(r: AuditReport): string {
+  return `audit: ${r.inSync ? 'in sync' : 'OUT OF SYNC'}: ${r.total} resources on offer, ${r.unchanged} verified unchanged, ${r.counts.missing} missing, ${r.counts.changed} changed, ${r.counts.extra} extra`;
+}
+
+/** Runs the demonstration. */
+export async function run(args: string[]): Promise<number> {
+  if (args.includes('--help') || args.includes('-h')) {
+    line('Usage: resourcesync demo\n\nPublishes examples/sample-collection on 127.0.0.1, mirrors it into ./.demo/mirror with sync, audits it,');
+    line('changes the Source and syncs again (incremental). Exit 0 when the mirror ends in sync.');
     return 0;
   }
-  for (const [dir, spec] of sets) {
-    const folder = join(specDir, dir);
-    if (!existsSync(folder)) continue;
-    stdout.write(`\n${dir} (validated against Z39.99 ${spec}):\n`);
-    for (const file of readdirSync(folder).filter((f) => f.endsWith('.xml')).sort()) {
-      const path = join(folder, file);
-      const report = await validateInput(path, { spec, lenient: false });
-      let what = 'unreadable';
-      try {
-        const info = await inspectInput(path);
-        what = `${info.name ?? info.capability ?? 'unknown'}, ${info.entries} ${info.entries === 1 ? 'entry' : 'entries'}`;
-      } catch {
-        // reported by the validation below
-      }
-      const errors = report.issues.filter((i) => i.severity === 'error');
-      const verdict = errors.length === 0 ? 'valid' : `invalid: ${[...new Set(errors.map((i) => i.code))].join(', ')}`;
-      stdout.write(`  ${file.padEnd(22)} ${what.padEnd(40)} ${verdict}\n`);
-    }
+  const { publish } = await load<{ publish: Publish }>('../../source/publish.js');
+  const { createSourceCore } = await load<{ createSourceCore: CreateSourceCore }>('../../server/core.js');
+  const { serve } = await load<{ serve: Serve }>('../../server/node-adapter.js');
+
+  const work = resolve(cwd(), '.demo');
+  const collection = join(PACKAGE_ROOT, 'examples', 'sample-collection');
+  const sourceDir = join(work, 'source', 'sample');
+  const outDir = join(work, 'publish');
+  const stateDir = join(work, 'source-state');
+  const mirror = join(work, 'mirror');
+  rmSync(work, { recursive: true, force: true });
+  cpSync(collection, sourceDir, { recursive: true });
+
+  const sets = [{ name: 'sample', dir: sourceDir }];
+  const live: { core?: SourceCore } = {};
+  // The server answers from the published folder; it is created once the base URL (the port) is known.
+  const front: Handler = (request: never) => {
+    if (live.core === undefined) throw new Error('the Source is not published yet');
+    return live.core(request);
+  };
+  const server = await serve(front, { port: 0, host: '127.0.0.1' });
+  try {
+    const baseUrl = `${server.url}/`;
+    const published = await publish({ sets, baseUrl, outDir, stateDir, hashes: ['md5', 'sha-256'] });
+    live.core = createSourceCore({ sets: [{ ...sets[0]!, capabilityList: published.capabilityLists[0]! }], outDir, baseUrl });
+    line(`Source: ${published.resources} resources of examples/sample-collection published at ${server.url}`);
+    line(`  Source Description: ${published.sourceDescription}`);
+
+    line(`\n$ resourcesync sync ${server.url}/ .demo/mirror --delete`);
+    const first = await sync({ source: baseUrl, dest: mirror, delete: true });
+    line(`  ${syncLine(first)}`);
+    for (const w of first.warnings) line(`  warning: ${w}`);
+    line(`\n$ resourcesync audit ${server.url}/ .demo/mirror`);
+    const a1 = await audit({ source: baseUrl, dest: mirror });
+    line(`  ${auditLine(a1)}`);
+
+    // The Source changes: one file created, one updated, one deleted; then it publishes again.
+    writeFileSync(join(sourceDir, 'notes', 'new-note.txt'), 'Written after the first sync.\n');
+    appendFileSync(join(sourceDir, 'poems', 'river.txt'), 'And the mirror keeps up.\n');
+    rmSync(join(sourceDir, 'recipes', 'soup.txt'));
+    const again = await publish({ sets, baseUrl, outDir, stateDir, hashes: ['md5', 'sha-256'] });
+    live.core.invalidate();
+    line(`\nThe Source changed (${again.changes.created} created, ${again.changes.updated} updated, ${again.changes.deleted} deleted) and published its Change List.`);
+    line(`\n$ resourcesync sync ${server.url}/ .demo/mirror --delete`);
+    const second = await sync({ source: baseUrl, dest: mirror, delete: true });
+    line(`  ${syncLine(second)}`);
+    for (const w of second.warnings) line(`  warning: ${w}`);
+    line(`\n$ resourcesync audit ${server.url}/ .demo/mirror`);
+    const a2 = await audit({ source: baseUrl, dest: mirror });
+    line(`  ${auditLine(a2)}`);
+    line(`\nThe mirror is in ${mirror} (its state in .demo/mirror/.resourcesync/); compare: diff -r --exclude=.resourcesync .demo/source/sample .demo/mirror`);
+    const ok = a1.inSync && a2.inSync && first.failed.length === 0 && second.failed.length === 0;
+    return ok ? 0 : 1;
+  } finally {
+    await server.close();
   }
-  return 0;
 }
