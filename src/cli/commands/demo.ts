@@ -57,9 +57,15 @@ export async function run(args: string[]): Promise<number> {
     line('changes the Source and syncs again (incremental). Exit 0 when the mirror ends in sync.');
     return 0;
   }
-  const { publish } = await load<{ publish: Publish }>('../../source/publish.js');
-  const { createSourceCore } = await load<{ createSourceCore: CreateSourceCore }>('../../server/core.js');
-  const { serve } = await load<{ serve: Serve }>('../../server/node-adapter.js');
+  let publish: Publish, createSourceCore: CreateSourceCore, serve: Serve;
+  try {
+    ({ publish } = await load<{ publish: Publish }>('../../source/publish.js'));
+    ({ createSourceCore } = await load<{ createSourceCore: CreateSourceCore }>('../../server/core.js'));
+    ({ serve } = await load<{ serve: Serve }>('../../server/node-adapter.js'));
+  } catch (err) {
+    process.stderr.write(`resourcesync demo: the Source publisher and server are not in this build (${err instanceof Error ? err.message : String(err)}).\n`);
+    return 3;
+  }
 
   const work = resolve(cwd(), '.demo');
   const collection = join(PACKAGE_ROOT, 'examples', 'sample-collection');
