@@ -63,8 +63,9 @@ export async function run(args: string[]): Promise<number> {
     ({ createSourceCore } = await load<{ createSourceCore: CreateSourceCore }>('../../server/core.js'));
     ({ serve } = await load<{ serve: Serve }>('../../server/node-adapter.js'));
   } catch (err) {
-    process.stderr.write(`resourcesync demo: the Source publisher and server are not in this build (${err instanceof Error ? err.message : String(err)}).\n`);
-    return 3;
+    process.stderr.write(`resourcesync demo: the Source publisher and server are not in this build (${err instanceof Error ? err.message : String(err)}); showing the examples of the standard instead.\n`);
+    const { runExamples } = await import('./demo-examples.js');
+    return runExamples();
   }
 
   const work = resolve(cwd(), '.demo');
