@@ -43,6 +43,15 @@ function prepare(m: Mapping): Prepared {
   return { prefix: `${u.origin}${path}`, dir };
 }
 
+function safeRelativePathOrUndefined(p: string): string | undefined {
+  if (p.includes('//') || p.startsWith('/') || /(^|\/)\.\.?(\/|$)/.test(p)) return undefined;
+  try {
+    return safeRelativePath(p);
+  } catch {
+    return undefined;
+  }
+}
+
 function unsafe(url: string, why: string): ResourceSyncError {
   return new ResourceSyncError('RS_UNSAFE_PATH', `URL '${url}' ${why}.`, { data: { url }, recoverable: true });
 }
@@ -64,7 +73,19 @@ export function createMapper(options: { base?: string; maps?: Mapping[] }): Mapp
   if (list.length === 0) throw new ResourceSyncError('RS_INVALID_ARGUMENT', 'Mapper needs a base URL or at least one mapping.');
   const prepared = list.map(prepare).sort((a, b) => b.prefix.length - a.prefix.length);
 
+  // Characters a URL path keeps as they are (no percent-encoding, no normalisation by the URL parser).
+  const PLAIN = /^[A-Za-z0-9\-._~!$&'()*+,;=:@/]+$/;
   const toPath = (url: string): string => {
+    // Fast path: `<prefix>plain/relative/path` needs neither URL parsing nor decoding.
+    for (const p of prepared) {
+      if (!url.startsWith(p.prefix)) continue;
+      const rest = url.slice(p.prefix.length);
+      if (rest !== '' && PLAIN.test(rest) && !rest.endsWith('/')) {
+        const rel = safeRelativePathOrUndefined(p.dir === '' ? rest : `${p.dir}/${rest}`);
+        if (rel !== undefined) return rel;
+      }
+      break; // the general path decides (and explains)
+    }
     let u: URL;
     try {
       u = new URL(url);
