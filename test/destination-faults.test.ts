@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from './helpers/test-server.js';
@@ -119,7 +119,19 @@ void test('the CLI exit code says when resources failed', async () => {
     assert.equal(ok.code, 0);
     const audited = await run(['audit', src.capabilityList, dest, '--json']);
     assert.equal(audited.code, 0, audited.stdout);
+    await writeFile(join(dest, 'ok.txt'), 'FINE');
+    const tampered = await run(['audit', src.capabilityList, dest, '--json']);
+    assert.equal(tampered.code, 1);
+    assert.deepEqual((JSON.parse(tampered.stdout) as { changed: { path: string; reason: string }[] }).changed, [{ url: `${src.origin}/ok.txt`, path: 'ok.txt', reason: 'hash' }]);
+    // a live process holds the lock: exit 4, nothing touched
+    await writeFile(join(dest, '.resourcesync', 'lock'), `${process.pid}\n`);
+    const locked = await run(['sync', src.capabilityList, dest]);
+    assert.equal(locked.code, 4);
+    assert.equal(await readFile(join(dest, 'ok.txt'), 'utf8'), 'FINE');
+    await rm(join(dest, '.resourcesync', 'lock'));
     assert.equal((await run(['sync', src.capabilityList])).code, 2);
+    assert.equal((await run(['audit', src.capabilityList])).code, 2);
+    assert.equal((await run(['sync', 'not a url', dest])).code, 2);
   });
 });
 
