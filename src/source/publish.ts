@@ -155,6 +155,13 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
     if (!isValidSetName(s.name)) throw invalid(`Set name '${s.name}' is not a valid URL segment.`, { name: s.name });
     if (names.has(s.name)) throw invalid(`Set name '${s.name}' is used twice.`, { name: s.name });
     names.add(s.name);
+    let isDir = false;
+    try {
+      isDir = statSync(s.dir).isDirectory();
+    } catch {
+      // reported below
+    }
+    if (!isDir) throw new ResourceSyncError('RS_IO', `Directory '${s.dir}' of set '${s.name}' does not exist.`, { data: { path: s.dir } });
   }
   const positive = (v: number | undefined, name: string, def: number): number => {
     if (v === undefined) return def;
