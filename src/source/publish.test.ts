@@ -8,6 +8,7 @@ import { tempDir } from '../../test/helpers/tmp.js';
 import { parseXml } from '../../test/helpers/xml-oracle.js';
 import type { ResourceSyncDocument } from '../core/model/types.js';
 import { validateDocument } from '../core/validate/index.js';
+import { parseDocument } from '../core/xml/read-document.js';
 import { publish, type PublishOptions } from './publish.js';
 import { resolveResource, urlToPath } from './url-path.js';
 
@@ -40,10 +41,11 @@ function allFiles(dir: string, base = dir): string[] {
 }
 
 /** Validates every XML document of the publish folder in 1.0 and 1.1 strict mode. */
-function validateTree(out: string): number {
+async function validateTree(out: string): Promise<number> {
   const docs = allFiles(out).filter((p) => p.endsWith('.xml') || p === '.well-known/resourcesync');
   for (const p of docs) {
-    const doc = parseXml(readFileSync(join(out, p), 'utf8'));
+    const doc = await parseDocument(readFileSync(join(out, p)));
+    assert.deepEqual(doc.entries.map((e) => e.loc), parseXml(readFileSync(join(out, p), 'utf8')).entries.map((e) => e.loc), 'parser and oracle agree');
     for (const spec of ['1.0', '1.1'] as const) {
       const errors = validateDocument(doc, { spec, mode: 'strict' }).filter((i) => i.severity === 'error');
       assert.deepEqual(errors, [], `${p} (${spec})`);
@@ -97,7 +99,7 @@ void test('publish writes a discoverable, valid document tree whose Resource Lis
       assert.deepEqual(resolveResource([{ name: 'data', dir: src.dir }], new URL(e.loc).pathname)?.path, p);
     }
     assert.match(readFileSync(join(out.dir, 'robots.txt'), 'utf8'), new RegExp(`^Sitemap: ${rlLoc.replace(/\./g, '\\.')}$`, 'm'));
-    assert.ok(validateTree(out.dir) >= 4);
+    assert.ok((await validateTree(out.dir)) >= 4);
     assert.ok(!existsSync(join(out.dir, 'a.txt')), 'resources are not copied');
   } finally {
     await src.cleanup();
@@ -160,7 +162,7 @@ void test('changes across runs appear in the open Change List in order; rollover
     const cap = readDoc(out.dir, `${BASE}.resourcesync/data/capabilitylist.xml`);
     assert.equal(cap.entries.find((e) => e.md?.capability === 'changelist')?.loc, `${BASE}.resourcesync/data/changelist-index.xml`);
     assert.ok(cap.entries.some((e) => e.md?.capability === 'changelist-archive'));
-    validateTree(out.dir);
+    await validateTree(out.dir);
   } finally {
     await src.cleanup();
     await out.cleanup();
@@ -185,7 +187,7 @@ void test('a Resource List past maxEntries becomes a Resource List Index with up
       seen.push(...doc.entries.map((e) => urlToPath(BASE, e.loc)!));
     }
     assert.deepEqual(seen, ['f0.txt', 'f1.txt', 'f2.txt', 'f3.txt', 'f4.txt', 'f5.txt', 'f6.txt']);
-    validateTree(out.dir);
+    await validateTree(out.dir);
     // fewer files later: the index shrinks back to a single list and stale parts disappear
     for (let i = 2; i < 7; i++) rmSync(join(src.dir, `f${i}.txt`));
     await publish({ sets: [{ name: 'data', dir: src.dir }], baseUrl: BASE, outDir: out.dir, maxEntries: 3, now: clock(Date.UTC(2025, 0, 1)) });
@@ -218,7 +220,7 @@ void test('several sets: one Capability List each, resources under the set name'
     assert.ok(!existsSync(join(a.dir, '.resourcesync')));
     const robots = readFileSync(join(out.dir, 'robots.txt'), 'utf8');
     assert.equal(robots.match(/^Sitemap: /gm)?.length, 2);
-    validateTree(out.dir);
+    await validateTree(out.dir);
     await assert.rejects(publish({ sets: [{ name: '../x', dir: a.dir }], baseUrl: BASE, outDir: out.dir }), { code: 'RS_INVALID_ARGUMENT' });
     await assert.rejects(publish({ sets, baseUrl: 'ftp://x/', outDir: out.dir }), { code: 'RS_INVALID_ARGUMENT' });
   } finally {
@@ -295,7 +297,7 @@ void test('a Resource Dump unzipped with unzip reproduces the tree; a Change Dum
       ['z.txt', 'deleted', undefined],
     ]);
     assert.ok(r.documents.some((d) => d.endsWith('.zip')));
-    validateTree(out.dir);
+    await validateTree(out.dir);
   } finally {
     await src.cleanup();
     await out.cleanup();
