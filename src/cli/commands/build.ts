@@ -63,7 +63,7 @@ export function setNames(dirs: string[], given: string[]): string[] {
 
 export async function run(args: string[]): Promise<number> {
   let opts: PublishOptions;
-  let json = false;
+  let json: boolean;
   try {
     const { values, positionals } = parseArgs({
       args,
