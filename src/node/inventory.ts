@@ -14,7 +14,7 @@
  * @see Z39.99 §10.1 (Resource List: `lastmod`, `length`, `type`, `hash`)
  */
 import { createHash, type Hash } from 'node:crypto';
-import { lstatSync, readdirSync, readFileSync, realpathSync, statSync, type Dirent, type Stats } from 'node:fs';
+import { closeSync, fstatSync, lstatSync, openSync, readdirSync, readSync, realpathSync, statSync, type Dirent, type Stats } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 import type { HashAlgorithm } from '../core/constants.js';
@@ -102,6 +102,7 @@ export async function* inventory(root: string, options: InventoryOptions = {}): 
     throw new ResourceSyncError('RS_IO', `Directory '${root}' cannot be read as a set of resources.`, { data: { path: root }, cause });
   }
   const progress: InventoryProgress = { files: 0, bytes: 0, hashed: 0 };
+  const scratch = Buffer.allocUnsafe(smallLimit);
   let inBatch = 0;
 
   // Depth-first walk with sorted siblings; a directory sorts as `name/`, which gives the global byte order.
@@ -130,34 +131,69 @@ export async function* inventory(root: string, options: InventoryOptions = {}): 
       stack.push({ abs, rel: `${rel}/`, items: listDir(abs, realRoot), i: 0 });
       continue;
     }
-    const st = item.stats ?? statSync(abs, { throwIfNoEntry: false });
-    if (st === undefined || !st.isFile()) continue;
     const prev = previous?.(rel);
+    let st: Stats | undefined = item.stats;
+    let fd = -1;
     let entry: InventoryEntry | undefined;
-    if (prev !== undefined && prev.size === st.size && prev.mtimeMs === st.mtimeMs && algorithms.every((a) => prev.hashes[a] !== undefined)) {
-      const hashes: Hashes = {};
-      for (const a of algorithms) hashes[a] = prev.hashes[a]!;
-      entry = { path: rel, size: st.size, mtimeMs: st.mtimeMs, type: typeOf(rel), hashes };
-    } else if (algorithms.length === 0) {
-      entry = { path: rel, size: st.size, mtimeMs: st.mtimeMs, type: typeOf(rel), hashes: {} };
-    } else if (st.size <= smallLimit) {
-      let buf: Buffer;
-      try {
-        buf = readFileSync(abs);
-      } catch (cause) {
-        if (isGone(cause)) continue;
-        throw ioError(abs, cause);
+    try {
+      if (st === undefined) {
+        if (prev === undefined && algorithms.length > 0) {
+          // First sight of the file: one open, fstat on the descriptor, then read it (no second path lookup).
+          try {
+            fd = openSync(abs, 'r');
+            st = fstatSync(fd);
+          } catch (cause) {
+            if (isGone(cause)) continue;
+            throw ioError(abs, cause);
+          }
+        } else {
+          st = statSync(abs, { throwIfNoEntry: false });
+        }
       }
-      const hashes: Hashes = {};
-      for (let k = 0; k < algorithms.length; k++) hashes[algorithms[k]!] = createHash(names[k]!).update(buf).digest('hex');
-      entry = { path: rel, size: buf.length, mtimeMs: st.mtimeMs, type: typeOf(rel), hashes };
-      progress.hashed++;
-    } else {
-      const r = await hashLargeFile(abs, algorithms, names, signal);
-      if (r === undefined) continue;
-      entry = { path: rel, size: r.size, mtimeMs: st.mtimeMs, type: typeOf(rel), hashes: r.hashes };
-      progress.hashed++;
-      inBatch = batchSize; // a large file is a batch of its own
+      if (st === undefined || !st.isFile()) continue;
+      if (prev !== undefined && prev.size === st.size && prev.mtimeMs === st.mtimeMs && algorithms.every((a) => prev.hashes[a] !== undefined)) {
+        const hashes: Hashes = {};
+        for (const a of algorithms) hashes[a] = prev.hashes[a]!;
+        entry = { path: rel, size: st.size, mtimeMs: st.mtimeMs, type: typeOf(rel), hashes };
+      } else if (algorithms.length === 0) {
+        entry = { path: rel, size: st.size, mtimeMs: st.mtimeMs, type: typeOf(rel), hashes: {} };
+      } else {
+        let view: Buffer | undefined;
+        if (st.size <= smallLimit) {
+          try {
+            if (fd < 0) fd = openSync(abs, 'r');
+            // Read the length stat gave (as readFileSync does): content appended since is seen next time.
+            const want = st.size;
+            let total = 0;
+            while (total < want) {
+              const n = readSync(fd, scratch, total, want - total, null);
+              if (n === 0) break;
+              total += n;
+            }
+            view = scratch.subarray(0, total);
+          } catch (cause) {
+            if (isGone(cause)) continue;
+            throw ioError(abs, cause);
+          }
+        }
+        if (view !== undefined) {
+          const hashes: Hashes = {};
+          for (let k = 0; k < algorithms.length; k++) hashes[algorithms[k]!] = createHash(names[k]!).update(view).digest('hex');
+          entry = { path: rel, size: view.length, mtimeMs: st.mtimeMs, type: typeOf(rel), hashes };
+        } else {
+          if (fd >= 0) {
+            closeSync(fd);
+            fd = -1;
+          }
+          const r = await hashLargeFile(abs, algorithms, names, signal);
+          if (r === undefined) continue;
+          entry = { path: rel, size: r.size, mtimeMs: st.mtimeMs, type: typeOf(rel), hashes: r.hashes };
+          inBatch = batchSize; // a large file is a batch of its own
+        }
+        progress.hashed++;
+      }
+    } finally {
+      if (fd >= 0) closeSync(fd);
     }
     progress.files++;
     progress.bytes += entry.size;
