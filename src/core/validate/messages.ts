@@ -20,12 +20,33 @@ export const MESSAGES: { readonly [C in IssueCode]: IssueDefinition } = {
   'wrong-namespace': {
     severity: 'error',
     section: `${Z}4`,
-    message: "the root element is in namespace '{value}', not the Sitemap namespace 'http://www.sitemaps.org/schemas/sitemap/0.9'",
+    message: "the root element is not in the Sitemap namespace 'http://www.sitemaps.org/schemas/sitemap/0.9'",
   },
   'child-element-mismatch': {
     severity: 'error',
     section: `${Z}7`,
-    message: "<{value}> is not a child of <{root}>: <urlset> has <url> children and <sitemapindex> has <sitemap> children",
+    message: 'the entry element does not match the root: <urlset> has <url> children and <sitemapindex> has <sitemap> children',
+  },
+  'element-repeated': {
+    severity: 'error',
+    section: 'Sitemaps protocol',
+    message: 'an entry has a second <loc>, <lastmod>, <changefreq> or <priority>; each appears at most once',
+  },
+  'unexpected-element': {
+    severity: 'error',
+    section: 'Sitemaps protocol',
+    message: 'an element inside <loc>, <lastmod>, <changefreq> or <priority>, which hold text only',
+  },
+  'unexpected-text': { severity: 'warning', section: `${Z}7`, message: 'text where only elements belong' },
+  'unknown-element': {
+    severity: 'warning',
+    section: `${Z}7`,
+    message: 'an element of the Sitemap or ResourceSync namespace that has no place here (kept as an extension)',
+  },
+  'header-after-entries': {
+    severity: 'warning',
+    section: `${Z}7`,
+    message: 'a top-level <rs:md> or <rs:ln> comes after the first entry; Table 2 puts them before the entries',
   },
   'md-missing': { severity: 'error', section: `${Z}7`, message: 'the mandatory top-level <rs:md> element is missing' },
   'md-repeated': { severity: 'error', section: `${Z}7`, message: 'the <rs:md> element is repeated; it is not repeatable' },

@@ -296,10 +296,10 @@ void describe('validateDocument: entries', () => {
     for (let i = 0; i < 250; i++) entries.push({ loc: `http://e.com/${i}`, md: { length: 'x' }, line: i + 10 });
     const issues = validateDocument(resourceList(entries), { maxIssuesPerCode: 100 });
     assert.equal(issues.length, 101);
-    assert.equal(issues[0]!.line, 10);
-    assert.equal(issues[0]!.path, 'urlset/url[1]/rs:md/@length');
-    assert.equal(issues[100]!.code, 'issues-truncated');
-    assert.match(issues[100]!.message, /150 more 'length-invalid'/);
+    assert.equal(issues[0]!.code, 'issues-truncated', 'document-wide issues (no line) come first');
+    assert.match(issues[0]!.message, /150 more 'length-invalid'/);
+    assert.equal(issues[1]!.line, 10);
+    assert.equal(issues[1]!.path, 'urlset/url[1]/rs:md/@length');
   });
   void it('validates notifications and archives', () => {
     const cn: ResourceSyncDocument = {
@@ -335,6 +335,20 @@ void describe('streaming', () => {
     assert.equal(n, 1000);
     assert.deepEqual(codes(issues), ['length-invalid']);
     assert.equal(issues[0]!.path, 'urlset/url[501]/rs:md/@length');
+  });
+  void it('turns parser notes into issues, skipping those the model already shows', () => {
+    const doc: ResourceSyncDocument & { notes: { code: string; line: number; message: string }[] } = {
+      ...resourceList([{ loc: 'http://e.com/a', line: 7 }]),
+      notes: [
+        { code: 'md-repeated', line: 9, message: 'a second <rs:md> in one entry is ignored' },
+        { code: 'unknown-attribute', line: 8, message: "attribute 'size' is not defined on <rs:md>" },
+        { code: 'wrong-namespace', line: 2, message: 'root in another namespace' },
+      ],
+    };
+    const issues = validateDocument(doc);
+    assert.deepEqual(codes(issues), ['wrong-namespace', 'md-repeated']);
+    assert.equal(issues[1]!.line, 9);
+    assert.equal(issues[1]!.severity, 'error');
   });
   void it('createValidator exposes the kind and end() is idempotent', () => {
     const v = createValidator({ root: 'sitemapindex', md: { capability: 'resourcelist', at: '2013-01-03T09:00:00Z' }, ln: [UP] });

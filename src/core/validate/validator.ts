@@ -11,20 +11,42 @@ import { parseW3CDatetime, type W3CDatetime } from '../w3c-datetime.js';
 import type { IssueCode, ValidateOptions, ValidationIssue } from './codes.js';
 import { formatMessage, MESSAGES, type MessageParams } from './messages.js';
 
+/**
+ * A structural note of the parser (`ParseNote` of src/core/model/types.ts): shapes that differ from
+ * Z39.99 §7 in a well-formed document. The validator reports each as an issue of the same code.
+ */
+export interface StructureNote {
+  code: string;
+  line: number;
+  message: string;
+}
+
+/** Note codes the validator derives from the model itself (with a path), so notes would repeat them. */
+const NOTES_COVERED = new Set(['rs-attribute-prefixed', 'unknown-attribute']);
+const NOTE_CODES: ReadonlySet<string> = new Set<IssueCode>([
+  'wrong-namespace', 'child-element-mismatch', 'md-repeated', 'element-repeated', 'unexpected-element', 'unexpected-text',
+  'unknown-element', 'header-after-entries',
+]);
+
 /** A streaming validator for one document: feed entries in document order, then call `end()`. */
 export interface Validator {
   /** The kind identified from the header's root and capability (undefined if unknown). */
   readonly kind: DocumentKind | undefined;
   /** Checks one entry. Entries must come in document order. */
   entry(e: Entry): void;
-  /** Finishes the document (rules that need every entry) and returns all issues, header issues first. */
-  end(): ValidationIssue[];
+  /**
+   * Finishes the document (rules that need every entry) and returns all issues, ordered by line
+   * (issues without a line first). `notes` are the parser's structural notes for the document.
+   */
+  end(notes?: readonly StructureNote[]): ValidationIssue[];
 }
 
 /** What the validator needs from the parser's reader (`readDocument` in src/core/xml/read-document.ts). */
 export interface EntrySource {
   header: DocumentHeader;
   entries: AsyncIterable<Entry> | Iterable<Entry>;
+  /** The parser's structural notes; read after the entries, as they grow while reading. */
+  notes?: readonly StructureNote[];
 }
 
 const CHANGEFREQ_SET: ReadonlySet<string> = new Set(CHANGEFREQS);
@@ -670,10 +692,21 @@ class StreamingValidator implements Validator {
 
   // ---- end -------------------------------------------------------------------------------------
 
-  end(): ValidationIssue[] {
+  end(notes?: readonly StructureNote[]): ValidationIssue[] {
     if (this.ended) return this.issues;
     this.ended = true;
     this.at = 0;
+    if (notes) {
+      for (const note of notes) {
+        if (NOTES_COVERED.has(note.code)) continue;
+        const code = NOTE_CODES.has(note.code) ? (note.code as IssueCode) : 'unknown-element';
+        const n = (this.counts.get(code) ?? 0) + 1;
+        this.counts.set(code, n);
+        if (n > this.max) continue;
+        const def = MESSAGES[code];
+        this.issues.push({ code, severity: def.severity, message: formatMessage(code), section: def.section, line: note.line });
+      }
+    }
     if (this.outOfOrder > 0) {
       this.report('tolerated-out-of-order', { kind: this.name, count: this.outOfOrder }, '', undefined, this.section);
     }
@@ -685,6 +718,8 @@ class StreamingValidator implements Validator {
         section: MESSAGES[code].section,
       });
     }
+    // Stable: by line, issues without a line (document-wide) first.
+    this.issues.sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
     return this.issues;
   }
 }
@@ -707,10 +742,10 @@ export function createValidator(header: DocumentHeader, options: ValidateOptions
  * Validates a whole document held in memory.
  * @example validateDocument(doc, { spec: '1.0' }).filter((i) => i.severity === 'error')
  */
-export function validateDocument(doc: ResourceSyncDocument, options: ValidateOptions = {}): ValidationIssue[] {
+export function validateDocument(doc: ResourceSyncDocument & { notes?: readonly StructureNote[] }, options: ValidateOptions = {}): ValidationIssue[] {
   const v = createValidator(doc, options);
   for (const e of doc.entries) v.entry(e);
-  return v.end();
+  return v.end(doc.notes);
 }
 
 /**
@@ -725,5 +760,5 @@ export async function validate(reader: EntrySource, options: ValidateOptions = {
     v.entry(e);
     entries++;
   }
-  return { issues: v.end(), entries };
+  return { issues: v.end(reader.notes), entries };
 }
