@@ -9,7 +9,7 @@ import type { DocumentHeader, Entry, Ln, Md } from '../core/model/types.js';
 import { formatHashes } from '../core/hash.js';
 import { formatW3CDatetime } from '../core/w3c-datetime.js';
 import type { Hashes } from '../node/inventory.js';
-import type { ChangeRecord, StoredResource } from './snapshot-store.js';
+import type { ChangeRecord, ListedResource, StoredResource } from './snapshot-store.js';
 import { pathToUrl } from './url-path.js';
 
 const ts = formatW3CDatetime;
@@ -37,6 +37,15 @@ export function header(root: DocumentHeader['root'], md: Md, up?: string, index?
 export function resourceEntry(setBaseUrl: string, r: StoredResource, path?: string): Entry {
   const md = withFixity({}, r);
   if (path !== undefined) md.path = path;
+  return { loc: pathToUrl(setBaseUrl, r.path), lastmod: ts(r.mtimeMs), md };
+}
+
+/** A Resource List entry from `SnapshotStore.listing()` (no hash parsing). @see Z39.99 §10.1 */
+export function listedEntry(setBaseUrl: string, r: ListedResource): Entry {
+  const md: Md = {};
+  if (r.hashText !== '') md.hash = r.hashText;
+  md.length = String(r.size);
+  md.type = r.type;
   return { loc: pathToUrl(setBaseUrl, r.path), lastmod: ts(r.mtimeMs), md };
 }
 

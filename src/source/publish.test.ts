@@ -304,3 +304,26 @@ void test('a Resource Dump unzipped with unzip reproduces the tree; a Change Dum
     await x.cleanup();
   }
 });
+
+void test('publishing into the directory itself never lists its own documents, state or robots.txt; abort stops it', async () => {
+  const src = await tempDir();
+  try {
+    write(src.dir, { 'a.txt': 'a', 'pub/old.txt': 'not published: inside the publish folder' });
+    const opts: PublishOptions = { sets: [{ name: 'data', dir: src.dir }], baseUrl: BASE, outDir: src.dir, now: clock() };
+    await publish(opts);
+    const again = await publish(opts);
+    assert.deepEqual(again.changes, { created: 0, updated: 0, deleted: 0 });
+    assert.equal(again.resources, 2);
+    const rl = readDoc(src.dir, again.resourceLists[0]!);
+    assert.deepEqual(rl.entries.map((e) => urlToPath(BASE, e.loc)), ['a.txt', 'pub/old.txt']);
+    // a publish folder inside the set is excluded (the robots.txt left at the top by the runs above is now a plain file)
+    const nested = await publish({ ...opts, outDir: join(src.dir, 'pub') });
+    const listed = readDoc(join(src.dir, 'pub'), nested.resourceLists[0]!).entries.map((e) => urlToPath(BASE, e.loc));
+    assert.deepEqual(listed, ['a.txt', 'robots.txt']);
+    const ac = new AbortController();
+    ac.abort();
+    await assert.rejects(publish({ ...opts, signal: ac.signal }), { code: 'RS_ABORTED' });
+  } finally {
+    await src.cleanup();
+  }
+});

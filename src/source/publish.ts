@@ -42,6 +42,7 @@ import {
   fromMd,
   header,
   intervalEntry,
+  listedEntry,
   packageEntry,
   resourceEntry,
   snapshotEntry,
@@ -306,7 +307,7 @@ async function publishSet(ctx: Context, set: { name: string; dir: string }): Pro
       const h = header('urlset', atMd('resourcelist', r.at, completed), capUrl);
       const res = await writeDocumentSet(
         h,
-        map(store.resources(), (x: StoredResource) => resourceEntry(resBase, x)),
+        map(store.listing(), (x) => listedEntry(resBase, x)),
         {
           maxEntries: ctx.maxEntries,
           maxBytes: ctx.maxBytes,

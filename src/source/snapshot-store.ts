@@ -29,6 +29,16 @@ export interface StoredResource {
   hashes: Hashes;
 }
 
+/** A resource of the stored snapshot with its fixity as `rs:md hash` text (see `SnapshotStore.listing`). */
+export interface ListedResource {
+  path: string;
+  size: number;
+  mtimeMs: number;
+  type: string;
+  /** `md5:… sha-256:…`, '' when no fixity is kept. */
+  hashText: string;
+}
+
 /** A recorded change: the resource's path and state right after the change (none for `deleted`). */
 export interface ChangeRecord {
   /** Increasing sequence number: the forward chronological order. */
@@ -272,6 +282,17 @@ export class SnapshotStore {
   *resources(): Generator<StoredResource> {
     for (const r of this.db.prepare('SELECT path, size, mtime, type, hashes FROM resources ORDER BY path').iterate() as IterableIterator<ResourceRow>) {
       yield rowToResource(r);
+    }
+  }
+
+  /**
+   * The stored snapshot in path order with the fixity kept as the attribute text (`md5:… sha-256:…`):
+   * the fast path for writing a Resource List.
+   */
+  *listing(): Generator<ListedResource> {
+    const stmt = this.db.prepare('SELECT path, size, mtime, type, hashes FROM resources ORDER BY path').raw(true);
+    for (const row of stmt.iterate() as IterableIterator<[string, number, number, string, string]>) {
+      yield { path: row[0], size: row[1], mtimeMs: row[2], type: row[3], hashText: row[4] };
     }
   }
 
