@@ -108,6 +108,7 @@ export function atMd(capability: string, at: number, completed?: number): Md {
   return md;
 }
 
+/** Interval attributes of a document's top-level `rs:md` (`from`, and `until` once closed). @see Z39.99 §12.1 */
 export function fromMd(capability: string, from: number, until?: number): Md {
   const md: Md = { capability, from: ts(from) };
   if (until !== undefined) md.until = ts(until);

@@ -183,16 +183,30 @@ void test('a Resource List past maxEntries becomes a Resource List Index with up
     for (const part of idx.entries) {
       const doc = readDoc(out.dir, part.loc);
       assert.equal(doc.ln.find((l) => l.rel === 'up')?.href, r.capabilityLists[0]);
-      assert.equal(doc.ln.find((l) => l.rel === 'index')?.href, r.resourceLists[0]);
+      // parts point at their generation's index, of which resourcelist.xml is a byte-identical copy
+      assert.equal(doc.ln.find((l) => l.rel === 'index')?.href, `${BASE}.resourcesync/data/resourcelist-1.xml`);
       seen.push(...doc.entries.map((e) => urlToPath(BASE, e.loc)!));
     }
+    assert.ok(readFileSync(fileOf(out.dir, r.resourceLists[0]!)).equals(readFileSync(fileOf(out.dir, `${BASE}.resourcesync/data/resourcelist-1.xml`))));
     assert.deepEqual(seen, ['f0.txt', 'f1.txt', 'f2.txt', 'f3.txt', 'f4.txt', 'f5.txt', 'f6.txt']);
     await validateTree(out.dir);
-    // fewer files later: the index shrinks back to a single list and stale parts disappear
+    // fewer files later: the new generation is a single list; the old one stays in the Resource List Archive
     for (let i = 2; i < 7; i++) rmSync(join(src.dir, `f${i}.txt`));
-    await publish({ sets: [{ name: 'data', dir: src.dir }], baseUrl: BASE, outDir: out.dir, maxEntries: 3, now: clock(Date.UTC(2025, 0, 1)) });
+    const opts = { sets: [{ name: 'data', dir: src.dir }], baseUrl: BASE, outDir: out.dir, maxEntries: 3, now: clock(Date.UTC(2025, 0, 1)) };
+    await publish(opts);
     assert.equal(readDoc(out.dir, r.resourceLists[0]!).root, 'urlset');
-    assert.ok(!existsSync(join(out.dir, '.resourcesync', 'data', 'resourcelist-part3.xml')));
+    const archive = readDoc(out.dir, `${BASE}.resourcesync/data/resourcelist-archive.xml`);
+    assert.equal(archive.md?.capability, 'resourcelist-archive');
+    assert.deepEqual(archive.entries.map((e) => e.loc), [1, 2].map((g) => `${BASE}.resourcesync/data/resourcelist-${g}.xml`));
+    assert.equal(readDoc(out.dir, archive.entries[0]!.loc).root, 'sitemapindex');
+    assert.equal(readDoc(out.dir, archive.entries[0]!.loc).entries.length, 3);
+    await validateTree(out.dir);
+    // retention 1: older generations and their parts are removed
+    write(src.dir, { 'f9.txt': '9' });
+    await publish({ ...opts, retention: 1 });
+    assert.ok(!existsSync(join(out.dir, '.resourcesync', 'data', 'resourcelist-1-part3.xml')));
+    assert.ok(!existsSync(join(out.dir, '.resourcesync', 'data', 'resourcelist-2.xml')));
+    assert.equal(readDoc(out.dir, `${BASE}.resourcesync/data/resourcelist-archive.xml`).entries.length, 1);
   } finally {
     await src.cleanup();
     await out.cleanup();

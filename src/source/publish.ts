@@ -8,8 +8,10 @@
  * .well-known/resourcesync                     Source Description (§8, §6.3.2)
  * robots.txt                                   one `Sitemap:` line per Resource List (§6.3.4)
  * .resourcesync/<set>/capabilitylist.xml       Capability List (§9)
- *                     resourcelist.xml         Resource List, or Resource List Index when split (§10)
- *                     resourcelist-partN.xml   parts of the index
+ *                     resourcelist.xml         Resource List, or Resource List Index when split (§10): a
+ *                                              copy of the latest generation resourcelist-G.xml
+ *                     resourcelist-G.xml, resourcelist-G-partN.xml   generation G and its parts
+ *                     resourcelist-archive.xml Resource List Archive (Archives)
  *                     changelist.xml           the open Change List (§12.1)
  *                     changelist-NNNNN.xml     closed Change Lists
  *                     changelist-index.xml     Change List Index, forward order (§12.2)
@@ -27,6 +29,7 @@
  */
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { copyFile, rename } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import type { HashAlgorithm } from '../core/constants.js';
 import { ResourceSyncError } from '../core/errors.js';
@@ -82,7 +85,11 @@ export interface PublishOptions {
   changeList?: { maxEntries?: number; periodMs?: number };
   /** Write a Resource Dump and a Change Dump; packages split at `maxPackageBytes` (default 100 MiB). */
   dumps?: boolean | { maxPackageBytes?: number };
-  /** Closed Change Lists (with their Change Dump packages) and Resource Dumps kept; default: all. */
+  /**
+   * How many of each archived item are kept: closed Change Lists (with their Change Dump packages),
+   * Resource List generations and Resource Dumps. Default: every closed Change List, 5 Resource Lists
+   * and 5 Resource Dumps.
+   */
   retention?: number;
   now?: () => number;
   signal?: AbortSignal;
@@ -107,6 +114,28 @@ export interface PublishResult {
 const pad = (n: number): string => String(n).padStart(5, '0');
 const ts = formatW3CDatetime;
 const DEFAULT_PACKAGE_BYTES = 100 * 1024 * 1024;
+/** Resource Lists and Resource Dumps kept for the archives when `retention` is not set. */
+const DEFAULT_SNAPSHOT_RETENTION = 5;
+
+/** One generation of the Resource List (a snapshot that changed). */
+interface RlGeneration {
+  n: number;
+  at: number;
+  completed: number;
+  /** The list (or index) first, then its parts. */
+  files: string[];
+}
+
+async function copyAtomic(from: string, to: string): Promise<void> {
+  const tmp = `${to}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+  try {
+    await copyFile(from, tmp);
+    await rename(tmp, to);
+  } catch (err) {
+    rmSync(tmp, { force: true });
+    throw err;
+  }
+}
 
 interface Context {
   baseUrl: string;
@@ -299,11 +328,12 @@ async function publishSet(ctx: Context, set: { name: string; dir: string }): Pro
     const changed = r.baseline || r.created + r.updated + r.deleted > 0;
     progress('documents');
 
-    // 2. Resource List or Resource List Index (§10)
+    // 2. Resource List or Resource List Index (§10), one generation per snapshot that changed, kept for the
+    //    Resource List Archive. `resourcelist.xml` is a copy of the latest generation's list (or index).
     const rlUrl = u('resourcelist.xml');
-    const oldRl = JSON.parse(store.getMeta('rl_files') ?? '[]') as string[];
-    let rlFiles = oldRl;
-    if (fresh || changed || !existsSync(f('resourcelist.xml'))) {
+    let generations = JSON.parse(store.getMeta('rl_generations') ?? '[]') as RlGeneration[];
+    if (fresh || changed || generations.length === 0 || !existsSync(f('resourcelist.xml'))) {
+      const n = (generations[generations.length - 1]?.n ?? 0) + 1;
       const h = header('urlset', atMd('resourcelist', r.at, completed), capUrl);
       const res = await writeDocumentSet(
         h,
@@ -311,18 +341,27 @@ async function publishSet(ctx: Context, set: { name: string; dir: string }): Pro
         {
           maxEntries: ctx.maxEntries,
           maxBytes: ctx.maxBytes,
-          indexUrl: rlUrl,
-          partUrl: (n) => u(`resourcelist-part${n}.xml`),
+          indexUrl: u(`resourcelist-${n}.xml`),
+          partUrl: (k) => u(`resourcelist-${n}-part${k}.xml`),
           sink: ({ url }) => fileSink(f(url.slice(docUrl.length))),
           partEntry: () => ({ md: { at: ts(r.at), completed: ts(completed) } }),
           ...(ctx.signal ? { signal: ctx.signal } : {}),
         },
       );
-      rlFiles = ['resourcelist.xml', ...(res.indexed ? res.parts.map((p) => p.url.slice(docUrl.length)) : [])];
-      for (const old of oldRl) if (!rlFiles.includes(old)) rmSync(f(old), { force: true });
-      store.setMeta('rl_files', JSON.stringify(rlFiles));
+      await copyAtomic(f(`resourcelist-${n}.xml`), f('resourcelist.xml'));
+      const files = [`resourcelist-${n}.xml`, ...(res.indexed ? res.parts.map((p) => p.url.slice(docUrl.length)) : [])];
+      generations.push({ n, at: r.at, completed, files });
+      const keep = ctx.retention ?? DEFAULT_SNAPSHOT_RETENTION;
+      for (const g of generations.slice(0, Math.max(0, generations.length - keep))) for (const name of g.files) rmSync(f(name), { force: true });
+      generations = generations.slice(-keep);
+      store.setMeta('rl_generations', JSON.stringify(generations));
     }
-    documents.push(...rlFiles.map(u));
+    await writeDoc(
+      f('resourcelist-archive.xml'),
+      header('urlset', { capability: 'resourcelist-archive' }, capUrl),
+      generations.map((g) => snapshotEntry(u(`resourcelist-${g.n}.xml`), g.at, g.completed)),
+    );
+    documents.push(rlUrl, u('resourcelist-archive.xml'), ...generations.flatMap((g) => g.files.map(u)));
 
     // 3. Change Lists (§12.1), Change List Index (§12.2), Change List Archive; retention
     let dropped: ChangePeriod[] = [];
@@ -378,6 +417,7 @@ async function publishSet(ctx: Context, set: { name: string; dir: string }): Pro
     } else {
       caps.push(capabilityEntry(indexUrl ?? u('changelist.xml'), 'changelist'));
     }
+    caps.push(capabilityEntry(u('resourcelist-archive.xml'), 'resourcelist-archive'));
     if (closed.length > 0) caps.push(capabilityEntry(u('changelist-archive.xml'), 'changelist-archive'));
 
     // 5. Capability List (§9)
@@ -456,8 +496,9 @@ async function resourceDump(
     store.addDump({ kind: 'resourcedump', at: o.at, completed: done, data: JSON.stringify(files) });
     dumps = store.dumps('resourcedump');
   }
-  if (ctx.retention !== undefined && dumps.length > ctx.retention) {
-    for (const d of dumps.slice(0, dumps.length - ctx.retention)) {
+  const keepDumps = ctx.retention ?? DEFAULT_SNAPSHOT_RETENTION;
+  if (dumps.length > keepDumps) {
+    for (const d of dumps.slice(0, dumps.length - keepDumps)) {
       const files = JSON.parse(d.data) as DumpFiles;
       for (const name of [files.doc, ...files.zips, ...files.manifests]) rmSync(f(name), { force: true });
       store.removeDump(d.id);

@@ -245,6 +245,7 @@ export class SnapshotStore {
     return new SnapshotStore(file, db);
   }
 
+  /** Closes the database. */
   close(): void {
     if (this.closed) return;
     this.closed = true;
@@ -269,6 +270,7 @@ export class SnapshotStore {
     return row?.value;
   }
 
+  /** Sets a value of the `meta` table. */
   setMeta(key: string, value: string): void {
     this.db.prepare('INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value').run(key, value);
   }
@@ -380,6 +382,7 @@ export class SnapshotStore {
     return (this.db.prepare('SELECT * FROM dumps WHERE kind = ? ORDER BY id').all(kind) as DumpRow[]).map(rowToDump);
   }
 
+  /** Forgets a published dump (its files are the caller's). */
   removeDump(id: number): void {
     this.db.prepare('DELETE FROM dumps WHERE id = ?').run(id);
   }

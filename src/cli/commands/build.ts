@@ -61,6 +61,7 @@ export function setNames(dirs: string[], given: string[]): string[] {
   });
 }
 
+/** Runs `resourcesync build` with its arguments; resolves to the exit code (0 done, 1 failure, 2 usage). */
 export async function run(args: string[]): Promise<number> {
   let opts: PublishOptions;
   let json: boolean;
