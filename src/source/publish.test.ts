@@ -341,3 +341,21 @@ void test('publishing into the directory itself never lists its own documents, s
     await src.cleanup();
   }
 });
+
+void test('overlapping publish calls for the same set run one after the other', async () => {
+  const src = await tempDir();
+  const out = await tempDir();
+  try {
+    write(src.dir, { 'a.txt': 'a' });
+    const opts: PublishOptions = { sets: [{ name: 'data', dir: src.dir }], baseUrl: BASE, outDir: out.dir, now: clock() };
+    await publish(opts);
+    write(src.dir, { 'b.txt': 'b' });
+    const [r1, r2, r3] = await Promise.all([publish(opts), publish(opts), publish(opts)]);
+    assert.deepEqual([r1.changes.created, r2.changes.created, r3.changes.created], [1, 0, 0]);
+    const cl = readDoc(out.dir, `${BASE}.resourcesync/data/changelist.xml`);
+    assert.deepEqual(cl.entries.map((e) => urlToPath(BASE, e.loc)), ['b.txt']);
+  } finally {
+    await src.cleanup();
+    await out.cleanup();
+  }
+});

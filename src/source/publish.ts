@@ -24,7 +24,9 @@
  * ```
  * Resources are at `<baseUrl><path>` with one set and at `<baseUrl><set>/<path>` with several.
  * Every document is written atomically (temporary file + rename). A call with no change on disk records
- * no change and rewrites only the small documents (stat only: no file is read again).
+ * no change and rewrites only the small documents (stat only: no file is read again). Overlapping calls
+ * for the same set in one process run one after the other; across processes, the store's lock
+ * (SQLite, 5 s busy timeout) refuses a second writer with `RS_LOCKED`/`RS_IO`.
  * @see Z39.99 §5.1, §6, §8–13, Appendix A; ResourceSync Archives
  */
 import { createHash } from 'node:crypto';
@@ -275,7 +277,26 @@ export function storeFile(set: { name: string; dir: string }, stateDir?: string)
   return stateDir === undefined ? join(set.dir, DOCUMENTS_PREFIX, 'source.sqlite') : join(stateDir, set.name, 'source.sqlite');
 }
 
+/** Publications in progress, by store file: overlapping calls for the same set run one after the other. */
+const running = new Map<string, Promise<unknown>>();
+
 async function publishSet(ctx: Context, set: { name: string; dir: string }): Promise<SetResult> {
+  const key = storeFile(set, ctx.stateDir);
+  const before = running.get(key) ?? Promise.resolve();
+  const mine = before.then(
+    () => publishSetNow(ctx, set),
+    () => publishSetNow(ctx, set),
+  );
+  const settled = mine.catch(() => undefined);
+  running.set(key, settled);
+  try {
+    return await mine;
+  } finally {
+    if (running.get(key) === settled) running.delete(key);
+  }
+}
+
+async function publishSetNow(ctx: Context, set: { name: string; dir: string }): Promise<SetResult> {
   const docDir = join(ctx.outDir, DOCUMENTS_PREFIX, set.name);
   const docUrl = `${ctx.baseUrl}${DOCUMENTS_PREFIX}/${set.name}/`;
   const u = (name: string): string => docUrl + name;
@@ -383,9 +404,15 @@ async function publishSet(ctx: Context, set: { name: string; dir: string }): Pro
       }
       documents.push(u(name));
     }
-    await writeDoc(f('changelist.xml'), header('urlset', fromMd('changelist', open.from), capUrl, indexUrl, archivesLn), map(store.changes(open.id), (c) => changeEntry(resBase, c)));
+    // The open Change List and the index change only with the changes: a quiet run rewrites neither.
+    const listsChanged = fresh || changed || r.closed.length > 0 || dropped.length > 0 || !existsSync(f('changelist.xml'));
+    if (listsChanged) {
+      await writeDoc(f('changelist.xml'), header('urlset', fromMd('changelist', open.from), capUrl, indexUrl, archivesLn), map(store.changes(open.id), (c) => changeEntry(resBase, c)));
+    }
     documents.push(u('changelist.xml'));
-    if (closed.length > 0) {
+    if (closed.length > 0 && !listsChanged && existsSync(f('changelist-index.xml'))) {
+      documents.push(u('changelist-index.xml'), u('changelist-archive.xml'));
+    } else if (closed.length > 0) {
       const first = closed[0]!;
       await writeDoc(f('changelist-index.xml'), header('sitemapindex', fromMd('changelist', first.from), capUrl), [
         ...closed.map((p) => intervalEntry(u(`changelist-${pad(p.id)}.xml`), p.from, p.until)),
