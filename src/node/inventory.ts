@@ -124,7 +124,7 @@ export async function* inventory(root: string, options: InventoryOptions = {}): 
       stack.pop();
       continue;
     }
-    const abs = join(top.abs, item.name);
+    const abs = (top.abs.endsWith(sep) ? top.abs : top.abs + sep) + item.name;
     const rel = top.rel + item.name;
     if (excluded.size > 0 && excluded.has(abs)) continue;
     if (item.dir) {
