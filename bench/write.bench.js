@@ -11,8 +11,8 @@ import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { setInterval, clearInterval } from 'node:timers';
-import { writeDocument } from '../dist/src/core/xml/write-document.js';
-import { writeFileAtomic } from '../dist/src/node/file-sink.js';
+import { writeDocument, writeDocumentSet } from '../dist/src/core/xml/write-document.js';
+import { fileSink, writeFileAtomic } from '../dist/src/node/file-sink.js';
 
 const N = Number(process.env.RS_BENCH_WRITE_ENTRIES ?? 1_000_000);
 const DATA = fileURLToPath(new URL('./.data/', import.meta.url));
@@ -75,6 +75,22 @@ async function writePrebuilt(path, totalBytes) {
   await once(out, 'finish');
 }
 
+/** A minimal hand-written serializer (template strings, no escaping) batched into a write stream with drain. */
+async function writeMinimal(path, n) {
+  const out = createWriteStream(path);
+  let buf =
+    '<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">\n';
+  for (const e of entries(n)) {
+    buf += `  <url>\n    <loc>${e.loc}</loc>\n    <lastmod>${e.lastmod}</lastmod>\n    <rs:md hash="${e.md.hash}" length="${e.md.length}" type="${e.md.type}"/>\n  </url>\n`;
+    if (buf.length >= CHUNK) {
+      if (!out.write(buf)) await once(out, 'drain');
+      buf = '';
+    }
+  }
+  out.end(buf + '</urlset>\n');
+  await once(out, 'finish');
+}
+
 async function gzipPrebuilt(path, sample, totalBytes) {
   // Real document text repeated, so that deflate sees realistic input.
   function* chunks() {
@@ -93,18 +109,32 @@ const gzPath = join(DATA, 'write-resourcelist.xml.gz');
 const basePath = join(DATA, 'write-baseline.bin');
 const baseGzPath = join(DATA, 'write-baseline.bin.gz');
 try {
+  console.log(`write RSS at start: ${fmt(process.memoryUsage.rss() / 1024 / 1024, 1)} MB`);
   // Warm up the code paths (not measured).
   await writeFileAtomic(plainPath, writeDocument(header, entries(20_000)));
 
   const plain = await measure(() => writeFileAtomic(plainPath, writeDocument(header, entries(N))));
   const bytes = (await stat(plainPath)).size;
   const base = await measure(() => writePrebuilt(basePath, bytes));
+  const minimal = await measure(() => writeMinimal(basePath, N));
 
   const gz = await measure(() => writeFileAtomic(gzPath, writeDocument(header, entries(N), { gzip: true })));
   const gzBytes = (await stat(gzPath)).size;
   const sampleChunks = [];
   for await (const c of writeDocument(header, entries(2000))) sampleChunks.push(c);
   const baseGz = await measure(() => gzipPrebuilt(baseGzPath, Buffer.concat(sampleChunks), bytes));
+
+  const setDir = join(DATA, 'write-set');
+  await mkdir(setDir, { recursive: true });
+  const set = await measure(() =>
+    writeDocumentSet(header, entries(N), {
+      indexUrl: 'http://example.com/dataset1/resourcelist.xml',
+      partUrl: (n) => `http://example.com/dataset1/resourcelist-${n}.xml`,
+      sink: ({ url }) => fileSink(join(setDir, url.slice(url.lastIndexOf('/') + 1))),
+      partEntry: () => ({ md: { at: header.md.at } }),
+    }),
+  );
+  await rm(setDir, { recursive: true, force: true });
 
   const plainRate = N / plain.seconds;
   const gzRate = N / gz.seconds;
@@ -118,6 +148,9 @@ try {
   console.log(
     `baseline raw write of the same bytes in 256 KiB chunks: ${fmt(mb / base.seconds, 1)} MB/s (${fmt(N / base.seconds)} entries/s equivalent, peak RSS ${fmt(base.peakMB, 1)} MB)`,
   );
+  console.log(
+    `baseline minimal serializer (template strings, no escaping, drain): ${fmt(N / minimal.seconds)} entries/s; writeDocument ${fmt(minimal.seconds / plain.seconds, 2)} x that`,
+  );
   console.log(`write plain target ≥200,000 entries/s: ${plainRate >= 200_000 ? 'met' : 'MISSED'}`);
   console.log(`write gzip: ${fmt(gzRate)} entries/s (${fmt(baseGz.seconds / gz.seconds, 2)} x baseline)`);
   console.log(
@@ -128,7 +161,12 @@ try {
     `baseline gzip of the same bytes (node:zlib, default level): ${fmt(mb / baseGz.seconds, 1)} MB/s (${fmt(N / baseGz.seconds)} entries/s equivalent)`,
   );
   console.log(`write gzip target ≥100,000 entries/s: ${gzRate >= 100_000 ? 'met' : 'MISSED'}`);
+  const setRate = N / set.seconds;
+  console.log(
+    `write set (${set.result.parts.length} parts of ≤50,000 + index): ${fmt(setRate)} entries/s (${fmt(base.seconds / set.seconds, 2)} x baseline), peak RSS ${fmt(set.peakMB, 1)} MB`,
+  );
 } finally {
+  await rm(join(DATA, 'write-set'), { recursive: true, force: true });
   await rm(plainPath, { force: true });
   await rm(gzPath, { force: true });
   await rm(basePath, { force: true });
