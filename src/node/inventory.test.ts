@@ -36,6 +36,9 @@ void test('inventory lists published files in byte order with length, mtime, typ
     }
     // never published: hidden files and folders, the state folder, links leaving the tree
     writeFileSync(join(dir, '.hidden'), 'x');
+    writeFileSync(join(dir, 'ctrl\u0001name.txt'), 'x');
+    writeFileSync(join(dir, 'back\\slash.txt'), 'x');
+    writeFileSync(Buffer.from(join(dir, 'latin1-\xe9.txt'), 'latin1'), 'x');
     mkdirSync(join(dir, '.git'));
     writeFileSync(join(dir, '.git', 'config'), 'x');
     mkdirSync(join(dir, '.resourcesync'));

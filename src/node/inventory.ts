@@ -4,7 +4,8 @@
  * collation), as an async iterable.
  *
  * Never published: hidden names (any segment starting with `.`, which covers the tool's own
- * `.resourcesync` state), symbolic links that leave the tree, symbolic links to directories (not
+ * `.resourcesync` state), names with control characters, backslashes or bytes that are not UTF-8,
+ * symbolic links that leave the tree, symbolic links to directories (not
  * followed, so no cycles), and anything that is neither a file nor a directory.
  *
  * Speed: small files are read and hashed with synchronous calls in batches (several times faster than
@@ -80,6 +81,12 @@ interface DirItem {
 }
 
 const CHUNK = 1024 * 1024;
+/**
+ * Names no Destination could write back safely (control characters, backslashes; `safeRelativePath`
+ * refuses them) or that do not survive UTF-8 decoding (U+FFFD stands for undecodable bytes).
+ */
+// eslint-disable-next-line no-control-regex
+const UNPUBLISHABLE = /[\u0000-\u001f\u007f\\\ufffd]/;
 
 /**
  * Walks `root` and yields every published file in UTF-8 byte order of its relative path.
@@ -220,7 +227,7 @@ function listDir(abs: string, realRoot: string): DirItem[] {
   const items: DirItem[] = [];
   for (const d of dirents) {
     const name = d.name;
-    if (name.charCodeAt(0) === 46 /* . */) continue;
+    if (name.charCodeAt(0) === 46 /* . */ || UNPUBLISHABLE.test(name)) continue;
     if (d.isFile()) {
       items.push({ name, key: name, dir: false, stats: undefined });
     } else if (d.isDirectory()) {
