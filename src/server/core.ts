@@ -105,9 +105,11 @@ export interface CoreResponse {
   body?: CoreBody;
 }
 
+/** A function from request to response description, as adapters call it. */
+export type CoreHandler = (request: CoreRequest) => CoreResponse | Promise<CoreResponse>;
+
 /** The server core: one function from request to response description. It never throws. */
-export interface SourceCore {
-  (request: CoreRequest): CoreResponse | Promise<CoreResponse>;
+export interface SourceCore extends CoreHandler {
   /** Forgets every cached resolution, so that the next requests look at the file system again. */
   invalidate(): void;
 }

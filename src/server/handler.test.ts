@@ -64,8 +64,8 @@ before(async () => {
 });
 after(() => rm(tmp, { recursive: true, force: true }));
 
-describe('resources', () => {
-  test('GET a small file: body, type, validators, discovery link', async () => {
+void describe('resources', () => {
+  void test('GET a small file: body, type, validators, discovery link', async () => {
     const res = await get('/a.txt');
     assert.equal(res.status, 200);
     assert.equal(await res.text(), small);
@@ -78,7 +78,7 @@ describe('resources', () => {
     assert.equal(res.headers.get('cache-control'), null);
   });
 
-  test('HEAD has the headers of GET and no body', async () => {
+  void test('HEAD has the headers of GET and no body', async () => {
     const g = await get('/a.txt');
     await g.arrayBuffer();
     const res = await get('/a.txt', {}, 'HEAD');
@@ -92,27 +92,27 @@ describe('resources', () => {
     assert.equal((await bytes(big)).length, 0);
   });
 
-  test('names with spaces and non-ASCII letters', async () => {
+  void test('names with spaces and non-ASCII letters', async () => {
     const res = await get('/sub/x%20y%20%C3%A9.txt');
     assert.equal(res.status, 200);
     assert.equal(await res.text(), 'spaces and accents');
   });
 
-  test('HTML pages carry the Link header and are served byte for byte', async () => {
+  void test('HTML pages carry the Link header and are served byte for byte', async () => {
     const res = await get('/page.html');
     assert.equal(res.headers.get('content-type'), 'text/html; charset=utf-8');
     assert.equal(res.headers.get('link'), LINK);
     assert.equal(await res.text(), html);
   });
 
-  test('large files are streamed through a descriptor', async () => {
+  void test('large files are streamed through a descriptor', async () => {
     const res = await get('/big.bin');
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('content-type'), 'application/octet-stream');
     assert.deepEqual(await bytes(res), bigBin);
   });
 
-  test('empty file', async () => {
+  void test('empty file', async () => {
     const res = await get('/empty.txt');
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('content-length'), '0');
@@ -120,8 +120,8 @@ describe('resources', () => {
   });
 });
 
-describe('conditional requests', () => {
-  test('If-None-Match with the current ETag → 304 with validators and no body', async () => {
+void describe('conditional requests', () => {
+  void test('If-None-Match with the current ETag → 304 with validators and no body', async () => {
     const first = await get('/a.txt');
     await first.arrayBuffer();
     const etag = first.headers.get('etag')!;
@@ -137,7 +137,7 @@ describe('conditional requests', () => {
     assert.equal(await other.text(), small);
   });
 
-  test('If-Modified-Since', async () => {
+  void test('If-Modified-Since', async () => {
     const first = await get('/big.bin', {}, 'HEAD');
     const lm = first.headers.get('last-modified')!;
     assert.equal((await get('/big.bin', { 'if-modified-since': lm })).status, 304);
@@ -149,15 +149,15 @@ describe('conditional requests', () => {
     assert.equal((await get('/big.bin', { 'if-modified-since': lm, 'if-none-match': '"nope"' }, 'HEAD')).status, 200);
   });
 
-  test('If-Match that fails → 412', async () => {
+  void test('If-Match that fails → 412', async () => {
     const res = await get('/a.txt', { 'if-match': '"nope"' });
     assert.equal(res.status, 412);
     await res.arrayBuffer();
   });
 });
 
-describe('ranges', () => {
-  test('single range → 206 with Content-Range', async () => {
+void describe('ranges', () => {
+  void test('single range → 206 with Content-Range', async () => {
     const res = await get('/a.txt', { range: 'bytes=0-4' });
     assert.equal(res.status, 206);
     assert.equal(res.headers.get('content-range'), `bytes 0-4/${Buffer.byteLength(small)}`);
@@ -168,7 +168,7 @@ describe('ranges', () => {
     assert.equal(await suffix.text(), small.slice(-3));
   });
 
-  test('range of a large file', async () => {
+  void test('range of a large file', async () => {
     const res = await get('/big.bin', { range: 'bytes=100000-100099' });
     assert.equal(res.status, 206);
     assert.equal(res.headers.get('content-range'), `bytes 100000-100099/${bigBin.length}`);
@@ -177,7 +177,7 @@ describe('ranges', () => {
     assert.deepEqual(await bytes(open), bigBin.subarray(199990));
   });
 
-  test('unsatisfiable → 416 with Content-Range */size', async () => {
+  void test('unsatisfiable → 416 with Content-Range */size', async () => {
     const res = await get('/a.txt', { range: 'bytes=1000-2000' });
     assert.equal(res.status, 416);
     assert.equal(res.headers.get('content-range'), `bytes */${Buffer.byteLength(small)}`);
@@ -187,7 +187,7 @@ describe('ranges', () => {
     await big.arrayBuffer();
   });
 
-  test('invalid syntax and multiple ranges are ignored → 200', async () => {
+  void test('invalid syntax and multiple ranges are ignored → 200', async () => {
     for (const range of ['bytes=abc', 'bytes=9-1', 'lines=1-2', 'bytes=0-1,4-5']) {
       const res = await get('/a.txt', { range });
       assert.equal(res.status, 200, range);
@@ -195,7 +195,7 @@ describe('ranges', () => {
     }
   });
 
-  test('If-Range: a matching ETag keeps the range, another one gives the whole file', async () => {
+  void test('If-Range: a matching ETag keeps the range, another one gives the whole file', async () => {
     const head = await get('/a.txt', {}, 'HEAD');
     const etag = head.headers.get('etag')!;
     const ok = await get('/a.txt', { range: 'bytes=0-4', 'if-range': etag });
@@ -209,14 +209,14 @@ describe('ranges', () => {
     await byDate.arrayBuffer();
   });
 
-  test('HEAD ignores Range', async () => {
+  void test('HEAD ignores Range', async () => {
     const res = await get('/a.txt', { range: 'bytes=0-4' }, 'HEAD');
     assert.equal(res.status, 200);
   });
 });
 
-describe('gzip', () => {
-  test('compressible type, client accepts gzip → gzip body, Vary, its own ETag', async () => {
+void describe('gzip', () => {
+  void test('compressible type, client accepts gzip → gzip body, Vary, its own ETag', async () => {
     const plain = await get('/page.html');
     await plain.arrayBuffer();
     assert.equal(plain.headers.get('vary'), 'Accept-Encoding');
@@ -233,7 +233,7 @@ describe('gzip', () => {
     assert.equal(again.status, 304);
   });
 
-  test('large text files are gzipped while streaming', async () => {
+  void test('large text files are gzipped while streaming', async () => {
     const res = await get('/big.txt', { 'accept-encoding': 'gzip' });
     assert.equal(res.headers.get('content-encoding'), 'gzip');
     assert.equal(res.headers.get('content-length'), null);
@@ -242,7 +242,7 @@ describe('gzip', () => {
     assert.equal(gunzipSync(body).toString(), bigTxt);
   });
 
-  test('no gzip when refused, for binary types, or with Range', async () => {
+  void test('no gzip when refused, for binary types, or with Range', async () => {
     const refused = await get('/page.html', { 'accept-encoding': 'gzip;q=0, identity' });
     assert.equal(refused.headers.get('content-encoding'), null);
     assert.equal(await refused.text(), html);
@@ -256,7 +256,7 @@ describe('gzip', () => {
     assert.equal(await ranged.text(), html.slice(0, 15));
   });
 
-  test('HEAD with gzip gives the compressed length and no body', async () => {
+  void test('HEAD with gzip gives the compressed length and no body', async () => {
     const res = await get('/page.html', { 'accept-encoding': 'gzip' }, 'HEAD');
     assert.equal(res.headers.get('content-encoding'), 'gzip');
     assert.ok(Number(res.headers.get('content-length')) > 0);
@@ -264,8 +264,8 @@ describe('gzip', () => {
   });
 });
 
-describe('documents and discovery', () => {
-  test('Source Description at the well-known URI', async () => {
+void describe('documents and discovery', () => {
+  void test('Source Description at the well-known URI', async () => {
     const res = await get('/.well-known/resourcesync');
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('content-type'), 'application/xml');
@@ -274,7 +274,7 @@ describe('documents and discovery', () => {
     assert.equal(await res.text(), '<urlset>source description</urlset>');
   });
 
-  test('documents under /.resourcesync/ and ZIP packages', async () => {
+  void test('documents under /.resourcesync/ and ZIP packages', async () => {
     const cap = await get('/.resourcesync/data/capabilitylist.xml');
     assert.equal(cap.status, 200);
     assert.equal(cap.headers.get('content-type'), 'application/xml');
@@ -287,14 +287,14 @@ describe('documents and discovery', () => {
     await missing.arrayBuffer();
   });
 
-  test('robots.txt is the published one', async () => {
+  void test('robots.txt is the published one', async () => {
     const res = await get('/robots.txt');
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('content-type'), 'text/plain; charset=utf-8');
     assert.match(await res.text(), /^Sitemap: http:\/\/localhost:8080\/\.resourcesync\/data\/resourcelist\.xml$/m);
   });
 
-  test('a resource named robots.txt is served as listed', async () => {
+  void test('a resource named robots.txt is served as listed', async () => {
     const d = join(tmp, 'with-robots');
     await mkdir(d, { recursive: true });
     await writeFile(join(d, 'robots.txt'), 'User-agent: *\nDisallow: /private/\n');
@@ -305,11 +305,11 @@ describe('documents and discovery', () => {
   });
 });
 
-describe('confinement and hidden names', () => {
+void describe('confinement and hidden names', () => {
   const core = (): ReturnType<typeof createSourceCore> =>
     createSourceCore({ sets: [{ name: 'data', dir }], outDir, baseUrl: BASE, cacheMs: 0 });
 
-  test('traversal syntax in the raw request-target → 400', async () => {
+  void test('traversal syntax in the raw request-target → 400', async () => {
     const c = core();
     for (const target of [
       '/../etc/passwd',
@@ -325,7 +325,7 @@ describe('confinement and hidden names', () => {
     }
   });
 
-  test('symlinks whose real path leaves the tree or enters hidden folders → 404', async () => {
+  void test('symlinks whose real path leaves the tree or enters hidden folders → 404', async () => {
     for (const p of ['/link-out.txt', '/link-state.txt', '/dirlink-out/secret.txt', '/.resourcesync/data/evil.xml']) {
       const res = await get(p);
       assert.equal(res.status, 404, p);
@@ -336,7 +336,7 @@ describe('confinement and hidden names', () => {
     assert.equal(await inside.text(), small);
   });
 
-  test('hidden files, state and unknown well-known names → 404', async () => {
+  void test('hidden files, state and unknown well-known names → 404', async () => {
     for (const p of [
       '/.hidden.txt',
       '/sub/.secret/s.txt',
@@ -353,7 +353,7 @@ describe('confinement and hidden names', () => {
     }
   });
 
-  test('directories → 404', async () => {
+  void test('directories → 404', async () => {
     for (const p of ['/', '/sub', '/sub/', '/.resourcesync/', '/.resourcesync/data']) {
       const res = await get(p);
       assert.equal(res.status, 404, p);
@@ -361,7 +361,7 @@ describe('confinement and hidden names', () => {
     }
   });
 
-  test('other methods → 405 with Allow', async () => {
+  void test('other methods → 405 with Allow', async () => {
     for (const m of ['POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH']) {
       const res = await get('/a.txt', {}, m);
       assert.equal(res.status, 405, m);
@@ -371,8 +371,8 @@ describe('confinement and hidden names', () => {
   });
 });
 
-describe('several sets, base path, cache', () => {
-  test('resources of several sets live under /<set>/ with their own Capability List', async () => {
+void describe('several sets, base path, cache', () => {
+  void test('resources of several sets live under /<set>/ with their own Capability List', async () => {
     const one = join(tmp, 'one');
     const two = join(tmp, 'two');
     await mkdir(one, { recursive: true });
@@ -403,7 +403,7 @@ describe('several sets, base path, cache', () => {
     assert.match(await robots.text(), /Sitemap:/);
   });
 
-  test('a base URL with a path serves resources below it', async () => {
+  void test('a base URL with a path serves resources below it', async () => {
     const h = createSourceHandler({ sets: [{ name: 'data', dir }], outDir, baseUrl: 'http://h.example/pre%20fix/', cacheMs: 0 });
     const res = await get('/pre%20fix/a.txt', {}, 'GET', h);
     assert.equal(await res.text(), small);
@@ -413,7 +413,7 @@ describe('several sets, base path, cache', () => {
     await wk.arrayBuffer();
   });
 
-  test('resolutions are trusted for cacheMs, and invalidate() forgets them', async () => {
+  void test('resolutions are trusted for cacheMs, and invalidate() forgets them', async () => {
     const d = join(tmp, 'cached');
     await mkdir(d, { recursive: true });
     await writeFile(join(d, 'f.txt'), 'version 1');
@@ -436,7 +436,7 @@ describe('several sets, base path, cache', () => {
     await gone.arrayBuffer();
   });
 
-  test('invalid options are refused', () => {
+  void test('invalid options are refused', () => {
     assert.throws(() => createSourceCore({ sets: [], outDir }), { code: 'RS_INVALID_ARGUMENT' });
     assert.throws(
       () => createSourceCore({ sets: [{ name: 'a', dir }, { name: 'a', dir }], outDir }),

@@ -6,7 +6,7 @@
  */
 import { Readable } from 'node:stream';
 import { createGzip } from 'node:zlib';
-import { createSourceCore, type CoreBody, type CoreResponse, type SourceCore, type SourceServerOptions } from './core.js';
+import { createSourceCore, type CoreBody, type CoreHandler, type CoreResponse, type SourceServerOptions } from './core.js';
 
 /** A web-standard request handler. */
 export type SourceHandler = (request: Request) => Promise<Response>;
@@ -24,7 +24,7 @@ export function createSourceHandler(options: SourceServerOptions): SourceHandler
 }
 
 /** Wraps a server core as a web-standard handler. */
-export function toWebHandler(core: SourceCore): SourceHandler {
+export function toWebHandler(core: CoreHandler): SourceHandler {
   return async (request) => {
     const headers: Record<string, string> = {};
     request.headers.forEach((value, name) => {

@@ -10,7 +10,7 @@ import {
   parseRange,
 } from './http-semantics.js';
 
-test('parseRange: satisfiable single ranges', () => {
+void test('parseRange: satisfiable single ranges', () => {
   assert.deepEqual(parseRange('bytes=0-99', 1000), { start: 0, end: 100 });
   assert.deepEqual(parseRange('bytes=900-', 1000), { start: 900, end: 1000 });
   assert.deepEqual(parseRange('bytes=-100', 1000), { start: 900, end: 1000 });
@@ -19,21 +19,21 @@ test('parseRange: satisfiable single ranges', () => {
   assert.deepEqual(parseRange('Bytes = 1-1', 10), { start: 1, end: 2 });
 });
 
-test('parseRange: unsatisfiable ranges', () => {
+void test('parseRange: unsatisfiable ranges', () => {
   assert.equal(parseRange('bytes=1000-', 1000), 'unsatisfiable');
   assert.equal(parseRange('bytes=2000-3000', 1000), 'unsatisfiable');
   assert.equal(parseRange('bytes=-0', 1000), 'unsatisfiable');
   assert.equal(parseRange('bytes=0-', 0), 'unsatisfiable');
 });
 
-test('parseRange: invalid syntax, other units and multiple ranges are ignored', () => {
+void test('parseRange: invalid syntax, other units and multiple ranges are ignored', () => {
   for (const h of ['bytes=abc', 'bytes=5-2', 'items=0-1', 'bytes=', 'bytes=1', 'bytes=0-1,3-4', 'bytes=--1', '0-1']) {
     assert.equal(parseRange(h, 1000), undefined, h);
   }
   assert.equal(parseRange(undefined, 1000), undefined);
 });
 
-test('entity-tag comparison: weak for If-None-Match, strong for If-Match', () => {
+void test('entity-tag comparison: weak for If-None-Match, strong for If-Match', () => {
   assert.equal(noneMatch('"a"', '"a"'), false);
   assert.equal(noneMatch('W/"a"', '"a"'), false);
   assert.equal(noneMatch('"b", "a"', '"a"'), false);
@@ -44,7 +44,7 @@ test('entity-tag comparison: weak for If-None-Match, strong for If-Match', () =>
   assert.equal(matches('*', '"a"'), true);
 });
 
-test('evaluatePreconditions follows RFC 9110 §13.2.2 order', () => {
+void test('evaluatePreconditions follows RFC 9110 §13.2.2 order', () => {
   const etag = '"x"';
   const t = Date.UTC(2024, 0, 2, 3, 4, 5) / 1000;
   const lm = new Date(t * 1000).toUTCString();
@@ -58,7 +58,7 @@ test('evaluatePreconditions follows RFC 9110 §13.2.2 order', () => {
   assert.equal(evaluatePreconditions({ 'if-unmodified-since': new Date((t - 10) * 1000).toUTCString() }, etag, t), 'failed');
 });
 
-test('ifRangeHolds: strong entity-tag or exact date', () => {
+void test('ifRangeHolds: strong entity-tag or exact date', () => {
   assert.equal(ifRangeHolds(undefined, '"a"', 'd'), true);
   assert.equal(ifRangeHolds('"a"', '"a"', 'd'), true);
   assert.equal(ifRangeHolds('"b"', '"a"', 'd'), false);
@@ -68,7 +68,7 @@ test('ifRangeHolds: strong entity-tag or exact date', () => {
   assert.equal(ifRangeHolds('Tue, 02 Jan 2024 03:04:06 GMT', '"a"', lm), false);
 });
 
-test('acceptsEncoding honours q-values and the wildcard', () => {
+void test('acceptsEncoding honours q-values and the wildcard', () => {
   assert.equal(acceptsEncoding('gzip, deflate, br', 'gzip'), true);
   assert.equal(acceptsEncoding('gzip;q=0', 'gzip'), false);
   assert.equal(acceptsEncoding('br;q=1, gzip;q=0.5', 'gzip'), true);
@@ -79,7 +79,7 @@ test('acceptsEncoding honours q-values and the wildcard', () => {
   assert.equal(acceptsEncoding('x-gzip', 'gzip'), true);
 });
 
-test('isCompressible: text and XML yes, images and archives no', () => {
+void test('isCompressible: text and XML yes, images and archives no', () => {
   assert.equal(isCompressible('text/html; charset=utf-8'), true);
   assert.equal(isCompressible('application/xml'), true);
   assert.equal(isCompressible('application/atom+xml'), true);

@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
-import type { CoreRequest, CoreResponse, SourceCore } from './core.js';
+import type { CoreHandler, CoreRequest, CoreResponse } from './core.js';
 
 /** Options of `serve`. */
 export interface ServeOptions {
@@ -74,7 +74,7 @@ function writeResponse(res: ServerResponse, out: CoreResponse, onError: ((e: unk
  * console.log(`listening on ${running.url}`);
  * ac.abort(); await running.closed;
  */
-export async function serve(core: SourceCore, options: ServeOptions = {}): Promise<RunningServer> {
+export async function serve(core: CoreHandler, options: ServeOptions = {}): Promise<RunningServer> {
   const host = options.host ?? '127.0.0.1';
   const grace = options.shutdownGraceMs ?? 5000;
   const { onResponse, onError } = options;

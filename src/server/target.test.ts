@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseTarget } from './target.js';
 
-test('parseTarget decodes segments and drops the query', () => {
+void test('parseTarget decodes segments and drops the query', () => {
   assert.deepEqual(parseTarget('/a%20b/c%C3%A9.txt?x=1#f'), { ok: true, segments: ['a b', 'cé.txt'], directory: false });
   assert.deepEqual(parseTarget('/'), { ok: true, segments: [], directory: true });
   assert.deepEqual(parseTarget('/dir/'), { ok: true, segments: ['dir'], directory: true });
@@ -10,7 +10,7 @@ test('parseTarget decodes segments and drops the query', () => {
   assert.deepEqual(parseTarget('/a+b/%2B'), { ok: true, segments: ['a+b', '+'], directory: false });
 });
 
-test('parseTarget refuses traversal and smuggled separators', () => {
+void test('parseTarget refuses traversal and smuggled separators', () => {
   const bad = [
     '/../etc/passwd',
     '/a/../../etc/passwd',

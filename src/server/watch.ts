@@ -25,6 +25,8 @@ export interface WatchOptions {
   signal?: AbortSignal;
   /** Errors of `run` and of the watchers; the watcher keeps going. */
   onError?: (error: unknown) => void;
+  /** Called at once (not debounced) for every change event of a visible name, e.g. to drop server caches. */
+  onEvent?: () => void;
   /** Called after each completed run with its result. */
   onRun?: (result: unknown) => void;
 }
@@ -138,6 +140,7 @@ export function watchSources(options: WatchOptions): SourceWatcher {
       for (const dir of options.dirs) {
         const w = watch(dir, { recursive: true }, (_event, name) => {
           if (typeof name === 'string' && hiddenPath(name)) return;
+          options.onEvent?.();
           trigger();
         });
         w.on('error', (error) => onError(error));
@@ -156,7 +159,10 @@ export function watchSources(options: WatchOptions): SourceWatcher {
     let scanning = false;
     const scan = async (): Promise<void> => {
       const sig = (await Promise.all(options.dirs.map((d) => signature(d)))).join('\n\n');
-      if (last !== undefined && sig !== last) trigger();
+      if (last !== undefined && sig !== last) {
+        options.onEvent?.();
+        trigger();
+      }
       last = sig;
     };
     const tick = (): void => {
