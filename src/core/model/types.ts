@@ -126,4 +126,42 @@ export interface DocumentHeader {
 /** A whole document in memory: for small documents and tests. Use the streaming API for lists. */
 export interface ResourceSyncDocument extends DocumentHeader {
   entries: Entry[];
+  /** Structural notes from the parser; present only when there are some. */
+  notes?: ParseNote[];
+}
+
+/**
+ * Structural observations made while parsing a well-formed document that does not have the shape
+ * Z39.99 §7 gives ResourceSync documents. The parser keeps going; the validator turns each note into
+ * an issue (error or warning by its code).
+ */
+export const PARSE_NOTE_CODES = [
+  /** Root `<urlset>`/`<sitemapindex>` not in the Sitemap namespace. */
+  'wrong-namespace',
+  /** `<sitemap>` in a `<urlset>` or `<url>` in a `<sitemapindex>`. */
+  'child-element-mismatch',
+  /** A second `rs:md` in the same parent. */
+  'md-repeated',
+  /** A second `<loc>`, `<lastmod>`, `<changefreq>` or `<priority>` in one entry. */
+  'element-repeated',
+  /** Top-level `rs:md`/`rs:ln` after the first entry. */
+  'header-after-entries',
+  /** An element of the Sitemap or ResourceSync namespace that has no place there (kept as an extension). */
+  'unknown-element',
+  /** An unprefixed attribute that ResourceSync does not define on `rs:md`/`rs:ln` (kept in `extra`). */
+  'unknown-attribute',
+  /** A ResourceSync attribute written with a namespace prefix (Z39.99 §7: "must not have an XML Namespace prefix"). */
+  'rs-attribute-prefixed',
+  /** Non-white-space text where only elements belong. */
+  'unexpected-text',
+  /** An element inside `<loc>`, `<lastmod>`, `<changefreq>` or `<priority>`. */
+  'unexpected-element',
+] as const;
+export type ParseNoteCode = (typeof PARSE_NOTE_CODES)[number];
+
+export interface ParseNote {
+  code: ParseNoteCode;
+  /** 1-based line in the source document. */
+  line: number;
+  message: string;
 }

@@ -1,0 +1,667 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { gunzipSync } from 'node:zlib';
+import { SaxesParser } from 'saxes';
+import {
+  writeDocument,
+  writeDocumentSet,
+  writeDocumentString,
+  type PartInfo,
+  type PartSink,
+} from './write-document.js';
+import type { DocumentHeader, Entry, ResourceSyncDocument } from '../model/types.js';
+import { isResourceSyncError } from '../errors.js';
+import { RS_NS, SITEMAP_NS } from '../constants.js';
+
+const NS = `xmlns="${SITEMAP_NS}" xmlns:rs="${RS_NS}"`;
+
+async function collect(chunks: AsyncIterable<Uint8Array>): Promise<Buffer> {
+  const parts: Uint8Array[] = [];
+  for await (const c of chunks) parts.push(c);
+  return Buffer.concat(parts);
+}
+
+async function* asAsync<T>(items: Iterable<T>): AsyncGenerator<T> {
+  for (const x of items) {
+    await Promise.resolve();
+    yield x;
+  }
+}
+
+/** Parses with saxes (namespace-aware) and returns every element with its resolved attributes. */
+function oracle(xml: string): { name: string; uri: string; attrs: Record<string, { uri: string; value: string }> }[] {
+  const out: { name: string; uri: string; attrs: Record<string, { uri: string; value: string }> }[] = [];
+  const p = new SaxesParser({ xmlns: true });
+  p.on('error', (e) => {
+    throw e;
+  });
+  p.on('opentag', (t) => {
+    const attrs: Record<string, { uri: string; value: string }> = {};
+    for (const a of Object.values(t.attributes)) {
+      if (a.prefix === 'xmlns' || a.name === 'xmlns') continue;
+      attrs[a.local] = { uri: a.uri, value: a.value };
+    }
+    out.push({ name: t.local, uri: t.uri, attrs });
+  });
+  p.write(xml).close();
+  return out;
+}
+
+const RESOURCE_LIST: ResourceSyncDocument = {
+  root: 'urlset',
+  md: { capability: 'resourcelist', at: '2013-01-03T09:00:00Z', completed: '2013-01-03T09:01:00Z' },
+  ln: [{ rel: 'up', href: 'http://example.com/dataset1/capabilitylist.xml' }],
+  entries: [
+    {
+      loc: 'http://example.com/res1?a=1&b=2',
+      lastmod: '2013-01-02T13:00:00Z',
+      changefreq: 'daily',
+      priority: '0.5',
+      md: { hash: 'md5:1584abdf8ebdc9802ac0c6a7402c03b6', length: '8876', type: 'text/html' },
+      ln: [
+        { rel: 'duplicate', pri: '1', href: 'http://mirror1.example.com/res1', modified: '2013-01-03T18:00:00Z' },
+        { rel: 'describedby', href: 'http://example.com/res1.meta', type: 'application/xml' },
+      ],
+    },
+    {
+      loc: 'http://example.com/res2',
+      md: { change: 'updated', datetime: '2013-01-03T18:00:00Z', path: '/res2', encoding: 'gzip' },
+    },
+  ],
+};
+
+const RESOURCE_LIST_XML = `<?xml version="1.0" encoding="UTF-8"?>
+<urlset ${NS}>
+  <rs:ln rel="up" href="http://example.com/dataset1/capabilitylist.xml"/>
+  <rs:md capability="resourcelist" at="2013-01-03T09:00:00Z" completed="2013-01-03T09:01:00Z"/>
+  <url>
+    <loc>http://example.com/res1?a=1&amp;b=2</loc>
+    <lastmod>2013-01-02T13:00:00Z</lastmod>
+    <changefreq>daily</changefreq>
+    <priority>0.5</priority>
+    <rs:md hash="md5:1584abdf8ebdc9802ac0c6a7402c03b6" length="8876" type="text/html"/>
+    <rs:ln rel="duplicate" pri="1" href="http://mirror1.example.com/res1" modified="2013-01-03T18:00:00Z"/>
+    <rs:ln rel="describedby" href="http://example.com/res1.meta" type="application/xml"/>
+  </url>
+  <url>
+    <loc>http://example.com/res2</loc>
+    <rs:md change="updated" datetime="2013-01-03T18:00:00Z" encoding="gzip" path="/res2"/>
+  </url>
+</urlset>
+`;
+
+void test('a small document is written exactly as expected', async () => {
+  assert.equal(writeDocumentString(RESOURCE_LIST), RESOURCE_LIST_XML);
+  const bytes = await collect(writeDocument(RESOURCE_LIST, RESOURCE_LIST.entries));
+  assert.equal(bytes.toString('utf8'), RESOURCE_LIST_XML);
+});
+
+void test('rs:md attributes come in the fixed order, whatever the object order', () => {
+  const doc: ResourceSyncDocument = {
+    root: 'sitemapindex',
+    ln: [],
+    md: {
+      path: '/p',
+      encoding: 'e',
+      type: 't',
+      length: '1',
+      hash: 'md5:00',
+      datetime: 'd',
+      change: 'c',
+      until: 'u',
+      from: 'f',
+      completed: 'co',
+      at: 'a',
+      capability: 'changelist',
+    },
+    entries: [{ loc: 'http://example.com/cl1.xml' }],
+  };
+  assert.equal(
+    writeDocumentString(doc),
+    `<?xml version="1.0" encoding="UTF-8"?>
+<sitemapindex ${NS}>
+  <rs:md capability="changelist" at="a" completed="co" from="f" until="u" change="c" datetime="d" hash="md5:00" length="1" type="t" encoding="e" path="/p"/>
+  <sitemap>
+    <loc>http://example.com/cl1.xml</loc>
+  </sitemap>
+</sitemapindex>
+`,
+  );
+});
+
+void test('an empty document and an empty rs:md are well-formed', () => {
+  const xml = writeDocumentString({ root: 'urlset', md: {}, ln: [], entries: [] });
+  assert.equal(xml, `<?xml version="1.0" encoding="UTF-8"?>\n<urlset ${NS}>\n  <rs:md/>\n</urlset>\n`);
+  assert.equal(oracle(xml).length, 2);
+});
+
+void test('foreign namespaces, attributes and elements are written with their declarations', () => {
+  const doc: ResourceSyncDocument = {
+    root: 'urlset',
+    namespaces: { dc: 'http://purl.org/dc/terms/' },
+    attributes: [{ ns: 'urn:root', prefix: 'r', local: 'id', value: 'R1' }],
+    md: {
+      capability: 'resourcelist',
+      at: '2013-01-03T09:00:00Z',
+      extra: [
+        { ns: 'http://purl.org/dc/terms/', prefix: 'dc', local: 'creator', value: 'Me & "you"' },
+        { ns: 'urn:top', prefix: 't', local: 'x', value: 'line1\nline2\ttab' },
+      ],
+    },
+    ln: [
+      { rel: 'up', href: 'http://example.com/cap.xml', extra: [{ ns: '', prefix: '', local: 'unknown', value: 'u' }] },
+    ],
+    extensions: [{ ns: 'urn:ext', local: 'note', xml: '<e:note xmlns:e="urn:ext">top <b/></e:note>' }],
+    entries: [
+      {
+        loc: 'http://example.com/res1',
+        md: {
+          hash: 'md5:1584abdf8ebdc9802ac0c6a7402c03b6',
+          extra: [
+            { ns: 'urn:top', prefix: 't', local: 'y', value: '1' }, // bound on the root
+            { ns: 'urn:local', prefix: 'l', local: 'z', value: '2' }, // declared locally
+            { ns: 'urn:other', prefix: 'rs', local: 'clash', value: '3' }, // prefix taken: renamed
+            { ns: 'urn:noprefix', prefix: '', local: 'np', value: '4' }, // needs a generated prefix
+            { ns: 'http://www.w3.org/XML/1998/namespace', prefix: 'xml', local: 'lang', value: 'en' },
+          ],
+        },
+        ln: [
+          {
+            rel: 'alternate',
+            href: 'http://example.com/res1.pdf',
+            extra: [{ ns: 'urn:local', prefix: 'l', local: 'z', value: '5' }],
+          },
+        ],
+        extensions: [
+          {
+            ns: 'http://purl.org/dc/terms/',
+            local: 'title',
+            xml: '<dc:title xmlns:dc="http://purl.org/dc/terms/">T &amp; U</dc:title>',
+          },
+        ],
+      },
+    ],
+  };
+  const xml = writeDocumentString(doc);
+  assert.match(
+    xml,
+    /<urlset [^>]*xmlns:dc="http:\/\/purl.org\/dc\/terms\/" xmlns:r="urn:root" xmlns:t="urn:top" r:id="R1">/,
+  );
+  assert.match(xml, /\n {2}<e:note xmlns:e="urn:ext">top <b\/><\/e:note>\n/);
+  assert.match(xml, /dc:creator="Me &amp; &quot;you&quot;" t:x="line1&#10;line2&#9;tab"/);
+  assert.match(xml, /\n {4}<dc:title xmlns:dc="http:\/\/purl.org\/dc\/terms\/">T &amp; U<\/dc:title>\n/);
+  const els = oracle(xml);
+  const root = els[0]!;
+  assert.deepEqual(root.attrs.id, { uri: 'urn:root', value: 'R1' });
+  const topMd = els.find((e) => e.name === 'md')!;
+  assert.deepEqual(topMd.attrs.creator, { uri: 'http://purl.org/dc/terms/', value: 'Me & "you"' });
+  assert.deepEqual(topMd.attrs.x, { uri: 'urn:top', value: 'line1\nline2\ttab' });
+  const topLn = els.find((e) => e.name === 'ln')!;
+  assert.deepEqual(topLn.attrs.unknown, { uri: '', value: 'u' });
+  const mds = els.filter((e) => e.name === 'md');
+  const entryMd = mds[1]!;
+  assert.equal(entryMd.uri, RS_NS);
+  assert.deepEqual(entryMd.attrs.y, { uri: 'urn:top', value: '1' });
+  assert.deepEqual(entryMd.attrs.z, { uri: 'urn:local', value: '2' });
+  assert.deepEqual(entryMd.attrs.clash, { uri: 'urn:other', value: '3' });
+  assert.deepEqual(entryMd.attrs.np, { uri: 'urn:noprefix', value: '4' });
+  assert.deepEqual(entryMd.attrs.lang, { uri: 'http://www.w3.org/XML/1998/namespace', value: 'en' });
+  assert.doesNotMatch(xml, /xmlns:xml=/);
+  const entryLn = els.filter((e) => e.name === 'ln')[1]!;
+  assert.deepEqual(entryLn.attrs.z, { uri: 'urn:local', value: '5' });
+  const title = els.find((e) => e.name === 'title')!;
+  assert.equal(title.uri, 'http://purl.org/dc/terms/');
+});
+
+void test('bad names and namespace bindings are refused', () => {
+  const base: ResourceSyncDocument = { root: 'urlset', ln: [], entries: [] };
+  const bad: ResourceSyncDocument[] = [
+    { ...base, namespaces: { rs: 'urn:not-rs' } },
+    { ...base, namespaces: { '': 'urn:default' } },
+    { ...base, namespaces: { 'a b': 'urn:x' } },
+    { ...base, namespaces: { x: '' } },
+    { ...base, md: { extra: [{ ns: 'urn:x', prefix: 'x', local: 'a:b', value: '' }] } },
+    { ...base, md: { extra: [{ ns: '', prefix: '', local: 'xmlns', value: 'urn:x' }] } },
+    {
+      ...base,
+      md: {
+        extra: [
+          { ns: 'urn:x', prefix: 'x', local: 'a', value: '1' },
+          { ns: 'urn:x', prefix: 'y', local: 'a', value: '2' },
+        ],
+      },
+    },
+    { ...base, root: 'feed' as 'urlset' },
+  ];
+  for (const doc of bad) {
+    assert.throws(
+      () => writeDocumentString(doc),
+      (err: unknown) => isResourceSyncError(err, 'RS_INVALID_ARGUMENT'),
+      JSON.stringify(doc),
+    );
+  }
+});
+
+void test('an entry with a character XML 1.0 forbids throws, naming the entry and the field', async () => {
+  const entries: Entry[] = [
+    { loc: 'http://example.com/ok' },
+    { loc: 'http://example.com/bad', md: { type: 'text/\u0001html' } },
+  ];
+  await assert.rejects(collect(writeDocument({ root: 'urlset', ln: [] }, entries)), (err: unknown) => {
+    assert.ok(isResourceSyncError(err, 'RS_INVALID_ARGUMENT'));
+    assert.match(
+      err.message,
+      /^Entry 2 \("http:\/\/example.com\/bad"\): rs:md type "text\/\\u0001html" contains U\+0001/,
+    );
+    assert.equal(err.data.loc, 'http://example.com/bad');
+    return true;
+  });
+  assert.throws(
+    () => writeDocumentString({ root: 'urlset', ln: [{ rel: 'up', href: 'http://x/\uFFFF' }], entries: [] }),
+    /^ResourceSyncError: Document header: rs:ln href/,
+  );
+  assert.throws(
+    () => writeDocumentString({ root: 'urlset', ln: [], entries: [{ lastmod: 'x' } as unknown as Entry] }),
+    /Entry 1 has no 'loc' string/,
+  );
+});
+
+function generated(n: number): Entry[] {
+  const out: Entry[] = [];
+  for (let i = 0; i < n; i++) {
+    out.push({
+      loc: `http://example.com/res/${i}?q=${i % 3 === 0 ? 'a&b' : 'é'}`,
+      lastmod: '2013-01-02T13:00:00Z',
+      md: { hash: `md5:${i.toString(16).padStart(32, '0')}`, length: String(i * 7), type: 'text/plain' },
+    });
+  }
+  return out;
+}
+
+void test('batching gives identical output whatever batchBytes, for sync and async entries', async () => {
+  const header: DocumentHeader = {
+    root: 'urlset',
+    md: { capability: 'resourcelist', at: '2013-01-03T09:00:00Z' },
+    ln: [],
+  };
+  const entries = generated(500);
+  const expected = writeDocumentString({ ...header, entries });
+  for (const batchBytes of [1, 7, 100, 4096, 256 * 1024]) {
+    const chunks: Uint8Array[] = [];
+    for await (const c of writeDocument(header, entries, { batchBytes })) chunks.push(c);
+    assert.equal(Buffer.concat(chunks).toString('utf8'), expected, `batchBytes ${batchBytes}`);
+    if (batchBytes === 1) assert.equal(chunks.length, 501);
+    if (batchBytes === 256 * 1024) assert.equal(chunks.length, 1);
+    const fromAsync = await collect(writeDocument(header, asAsync(entries), { batchBytes }));
+    assert.equal(fromAsync.toString('utf8'), expected);
+  }
+  assert.throws(() => writeDocument(header, entries, { batchBytes: 0 }), /batchBytes/);
+});
+
+void test('gzip output decompresses to the same bytes', async () => {
+  const header: DocumentHeader = {
+    root: 'urlset',
+    md: { capability: 'resourcelist', at: '2013-01-03T09:00:00Z' },
+    ln: [],
+  };
+  const entries = generated(3000);
+  const plain = await collect(writeDocument(header, entries, { batchBytes: 10_000 }));
+  const gz = await collect(writeDocument(header, asAsync(entries), { gzip: true, batchBytes: 10_000 }));
+  assert.equal(gz[0], 0x1f);
+  assert.equal(gz[1], 0x8b);
+  assert.ok(gz.length < plain.length / 3);
+  assert.deepEqual(gunzipSync(gz), plain);
+});
+
+void test('an error from the entry source reaches the consumer, gzipped or not', async () => {
+  async function* failing(): AsyncGenerator<Entry> {
+    await Promise.resolve();
+    yield { loc: 'http://example.com/1' };
+    throw new Error('source broke');
+  }
+  await assert.rejects(collect(writeDocument({ root: 'urlset', ln: [] }, failing())), /source broke/);
+  await assert.rejects(collect(writeDocument({ root: 'urlset', ln: [] }, failing(), { gzip: true })), /source broke/);
+});
+
+void test('stopping a gzipped stream early ends the entry source', async () => {
+  let finished = false;
+  let pulled = 0;
+  async function* many(): AsyncGenerator<Entry> {
+    await Promise.resolve();
+    try {
+      for (let i = 0; i < 1_000_000; i++) {
+        pulled++;
+        yield { loc: `http://example.com/${i}` };
+      }
+    } finally {
+      finished = true;
+    }
+  }
+  for await (const chunk of writeDocument({ root: 'urlset', ln: [] }, many(), { gzip: true, batchBytes: 1024 })) {
+    assert.ok(chunk.length > 0);
+    break;
+  }
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal(finished, true);
+  assert.ok(pulled < 1_000_000);
+});
+
+// ---------------------------------------------------------------------------------------------
+// writeDocumentSet
+
+interface Written {
+  info: PartInfo;
+  chunks: Uint8Array[];
+  closed: boolean;
+  aborted: unknown;
+}
+
+function memorySinks(): { sink: (info: PartInfo) => PartSink; written: Written[]; text(url: string): string } {
+  const written: Written[] = [];
+  return {
+    written,
+    sink(info) {
+      const w: Written = { info, chunks: [], closed: false, aborted: undefined };
+      written.push(w);
+      return {
+        async write(chunk) {
+          assert.equal(w.closed, false);
+          await new Promise<void>((r) => setImmediate(r));
+          w.chunks.push(chunk);
+        },
+        close() {
+          w.closed = true;
+          return Promise.resolve();
+        },
+        abort(err) {
+          w.aborted = err;
+          return Promise.resolve();
+        },
+      };
+    },
+    text(url) {
+      const w = written.find((x) => x.info.url === url);
+      assert.ok(w, url);
+      return Buffer.concat(w.chunks).toString('utf8');
+    },
+  };
+}
+
+const LIST_HEADER: DocumentHeader = {
+  root: 'urlset',
+  md: { capability: 'resourcelist', at: '2013-01-03T09:00:00Z' },
+  ln: [{ rel: 'up', href: 'http://example.com/capabilitylist.xml' }],
+};
+const INDEX_URL = 'http://example.com/resourcelist.xml';
+const partUrl = (n: number): string => `http://example.com/resourcelist-part${n}.xml`;
+
+function locs(xml: string): string[] {
+  return [...xml.matchAll(/<loc>([^<]*)<\/loc>/g)].map((m) => m[1]!);
+}
+
+function simple(n: number): Entry[] {
+  return Array.from({ length: n }, (_, i) => ({ loc: `http://example.com/r${String(i).padStart(3, '0')}` }));
+}
+
+void test('writeDocumentSet splits at maxEntries into parts with index links, then writes the index', async () => {
+  const m = memorySinks();
+  const entries = simple(7);
+  const result = await writeDocumentSet(LIST_HEADER, asAsync(entries), {
+    maxEntries: 3,
+    indexUrl: INDEX_URL,
+    partUrl,
+    sink: m.sink,
+    batchBytes: 50,
+    partEntry: (p) => ({ md: { at: '2013-01-03T09:00:00Z' }, lastmod: `2013-01-0${p.index}T00:00:00Z` }),
+  });
+  assert.equal(result.indexed, true);
+  assert.equal(result.indexUrl, INDEX_URL);
+  assert.deepEqual(
+    result.parts.map((p) => [p.index, p.url, p.entries, p.first?.loc, p.last?.loc]),
+    [
+      [1, partUrl(1), 3, entries[0]!.loc, entries[2]!.loc],
+      [2, partUrl(2), 3, entries[3]!.loc, entries[5]!.loc],
+      [3, partUrl(3), 1, entries[6]!.loc, entries[6]!.loc],
+    ],
+  );
+  assert.deepEqual(
+    m.written.map((w) => [w.info.role, w.info.index, w.info.url, w.closed]),
+    [
+      ['part', 1, partUrl(1), true],
+      ['part', 2, partUrl(2), true],
+      ['part', 3, partUrl(3), true],
+      ['index', 0, INDEX_URL, true],
+    ],
+  );
+  for (const p of result.parts) {
+    const xml = m.text(p.url);
+    assert.equal(Buffer.byteLength(xml), p.bytes);
+    assert.equal(
+      xml,
+      writeDocumentString({
+        ...LIST_HEADER,
+        ln: [...LIST_HEADER.ln, { rel: 'index', href: INDEX_URL }],
+        entries: entries.slice((p.index - 1) * 3, p.index * 3),
+      }),
+    );
+    assert.match(
+      xml,
+      /<rs:ln rel="up" href="http:\/\/example.com\/capabilitylist.xml"\/>\n {2}<rs:ln rel="index" href="http:\/\/example.com\/resourcelist.xml"\/>\n {2}<rs:md capability="resourcelist"/,
+    );
+  }
+  assert.equal(
+    m.text(INDEX_URL),
+    `<?xml version="1.0" encoding="UTF-8"?>
+<sitemapindex ${NS}>
+  <rs:ln rel="up" href="http://example.com/capabilitylist.xml"/>
+  <rs:md capability="resourcelist" at="2013-01-03T09:00:00Z"/>
+  <sitemap>
+    <loc>${partUrl(1)}</loc>
+    <lastmod>2013-01-01T00:00:00Z</lastmod>
+    <rs:md at="2013-01-03T09:00:00Z"/>
+  </sitemap>
+  <sitemap>
+    <loc>${partUrl(2)}</loc>
+    <lastmod>2013-01-02T00:00:00Z</lastmod>
+    <rs:md at="2013-01-03T09:00:00Z"/>
+  </sitemap>
+  <sitemap>
+    <loc>${partUrl(3)}</loc>
+    <lastmod>2013-01-03T00:00:00Z</lastmod>
+    <rs:md at="2013-01-03T09:00:00Z"/>
+  </sitemap>
+</sitemapindex>
+`,
+  );
+});
+
+void test('writeDocumentSet writes one document without index link when the entries fit, at the index URL', async () => {
+  for (const n of [0, 1, 3]) {
+    const m = memorySinks();
+    const entries = simple(n);
+    const result = await writeDocumentSet(LIST_HEADER, entries, {
+      maxEntries: 3,
+      indexUrl: INDEX_URL,
+      partUrl,
+      sink: m.sink,
+    });
+    assert.equal(result.indexed, false);
+    assert.equal(result.indexUrl, undefined);
+    assert.equal(result.parts.length, 1);
+    assert.equal(result.parts[0]!.entries, n);
+    assert.equal(result.parts[0]!.url, INDEX_URL);
+    assert.deepEqual(
+      m.written.map((w) => [w.info.role, w.info.url]),
+      [['single', INDEX_URL]],
+    );
+    const xml = m.text(INDEX_URL);
+    assert.equal(xml, writeDocumentString({ ...LIST_HEADER, entries }));
+    assert.equal(Buffer.byteLength(xml), result.parts[0]!.bytes);
+    assert.doesNotMatch(xml, /rel="index"/);
+  }
+  // One more entry than fits: two parts.
+  const m = memorySinks();
+  const result = await writeDocumentSet(LIST_HEADER, simple(4), {
+    maxEntries: 3,
+    indexUrl: INDEX_URL,
+    partUrl,
+    sink: m.sink,
+  });
+  assert.deepEqual(
+    result.parts.map((p) => p.entries),
+    [3, 1],
+  );
+  assert.equal(m.written.length, 3);
+});
+
+void test('writeDocumentSet with alwaysIndex writes an index even for one part', async () => {
+  const m = memorySinks();
+  const result = await writeDocumentSet(LIST_HEADER, simple(2), {
+    alwaysIndex: true,
+    indexUrl: INDEX_URL,
+    partUrl,
+    sink: m.sink,
+  });
+  assert.equal(result.indexed, true);
+  assert.deepEqual(
+    m.written.map((w) => [w.info.role, w.info.url]),
+    [
+      ['part', partUrl(1)],
+      ['index', INDEX_URL],
+    ],
+  );
+  assert.match(m.text(partUrl(1)), /<rs:ln rel="index" href="http:\/\/example.com\/resourcelist.xml"\/>/);
+  assert.deepEqual(locs(m.text(INDEX_URL)), [partUrl(1)]);
+});
+
+void test('writeDocumentSet splits at maxBytes, counting UTF-8 bytes of the whole document', async () => {
+  // Entries of equal size; 'é' takes two bytes in UTF-8.
+  const entries = Array.from({ length: 10 }, (_, i) => ({ loc: `http://example.com/é${i}` }));
+  const oneEntry = Buffer.byteLength(writeDocumentString({ root: 'urlset', ln: [], entries: [entries[0]!] }));
+  const empty = Buffer.byteLength(writeDocumentString({ root: 'urlset', ln: [], entries: [] }));
+  const entryBytes = oneEntry - empty;
+  const withIndexLink = Buffer.byteLength(
+    writeDocumentString({ root: 'urlset', ln: [{ rel: 'index', href: INDEX_URL }], entries: [] }),
+  );
+  // Room for exactly 4 entries in a part (not 5).
+  const maxBytes = withIndexLink + 4 * entryBytes + entryBytes - 1;
+  const m = memorySinks();
+  const result = await writeDocumentSet({ root: 'urlset', ln: [] }, entries, {
+    maxBytes,
+    indexUrl: INDEX_URL,
+    partUrl,
+    sink: m.sink,
+  });
+  assert.deepEqual(
+    result.parts.map((p) => p.entries),
+    [4, 4, 2],
+  );
+  for (const p of result.parts) {
+    const xml = m.text(p.url);
+    assert.equal(Buffer.byteLength(xml), p.bytes);
+    assert.ok(p.bytes <= maxBytes);
+    assert.deepEqual(
+      locs(xml),
+      entries.slice((p.index - 1) * 4, p.index * 4).map((e) => e.loc),
+    );
+  }
+  assert.deepEqual(locs(m.text(INDEX_URL)), [partUrl(1), partUrl(2), partUrl(3)]);
+  // Exactly at the limit: one part of 4 (the single header is smaller than the part header).
+  const m2 = memorySinks();
+  const exact = await writeDocumentSet({ root: 'urlset', ln: [] }, entries.slice(0, 4), {
+    maxBytes: withIndexLink + 4 * entryBytes,
+    indexUrl: INDEX_URL,
+    partUrl,
+    sink: m2.sink,
+  });
+  assert.equal(exact.indexed, false);
+  assert.equal(exact.parts[0]!.bytes, empty + 4 * entryBytes);
+});
+
+void test('writeDocumentSet refuses an entry larger than a document may be', async () => {
+  const m = memorySinks();
+  await assert.rejects(
+    writeDocumentSet(LIST_HEADER, [{ loc: 'http://example.com/' + 'x'.repeat(1000) }], {
+      maxBytes: 500,
+      indexUrl: INDEX_URL,
+      partUrl,
+      sink: m.sink,
+    }),
+    (err: unknown) => isResourceSyncError(err, 'RS_LIMIT_BYTES'),
+  );
+  assert.equal(m.written.length, 0);
+  await assert.rejects(
+    writeDocumentSet(LIST_HEADER, [], { maxEntries: 0, indexUrl: INDEX_URL, partUrl, sink: m.sink }),
+    /maxEntries/,
+  );
+});
+
+void test('writeDocumentSet gzips every document of the set', async () => {
+  const m = memorySinks();
+  const entries = simple(5);
+  const result = await writeDocumentSet(LIST_HEADER, entries, {
+    maxEntries: 2,
+    gzip: true,
+    indexUrl: INDEX_URL,
+    partUrl,
+    sink: m.sink,
+  });
+  assert.equal(result.parts.length, 3);
+  for (const w of m.written) {
+    const xml = gunzipSync(Buffer.concat(w.chunks)).toString('utf8');
+    if (w.info.role === 'index') assert.deepEqual(locs(xml), [partUrl(1), partUrl(2), partUrl(3)]);
+    else assert.equal(Buffer.byteLength(xml), result.parts[w.info.index - 1]!.bytes);
+  }
+});
+
+void test('writeDocumentSet aborts the open sink when the entries fail, keeping closed parts', async () => {
+  async function* failing(): AsyncGenerator<Entry> {
+    await Promise.resolve();
+    yield* simple(5);
+    throw new Error('source broke');
+  }
+  const m = memorySinks();
+  await assert.rejects(
+    writeDocumentSet(LIST_HEADER, failing(), {
+      maxEntries: 2,
+      indexUrl: INDEX_URL,
+      partUrl,
+      sink: m.sink,
+      batchBytes: 1,
+    }),
+    /source broke/,
+  );
+  assert.deepEqual(
+    m.written.map((w) => [w.info.url, w.closed, w.aborted instanceof Error]),
+    [
+      [partUrl(1), true, false],
+      [partUrl(2), true, false],
+      [partUrl(3), false, true],
+    ],
+  );
+});
+
+void test('writeDocumentSet stops on an aborted signal', async () => {
+  const controller = new AbortController();
+  async function* slow(): AsyncGenerator<Entry> {
+    await Promise.resolve();
+    for (let i = 0; i < 100; i++) {
+      if (i === 30) controller.abort();
+      yield { loc: `http://example.com/${i}` };
+    }
+  }
+  const m = memorySinks();
+  await assert.rejects(
+    writeDocumentSet(LIST_HEADER, slow(), {
+      maxEntries: 10,
+      indexUrl: INDEX_URL,
+      partUrl,
+      sink: m.sink,
+      batchBytes: 1,
+      signal: controller.signal,
+    }),
+    (err: unknown) => isResourceSyncError(err, 'RS_ABORTED'),
+  );
+  assert.ok(m.written.length <= 4);
+  assert.ok(!m.written.some((w) => w.info.role === 'index'));
+});

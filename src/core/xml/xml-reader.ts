@@ -1,0 +1,514 @@
+import { ResourceSyncError, type ErrorCode } from '../errors.js';
+import type { Limits } from '../constants.js';
+import { decodeReferences } from './references.js';
+import { NamespaceScope, XML_NS } from './namespaces.js';
+
+/**
+ * A strict, streaming, namespace-aware XML 1.0 reader for the XML that ResourceSync uses.
+ *
+ * It is written for speed on Sitemap-shaped documents (no DTD) and rejects every
+ * well-formedness error it can meet: a DOCTYPE (no DTD processing, so no entity expansion and no
+ * external entities, ever), undeclared entities, characters outside XML's Char production,
+ * mismatched or unclosed tags, duplicate attributes, `<` in attribute values, `]]>` in text,
+ * `--` in comments, undeclared namespace prefixes, text or a second element outside the root.
+ * Its results do not depend on where the input is split into chunks.
+ */
+
+export interface XmlAttribute {
+  /** Qualified name as written. */
+  qname: string;
+  prefix: string;
+  local: string;
+  /** Namespace URI; '' for unprefixed attributes (they are in no namespace). */
+  ns: string;
+  value: string;
+}
+
+export interface XmlElement {
+  qname: string;
+  prefix: string;
+  local: string;
+  ns: string;
+  /** Attributes other than namespace declarations. */
+  attrs: XmlAttribute[];
+  /** Namespace declarations made on this element (prefix '' is the default namespace). */
+  decls: [string, string][] | undefined;
+  scope: NamespaceScope;
+  /** Offset of the start tag in the reader's buffer: valid only during the `start` call (see `XmlReader.lineAt`). */
+  pos: number;
+}
+
+export interface XmlHandler {
+  start(el: XmlElement, selfClosing: boolean): void;
+  end(el: XmlElement): void;
+  /** Character data (references decoded, line ends normalised); may arrive in several pieces. */
+  text(value: string): void;
+  /** When false, runs of white space between elements are not reported (a fast path). */
+  readonly wantsWhitespace: boolean;
+}
+
+const NO_ATTRIBUTES: XmlAttribute[] = [];
+
+const NAME_ASCII = new Uint8Array(128);
+for (let c = 0; c < 128; c++) {
+  const ch = String.fromCharCode(c);
+  if (/[A-Za-z_:]/.test(ch)) NAME_ASCII[c] = 2; // start or later
+  else if (/[0-9.-]/.test(ch)) NAME_ASCII[c] = 1; // later only
+}
+// XML 1.0 (fifth edition) NameStartChar / NameChar for non-ASCII code points.
+const NAME_START_NON_ASCII =
+  /[\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u02FF\u0370-\u037D\u037F-\u1FFF\u200C-\u200D\u2070-\u218F\u2C00-\u2FEF\u3001-\uD7FF\uF900-\uFDCF\uFDF0-\uFFFD]/;
+const NAME_NON_ASCII =
+  /[\u00B7\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u037D\u037F-\u1FFF\u200C-\u200D\u203F\u2040\u2070-\u218F\u2C00-\u2FEF\u3001-\uD7FF\uF900-\uFDCF\uFDF0-\uFFFD]/;
+/** Characters that may not appear anywhere in an XML 1.0 document (lone surrogates cannot survive UTF-8 decoding). */
+// eslint-disable-next-line no-control-regex
+const NOT_CHAR = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/;
+
+const LT = 60; // <
+const GT = 62; // >
+const SLASH = 47;
+const EQ = 61;
+const QUOT = 34;
+const APOS = 39;
+const QMARK = 63;
+const BANG = 33;
+
+function isSpace(c: number): boolean {
+  return c === 32 || c === 10 || c === 9 || c === 13;
+}
+
+function isBlank(s: string, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) if (!isSpace(s.charCodeAt(i))) return false;
+  return true;
+}
+
+/** Thrown inside the reader when a token is cut by the end of the buffer; never escapes. */
+class NeedMoreInput extends Error {}
+const NEED_MORE = new NeedMoreInput('need more input');
+
+export class XmlReader {
+  private buf = '';
+  private pos = 0;
+  /** Absolute offset of buf[0] in the document (for byte-limit checks and errors). */
+  private base = 0;
+  private line = 1;
+  private linePos = 0;
+  private readonly stack: XmlElement[] = [];
+  private seenRoot = false;
+  private rootClosed = false;
+  private seenDecl = false;
+  private started = false;
+  private finished = false;
+  private readonly rootScope = NamespaceScope.empty();
+
+  constructor(
+    private readonly handler: XmlHandler,
+    private readonly limits: Pick<Limits, 'maxDepth' | 'maxValueLength' | 'maxAttributes'>,
+  ) {}
+
+  /** Feeds the next piece of decoded text. */
+  feed(chunk: string): void {
+    if (this.finished) throw new Error('XmlReader: feed after end');
+    this.advanceLines(this.pos);
+    const bad = chunk.search(NOT_CHAR);
+    if (bad >= 0) {
+      const before = this.buf.slice(this.pos) + chunk.slice(0, bad);
+      const line = this.line + before.split('\n').length - 1;
+      const hex = chunk.charCodeAt(bad).toString(16).toUpperCase().padStart(4, '0');
+      this.fail('RS_XML_MALFORMED', `U+${hex} is not an XML character`, line);
+    }
+    this.base += this.pos;
+    this.buf = this.pos === this.buf.length ? chunk : this.buf.slice(this.pos) + chunk;
+    this.pos = 0;
+    this.linePos = 0;
+    this.run(false);
+  }
+
+  /** Signals the end of input; throws if the document is incomplete. */
+  end(): void {
+    this.run(true);
+    this.finished = true;
+    if (this.stack.length > 0) {
+      this.fail('RS_XML_TRUNCATED', `document ends inside <${this.stack[this.stack.length - 1]!.qname}>`);
+    }
+    if (!this.seenRoot) {
+      this.fail(this.started ? 'RS_XML_MALFORMED' : 'RS_XML_EMPTY', this.started ? 'document has no root element' : 'document is empty');
+    }
+  }
+
+  /** Current 1-based line (of the parse position). */
+  currentLine(): number {
+    return this.lineAt(this.pos);
+  }
+
+  /** The 1-based line of a buffer offset; offsets must be asked in increasing order (e.g. `XmlElement.pos` during `start`). */
+  lineAt(pos: number): number {
+    this.advanceLines(pos);
+    return this.line;
+  }
+
+  private advanceLines(to: number): void {
+    const buf = this.buf;
+    let p = this.linePos;
+    if (to <= p) return;
+    for (;;) {
+      const nl = buf.indexOf('\n', p);
+      if (nl < 0 || nl >= to) break;
+      this.line++;
+      p = nl + 1;
+    }
+    this.linePos = to;
+  }
+
+  private fail(code: ErrorCode, what: string, line?: number, column?: number): never {
+    const l = line ?? this.currentLine();
+    throw new ResourceSyncError(code, `Line ${l}: ${what}.`, { data: { line: l, ...(column === undefined ? {} : { column }) } });
+  }
+
+  private run(final: boolean): void {
+    const buf = this.buf;
+    const len = buf.length;
+    for (;;) {
+      const p = this.pos;
+      if (p >= len) return;
+      if (buf.charCodeAt(p) !== LT) {
+        // Character data up to the next '<'.
+        const lt = buf.indexOf('<', p);
+        if (lt < 0) {
+          if (!final) {
+            if (len - p > this.limits.maxValueLength) this.fail('RS_LIMIT_VALUE', `text longer than ${this.limits.maxValueLength} characters`);
+            return;
+          }
+          this.textRun(p, len);
+          this.pos = len;
+          return;
+        }
+        if (this.stack.length > 0 && !this.handler.wantsWhitespace && lt - p < 64 && isBlank(buf, p, lt)) {
+          this.pos = lt;
+          continue;
+        }
+        this.textRun(p, lt);
+        this.pos = lt;
+        continue;
+      }
+      try {
+        this.pos = this.markup(p);
+      } catch (e) {
+        if (e === NEED_MORE) {
+          if (final) this.fail('RS_XML_TRUNCATED', 'document ends inside markup');
+          if (len - p > this.limits.maxValueLength + 4096) this.fail('RS_LIMIT_VALUE', `markup longer than ${this.limits.maxValueLength} characters`);
+          return;
+        }
+        throw e;
+      }
+    }
+  }
+
+  private textRun(from: number, to: number): void {
+    const buf = this.buf;
+    if (to - from > this.limits.maxValueLength) this.fail('RS_LIMIT_VALUE', `text longer than ${this.limits.maxValueLength} characters`);
+    let raw = buf.slice(from, to);
+    if (this.stack.length === 0) {
+      // Outside the root only white space may appear.
+      for (let i = 0; i < raw.length; i++) {
+        if (!isSpace(raw.charCodeAt(i))) {
+          this.advanceLines(from + i);
+          this.fail('RS_XML_MALFORMED', this.seenRoot ? 'text after the root element' : 'text before the root element');
+        }
+      }
+      return;
+    }
+    if (raw.includes(']]>')) {
+      this.advanceLines(from + raw.indexOf(']]>'));
+      this.fail('RS_XML_MALFORMED', "']]>' is not allowed in character data");
+    }
+    if (raw.includes('\r')) raw = raw.replace(/\r\n?/g, '\n');
+    if (raw.includes('&')) raw = this.refs(raw, from);
+    this.handler.text(raw);
+  }
+
+  private refs(raw: string, at: number): string {
+    const out = decodeReferences(raw);
+    if (typeof out === 'string') return out;
+    this.advanceLines(at);
+    return this.fail('RS_XML_MALFORMED', out.error);
+  }
+
+  /** Parses one markup construct starting at `p` ('<'); returns the position after it. */
+  private markup(p: number): number {
+    const buf = this.buf;
+    const c1 = buf.charCodeAt(p + 1);
+    if (Number.isNaN(c1)) throw NEED_MORE;
+    if (c1 === SLASH) return this.endTag(p);
+    if (c1 === QMARK) return this.pi(p);
+    if (c1 === BANG) return this.bang(p);
+    return this.startTag(p);
+  }
+
+  private bang(p: number): number {
+    const buf = this.buf;
+    if (buf.startsWith('<!--', p)) {
+      const end = buf.indexOf('-->', p + 4);
+      if (end < 0) throw NEED_MORE;
+      const body = buf.slice(p + 4, end);
+      if (body.includes('--') || body.endsWith('-')) this.malformedAt(p, "'--' is not allowed inside a comment");
+      this.started = true;
+      return end + 3;
+    }
+    if (buf.startsWith('<![CDATA[', p)) {
+      if (this.stack.length === 0) this.malformedAt(p, 'CDATA section outside the root element');
+      const end = buf.indexOf(']]>', p + 9);
+      if (end < 0) {
+        if (buf.length - p > this.limits.maxValueLength) this.fail('RS_LIMIT_VALUE', 'CDATA section too long');
+        throw NEED_MORE;
+      }
+      let text = buf.slice(p + 9, end);
+      if (text.includes('\r')) text = text.replace(/\r\n?/g, '\n');
+      this.handler.text(text);
+      return end + 3;
+    }
+    if (buf.startsWith('<!DOCTYPE', p)) {
+      this.advanceLines(p);
+      this.fail(
+        'RS_XML_DTD_FORBIDDEN',
+        'a DOCTYPE is not allowed: ResourceSync documents have no DTD, and entity declarations are never processed',
+      );
+    }
+    const rest = buf.slice(p, p + 9);
+    if (rest.length < 9 && ['<!--', '<![CDATA[', '<!DOCTYPE'].some((m) => m.startsWith(rest))) throw NEED_MORE;
+    return this.malformedAt(p, "'<!' does not start a comment or CDATA section");
+  }
+
+  private pi(p: number): number {
+    const buf = this.buf;
+    const end = buf.indexOf('?>', p + 2);
+    if (end < 0) throw NEED_MORE;
+    const nameEnd = this.nameEnd(p + 2);
+    const target = buf.slice(p + 2, nameEnd);
+    if (target === '') {
+      this.advanceLines(p);
+      this.fail('RS_XML_MALFORMED', 'processing instruction without a target');
+    }
+    if (nameEnd < end && !isSpace(buf.charCodeAt(nameEnd))) {
+      this.advanceLines(p);
+      this.fail('RS_XML_MALFORMED', `processing instruction target '${target}' is not a name`);
+    }
+    if (target.includes(':')) this.malformedAt(p, `processing instruction target '${target}' contains a colon`);
+    if (target.toLowerCase() === 'xml') {
+      if (target !== 'xml' || this.started || this.seenDecl || this.base + p !== 0) {
+        this.advanceLines(p);
+        this.fail('RS_XML_MALFORMED', 'the XML declaration is only allowed at the very start of the document');
+      }
+      this.xmlDecl(buf.slice(nameEnd, end), p);
+      this.seenDecl = true;
+    }
+    this.started = true;
+    return end + 2;
+  }
+
+  private xmlDecl(body: string, p: number): void {
+    const m = /^\s+version\s*=\s*(["'])1\.[0-9]+\1(?:\s+encoding\s*=\s*(["'])[A-Za-z][A-Za-z0-9._-]*\2)?(?:\s+standalone\s*=\s*(["'])(?:yes|no)\3)?\s*$/.exec(body);
+    if (!m) {
+      this.advanceLines(p);
+      this.fail('RS_XML_MALFORMED', 'malformed XML declaration');
+    }
+  }
+
+  /** End of an XML Name starting at p (p itself if there is none). */
+  private nameEnd(p: number): number {
+    const buf = this.buf;
+    const len = buf.length;
+    let i = p;
+    let first = true;
+    while (i < len) {
+      const c = buf.charCodeAt(i);
+      if (c < 128) {
+        const k = NAME_ASCII[c]!;
+        if (k === 0 || (first && k === 1)) break;
+      } else if (c >= 0xd800 && c <= 0xdb7f) {
+        // A surrogate pair: U+10000–U+EFFFF are all name characters.
+        const lo = buf.charCodeAt(i + 1);
+        if (Number.isNaN(lo)) throw NEED_MORE;
+        if (lo < 0xdc00 || lo > 0xdfff) break;
+        i++;
+      } else {
+        const ch = buf[i]!;
+        if (!(first ? NAME_START_NON_ASCII : NAME_NON_ASCII).test(ch)) break;
+      }
+      first = false;
+      i++;
+    }
+    if (i === len) throw NEED_MORE;
+    return i;
+  }
+
+  private skipSpace(p: number): number {
+    const buf = this.buf;
+    while (p < buf.length && isSpace(buf.charCodeAt(p))) p++;
+    if (p === buf.length) throw NEED_MORE;
+    return p;
+  }
+
+  private startTag(p: number): number {
+    const buf = this.buf;
+    if (this.rootClosed) {
+      this.advanceLines(p);
+      this.fail('RS_XML_MALFORMED', 'a second root element');
+    }
+    const nameEnd = this.nameEnd(p + 1);
+    if (nameEnd === p + 1) {
+      this.advanceLines(p);
+      this.fail('RS_XML_MALFORMED', "'<' not followed by a name");
+    }
+    const qname = buf.slice(p + 1, nameEnd);
+    let i = nameEnd;
+    let rawAttrs: [string, string, number][] | undefined;
+    let selfClosing = false;
+    for (;;) {
+      const before = i;
+      i = this.skipSpace(i);
+      const c = buf.charCodeAt(i);
+      if (c === GT) {
+        i++;
+        break;
+      }
+      if (c === SLASH) {
+        if (i + 1 >= buf.length) throw NEED_MORE;
+        if (buf.charCodeAt(i + 1) !== GT) this.malformedAt(i, "'/' not followed by '>' in a tag");
+        selfClosing = true;
+        i += 2;
+        break;
+      }
+      if (i === before) this.malformedAt(i, `white space is required between attributes in <${qname}>`);
+      const an = this.nameEnd(i);
+      if (an === i) this.malformedAt(i, `unexpected character '${buf[i]}' in <${qname}>`);
+      const aname = buf.slice(i, an);
+      i = this.skipSpace(an);
+      if (buf.charCodeAt(i) !== EQ) this.malformedAt(i, `attribute '${aname}' has no value`);
+      i = this.skipSpace(i + 1);
+      const q = buf.charCodeAt(i);
+      if (q !== QUOT && q !== APOS) this.malformedAt(i, `value of attribute '${aname}' is not quoted`);
+      const close = buf.indexOf(q === QUOT ? '"' : "'", i + 1);
+      if (close < 0) {
+        if (buf.length - i > this.limits.maxValueLength) this.fail('RS_LIMIT_VALUE', `attribute '${aname}' longer than ${this.limits.maxValueLength} characters`);
+        throw NEED_MORE;
+      }
+      if (close - i - 1 > this.limits.maxValueLength) this.fail('RS_LIMIT_VALUE', `attribute '${aname}' longer than ${this.limits.maxValueLength} characters`);
+      (rawAttrs ??= []).push([aname, buf.slice(i + 1, close), i]);
+      if (rawAttrs.length > this.limits.maxAttributes) this.fail('RS_LIMIT_ATTRIBUTES', `more than ${this.limits.maxAttributes} attributes on <${qname}>`);
+      i = close + 1;
+    }
+    // The whole tag is in the buffer: now it is safe to act on it.
+    const el = this.element(qname, rawAttrs, p);
+    if (this.stack.length === 0) {
+      this.seenRoot = true;
+    }
+    this.started = true;
+    if (this.stack.length >= this.limits.maxDepth) this.fail('RS_LIMIT_DEPTH', `elements nested deeper than ${this.limits.maxDepth}`);
+    this.stack.push(el);
+    this.handler.start(el, selfClosing);
+    if (selfClosing) {
+      this.stack.pop();
+      if (this.stack.length === 0) this.rootClosed = true;
+      this.handler.end(el);
+    }
+    return i;
+  }
+
+  private malformedAt(i: number, what: string): never {
+    this.advanceLines(i);
+    return this.fail('RS_XML_MALFORMED', what);
+  }
+
+  private element(qname: string, rawAttrs: [string, string, number][] | undefined, p: number): XmlElement {
+    const parent = this.stack[this.stack.length - 1];
+    let scope = parent ? parent.scope : this.rootScope;
+    let decls: [string, string][] | undefined;
+    let attrs = NO_ATTRIBUTES;
+    if (rawAttrs) {
+      attrs = [];
+      for (let k = 0; k < rawAttrs.length; k++) {
+        const [name, rawValue, at] = rawAttrs[k]!;
+        for (let j = 0; j < k; j++) {
+          if (rawAttrs[j]![0] === name) this.malformedAt(at, `duplicate attribute '${name}' on <${qname}>`);
+        }
+        const value = this.attrValue(rawValue, at);
+        if (name === 'xmlns' || name.startsWith('xmlns:')) {
+          const prefix = name === 'xmlns' ? '' : name.slice(6);
+          const problem = NamespaceScope.declarationProblem(prefix, value);
+          if (problem) this.malformedAt(at, problem);
+          (decls ??= []).push([prefix, value]);
+        } else {
+          attrs.push({ qname: name, prefix: '', local: name, ns: '', value });
+        }
+      }
+      if (decls) scope = scope.with(decls);
+      for (const a of attrs) {
+        const colon = a.qname.indexOf(':');
+        if (colon < 0) continue;
+        const [prefix, local] = this.splitQName(a.qname, p);
+        const ns = scope.resolve(prefix);
+        if (ns === undefined) this.malformedAt(p, `namespace prefix '${prefix}' of attribute '${a.qname}' is not declared`);
+        a.prefix = prefix;
+        a.local = local;
+        a.ns = ns;
+      }
+      // Namespaces in XML §6.3: no two attributes with the same expanded name.
+      for (let k = 1; k < attrs.length; k++) {
+        for (let j = 0; j < k; j++) {
+          if (attrs[k]!.ns === attrs[j]!.ns && attrs[k]!.local === attrs[j]!.local && attrs[k]!.ns !== '') {
+            this.malformedAt(p, `attributes '${attrs[j]!.qname}' and '${attrs[k]!.qname}' have the same expanded name`);
+          }
+        }
+      }
+    }
+    let prefix = '';
+    let local = qname;
+    if (qname.includes(':')) [prefix, local] = this.splitQName(qname, p);
+    const ns = scope.resolve(prefix);
+    if (ns === undefined) this.malformedAt(p, `namespace prefix '${prefix}' of <${qname}> is not declared`);
+    return { qname, prefix, local, ns, attrs, decls, scope, pos: p };
+  }
+
+  private splitQName(qname: string, p: number): [string, string] {
+    const colon = qname.indexOf(':');
+    const prefix = qname.slice(0, colon);
+    const local = qname.slice(colon + 1);
+    if (prefix === '' || local === '' || local.includes(':') || NAME_ASCII[local.charCodeAt(0)] === 1) {
+      this.malformedAt(p, `'${qname}' is not a valid qualified name`);
+    }
+    return [prefix, local];
+  }
+
+  private attrValue(raw: string, at: number): string {
+    let v = raw;
+    if (v.includes('<')) this.malformedAt(at, "'<' is not allowed in an attribute value");
+    // Attribute-value normalisation (XML 1.0 §3.3.3): literal white space becomes a space.
+    if (v.includes('\r') || v.includes('\n') || v.includes('\t')) v = v.replace(/\r\n|[\r\n\t]/g, ' ');
+    if (v.includes('&')) v = this.refs(v, at);
+    return v;
+  }
+
+  private endTag(p: number): number {
+    const buf = this.buf;
+    const top = this.stack[this.stack.length - 1];
+    let nameEnd = p + 2 + (top ? top.qname.length : 0);
+    if (nameEnd >= buf.length) throw NEED_MORE;
+    const after = buf.charCodeAt(nameEnd);
+    // Fast path: the expected name followed by '>' or space; else read the name to report it.
+    if (!top || !(after === GT || isSpace(after)) || !buf.startsWith(top.qname, p + 2)) {
+      nameEnd = this.nameEnd(p + 2);
+      const qname = buf.slice(p + 2, nameEnd);
+      if (!top) this.malformedAt(p, `end tag </${qname}> without a start tag`);
+      this.malformedAt(p, `end tag </${qname}> does not match <${top.qname}>`);
+    }
+    const gt = after === GT ? nameEnd : this.skipSpace(nameEnd);
+    if (buf.charCodeAt(gt) !== GT) this.malformedAt(gt, "malformed end tag: expected '>'");
+    this.stack.pop();
+    if (this.stack.length === 0) this.rootClosed = true;
+    this.handler.end(top);
+    return gt + 1;
+  }
+}
+
+export { XML_NS };
