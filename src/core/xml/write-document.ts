@@ -10,8 +10,7 @@
  */
 
 import { Buffer } from 'node:buffer';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream';
+import { pipeline, Readable, type TransformOptions } from 'node:stream';
 import { createGzip, type ZlibOptions } from 'node:zlib';
 import { LIMITS, RS_NS, SITEMAP_NS } from '../constants.js';
 import { ResourceSyncError } from '../errors.js';
@@ -108,9 +107,16 @@ async function* documentChunks(
 export function gzipChunks(source: AsyncIterable<Uint8Array>, zlibOptions?: ZlibOptions): AsyncIterable<Uint8Array> {
   return {
     [Symbol.asyncIterator]() {
-      const gz = createGzip(zlibOptions);
+      // Room for a few batches on each side of zlib, so that the next batch is serialized on the
+      // main thread while zlib compresses the previous one in the thread pool (bounded: ~2 MiB).
+      const streamOptions: ZlibOptions & TransformOptions = {
+        chunkSize: 64 * 1024,
+        writableHighWaterMark: 1024 * 1024,
+      };
+      const gz = createGzip({ ...streamOptions, ...zlibOptions });
+      const input = Readable.from(source, { objectMode: true, highWaterMark: 4 });
       // The callback form: errors reach the iterator below through gz being destroyed with them.
-      pipeline(Readable.from(source, { objectMode: false }), gz, () => {});
+      pipeline(input, gz, () => {});
       return gz[Symbol.asyncIterator]() as AsyncIterator<Uint8Array>;
     },
   };
