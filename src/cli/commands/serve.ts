@@ -47,7 +47,8 @@ Options:
   --port N          TCP port (default 8080; 0 picks a free one)
   --host H          interface to listen on (default 127.0.0.1)
   --base-url URL    public base URL of the resources (default http://<host>:<port>)
-  --state DIR       state and published documents (default <first dir>/.resourcesync)
+  --state DIR       state and published documents (default: each <dir>/.resourcesync, documents in
+                    the first one's publish/ folder)
   --no-watch        publish once; do not track changes
   --verbose         log every request on stderr
   -h, --help        show this help
@@ -61,6 +62,12 @@ const SERVICE_UNAVAILABLE: CoreResponse = {
 
 function message(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** A set name that is a valid URL segment (`[A-Za-z0-9_-][A-Za-z0-9._-]*`), from a folder name. */
+function setName(folder: string): string {
+  const name = folder.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[.]+/, '');
+  return name === '' ? 'data' : name;
 }
 
 function insideVisibly(child: string, parent: string): boolean {
@@ -123,17 +130,18 @@ export async function run(args: string[]): Promise<number> {
       process.stderr.write(`resourcesync serve: '${dir}' is not a directory.\n`);
       return 2;
     }
-    const name = basename(dir);
-    if (name === '' || name.startsWith('.') || sets.some((s) => s.name === name)) {
-      process.stderr.write(`resourcesync serve: '${dir}' gives the set name '${name}', which is hidden or repeated.\n`);
+    const name = setName(basename(dir));
+    if (sets.some((s) => s.name === name)) {
+      process.stderr.write(`resourcesync serve: '${dir}' gives the set name '${name}', which is already used.\n`);
       return 2;
     }
     sets.push({ name, dir });
   }
-  const stateDir = resolve(values.state ?? join(dirs[0]!, '.resourcesync'));
-  const outDir = join(stateDir, 'publish');
+  // Default state: each set's store in <dir>/.resourcesync/source.sqlite, documents in <first dir>/.resourcesync/publish.
+  const stateDir = values.state === undefined ? undefined : resolve(values.state);
+  const outDir = join(stateDir ?? join(dirs[0]!, '.resourcesync'), 'publish');
   for (const dir of dirs) {
-    if (insideVisibly(stateDir, dir)) {
+    if (stateDir !== undefined && insideVisibly(stateDir, dir)) {
       process.stderr.write(`resourcesync serve: --state '${stateDir}' would be published inside '${dir}'; use a hidden folder or one outside.\n`);
       return 2;
     }
@@ -166,7 +174,7 @@ export async function run(args: string[]): Promise<number> {
   }
 
   const baseUrl = (values['base-url'] ?? running.url).replace(/\/+$/, '');
-  const publishOptions: PublishOptions = { sets, baseUrl, outDir, stateDir, signal: ac.signal };
+  const publishOptions: PublishOptions = { sets, baseUrl, outDir, signal: ac.signal, ...(stateDir === undefined ? {} : { stateDir }) };
   let watcher: SourceWatcher | undefined;
   try {
     const result = await publish(publishOptions);
