@@ -54,7 +54,15 @@ function generate() {
   return paths;
 }
 
-function runWrk(url) {
+/** Runs wrk against `url`; also measures this process's CPU time per request (servers run in-process). */
+async function runWrk(url) {
+  const cpu0 = process.cpuUsage();
+  const result = await runWrkOnly(url);
+  const cpu = process.cpuUsage(cpu0);
+  return { ...result, cpuUsPerRequest: (cpu.user + cpu.system) / result.requests };
+}
+
+function runWrkOnly(url) {
   return new Promise((resolve, reject) => {
     const child = spawn('wrk', ['-t1', `-c${CONNECTIONS}`, `-d${SECONDS}s`, '-s', join(DATA, 'urls.lua'), url], {
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -68,8 +76,9 @@ function runWrk(url) {
       clearTimeout(killer);
       const m = /Requests\/sec:\s*([\d.]+)/.exec(out);
       const non2xx = /Non-2xx or 3xx responses:\s*(\d+)/.exec(out);
-      if (m === null) reject(new Error(`wrk output not understood:\n${out}`));
-      else resolve({ rps: Number(m[1]), errors: non2xx === null ? 0 : Number(non2xx[1]) });
+      const total = /(\d+) requests in/.exec(out);
+      if (m === null || total === null) reject(new Error(`wrk output not understood:\n${out}`));
+      else resolve({ rps: Number(m[1]), requests: Number(total[1]), errors: non2xx === null ? 0 : Number(non2xx[1]) });
     });
   });
 }
@@ -193,6 +202,9 @@ if (nginx !== undefined) console.log(`nginx 1 worker (baseline): ${fmt(nginx.rps
 const ratios = [`${(source.rps / memory.rps).toFixed(2)}x node:http in-memory`];
 if (nginx !== undefined) ratios.push(`${(source.rps / nginx.rps).toFixed(2)}x nginx`);
 console.log(`server small-file GET (${COUNT} files of ${SIZE} B, wrk -c${CONNECTIONS}, best of ${ROUNDS}×${SECONDS}s): ${fmt(source.rps)} req/s (${ratios.join(', ')})`);
+console.log(
+  `server CPU per request (this process): ${source.cpuUsPerRequest.toFixed(1)} µs (${(source.cpuUsPerRequest / memory.cpuUsPerRequest).toFixed(2)}x node:http in-memory at ${memory.cpuUsPerRequest.toFixed(1)} µs)`,
+);
 if (source.errors > 0) console.log(`server non-2xx responses: ${source.errors}`);
 console.log(`target ≥${fmt(TARGET)} req/s: ${source.rps >= TARGET && source.errors === 0 ? 'met' : 'MISSED'}`);
 if (existsSync(join(DATA, 'nginx.pid'))) rmSync(join(DATA, 'nginx.pid'), { force: true });

@@ -98,7 +98,10 @@ export type CoreBody =
       gzip: boolean;
     };
 
-/** A response description: status, header fields (lower-case names) and an optional body (none for HEAD). */
+/**
+ * A response description: status, header fields (lower-case names) and an optional body (none for HEAD).
+ * Read-only: the core returns the same object for repeated plain GETs of a cached file.
+ */
 export interface CoreResponse {
   status: number;
   headers: Record<string, string>;
@@ -175,6 +178,8 @@ interface Resolution {
   checkedAt: number;
   /** Bytes this entry holds in memory. */
   weight: number;
+  /** The response to a plain GET (no conditions, no range, identity coding), built once; read-only. */
+  plain: CoreResponse | undefined;
 }
 
 function statusResponse(status: number, text: string, extra?: Record<string, string>): CoreResponse {
@@ -363,7 +368,7 @@ export function createSourceCore(options: SourceServerOptions): SourceCore {
         : kind === 'document' && (name === 'resourcesync' || name.endsWith('.xml'))
           ? XML
           : mediaType(name);
-    const r: Resolution = { real: undefined, info: undefined, contentType, kind, link, checkedAt: at, weight: 0 };
+    const r: Resolution = { real: undefined, info: undefined, contentType, kind, link, checkedAt: at, weight: 0, plain: undefined };
     const real = confined(root, segments, kind === 'document');
     if (real === undefined) return r;
     const st = statSync(real, { throwIfNoEntry: false });
@@ -527,7 +532,22 @@ export function createSourceCore(options: SourceServerOptions): SourceCore {
       if (cacheMs > 0) store(path, r);
     }
     if (r.info === undefined) return statusResponse(404, 'Not Found');
-    if (r.info.bytes !== undefined) return respond(req, r, r.info, undefined);
+    if (r.info.bytes !== undefined) {
+      const h = req.headers;
+      if (
+        req.method === 'GET' &&
+        h.range === undefined &&
+        h['if-none-match'] === undefined &&
+        h['if-modified-since'] === undefined &&
+        h['if-match'] === undefined &&
+        h['if-unmodified-since'] === undefined &&
+        (h['accept-encoding'] === undefined || !isCompressible(r.contentType))
+      ) {
+        // the hot path: one response object per resolution, written as is by the adapter
+        return (r.plain ??= respond(req, r, r.info, undefined));
+      }
+      return respond(req, r, r.info, undefined);
+    }
     if (req.method === 'HEAD') return respond(req, r, r.info, undefined);
     return respondFromDescriptor(req, r).catch(fail);
   }
