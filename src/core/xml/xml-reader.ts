@@ -1,7 +1,7 @@
 import { ResourceSyncError, type ErrorCode } from '../errors.js';
 import type { Limits } from '../constants.js';
 import { decodeReferences } from './references.js';
-import { NamespaceScope, XML_NS } from './namespaces.js';
+import { NamespaceScope } from './namespaces.js';
 
 /**
  * A strict, streaming, namespace-aware XML 1.0 reader for the XML that ResourceSync uses.
@@ -491,4 +491,3 @@ export class XmlReader {
   }
 }
 
-export { XML_NS };
