@@ -155,8 +155,9 @@ export async function run(args: string[]): Promise<number> {
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
 
-  let core: SourceCore | undefined;
-  const front: CoreHandler = (req) => (core === undefined ? SERVICE_UNAVAILABLE : core(req));
+  // Until the first publication is done, requests get 503 (the listening line is printed after it).
+  const live: { core?: SourceCore } = {};
+  const front: CoreHandler = (req) => (live.core === undefined ? SERVICE_UNAVAILABLE : live.core(req));
   let running: RunningServer;
   try {
     running = await serve(front, {
@@ -175,47 +176,60 @@ export async function run(args: string[]): Promise<number> {
 
   const baseUrl = (values['base-url'] ?? running.url).replace(/\/+$/, '');
   const publishOptions: PublishOptions = { sets, baseUrl, outDir, signal: ac.signal, ...(stateDir === undefined ? {} : { stateDir }) };
-  let watcher: SourceWatcher | undefined;
-  try {
-    const result = await publish(publishOptions);
-    if (verbose) log(`published ${result.resources} resources (${result.documents.length} documents)`);
-    core = createSourceCore({
-      sets: sets.map((s) => {
-        const marker = `/.resourcesync/${encodeURIComponent(s.name)}/`;
-        const cap = result.capabilityLists.find((u) => u.includes(marker));
-        return cap === undefined ? s : { ...s, capabilityList: cap };
-      }),
-      outDir,
-      baseUrl,
-      onError: (e) => log(`resourcesync serve: ${message(e)}`),
-    });
-    if (values['no-watch'] !== true && !ac.signal.aborted) {
-      const c = core;
-      watcher = watchSources({
+  // The watcher starts before the first publication, which it runs itself: a change made meanwhile is
+  // never lost, and two publications never run at once.
+  let first: { result?: PublishResult; error?: unknown } | undefined;
+  const publishOnce = async (): Promise<PublishResult> => {
+    try {
+      const result = await publish(publishOptions);
+      first ??= { result };
+      return result;
+    } catch (error) {
+      first ??= { error };
+      throw error;
+    }
+  };
+  const watching = values['no-watch'] !== true;
+  const watcher: SourceWatcher | undefined = watching
+    ? watchSources({
         dirs,
-        run: () => publish(publishOptions),
+        run: publishOnce,
         signal: ac.signal,
-        onEvent: () => c.invalidate(),
+        onEvent: () => live.core?.invalidate(),
         onRun: (r) => {
-          c.invalidate();
+          live.core?.invalidate();
           if (verbose) {
             const ch = (r as PublishResult).changes;
             log(`published: ${ch.created} created, ${ch.updated} updated, ${ch.deleted} deleted`);
           }
         },
         onError: (e) => {
-          if (!ac.signal.aborted) log(`resourcesync serve: publishing failed: ${message(e)}`);
+          if (!ac.signal.aborted && first?.error !== e) log(`resourcesync serve: publishing failed: ${message(e)}`);
         },
-      });
-    }
-  } catch (error) {
-    log(`resourcesync serve: publishing failed: ${message(error)}`);
+      })
+    : undefined;
+  if (watcher !== undefined) await watcher.flush();
+  else await publishOnce().catch(() => undefined);
+  if (first?.result === undefined) {
+    log(`resourcesync serve: publishing failed: ${message(first?.error ?? 'aborted')}`);
     ac.abort();
     await running.closed;
+    await watcher?.close();
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);
     return 1;
   }
+  const result = first.result;
+  if (verbose) log(`published ${result.resources} resources (${result.documents.length} documents)`);
+  live.core = createSourceCore({
+    sets: sets.map((s, i) => {
+      const cap = result.capabilityLists[i];
+      return cap === undefined ? s : { ...s, capabilityList: cap };
+    }),
+    outDir,
+    baseUrl,
+    onError: (e) => log(`resourcesync serve: ${message(e)}`),
+  });
 
   if (!ac.signal.aborted) process.stdout.write(`listening on ${running.url}\n`);
   await running.closed;
