@@ -84,6 +84,15 @@ async function childValidate(file) {
   return { entries, ms, errors: issues.filter((i) => i.severity === 'error').length };
 }
 
+async function childParse(file) {
+  const { readDocument } = await import('../dist/src/core/xml/read-document.js');
+  const t0 = performance.now();
+  const reader = await readDocument(createReadStream(file, { highWaterMark: 256 * 1024 }));
+  let entries = 0;
+  for await (const e of reader.entries) if (e.loc) entries++;
+  return { entries, ms: performance.now() - t0 };
+}
+
 async function childIndex(indexFile) {
   const { readDocument } = await import('../dist/src/core/xml/read-document.js');
   const { validate } = await import('../dist/src/core/validate/index.js');
@@ -152,7 +161,7 @@ const mb = (kb) => (kb / 1024).toFixed(1);
 async function main() {
   if (process.argv[2] === '--child') {
     const [, , , kind, file] = process.argv;
-    const fn = { validate: childValidate, index: childIndex, raw: childRaw, saxes: childSaxes }[kind];
+    const fn = { validate: childValidate, parse: childParse, index: childIndex, raw: childRaw, saxes: childSaxes }[kind];
     const r = await fn(file);
     process.stdout.write(`${JSON.stringify({ ...r, maxRSS: process.resourceUsage().maxRSS })}\n`);
     return;
@@ -166,6 +175,7 @@ async function main() {
   const runs = 3;
   const raw = best('raw', RL, runs);
   const v = best('validate', RL, runs);
+  const p = best('parse', RL, runs);
   const sx = best('saxes', RL, 1);
   const rate = (v.entries / v.ms) * 1000;
   const rawRate = (PER_PART / raw.ms) * 1000;
@@ -180,7 +190,10 @@ async function main() {
   } else {
     console.log('validate-50k baseline xmllint --stream: not on PATH');
   }
+  const parseRate = (p.entries / p.ms) * 1000;
+  console.log(`validate-50k readDocument alone: ${fmt(parseRate)} entries/s (${(parseRate / rawRate).toFixed(2)} x baseline, ${(parseRate / saxRate).toFixed(2)} x saxes), peak RSS ${mb(p.maxRSS)} MB`);
   console.log(`validate-50k readDocument+validate: ${fmt(rate)} entries/s (${(rate / rawRate).toFixed(2)} x baseline, ${(rate / saxRate).toFixed(2)} x saxes)`);
+  console.log(`validate-50k validator share: ${(((v.ms - p.ms) / v.entries) * 1000).toFixed(2)} µs/entry over parsing (${((1 - p.ms / v.ms) * 100).toFixed(0)}% of the time)`);
   console.log(`validate-50k target ≥150,000 entries/s: ${rate >= 150_000 ? 'met' : 'MISSED'}`);
   console.log(`validate-50k peak RSS: ${mb(v.maxRSS)} MB (${(v.maxRSS / raw.maxRSS).toFixed(2)} x baseline raw read ${mb(raw.maxRSS)} MB)`);
   console.log(`validate-50k target ≤80 MB: ${v.maxRSS / 1024 <= 80 ? 'met' : 'MISSED'}`);

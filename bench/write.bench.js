@@ -11,8 +11,8 @@ import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { setInterval, clearInterval } from 'node:timers';
-import { writeDocument } from '../dist/src/core/xml/write-document.js';
-import { writeFileAtomic } from '../dist/src/node/file-sink.js';
+import { writeDocument, writeDocumentSet } from '../dist/src/core/xml/write-document.js';
+import { fileSink, writeFileAtomic } from '../dist/src/node/file-sink.js';
 
 const N = Number(process.env.RS_BENCH_WRITE_ENTRIES ?? 1_000_000);
 const DATA = fileURLToPath(new URL('./.data/', import.meta.url));
@@ -93,6 +93,7 @@ const gzPath = join(DATA, 'write-resourcelist.xml.gz');
 const basePath = join(DATA, 'write-baseline.bin');
 const baseGzPath = join(DATA, 'write-baseline.bin.gz');
 try {
+  console.log(`write RSS at start: ${fmt(process.memoryUsage.rss() / 1024 / 1024, 1)} MB`);
   // Warm up the code paths (not measured).
   await writeFileAtomic(plainPath, writeDocument(header, entries(20_000)));
 
@@ -105,6 +106,18 @@ try {
   const sampleChunks = [];
   for await (const c of writeDocument(header, entries(2000))) sampleChunks.push(c);
   const baseGz = await measure(() => gzipPrebuilt(baseGzPath, Buffer.concat(sampleChunks), bytes));
+
+  const setDir = join(DATA, 'write-set');
+  await mkdir(setDir, { recursive: true });
+  const set = await measure(() =>
+    writeDocumentSet(header, entries(N), {
+      indexUrl: 'http://example.com/dataset1/resourcelist.xml',
+      partUrl: (n) => `http://example.com/dataset1/resourcelist-${n}.xml`,
+      sink: ({ url }) => fileSink(join(setDir, url.slice(url.lastIndexOf('/') + 1))),
+      partEntry: () => ({ md: { at: header.md.at } }),
+    }),
+  );
+  await rm(setDir, { recursive: true, force: true });
 
   const plainRate = N / plain.seconds;
   const gzRate = N / gz.seconds;
@@ -128,7 +141,12 @@ try {
     `baseline gzip of the same bytes (node:zlib, default level): ${fmt(mb / baseGz.seconds, 1)} MB/s (${fmt(N / baseGz.seconds)} entries/s equivalent)`,
   );
   console.log(`write gzip target ≥100,000 entries/s: ${gzRate >= 100_000 ? 'met' : 'MISSED'}`);
+  const setRate = N / set.seconds;
+  console.log(
+    `write set (${set.result.parts.length} parts of ≤50,000 + index): ${fmt(setRate)} entries/s (${fmt(base.seconds / set.seconds, 2)} x baseline), peak RSS ${fmt(set.peakMB, 1)} MB`,
+  );
 } finally {
+  await rm(join(DATA, 'write-set'), { recursive: true, force: true });
   await rm(plainPath, { force: true });
   await rm(gzPath, { force: true });
   await rm(basePath, { force: true });

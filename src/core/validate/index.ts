@@ -4,4 +4,4 @@
  */
 export { ISSUE_CODES, hasErrors, type IssueCode, type Severity, type ValidationIssue, type ValidateOptions } from './codes.js';
 export { MESSAGES, formatMessage, type IssueDefinition, type MessageParams } from './messages.js';
-export { createValidator, validateDocument, validate, type Validator, type EntrySource, type StructureNote } from './validator.js';
+export { createValidator, validateDocument, validate, type Validator, type EntrySource } from './validator.js';

@@ -164,6 +164,14 @@ void describe('validateDocument: entries', () => {
     ]);
     assert.deepEqual(check(doc), ['length-invalid', 'changefreq-invalid', 'priority-invalid', 'loc-missing', 'loc-not-absolute', 'loc-duplicate']);
   });
+  void it('finds repeated locs by fingerprint without false alarms over 50,000 distinct ones', () => {
+    const entries: Entry[] = [];
+    for (let i = 0; i < 50_000; i++) entries.push({ loc: `http://example.com/dataset1/resources/item-${i}.html` });
+    entries.push({ loc: 'http://example.com/dataset1/resources/item-4711.html' });
+    const issues = validateDocument(resourceList(entries));
+    assert.deepEqual(codes(issues), ['loc-duplicate']);
+    assert.equal(issues[0]!.path, 'urlset/url[50001]/loc');
+  });
   void it('requires lastmod and change in 1.0 Change Lists, only change in 1.1', () => {
     const doc = changeList([{ loc: 'http://e.com/a', md: { change: 'updated' } }, { loc: 'http://e.com/b', lastmod: '2013-01-03T01:00:00Z' }]);
     assert.deepEqual(check(doc, { spec: '1.0' }), ['lastmod-missing', 'change-missing']);
@@ -337,7 +345,7 @@ void describe('streaming', () => {
     assert.equal(issues[0]!.path, 'urlset/url[501]/rs:md/@length');
   });
   void it('turns parser notes into issues, skipping those the model already shows', () => {
-    const doc: ResourceSyncDocument & { notes: { code: string; line: number; message: string }[] } = {
+    const doc: ResourceSyncDocument = {
       ...resourceList([{ loc: 'http://e.com/a', line: 7 }]),
       notes: [
         { code: 'md-repeated', line: 9, message: 'a second <rs:md> in one entry is ignored' },

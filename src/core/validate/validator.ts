@@ -6,23 +6,13 @@
  */
 import { CHANGEFREQS, CAPABILITY_LIST_ENTRIES, HASH_ALGORITHMS, PRI_MAX, PRI_MIN, RS_NS } from '../constants.js';
 import { documentKind, type DocumentKind, type DocumentKindId } from '../model/document-kinds.js';
-import type { DocumentHeader, Entry, ForeignAttribute, Ln, Md, ResourceSyncDocument } from '../model/types.js';
+import type { DocumentHeader, Entry, ForeignAttribute, Ln, Md, ParseNote, ResourceSyncDocument } from '../model/types.js';
 import { parseW3CDatetime, type W3CDatetime } from '../w3c-datetime.js';
 import type { IssueCode, ValidateOptions, ValidationIssue } from './codes.js';
 import { formatMessage, MESSAGES, type MessageParams } from './messages.js';
 
-/**
- * A structural note of the parser (`ParseNote` of src/core/model/types.ts): shapes that differ from
- * Z39.99 §7 in a well-formed document. The validator reports each as an issue of the same code.
- */
-export interface StructureNote {
-  code: string;
-  line: number;
-  message: string;
-}
-
 /** Note codes the validator derives from the model itself (with a path), so notes would repeat them. */
-const NOTES_COVERED = new Set(['rs-attribute-prefixed', 'unknown-attribute']);
+const NOTES_COVERED: ReadonlySet<string> = new Set(['rs-attribute-prefixed', 'unknown-attribute']);
 const NOTE_CODES: ReadonlySet<string> = new Set<IssueCode>([
   'wrong-namespace', 'child-element-mismatch', 'md-repeated', 'element-repeated', 'unexpected-element', 'unexpected-text',
   'unknown-element', 'header-after-entries',
@@ -38,7 +28,7 @@ export interface Validator {
    * Finishes the document (rules that need every entry) and returns all issues, ordered by line
    * (issues without a line first). `notes` are the parser's structural notes for the document.
    */
-  end(notes?: readonly StructureNote[]): ValidationIssue[];
+  end(notes?: readonly ParseNote[]): ValidationIssue[];
 }
 
 /** What the validator needs from the parser's reader (`readDocument` in src/core/xml/read-document.ts). */
@@ -46,7 +36,7 @@ export interface EntrySource {
   header: DocumentHeader;
   entries: AsyncIterable<Entry> | Iterable<Entry>;
   /** The parser's structural notes; read after the entries, as they grow while reading. */
-  notes?: readonly StructureNote[];
+  notes?: readonly ParseNote[];
 }
 
 const CHANGEFREQ_SET: ReadonlySet<string> = new Set(CHANGEFREQS);
@@ -123,6 +113,41 @@ function isHexDigit(c: number): boolean {
   return (c >= 48 && c <= 57) || (c >= 97 && c <= 102) || (c >= 65 && c <= 70);
 }
 
+function isHexFrom(s: string, from: number): boolean {
+  for (let k = from; k < s.length; k++) if (!isHexDigit(s.charCodeAt(k))) return false;
+  return true;
+}
+
+/** The common case without a scan for tokens: one well-formed md5, sha-1 or sha-256 value. */
+function isSingleKnownHash(v: string): boolean {
+  switch (v.length) {
+    case 36:
+      return v.startsWith('md5:') && isHexFrom(v, 4);
+    case 46:
+      return v.startsWith('sha-1:') && isHexFrom(v, 6);
+    case 72:
+      return v.startsWith('sha-256:') && isHexFrom(v, 8);
+    default:
+      return false;
+  }
+}
+
+/**
+ * A 52-bit fingerprint of a string (two 26-bit FNV-1a variants), exact as a double. Keeping these
+ * instead of the strings keeps memory flat: parsed strings may be slices that pin whole chunks.
+ * Two different locs collide with probability about n²/2^53 (3·10⁻⁷ for 50,000 entries).
+ */
+function fingerprint(s: string): number {
+  let a = 0x811c9dc5 | 0;
+  let b = 0x01000193 ^ 0x5bd1e995;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x5bd1e995) ^ (b >>> 15);
+  }
+  return (a >>> 6) * 67_108_864 + (b >>> 6);
+}
+
 function isDigits(s: string): boolean {
   if (s.length === 0) return false;
   for (let i = 0; i < s.length; i++) {
@@ -197,7 +222,7 @@ class StreamingValidator implements Validator {
   private lastOrderText = '';
   private outOfOrder = 0;
   private capabilities: Set<string> | undefined;
-  private locs: Set<string> | undefined;
+  private locs: Set<number> | undefined;
   private ended = false;
 
   constructor(header: DocumentHeader, options: ValidateOptions) {
@@ -447,6 +472,7 @@ class StreamingValidator implements Validator {
    * @see Z39.99 §7 (`hash`)
    */
   private checkHash(value: string, path: string, line: number | undefined): void {
+    if (isSingleKnownHash(value)) return;
     const n = value.length;
     let i = 0;
     while (i < n) {
@@ -496,8 +522,9 @@ class StreamingValidator implements Validator {
       if (!ABSOLUTE_URI.test(loc)) this.report('loc-not-absolute', { value: loc }, '/loc', line);
       const locs = this.locs;
       if (locs !== undefined) {
-        if (locs.has(loc)) this.report('loc-duplicate', { value: loc }, '/loc', line);
-        else if (locs.size < 50_000) locs.add(loc);
+        const f = fingerprint(loc);
+        if (locs.has(f)) this.report('loc-duplicate', { value: loc }, '/loc', line);
+        else if (locs.size < 50_000) locs.add(f);
       }
     }
 
@@ -692,7 +719,7 @@ class StreamingValidator implements Validator {
 
   // ---- end -------------------------------------------------------------------------------------
 
-  end(notes?: readonly StructureNote[]): ValidationIssue[] {
+  end(notes?: readonly ParseNote[]): ValidationIssue[] {
     if (this.ended) return this.issues;
     this.ended = true;
     this.at = 0;
@@ -727,8 +754,8 @@ class StreamingValidator implements Validator {
 /**
  * A streaming validator for the document whose header is given: call `entry()` for each entry in
  * document order, then `end()` for the issues. Memory stays constant per entry, except for the set
- * of capabilities of a Capability List and the (at most 50,000) locs of a Resource List, used to
- * report repeated entries.
+ * of capabilities of a Capability List and a fingerprint of each of the (first 50,000) locs of a
+ * Resource List or Resource Dump Manifest, used to report repeated entries.
  * @example
  * const v = createValidator(reader.header, { spec: '1.0' });
  * for await (const e of reader.entries) v.entry(e);
@@ -742,7 +769,7 @@ export function createValidator(header: DocumentHeader, options: ValidateOptions
  * Validates a whole document held in memory.
  * @example validateDocument(doc, { spec: '1.0' }).filter((i) => i.severity === 'error')
  */
-export function validateDocument(doc: ResourceSyncDocument & { notes?: readonly StructureNote[] }, options: ValidateOptions = {}): ValidationIssue[] {
+export function validateDocument(doc: ResourceSyncDocument, options: ValidateOptions = {}): ValidationIssue[] {
   const v = createValidator(doc, options);
   for (const e of doc.entries) v.entry(e);
   return v.end(doc.notes);
