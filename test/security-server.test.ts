@@ -5,9 +5,9 @@ import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createSourceCore } from '../../src/server/core.js';
-import { serve, type RunningServer } from '../../src/server/node-adapter.js';
-import { rawRequest } from '../helpers/raw-http.js';
+import { createSourceCore } from '../src/server/core.js';
+import { serve, type RunningServer } from '../src/server/node-adapter.js';
+import { rawRequest } from './helpers/raw-http.js';
 
 const SECRET = 'TOP-SECRET-CONTENT';
 let tmp: string;
