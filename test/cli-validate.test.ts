@@ -1,5 +1,5 @@
 /**
- * The `validate`, `inspect` and `demo` commands as users run them: `node dist/src/cli/main.js …`,
+ * The `validate` and `inspect` commands as users run them (`demo`: cli-demo.test.ts): `node dist/src/cli/main.js …`,
  * exit codes, output lines and JSON, files and a URL served by a real HTTP server on 127.0.0.1.
  */
 import { after, before, describe, it } from 'node:test';
@@ -204,12 +204,3 @@ describe('resourcesync inspect', () => {
   });
 });
 
-describe('resourcesync demo', () => {
-  it('inspects and validates every example and exits 0', async () => {
-    const r = await cli('demo');
-    assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /ex14\.xml +Resource List, 2 entries +valid/);
-    assert.match(r.stdout, /ex01\.xml +Resource List, 2 entries +invalid: up-link-missing/);
-    assert.match(r.stdout, /archives_ex_5_1\.xml +Change List Archive, 3 entries +valid/);
-  });
-});

@@ -10,33 +10,13 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cwd, stdout } from 'node:process';
 import { sync, type SyncReport } from '../../destination/sync.js';
+import { publish } from '../../source/publish.js';
+import { createSourceCore, type CoreHandler, type SourceCore } from '../../server/core.js';
+import { serve } from '../../server/node-adapter.js';
 import { audit, type AuditReport } from '../../destination/audit.js';
 
 /** The package root: dist/src/cli/commands/ → four levels up. */
 const PACKAGE_ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
-
-// The Source side, through its documented API (src/source/publish.ts, src/server/core.ts, node-adapter.ts),
-// loaded at run time so that this command builds on its own.
-interface PublishResult {
-  sourceDescription: string;
-  capabilityLists: string[];
-  resources: number;
-  changes: { created: number; updated: number; deleted: number };
-}
-type Publish = (options: { sets: { name: string; dir: string }[]; baseUrl: string; outDir: string; stateDir?: string; hashes?: ('md5' | 'sha-1' | 'sha-256')[] }) => Promise<PublishResult>;
-/** `(CoreRequest) => CoreResponse | Promise<CoreResponse>` of src/server/core.ts, opaque here. */
-type Handler = (request: never) => unknown;
-type SourceCore = Handler & { invalidate(): void };
-type CreateSourceCore = (options: { sets: { name: string; dir: string; capabilityList?: string }[]; outDir: string; baseUrl?: string }) => SourceCore;
-interface RunningServer {
-  url: string;
-  close(): Promise<void>;
-}
-type Serve = (core: Handler, options: { port?: number; host?: string }) => Promise<RunningServer>;
-
-async function load<T>(specifier: string): Promise<T> {
-  return (await import(specifier)) as T;
-}
 
 function line(text = ''): void {
   stdout.write(`${text}\n`);
@@ -57,17 +37,6 @@ export async function run(args: string[]): Promise<number> {
     line('changes the Source and syncs again (incremental). Exit 0 when the mirror ends in sync.');
     return 0;
   }
-  let publish: Publish, createSourceCore: CreateSourceCore, serve: Serve;
-  try {
-    ({ publish } = await load<{ publish: Publish }>('../../source/publish.js'));
-    ({ createSourceCore } = await load<{ createSourceCore: CreateSourceCore }>('../../server/core.js'));
-    ({ serve } = await load<{ serve: Serve }>('../../server/node-adapter.js'));
-  } catch (err) {
-    process.stderr.write(`resourcesync demo: the Source publisher and server are not in this build (${err instanceof Error ? err.message : String(err)}); showing the examples of the standard instead.\n`);
-    const { runExamples } = await import('./demo-examples.js');
-    return runExamples();
-  }
-
   const work = resolve(cwd(), '.demo');
   const collection = join(PACKAGE_ROOT, 'examples', 'sample-collection');
   const sourceDir = join(work, 'source', 'sample');
@@ -80,7 +49,7 @@ export async function run(args: string[]): Promise<number> {
   const sets = [{ name: 'sample', dir: sourceDir }];
   const live: { core?: SourceCore } = {};
   // The server answers from the published folder; it is created once the base URL (the port) is known.
-  const front: Handler = (request: never) => {
+  const front: CoreHandler = (request) => {
     if (live.core === undefined) throw new Error('the Source is not published yet');
     return live.core(request);
   };
