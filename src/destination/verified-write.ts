@@ -60,7 +60,15 @@ function ensureDirSync(dir: string): void {
  * less than the thread-pool round trips of `fs.promises`), then renamed into place.
  */
 async function commitSmall(tmp: string, finalPath: string, data: Uint8Array, mtime: Date | undefined): Promise<void> {
-  const fd = await openFd(tmp, 'wx', 0o644);
+  let fd: number;
+  try {
+    fd = await openFd(tmp, 'wx', 0o644);
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'ENOENT') throw err;
+    knownDirs.delete(dirname(tmp)); // removed under us: create it again
+    ensureDirSync(dirname(tmp));
+    fd = await openFd(tmp, 'wx', 0o644);
+  }
   try {
     let off = 0;
     while (off < data.byteLength) off += writeSync(fd, data, off, data.byteLength - off);
@@ -68,13 +76,25 @@ async function commitSmall(tmp: string, finalPath: string, data: Uint8Array, mti
   } finally {
     closeSync(fd);
   }
+  await renameInto(tmp, finalPath);
+}
+
+/** Renames a finished temporary file into place, creating (or re-creating) the parent folders. */
+async function renameInto(tmp: string, finalPath: string): Promise<void> {
   const parent = dirname(finalPath);
   ensureDirSync(parent);
   try {
     await rename(tmp, finalPath);
   } catch (err) {
     knownDirs.delete(parent);
-    throw ioError(finalPath, 'cannot be written', err);
+    if ((err as { code?: string }).code !== 'ENOENT') throw ioError(finalPath, 'cannot be written', err);
+    ensureDirSync(parent);
+    try {
+      await rename(tmp, finalPath);
+    } catch (again) {
+      knownDirs.delete(parent);
+      throw ioError(finalPath, 'cannot be written', again);
+    }
   }
 }
 
@@ -124,7 +144,7 @@ export async function writeVerified(options: WriteVerifiedOptions): Promise<Writ
   const fsync = options.fsync ?? true;
 
   const tmpDir = tempDir(root);
-  await ensureDir(tmpDir);
+  if (!knownDirs.has(tmpDir)) await ensureDir(tmpDir);
   const tmp = join(tmpDir, `${tag}-${(counter++).toString(36)}.tmp`);
   const mtime = options.mtime !== undefined && !Number.isNaN(options.mtime.getTime()) ? options.mtime : undefined;
 
@@ -174,14 +194,7 @@ export async function writeVerified(options: WriteVerifiedOptions): Promise<Writ
     if (fsync) await handle.sync();
     await handle.close();
     handle = undefined;
-    const parent = dirname(finalPath);
-    await ensureDir(parent);
-    try {
-      await rename(tmp, finalPath);
-    } catch (err) {
-      knownDirs.delete(parent);
-      throw ioError(finalPath, 'cannot be written', err);
-    }
+    await renameInto(tmp, finalPath);
     return { path: finalPath, length, hashes };
   } catch (err) {
     if (handle !== undefined) await handle.close().catch(() => undefined);
