@@ -64,12 +64,15 @@ void test('writeFileAtomic removes the temporary file on error and keeps the old
   });
 });
 
-void test('writeFileAtomic into a missing directory fails with RS_IO', async () => {
+void test('writeFileAtomic into a missing directory fails with RS_IO, unless asked to create it', async () => {
   await withDir(async (dir) => {
     await assert.rejects(writeFileAtomic(join(dir, 'missing', 'x.xml'), [new Uint8Array([60])]), (err: unknown) =>
       isResourceSyncError(err, 'RS_IO'),
     );
     assert.deepEqual(await readdir(dir), []);
+    // With mkdir, the directory is created.
+    await writeFileAtomic(join(dir, 'a', 'b', 'x.xml'), [new Uint8Array([60])], { mkdir: true, fsync: true });
+    assert.equal(await readFile(join(dir, 'a', 'b', 'x.xml'), 'utf8'), '<');
   });
 });
 

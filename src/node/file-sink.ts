@@ -8,15 +8,20 @@
  */
 
 import { randomBytes } from 'node:crypto';
-import { open, rename, rm, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { ResourceSyncError } from '../core/errors.js';
 import type { PartSink } from '../core/xml/write-document.js';
 
 /** Options of `fileSink` and `writeFileAtomic`. */
 export interface FileSinkOptions {
-  /** fsync the file before the rename (and survive a power cut), at some cost in speed. Default false. */
+  /**
+   * fsync the file before the rename and the directory after it, so that the new document survives
+   * a power cut; costs some speed. Default false.
+   */
   fsync?: boolean;
+  /** Create the target's directory (recursively) if missing. Default false. */
+  mkdir?: boolean;
   /** File mode of the new file. Default 0o644 (less the umask). */
   mode?: number;
 }
@@ -43,7 +48,10 @@ export function fileSink(path: string, options: FileSinkOptions = {}): FileSink 
 
   const ensure = async (): Promise<FileHandle> => {
     if (handle) return handle;
-    opening ??= open(temp, 'wx', options.mode ?? 0o644).catch((err: unknown) => {
+    opening ??= (async () => {
+      if (options.mkdir) await mkdir(dirname(path), { recursive: true });
+      return open(temp, 'wx', options.mode ?? 0o644);
+    })().catch((err: unknown) => {
       throw ioError(`File ${JSON.stringify(path)}: cannot create the temporary file.`, path, err);
     });
     handle = await opening;
@@ -84,6 +92,7 @@ export function fileSink(path: string, options: FileSinkOptions = {}): FileSink 
         handle = undefined;
         opening = undefined;
         await rename(temp, path);
+        if (options.fsync) await syncDirectory(dirname(path));
       } catch (err) {
         await discard();
         throw err instanceof ResourceSyncError
@@ -117,6 +126,18 @@ export async function writeFileAtomic(
   } catch (err) {
     await sink.abort();
     throw err;
+  }
+}
+
+async function syncDirectory(dir: string): Promise<void> {
+  let h: FileHandle | undefined;
+  try {
+    h = await open(dir, 'r');
+    await h.sync();
+  } catch {
+    // Some platforms (Windows) cannot open or sync a directory: the file itself was synced.
+  } finally {
+    await h?.close().catch(() => {});
   }
 }
 

@@ -16,7 +16,7 @@ export interface OpenInputOptions {
  */
 export async function* openInput(fileOrUrl: string, options: OpenInputOptions = {}): AsyncGenerator<Uint8Array> {
   if (/^https?:\/\//i.test(fileOrUrl)) {
-    const { request } = await import('undici'); // loaded only for URLs: it costs start-up time
+    const { request, getGlobalDispatcher, interceptors } = await import('undici'); // loaded only for URLs: it costs start-up time
     let res;
     try {
       const timeout = options.timeoutMs ?? 30_000;
@@ -25,9 +25,10 @@ export async function* openInput(fileOrUrl: string, options: OpenInputOptions = 
         headers: { 'accept-encoding': 'identity', ...options.headers },
         headersTimeout: timeout,
         bodyTimeout: timeout,
-        maxRedirections: 5,
+        // undici 7 follows redirects through an interceptor (the maxRedirections option was removed)
+        dispatcher: getGlobalDispatcher().compose(interceptors.redirect({ maxRedirections: 5 })),
         ...(options.signal ? { signal: options.signal } : {}),
-      } as Parameters<typeof request>[1]);
+      });
     } catch (e) {
       throw new ResourceSyncError('RS_NETWORK', `${fileOrUrl}: ${(e as Error).message}.`, { cause: e, data: { url: fileOrUrl } });
     }

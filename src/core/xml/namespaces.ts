@@ -3,9 +3,47 @@
 export const XML_NS = 'http://www.w3.org/XML/1998/namespace';
 export const XMLNS_NS = 'http://www.w3.org/2000/xmlns/';
 
+/** A qualified name resolved in a scope. */
+export interface ResolvedName {
+  prefix: string;
+  local: string;
+  ns: string;
+}
+
+/** True for characters that may appear in a name but may not start an NCName (XML 1.0 NameChar minus NameStartChar). */
+function notNcNameStart(c: number): boolean {
+  return (c >= 48 && c <= 57) || c === 46 || c === 45 || c === 0xb7 || (c >= 0x300 && c <= 0x36f) || c === 0x203f || c === 0x2040;
+}
+const CACHE_LIMIT = 4096;
+
 /** An immutable set of in-scope prefix bindings; `''` is the default namespace. */
 export class NamespaceScope {
+  private readonly cache = new Map<string, ResolvedName | null>();
+
   private constructor(private readonly map: ReadonlyMap<string, string>) {}
+
+  /**
+   * Resolves an element name (or, when prefixed, an attribute name) in this scope; undefined when it
+   * is not a valid qualified name or its prefix is undeclared. Results are cached per scope.
+   */
+  name(qname: string): ResolvedName | undefined {
+    let r = this.cache.get(qname);
+    if (r === undefined) {
+      r = this.compute(qname);
+      if (this.cache.size < CACHE_LIMIT) this.cache.set(qname, r);
+    }
+    return r ?? undefined;
+  }
+
+  private compute(qname: string): ResolvedName | null {
+    const colon = qname.indexOf(':');
+    if (colon < 0) return { prefix: '', local: qname, ns: this.resolve('') ?? '' };
+    const prefix = qname.slice(0, colon);
+    const local = qname.slice(colon + 1);
+    if (prefix === '' || local === '' || local.includes(':') || notNcNameStart(local.charCodeAt(0))) return null;
+    const ns = this.resolve(prefix);
+    return ns === undefined ? null : { prefix, local, ns };
+  }
 
   static empty(): NamespaceScope {
     return new NamespaceScope(new Map([['xml', XML_NS]]));

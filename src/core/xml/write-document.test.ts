@@ -232,6 +232,8 @@ void test('bad names and namespace bindings are refused', () => {
       },
     },
     { ...base, root: 'feed' as 'urlset' },
+    { ...base, extensions: [{ ns: 'urn:x', local: 'a', xml: 'text' }] },
+    { ...base, entries: [{ loc: 'http://x/', extensions: [{ ns: 'urn:x', local: 'a', xml: '<a>\u0000</a>' }] }] },
   ];
   for (const doc of bad) {
     assert.throws(
@@ -664,4 +666,67 @@ void test('writeDocumentSet stops on an aborted signal', async () => {
   );
   assert.ok(m.written.length <= 4);
   assert.ok(!m.written.some((w) => w.info.role === 'index'));
+});
+
+void test('writeDocument pulls entries only as fast as chunks are consumed', async () => {
+  let pulled = 0;
+  function* many(): Generator<Entry> {
+    for (let i = 0; i < 200_000; i++) {
+      pulled++;
+      yield { loc: `http://example.com/${String(i).padStart(8, '0')}` };
+    }
+  }
+  const entryChars = '  <url>\n    <loc>http://example.com/00000000</loc>\n  </url>\n'.length;
+  const batchBytes = 16 * 1024;
+  const perBatch = Math.ceil(batchBytes / entryChars);
+  const plain = writeDocument({ root: 'urlset', ln: [] }, many(), { batchBytes })[Symbol.asyncIterator]();
+  await plain.next();
+  assert.ok(pulled <= perBatch + 1, `pulled ${pulled}`);
+  await plain.next();
+  assert.ok(pulled <= 2 * perBatch + 1, `pulled ${pulled}`);
+  await plain.return?.();
+
+  pulled = 0;
+  const gz = writeDocument({ root: 'urlset', ln: [] }, many(), { batchBytes, gzip: true })[Symbol.asyncIterator]();
+  await gz.next();
+  await new Promise((r) => setTimeout(r, 50));
+  // Read-ahead is bounded by the stream buffers (a few batches and zlib's 1 MiB input buffer).
+  const bound = (1024 * 1024) / entryChars + 8 * perBatch;
+  assert.ok(pulled < bound, `pulled ${pulled}, bound ${bound}`);
+  await gz.return?.();
+});
+
+void test('writeDocumentSet streams parts after the first without holding entries', async () => {
+  let pulled = 0;
+  function* many(n: number): Generator<Entry> {
+    for (let i = 0; i < n; i++) {
+      pulled++;
+      yield { loc: `http://example.com/${String(i).padStart(8, '0')}` };
+    }
+  }
+  const entryBytes = '  <url>\n    <loc>http://example.com/00000000</loc>\n  </url>\n'.length;
+  const batchBytes = 4096;
+  const perBatch = Math.ceil(batchBytes / entryBytes);
+  let written = 0; // entries handed to sinks so far, from the bytes written
+  let worst = 0;
+  const sink = (info: PartInfo): PartSink => ({
+    write(chunk) {
+      if (info.role === 'part' && info.index > 1) {
+        written += Buffer.from(chunk).toString('utf8').split('<url>').length - 1;
+        worst = Math.max(worst, pulled - 2000 - written); // part 1 (2,000 entries) was held, then written
+      }
+      return Promise.resolve();
+    },
+    close: () => Promise.resolve(),
+  });
+  const result = await writeDocumentSet({ root: 'urlset', ln: [] }, many(10_000), {
+    maxEntries: 2000,
+    batchBytes,
+    indexUrl: INDEX_URL,
+    partUrl,
+    sink,
+  });
+  assert.equal(result.parts.length, 5);
+  // Ahead of what the sinks received: at most one batch plus the held-back entry.
+  assert.ok(worst > 0 && worst <= perBatch + 1, `worst ${worst}, per batch ${perBatch}`);
 });

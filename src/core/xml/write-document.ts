@@ -10,12 +10,19 @@
  */
 
 import { Buffer } from 'node:buffer';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream';
+import { pipeline, Readable, type TransformOptions } from 'node:stream';
 import { createGzip, type ZlibOptions } from 'node:zlib';
 import { LIMITS, RS_NS, SITEMAP_NS } from '../constants.js';
 import { ResourceSyncError } from '../errors.js';
-import type { DocumentHeader, Entry, ForeignAttribute, Ln, Md, ResourceSyncDocument } from '../model/types.js';
+import type {
+  DocumentHeader,
+  Entry,
+  ForeignAttribute,
+  ForeignElement,
+  Ln,
+  Md,
+  ResourceSyncDocument,
+} from '../model/types.js';
 import { escapeAttribute, escapeText, isNcName, isXmlChars } from './escape.js';
 
 /** Default size of the string batches that are encoded and handed on as one chunk. */
@@ -39,8 +46,12 @@ export interface WriteDocumentOptions {
  * entries are pulled one at a time and handed on in batches of about `batchBytes`, so a consumer
  * that awaits each write (backpressure) paces the producer.
  *
+ * The result is single-pass (like the entries it pulls) and lazy: nothing happens until it is
+ * iterated. Stopping the iteration early stops pulling entries.
+ *
  * Throws (when iterated) `RS_INVALID_ARGUMENT` for a value that cannot be written as XML 1.0 (a
- * forbidden character, a bad prefix or attribute name).
+ * forbidden character, a bad prefix or attribute name), naming the entry and the field. Values are
+ * otherwise written as given: checking dates, hashes and capabilities is the validator's job.
  * @see Z39.99 §7
  * @example
  * const chunks = writeDocument(
@@ -108,9 +119,16 @@ async function* documentChunks(
 export function gzipChunks(source: AsyncIterable<Uint8Array>, zlibOptions?: ZlibOptions): AsyncIterable<Uint8Array> {
   return {
     [Symbol.asyncIterator]() {
-      const gz = createGzip(zlibOptions);
+      // Room for a few batches on each side of zlib, so that the next batch is serialized on the
+      // main thread while zlib compresses the previous one in the thread pool (bounded: ~2 MiB).
+      const streamOptions: ZlibOptions & TransformOptions = {
+        chunkSize: 64 * 1024,
+        writableHighWaterMark: 1024 * 1024,
+      };
+      const gz = createGzip({ ...streamOptions, ...zlibOptions });
+      const input = Readable.from(source, { objectMode: true, highWaterMark: 4 });
       // The callback form: errors reach the iterator below through gz being destroyed with them.
-      pipeline(Readable.from(source, { objectMode: false }), gz, () => {});
+      pipeline(input, gz, () => {});
       return gz[Symbol.asyncIterator]() as AsyncIterator<Uint8Array>;
     },
   };
@@ -175,7 +193,8 @@ function openDocumentUnchecked(header: DocumentHeader, extraLn: Ln[] | undefined
   const headerAttrs: ForeignAttribute[][] = [];
   if (header.attributes) headerAttrs.push(header.attributes);
   if (header.md?.extra) headerAttrs.push(header.md.extra);
-  for (const l of header.ln) if (l.extra) headerAttrs.push(l.extra);
+  const headerLn = header.ln ?? []; // tolerate plain-JavaScript callers that omit it
+  for (const l of headerLn) if (l.extra) headerAttrs.push(l.extra);
   if (extraLn) for (const l of extraLn) if (l.extra) headerAttrs.push(l.extra);
   for (const list of headerAttrs) {
     for (const a of list) {
@@ -187,10 +206,10 @@ function openDocumentUnchecked(header: DocumentHeader, extraLn: Ln[] | undefined
   }
   if (header.attributes) decl += foreignAttributes(header.attributes, scope, root).text;
   let text = `<?xml version="1.0" encoding="UTF-8"?>\n${decl}>\n`;
-  for (const l of header.ln) text += '  ' + serializeLn(l, scope) + '\n';
+  for (const l of headerLn) text += '  ' + serializeLn(l, scope) + '\n';
   if (extraLn) for (const l of extraLn) text += '  ' + serializeLn(l, scope) + '\n';
   if (header.md) text += '  ' + serializeMd(header.md, scope) + '\n';
-  if (header.extensions) for (const x of header.extensions) text += '  ' + x.xml + '\n';
+  if (header.extensions) for (const x of header.extensions) text += '  ' + foreignElement(x) + '\n';
   return { text, close: `</${root}>\n`, tag: root === 'urlset' ? 'url' : 'sitemap', scope };
 }
 
@@ -203,7 +222,7 @@ function serializeEntry(e: Entry, open: OpenDocument, n: number): string {
     if (e.priority !== undefined) s += `    <priority>${escapeText(e.priority, 'priority')}</priority>\n`;
     if (e.md !== undefined) s += '    ' + serializeMd(e.md, open.scope) + '\n';
     if (e.ln !== undefined) for (const l of e.ln) s += '    ' + serializeLn(l, open.scope) + '\n';
-    if (e.extensions !== undefined) for (const x of e.extensions) s += '    ' + x.xml + '\n';
+    if (e.extensions !== undefined) for (const x of e.extensions) s += '    ' + foreignElement(x) + '\n';
     return s + `  </${open.tag}>\n`;
   } catch (err) {
     if (typeof e.loc !== 'string') throw err;
@@ -257,6 +276,21 @@ function serializeLn(ln: Ln, scope: Map<string, string>): string {
     s += f.decl + f.text;
   }
   return s + '/>';
+}
+
+/**
+ * A foreign element is a standalone fragment written verbatim; only what can be checked cheaply is:
+ * it is one element (starts with `<`, ends with `>`) made of characters XML 1.0 allows.
+ */
+function foreignElement(x: ForeignElement): string {
+  const xml = x.xml;
+  if (typeof xml !== 'string' || !xml.startsWith('<') || !xml.endsWith('>') || !isXmlChars(xml)) {
+    throw invalid(`Foreign element ${JSON.stringify(x.local)} is not an XML fragment of allowed characters.`, {
+      ns: x.ns,
+      local: x.local,
+    });
+  }
+  return xml;
 }
 
 /**
@@ -400,6 +434,15 @@ export interface DocumentSetResult {
  * first part must say whether an index exists before that is known, the first part's serialized
  * entries (at most `maxBytes`) are buffered until the part is full or the entries end; pass
  * `alwaysIndex: true` to stream every part directly and always write an index.
+ *
+ * The byte budget of every part reserves room for the index link, so a list that would just fit
+ * in one document without it may still be split in two.
+ *
+ * Every part carries the header's `rs:md` as given. That is right for a Resource List (Example 16
+ * repeats the index's `at` in the part); a Change List split by count gets the list's `from` in
+ * every part and no `until`, so a Source that publishes Change Lists per period should rather write
+ * one document per period with `writeDocument` and its own index. The index's `<sitemap>` entries
+ * can carry each part's interval through `partEntry`, which sees the part's first and last entry.
  *
  * On failure the open sink's `abort` is called and the error is rethrown; parts already closed
  * stay as written.

@@ -1,7 +1,7 @@
 import { ResourceSyncError, type ErrorCode } from '../errors.js';
 import type { Limits } from '../constants.js';
 import { decodeReferences } from './references.js';
-import { NamespaceScope, XML_NS } from './namespaces.js';
+import { NamespaceScope } from './namespaces.js';
 
 /**
  * A strict, streaming, namespace-aware XML 1.0 reader for the XML that ResourceSync uses.
@@ -48,6 +48,10 @@ export interface XmlHandler {
 }
 
 const NO_ATTRIBUTES: XmlAttribute[] = [];
+/** Characters that make an attribute value need more than a slice. */
+const ATTR_SPECIAL = /[<&\t\n\r]/;
+/** Characters that make character data need more than a slice. */
+const TEXT_SPECIAL = /[\]&\r]/;
 
 const NAME_ASCII = new Uint8Array(128);
 for (let c = 0; c < 128; c++) {
@@ -218,12 +222,11 @@ export class XmlReader {
       }
       return;
     }
-    if (raw.includes(']]>')) {
-      this.advanceLines(from + raw.indexOf(']]>'));
-      this.fail('RS_XML_MALFORMED', "']]>' is not allowed in character data");
+    if (TEXT_SPECIAL.test(raw)) {
+      if (raw.includes(']]>')) this.malformedAt(from + raw.indexOf(']]>'), "']]>' is not allowed in character data");
+      if (raw.includes('\r')) raw = raw.replace(/\r\n?/g, '\n');
+      if (raw.includes('&')) raw = this.refs(raw, from);
     }
-    if (raw.includes('\r')) raw = raw.replace(/\r\n?/g, '\n');
-    if (raw.includes('&')) raw = this.refs(raw, from);
     this.handler.text(raw);
   }
 
@@ -351,18 +354,14 @@ export class XmlReader {
 
   private startTag(p: number): number {
     const buf = this.buf;
-    if (this.rootClosed) {
-      this.advanceLines(p);
-      this.fail('RS_XML_MALFORMED', 'a second root element');
-    }
+    if (this.rootClosed) this.malformedAt(p, 'a second root element');
     const nameEnd = this.nameEnd(p + 1);
-    if (nameEnd === p + 1) {
-      this.advanceLines(p);
-      this.fail('RS_XML_MALFORMED', "'<' not followed by a name");
-    }
+    if (nameEnd === p + 1) this.malformedAt(p, "'<' not followed by a name");
     const qname = buf.slice(p + 1, nameEnd);
     let i = nameEnd;
-    let rawAttrs: [string, string, number][] | undefined;
+    let attrs = NO_ATTRIBUTES;
+    let decls: [string, string][] | undefined;
+    let prefixed = false;
     let selfClosing = false;
     for (;;) {
       const before = i;
@@ -389,20 +388,40 @@ export class XmlReader {
       const q = buf.charCodeAt(i);
       if (q !== QUOT && q !== APOS) this.malformedAt(i, `value of attribute '${aname}' is not quoted`);
       const close = buf.indexOf(q === QUOT ? '"' : "'", i + 1);
-      if (close < 0) {
-        if (buf.length - i > this.limits.maxValueLength) this.fail('RS_LIMIT_VALUE', `attribute '${aname}' longer than ${this.limits.maxValueLength} characters`);
+      if (close < 0 || close - i - 1 > this.limits.maxValueLength) {
+        if (close >= 0 || buf.length - i > this.limits.maxValueLength) {
+          this.fail('RS_LIMIT_VALUE', `attribute '${aname}' longer than ${this.limits.maxValueLength} characters`);
+        }
         throw NEED_MORE;
       }
-      if (close - i - 1 > this.limits.maxValueLength) this.fail('RS_LIMIT_VALUE', `attribute '${aname}' longer than ${this.limits.maxValueLength} characters`);
-      (rawAttrs ??= []).push([aname, buf.slice(i + 1, close), i]);
-      if (rawAttrs.length > this.limits.maxAttributes) this.fail('RS_LIMIT_ATTRIBUTES', `more than ${this.limits.maxAttributes} attributes on <${qname}>`);
+      let value = buf.slice(i + 1, close);
+      if (ATTR_SPECIAL.test(value)) value = this.attrValue(value, i);
+      if (aname.charCodeAt(0) === 120 /* x */ && (aname === 'xmlns' || aname.startsWith('xmlns:'))) {
+        const prefix = aname === 'xmlns' ? '' : aname.slice(6);
+        const problem = NamespaceScope.declarationProblem(prefix, value);
+        if (problem) this.malformedAt(i, problem);
+        if (decls?.some((d) => d[0] === prefix)) this.malformedAt(i, `duplicate attribute '${aname}' on <${qname}>`);
+        (decls ??= []).push([prefix, value]);
+      } else {
+        if (attrs === NO_ATTRIBUTES) attrs = [];
+        for (let k = 0; k < attrs.length; k++) {
+          if (attrs[k]!.qname === aname) this.malformedAt(i, `duplicate attribute '${aname}' on <${qname}>`);
+        }
+        if (attrs.length >= this.limits.maxAttributes) this.fail('RS_LIMIT_ATTRIBUTES', `more than ${this.limits.maxAttributes} attributes on <${qname}>`);
+        attrs.push({ qname: aname, prefix: '', local: aname, ns: '', value });
+        if (aname.includes(':')) prefixed = true;
+      }
       i = close + 1;
     }
     // The whole tag is in the buffer: now it is safe to act on it.
-    const el = this.element(qname, rawAttrs, p);
-    if (this.stack.length === 0) {
-      this.seenRoot = true;
-    }
+    const parent = this.stack[this.stack.length - 1];
+    let scope = parent ? parent.scope : this.rootScope;
+    if (decls) scope = scope.with(decls);
+    if (prefixed) this.resolveAttributes(attrs, scope, p);
+    const name = scope.name(qname);
+    if (name === undefined) this.malformedAt(p, `'${qname}' is not a valid qualified name, or its prefix is not declared`);
+    const el: XmlElement = { qname, prefix: name.prefix, local: name.local, ns: name.ns, attrs, decls, scope, pos: p };
+    this.seenRoot = true;
     this.started = true;
     if (this.stack.length >= this.limits.maxDepth) this.fail('RS_LIMIT_DEPTH', `elements nested deeper than ${this.limits.maxDepth}`);
     this.stack.push(el);
@@ -420,64 +439,25 @@ export class XmlReader {
     return this.fail('RS_XML_MALFORMED', what);
   }
 
-  private element(qname: string, rawAttrs: [string, string, number][] | undefined, p: number): XmlElement {
-    const parent = this.stack[this.stack.length - 1];
-    let scope = parent ? parent.scope : this.rootScope;
-    let decls: [string, string][] | undefined;
-    let attrs = NO_ATTRIBUTES;
-    if (rawAttrs) {
-      attrs = [];
-      for (let k = 0; k < rawAttrs.length; k++) {
-        const [name, rawValue, at] = rawAttrs[k]!;
-        for (let j = 0; j < k; j++) {
-          if (rawAttrs[j]![0] === name) this.malformedAt(at, `duplicate attribute '${name}' on <${qname}>`);
-        }
-        const value = this.attrValue(rawValue, at);
-        if (name === 'xmlns' || name.startsWith('xmlns:')) {
-          const prefix = name === 'xmlns' ? '' : name.slice(6);
-          const problem = NamespaceScope.declarationProblem(prefix, value);
-          if (problem) this.malformedAt(at, problem);
-          (decls ??= []).push([prefix, value]);
-        } else {
-          attrs.push({ qname: name, prefix: '', local: name, ns: '', value });
-        }
+  private resolveAttributes(attrs: XmlAttribute[], scope: NamespaceScope, p: number): void {
+    for (const a of attrs) {
+      if (!a.qname.includes(':')) continue;
+      const name = scope.name(a.qname);
+      if (name === undefined || name.prefix === '') {
+        this.malformedAt(p, `attribute '${a.qname}' is not a valid qualified name, or its prefix is not declared`);
       }
-      if (decls) scope = scope.with(decls);
-      for (const a of attrs) {
-        const colon = a.qname.indexOf(':');
-        if (colon < 0) continue;
-        const [prefix, local] = this.splitQName(a.qname, p);
-        const ns = scope.resolve(prefix);
-        if (ns === undefined) this.malformedAt(p, `namespace prefix '${prefix}' of attribute '${a.qname}' is not declared`);
-        a.prefix = prefix;
-        a.local = local;
-        a.ns = ns;
-      }
-      // Namespaces in XML §6.3: no two attributes with the same expanded name.
-      for (let k = 1; k < attrs.length; k++) {
-        for (let j = 0; j < k; j++) {
-          if (attrs[k]!.ns === attrs[j]!.ns && attrs[k]!.local === attrs[j]!.local && attrs[k]!.ns !== '') {
-            this.malformedAt(p, `attributes '${attrs[j]!.qname}' and '${attrs[k]!.qname}' have the same expanded name`);
-          }
+      a.prefix = name.prefix;
+      a.local = name.local;
+      a.ns = name.ns;
+    }
+    // Namespaces in XML §6.3: no two attributes with the same expanded name.
+    for (let k = 1; k < attrs.length; k++) {
+      for (let j = 0; j < k; j++) {
+        if (attrs[k]!.ns !== '' && attrs[k]!.ns === attrs[j]!.ns && attrs[k]!.local === attrs[j]!.local) {
+          this.malformedAt(p, `attributes '${attrs[j]!.qname}' and '${attrs[k]!.qname}' have the same expanded name`);
         }
       }
     }
-    let prefix = '';
-    let local = qname;
-    if (qname.includes(':')) [prefix, local] = this.splitQName(qname, p);
-    const ns = scope.resolve(prefix);
-    if (ns === undefined) this.malformedAt(p, `namespace prefix '${prefix}' of <${qname}> is not declared`);
-    return { qname, prefix, local, ns, attrs, decls, scope, pos: p };
-  }
-
-  private splitQName(qname: string, p: number): [string, string] {
-    const colon = qname.indexOf(':');
-    const prefix = qname.slice(0, colon);
-    const local = qname.slice(colon + 1);
-    if (prefix === '' || local === '' || local.includes(':') || NAME_ASCII[local.charCodeAt(0)] === 1) {
-      this.malformedAt(p, `'${qname}' is not a valid qualified name`);
-    }
-    return [prefix, local];
   }
 
   private attrValue(raw: string, at: number): string {
@@ -511,4 +491,3 @@ export class XmlReader {
   }
 }
 
-export { XML_NS };

@@ -1,0 +1,28 @@
+/**
+ * The pure core of resourcesync: the model of every ResourceSync document, streaming parse and
+ * write, validation, W3C Datetime and fixity values. No file system, network or clock here.
+ * @example
+ * import { readDocument, validate } from 'resourcesync/core';
+ * const reader = await readDocument(bytes);
+ * const { issues } = await validate(reader, { spec: '1.1' });
+ */
+export * from './constants.js';
+export * from './errors.js';
+export * from './hash.js';
+export * from './w3c-datetime.js';
+export * from './model/types.js';
+export * from './model/document-kinds.js';
+export { readDocument, parseDocument, type ByteInput, type DocumentReader, type ReadOptions } from './xml/read-document.js';
+export {
+  writeDocument,
+  writeDocumentString,
+  writeDocumentSet,
+  gzipChunks,
+  type WriteDocumentOptions,
+  type PartSink,
+  type PartInfo,
+  type PartSummary,
+  type DocumentSetOptions,
+  type DocumentSetResult,
+} from './xml/write-document.js';
+export * from './validate/index.js';
