@@ -2,7 +2,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync, unlinkSync, w
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ResourceSyncError } from '../core/errors.js';
-import type { Ln } from '../core/model/types.js';
+import type { Entry, Ln } from '../core/model/types.js';
 
 /** What the Destination knows about one resource it holds. */
 export interface ResourceRecord {
@@ -85,7 +85,8 @@ export class StateStore {
         lastmod TEXT, etag TEXT, links TEXT);
       CREATE INDEX IF NOT EXISTS resources_path ON resources(path);
       CREATE TABLE IF NOT EXISTS cursors (key TEXT PRIMARY KEY, datetime TEXT NOT NULL, change_list TEXT, position INTEGER);
-      CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);`);
+      CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS pending (url TEXT PRIMARY KEY, set_key TEXT NOT NULL, entry TEXT NOT NULL, code TEXT);`);
     this.#get = db.prepare<[string], Row>('SELECT url, path, length, hashes, lastmod, etag, links FROM resources WHERE url = ?');
     this.#put = db.prepare(
       'INSERT OR REPLACE INTO resources (url, path, length, hashes, lastmod, etag, links) VALUES (?, ?, ?, ?, ?, ?, ?)',
@@ -153,6 +154,11 @@ export class StateStore {
     }
   }
 
+  /** Every URL held, unordered (streams from the database). */
+  *urls(): IterableIterator<string> {
+    for (const r of this.#db.prepare<[], { url: string }>('SELECT url FROM resources').iterate()) yield r.url;
+  }
+
   /** Loads every record into a map by URL (for plans; about 200 bytes per resource). */
   snapshot(): Map<string, ResourceRecord> {
     const m = new Map<string, ResourceRecord>();
@@ -198,6 +204,33 @@ export class StateStore {
   setMeta(key: string, value: string | undefined): void {
     if (value === undefined) this.#db.prepare('DELETE FROM meta WHERE key = ?').run(key);
     else this.#db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)').run(key, value);
+  }
+
+  /**
+   * Remembers an entry whose resource could not be brought in line (a failed fetch or verification), so that
+   * the next run tries it again even when no later change mentions it.
+   */
+  addPending(setKey: string, entry: Entry, code: string): void {
+    this.#db.prepare('INSERT OR REPLACE INTO pending (url, set_key, entry, code) VALUES (?, ?, ?, ?)').run(entry.loc, setKey, JSON.stringify(entry), code);
+  }
+
+  /** Forgets pending entries (after success, or a deletion). */
+  removePending(urls: readonly string[]): void {
+    if (urls.length === 0) return;
+    const del = this.#db.prepare<[string]>('DELETE FROM pending WHERE url = ?');
+    this.#db.transaction(() => {
+      for (const u of urls) del.run(u);
+    })();
+  }
+
+  /** Forgets every pending entry of a capability set (a baseline tries everything on offer anyway). */
+  clearPending(setKey: string): void {
+    this.#db.prepare('DELETE FROM pending WHERE set_key = ?').run(setKey);
+  }
+
+  /** The pending entries of a capability set. */
+  pending(setKey: string): Entry[] {
+    return (this.#db.prepare('SELECT entry FROM pending WHERE set_key = ? ORDER BY url').all(setKey) as { entry: string }[]).map((r) => JSON.parse(r.entry) as Entry);
   }
 
   /** Runs `fn` in one transaction. */

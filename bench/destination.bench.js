@@ -1,0 +1,282 @@
+// Destination benchmark. Figures next to baselines measured in the same run:
+//  1. baseline sync of 5,000 files of 1 KB from nginx (1 worker, loopback) with hash verification and atomic
+//     writes: files/s (target ≥4,000) and the ratio to a bare loop (undici GET + md5 + writeFile, 16 at once);
+//  2. large files: MB/s (target ≥150) next to the same bare loop;
+//  3. audit of 100,000 resources against a complete mirror, every file hashed: seconds (target ≤3) and peak RSS
+//     (in a child process), next to a bare loop (read + md5 of the same files).
+// nginx (Debian `nginx`) is used when installed; otherwise a node:http static server in a child process, and
+// the bench says so. Data goes under bench/.data/destination (kept between runs for the audit set).
+import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { createServer as createNetServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Pool } from 'undici';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const DATA = join(ROOT, 'bench', '.data', 'destination');
+const WWW = join(DATA, 'www');
+const SMALL = 5000;
+const LARGE_COUNT = 6;
+const LARGE_SIZE = 32 * 1024 * 1024;
+const AUDIT_COUNT = 100_000;
+const CONCURRENCY = 16;
+
+const { sync } = await import(join(ROOT, 'dist/src/destination/sync.js'));
+const { audit } = await import(join(ROOT, 'dist/src/destination/audit.js'));
+
+if (process.argv[2] === '--audit-child') {
+  // child: one audit, prints its figures as JSON
+  const [, , , source, dest] = process.argv;
+  const t0 = performance.now();
+  const r = await audit({ source, dest });
+  const seconds = (performance.now() - t0) / 1000;
+  process.stdout.write(JSON.stringify({ seconds, inSync: r.inSync, total: r.total, maxRssKb: process.resourceUsage().maxRSS }));
+  process.exit(0);
+}
+
+const md5 = (b) => createHash('md5').update(b).digest('hex');
+const iso = (t) => new Date(t).toISOString().replace('.000Z', 'Z');
+const has = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createNetServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function resourceList(origin, items, at) {
+  const urls = items.map((i) => `<url><loc>${origin}/${i.path}</loc><lastmod>${at}</lastmod><rs:md hash="md5:${i.md5}" length="${i.length}"/></url>`);
+  return `<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">\n<rs:md capability="resourcelist" at="${at}"/>\n${urls.join('\n')}\n</urlset>\n`;
+}
+
+function resourceListIndex(origin, parts, at) {
+  return `<?xml version="1.0" encoding="UTF-8"?>\n<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">\n<rs:md capability="resourcelist" at="${at}"/>\n${parts.map((p) => `<sitemap><loc>${origin}/${p}</loc></sitemap>`).join('\n')}\n</sitemapindex>\n`;
+}
+
+/** Writes the served files once (kept between runs); returns their descriptions. */
+function generate() {
+  const marker = join(DATA, 'generated-v1');
+  const small = [];
+  for (let i = 0; i < SMALL; i++) small.push({ path: `small/d${i % 50}/f${i}.txt`, seed: i });
+  const large = [];
+  for (let i = 0; i < LARGE_COUNT; i++) large.push({ path: `large/f${i}.bin`, seed: i });
+  const auditItems = [];
+  for (let i = 0; i < AUDIT_COUNT; i++) auditItems.push({ path: `a/d${i % 500}/r${i}.txt`, seed: i });
+  const body = (seed, size) => {
+    const b = Buffer.alloc(size);
+    for (let j = 0; j < size; j += 64) b.write(`${seed.toString(36)}-${j.toString(36)} `.padEnd(64, '.'), j);
+    return b;
+  };
+  if (!existsSync(marker)) {
+    rmSync(DATA, { recursive: true, force: true });
+    for (const it of small) {
+      mkdirSync(dirname(join(WWW, it.path)), { recursive: true });
+      writeFileSync(join(WWW, it.path), body(it.seed, 1024));
+    }
+    mkdirSync(join(WWW, 'large'), { recursive: true });
+    for (const it of large) writeFileSync(join(WWW, it.path), body(it.seed + 1e6, LARGE_SIZE));
+    // the audit's complete mirror: the same bytes the Source lists (not served, only listed)
+    for (const it of auditItems) {
+      const p = join(DATA, 'audit-mirror', it.path);
+      mkdirSync(dirname(p), { recursive: true });
+      writeFileSync(p, body(it.seed + 2e6, 200 + (it.seed % 300)));
+    }
+    writeFileSync(marker, 'ok');
+  }
+  for (const it of small) {
+    const b = readFileSync(join(WWW, it.path));
+    it.md5 = md5(b);
+    it.length = b.length;
+  }
+  for (const it of large) {
+    const b = readFileSync(join(WWW, it.path));
+    it.md5 = md5(b);
+    it.length = b.length;
+  }
+  for (const it of auditItems) {
+    const b = body(it.seed + 2e6, 200 + (it.seed % 300));
+    it.md5 = md5(b);
+    it.length = b.length;
+  }
+  return { small, large, auditItems };
+}
+
+async function startNginx(port) {
+  const prefix = join(DATA, 'nginx');
+  mkdirSync(join(prefix, 'logs'), { recursive: true });
+  const conf = join(prefix, 'nginx.conf');
+  writeFileSync(
+    conf,
+    `worker_processes 1;
+daemon off;
+pid ${join(prefix, 'nginx.pid')};
+error_log ${join(prefix, 'logs', 'error.log')} warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  keepalive_requests 1000000;
+  keepalive_timeout 60s;
+  types { text/plain txt; application/xml xml; application/octet-stream bin; }
+  client_body_temp_path ${join(prefix, 'tmp')};
+  proxy_temp_path ${join(prefix, 'tmp')};
+  fastcgi_temp_path ${join(prefix, 'tmp')};
+  uwsgi_temp_path ${join(prefix, 'tmp')};
+  scgi_temp_path ${join(prefix, 'tmp')};
+  server { listen 127.0.0.1:${port}; root ${WWW}; }
+}
+`,
+  );
+  mkdirSync(join(prefix, 'tmp'), { recursive: true });
+  const child = spawn('nginx', ['-c', conf, '-p', prefix], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  child.stderr.on('data', (d) => (err += d));
+  await waitForPort(port, () => err);
+  return { kind: 'nginx (1 worker)', stop: () => new Promise((r) => (child.exitCode !== null ? r() : (child.once('exit', r), child.kill('SIGQUIT')))) };
+}
+
+async function startNodeStatic(port) {
+  const script = `
+    import { createServer } from 'node:http';
+    import { readFile } from 'node:fs/promises';
+    import { join, normalize } from 'node:path';
+    const root = ${JSON.stringify(WWW)};
+    createServer(async (req, res) => {
+      try {
+        const p = normalize(decodeURIComponent(req.url.split('?')[0]));
+        const body = await readFile(join(root, p));
+        res.writeHead(200, { 'content-length': body.length }).end(body);
+      } catch { res.writeHead(404).end(); }
+    }).listen(${port}, '127.0.0.1');`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: 'ignore' });
+  await waitForPort(port, () => '');
+  return { kind: 'node:http static server (nginx not installed)', stop: () => new Promise((r) => (child.once('exit', r), child.kill())) };
+}
+
+async function waitForPort(port, why) {
+  const pool = new Pool(`http://127.0.0.1:${port}`);
+  for (let i = 0; i < 200; i++) {
+    try {
+      const r = await pool.request({ path: '/', method: 'GET' });
+      await r.body.dump();
+      await pool.close();
+      return;
+    } catch {
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  }
+  await pool.destroy();
+  throw new Error(`server on port ${port} did not start: ${why()}`);
+}
+
+/** The bare loop: undici GET + md5 + writeFile, CONCURRENCY at once. */
+async function bareLoop(origin, items, dir) {
+  const pool = new Pool(origin, { connections: CONCURRENCY, pipelining: 1 });
+  for (const d of new Set(items.map((i) => dirname(join(dir, i.path))))) mkdirSync(d, { recursive: true });
+  let next = 0;
+  let bytes = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < items.length) {
+        const it = items[next++];
+        const { body } = await pool.request({ path: `/${it.path}`, method: 'GET' });
+        const b = Buffer.from(await body.arrayBuffer());
+        if (md5(b) !== it.md5) throw new Error(`bare loop: ${it.path} differs`);
+        bytes += b.length;
+        await writeFile(join(dir, it.path), b);
+      }
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  await pool.close();
+  return { seconds, bytes };
+}
+
+async function ours(source, dest, fsync) {
+  rmSync(dest, { recursive: true, force: true });
+  const t0 = performance.now();
+  const r = await sync({ source, dest, concurrency: CONCURRENCY, fsync });
+  const seconds = (performance.now() - t0) / 1000;
+  if (r.failed.length > 0) throw new Error(`sync failed: ${JSON.stringify(r.failed.slice(0, 3))}`);
+  return { seconds, bytes: r.bytes, created: r.created };
+}
+
+const fmt = (n, d = 0) => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
+const verdict = (ok) => (ok ? 'met' : 'MISSED');
+
+const started = performance.now();
+const { small, large, auditItems } = generate();
+const port = await freePort();
+const server = has('nginx') ? await startNginx(port) : await startNodeStatic(port);
+const origin = `http://127.0.0.1:${port}`;
+console.log(`server: ${server.kind} on ${origin}`);
+try {
+  const at = iso(Date.UTC(2024, 0, 1));
+  writeFileSync(join(WWW, 'small-list.xml'), resourceList(origin, small, at));
+  writeFileSync(join(WWW, 'large-list.xml'), resourceList(origin, large, at));
+  const parts = [];
+  for (let i = 0; i * 50_000 < auditItems.length; i++) {
+    writeFileSync(join(WWW, `audit-list-${i}.xml`), resourceList(origin, auditItems.slice(i * 50_000, (i + 1) * 50_000), at));
+    parts.push(`audit-list-${i}.xml`);
+  }
+  writeFileSync(join(WWW, 'audit-index.xml'), resourceListIndex(origin, parts, at));
+
+  // 1. small files: alternate bare loop and ours, best of two each
+  let bare = Infinity;
+  let mine = Infinity;
+  let mineFsync = Infinity;
+  for (let round = 0; round < 2; round++) {
+    rmSync(join(DATA, 'bare'), { recursive: true, force: true });
+    bare = Math.min(bare, (await bareLoop(origin, small, join(DATA, 'bare'))).seconds);
+    mine = Math.min(mine, (await ours(`${origin}/small-list.xml`, join(DATA, 'mirror-small'), false)).seconds);
+  }
+  mineFsync = (await ours(`${origin}/small-list.xml`, join(DATA, 'mirror-small'), true)).seconds;
+  const bareRate = SMALL / bare;
+  const rate = SMALL / mine;
+  console.log(`bare loop (undici GET + md5 + writeFile, ${CONCURRENCY} at once): ${fmt(bareRate)} files/s`);
+  console.log(`baseline sync 5,000 x 1 KB, md5 + length verified, atomic writes: ${fmt(rate)} files/s (${fmt(rate / bareRate, 2)} x baseline)`);
+  console.log(`  target ≥4,000 files/s: ${verdict(rate >= 4000)}; target ≥0.7 x bare loop: ${verdict(rate / bareRate >= 0.7)}`);
+  console.log(`baseline sync 5,000 x 1 KB with fsync per file (the default): ${fmt(SMALL / mineFsync)} files/s (${fmt(SMALL / mineFsync / bareRate, 2)} x baseline)`);
+
+  // 2. large files
+  rmSync(join(DATA, 'bare'), { recursive: true, force: true });
+  const bareLarge = await bareLoop(origin, large, join(DATA, 'bare'));
+  rmSync(join(DATA, 'bare'), { recursive: true, force: true });
+  const mineLarge = await ours(`${origin}/large-list.xml`, join(DATA, 'mirror-large'), false);
+  rmSync(join(DATA, 'mirror-large'), { recursive: true, force: true });
+  const mbBare = bareLarge.bytes / 1048576 / bareLarge.seconds;
+  const mb = mineLarge.bytes / 1048576 / mineLarge.seconds;
+  console.log(`bare loop, ${LARGE_COUNT} x ${LARGE_SIZE / 1048576} MB (buffered GET + md5 + writeFile): ${fmt(mbBare)} MB/s`);
+  console.log(`baseline sync large files (streamed, md5 + length verified, atomic): ${fmt(mb)} MB/s (${fmt(mb / mbBare, 2)} x baseline)`);
+  console.log(`  target ≥150 MB/s: ${verdict(mb >= 150)}`);
+
+  // 3. audit of 100,000 resources, every file hashed (child process, for its own peak RSS)
+  const mirror = join(DATA, 'audit-mirror');
+  const tb = performance.now();
+  for (const it of auditItems) {
+    if (md5(readFileSync(join(mirror, it.path))) !== it.md5) throw new Error(`audit mirror differs at ${it.path}`);
+  }
+  const bareAudit = (performance.now() - tb) / 1000;
+  const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--audit-child', `${origin}/audit-index.xml`, mirror], { encoding: 'utf8', timeout: 60_000 });
+  if (child.status !== 0) throw new Error(`audit child failed: ${child.stderr}`);
+  const a = JSON.parse(child.stdout);
+  if (!a.inSync || a.total !== AUDIT_COUNT) throw new Error(`audit did not find the mirror complete: ${child.stdout}`);
+  console.log(`bare loop (readFileSync + md5 of 100,000 files, no list): ${fmt(bareAudit, 2)} s`);
+  console.log(`audit 100,000 resources, every file hashed: ${fmt(a.seconds, 2)} s (${fmt(a.seconds / bareAudit, 2)} x baseline), peak RSS ${fmt(a.maxRssKb / 1024)} MB`);
+  console.log(`  target ≤3 s: ${verdict(a.seconds <= 3)}`);
+} finally {
+  await server.stop();
+  rmSync(join(DATA, 'bare'), { recursive: true, force: true });
+  rmSync(join(DATA, 'mirror-small'), { recursive: true, force: true });
+}
+console.log(`bench time: ${fmt((performance.now() - started) / 1000, 1)} s`);

@@ -1,0 +1,111 @@
+import { parseArgs } from 'node:util';
+import { stderr, stdout } from 'node:process';
+import { isResourceSyncError } from '../../core/errors.js';
+import { audit, type AuditReport } from '../../destination/audit.js';
+import type { Mapping } from '../../destination/mapper.js';
+import { EXIT, exitCodeOf, parseMaps } from './sync.js';
+
+const HELP = `Usage: resourcesync audit <source-url> <dest-dir> [options]
+
+Compare a mirror with the Source's current state (its Resource List plus the changes listed after
+it): resources missing, extra, changed (by length or hash) and unchanged. Local files are read and
+hashed whenever the Source offers hashes. Nothing is changed.
+
+Options:
+  --json                   print one JSON report on stdout
+  --trust-state            compare with the state store instead of reading the files (says so)
+  --capability-list URL    with several Capability Lists, audit only this one
+  --allow-origin ORIGIN    also allow this origin; repeatable
+  --base URL               the URL that maps to <dest-dir> (default: the origin of <source-url>)
+  --map URL=DIR            resources under URL are in <dest-dir>/DIR; repeatable
+  --timeout MS             HTTP timeout (default 30000)
+  -h, --help               show this help
+
+Exit codes:
+  0  in sync
+  1  out of sync (missing, extra or changed resources, or resources that cannot be held)
+  2  usage error
+  3  error (not a ResourceSync document, I/O)
+  5  the Source could not be reached
+`;
+
+/** Human summary of an audit. */
+export function describeAudit(r: AuditReport): string {
+  const lines = [
+    `Audit of ${r.dest} against ${r.source}: ${r.inSync ? 'in sync' : 'OUT OF SYNC'}${r.trustedState ? ' (state store trusted, files not read)' : ''}`,
+    `  ${r.total} on offer: ${r.unchanged} unchanged, ${r.counts.missing} missing, ${r.counts.changed} changed, ${r.counts.extra} extra, ${r.counts.failed} failed`,
+  ];
+  for (const m of r.missing.slice(0, 20)) lines.push(`  missing: ${m.path} (${m.url})`);
+  for (const c of r.changed.slice(0, 20)) lines.push(`  changed (${c.reason}): ${c.path}`);
+  for (const e of r.extra.slice(0, 20)) lines.push(`  extra: ${e}`);
+  for (const f of r.failed.slice(0, 20)) lines.push(`  failed: ${f.url} [${f.code}] ${f.message}`);
+  if (r.unverifiable > 0) lines.push(`  ${r.unverifiable} resource(s) have no hash, length or lastmod to compare`);
+  for (const w of r.warnings.slice(0, 20)) lines.push(`  warning: ${w}`);
+  return `${lines.join('\n')}\n`;
+}
+
+/** `resourcesync audit`. */
+export async function run(args: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        json: { type: 'boolean' },
+        'trust-state': { type: 'boolean' },
+        'capability-list': { type: 'string' },
+        'allow-origin': { type: 'string', multiple: true },
+        base: { type: 'string' },
+        map: { type: 'string', multiple: true },
+        timeout: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (err) {
+    stderr.write(`resourcesync audit: ${err instanceof Error ? err.message : String(err)}\n\n${HELP}`);
+    return EXIT.USAGE;
+  }
+  const v = parsed.values;
+  if (v.help) {
+    stdout.write(HELP);
+    return EXIT.OK;
+  }
+  const [source, dest] = parsed.positionals;
+  if (source === undefined || dest === undefined || parsed.positionals.length > 2) {
+    stderr.write(`resourcesync audit: expected <source-url> <dest-dir>\n\n${HELP}`);
+    return EXIT.USAGE;
+  }
+  let maps: Mapping[];
+  let timeoutMs: number | undefined;
+  try {
+    maps = parseMaps(v.map);
+    if (v.timeout !== undefined) {
+      timeoutMs = Number(v.timeout);
+      if (!Number.isInteger(timeoutMs) || timeoutMs < 1) throw new Error(`--timeout '${v.timeout}' is not a positive integer`);
+    }
+  } catch (err) {
+    stderr.write(`resourcesync audit: ${err instanceof Error ? err.message : String(err)}\n`);
+    return EXIT.USAGE;
+  }
+  try {
+    const report = await audit({
+      source,
+      dest,
+      trustState: v['trust-state'] ?? false,
+      maps,
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+      ...(v['capability-list'] !== undefined ? { capabilityList: v['capability-list'] } : {}),
+      ...(v['allow-origin'] !== undefined ? { allowOrigins: v['allow-origin'] } : {}),
+      ...(v.base !== undefined ? { base: v.base } : {}),
+    });
+    if (v.json) stdout.write(`${JSON.stringify(report)}\n`);
+    else stdout.write(describeAudit(report));
+    return report.inSync ? EXIT.OK : EXIT.INCOMPLETE;
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    if (v.json) stdout.write(`${JSON.stringify({ error: { code: isResourceSyncError(err) ? err.code : 'RS_IO', message } })}\n`);
+    stderr.write(`resourcesync audit: ${message}\n`);
+    return exitCodeOf(err);
+  }
+}

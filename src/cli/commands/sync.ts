@@ -1,0 +1,175 @@
+import { parseArgs } from 'node:util';
+import { stderr, stdout } from 'node:process';
+import { isResourceSyncError } from '../../core/errors.js';
+import { sync, type SyncReport } from '../../destination/sync.js';
+import type { Mapping } from '../../destination/mapper.js';
+import { ProgressBar } from '../progress.js';
+
+/** Exit codes of `sync` and `audit`. */
+export const EXIT = { OK: 0, INCOMPLETE: 1, USAGE: 2, ERROR: 3, LOCKED: 4, NETWORK: 5, ABORTED: 130 } as const;
+
+const HELP = `Usage: resourcesync sync <source-url> <dest-dir> [options]
+
+Mirror a ResourceSync Source into <dest-dir>: a baseline from the Resource List the first time (or
+when changes were missed), incremental from the Change List afterwards. Every resource is verified
+(length and hashes) while streaming to a temporary file, then renamed into place. State (SQLite),
+cursor and lock live in <dest-dir>/.resourcesync/.
+
+<source-url> is a Capability List, Source Description, Resource List (Index) or Change List (Index).
+
+Options:
+  --delete                 apply deletions (default: only report them)
+  --concurrency N          resources fetched at once (default 16)
+  --dry-run                show what would be done; change nothing, state included
+  --json                   print one JSON report on stdout
+  --capability-list URL    with several Capability Lists, sync only this one
+  --allow-origin ORIGIN    also allow this origin (mirrors, other hosts); repeatable
+  --base URL               the URL that maps to <dest-dir> (default: the origin of <source-url>)
+  --map URL=DIR            resources under URL go to <dest-dir>/DIR; repeatable
+  --prefer-dump            use a Resource Dump / Change Dump when offered
+  --prefer-mirrors         try rel="duplicate" mirrors before the primary URL
+  --timeout MS             HTTP connect/headers/body-idle timeout (default 30000)
+  --retries N              HTTP retries on 5xx, 429 and network errors (default 3)
+  --no-fsync               do not fsync files before renaming them (faster, less durable)
+  -h, --help               show this help
+
+Credentials: RESOURCESYNC_BEARER=<token> or RESOURCESYNC_BASIC=<user:password> for the Source's
+origin; RESOURCESYNC_AUTH_<HOST>=<Authorization value> for any origin (host and port in upper
+case, other characters as _, e.g. RESOURCESYNC_AUTH_EXAMPLE_COM_8080).
+
+Exit codes:
+  0  in sync: every resource verified and written (or unchanged)
+  1  finished, but some resources failed (see the report)
+  2  usage error
+  3  error (not a ResourceSync document, unsafe input, I/O)
+  4  the destination is locked by another sync
+  5  the Source could not be reached
+  130 interrupted
+`;
+
+/** Parses repeated `URL=DIR` pairs. */
+export function parseMaps(values: string[] | undefined): Mapping[] {
+  return (values ?? []).map((v) => {
+    const i = v.lastIndexOf('=');
+    if (i <= 0) throw new Error(`--map '${v}' is not URL=DIR`);
+    return { url: v.slice(0, i), dir: v.slice(i + 1) };
+  });
+}
+
+/** Human summary of a sync report. */
+export function describeSync(r: SyncReport): string {
+  const lines = [
+    `${r.dryRun ? 'Dry run: ' : ''}${r.mode} sync of ${r.source} into ${r.dest}`,
+    `  created ${r.created}, updated ${r.updated}, deleted ${r.deleted}, unchanged ${r.unchanged}, failed ${r.failed.length}` +
+      ` (${(r.bytes / 1048576).toFixed(1)} MB in ${(r.durationMs / 1000).toFixed(1)} s)`,
+  ];
+  if (r.deletionsSkippedCount > 0) lines.push(`  ${r.deletionsSkippedCount} deletion(s) not applied (use --delete)`);
+  for (const f of r.failed.slice(0, 20)) lines.push(`  failed: ${f.url} [${f.code}] ${f.message}`);
+  if (r.failed.length > 20) lines.push(`  … and ${r.failed.length - 20} more failures`);
+  for (const w of r.warnings.slice(0, 20)) lines.push(`  warning: ${w}`);
+  return `${lines.join('\n')}\n`;
+}
+
+/** Maps an error to an exit code. */
+export function exitCodeOf(err: unknown): number {
+  if (isResourceSyncError(err, 'RS_LOCKED')) return EXIT.LOCKED;
+  if (isResourceSyncError(err, 'RS_ABORTED')) return EXIT.ABORTED;
+  if (isResourceSyncError(err, 'RS_NETWORK') || isResourceSyncError(err, 'RS_HTTP_TIMEOUT') || isResourceSyncError(err, 'RS_HTTP_STATUS')) return EXIT.NETWORK;
+  if (isResourceSyncError(err, 'RS_INVALID_ARGUMENT')) return EXIT.USAGE;
+  return EXIT.ERROR;
+}
+
+/** `resourcesync sync`. */
+export async function run(args: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        delete: { type: 'boolean' },
+        concurrency: { type: 'string' },
+        'dry-run': { type: 'boolean' },
+        json: { type: 'boolean' },
+        'capability-list': { type: 'string' },
+        'allow-origin': { type: 'string', multiple: true },
+        base: { type: 'string' },
+        map: { type: 'string', multiple: true },
+        'prefer-dump': { type: 'boolean' },
+        'prefer-mirrors': { type: 'boolean' },
+        timeout: { type: 'string' },
+        retries: { type: 'string' },
+        'no-fsync': { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (err) {
+    stderr.write(`resourcesync sync: ${err instanceof Error ? err.message : String(err)}\n\n${HELP}`);
+    return EXIT.USAGE;
+  }
+  const v = parsed.values;
+  if (v.help) {
+    stdout.write(HELP);
+    return EXIT.OK;
+  }
+  const [source, dest] = parsed.positionals;
+  if (source === undefined || dest === undefined || parsed.positionals.length > 2) {
+    stderr.write(`resourcesync sync: expected <source-url> <dest-dir>\n\n${HELP}`);
+    return EXIT.USAGE;
+  }
+  const int = (name: string, value: string | undefined, min: number): number | undefined => {
+    if (value === undefined) return undefined;
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} '${value}' is not an integer ≥ ${min}`);
+    return n;
+  };
+  let concurrency: number | undefined, timeoutMs: number | undefined, retries: number | undefined, maps: Mapping[];
+  try {
+    concurrency = int('concurrency', v.concurrency, 1);
+    timeoutMs = int('timeout', v.timeout, 1);
+    retries = int('retries', v.retries, 0);
+    maps = parseMaps(v.map);
+  } catch (err) {
+    stderr.write(`resourcesync sync: ${err instanceof Error ? err.message : String(err)}\n`);
+    return EXIT.USAGE;
+  }
+  const controller = new AbortController();
+  const onSignal = (): void => controller.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const bar = new ProgressBar(stderr);
+  try {
+    const report = await sync({
+      source,
+      dest,
+      delete: v.delete ?? false,
+      dryRun: v['dry-run'] ?? false,
+      preferDump: v['prefer-dump'] ?? false,
+      preferMirrors: v['prefer-mirrors'] ?? false,
+      fsync: !(v['no-fsync'] ?? false),
+      signal: controller.signal,
+      maps,
+      ...(concurrency !== undefined ? { concurrency } : {}),
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+      ...(retries !== undefined ? { retries } : {}),
+      ...(v['capability-list'] !== undefined ? { capabilityList: v['capability-list'] } : {}),
+      ...(v['allow-origin'] !== undefined ? { allowOrigins: v['allow-origin'] } : {}),
+      ...(v.base !== undefined ? { base: v.base } : {}),
+      onProgress: (p) => bar.update({ label: p.phase, done: p.done, ...(p.total !== undefined ? { total: p.total } : {}), bytes: p.bytes, failed: p.failed }),
+    });
+    bar.done();
+    if (v.json) stdout.write(`${JSON.stringify(report)}\n`);
+    else stdout.write(describeSync(report));
+    return report.failed.length > 0 ? EXIT.INCOMPLETE : EXIT.OK;
+  } catch (err) {
+    bar.done();
+    const code = controller.signal.aborted ? EXIT.ABORTED : exitCodeOf(err);
+    const message = err instanceof Error ? err.message : String(err);
+    if (v.json) stdout.write(`${JSON.stringify({ error: { code: isResourceSyncError(err) ? err.code : 'RS_IO', message } })}\n`);
+    stderr.write(`resourcesync sync: ${message}\n`);
+    return code;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}

@@ -1,0 +1,71 @@
+/** What a progress line shows. */
+export interface ProgressState {
+  label: string;
+  done: number;
+  total?: number;
+  bytes: number;
+  failed: number;
+}
+
+function human(bytes: number): string {
+  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
+  let v = bytes;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v.toFixed(i === 0 ? 0 : 1)} ${units[i]}`;
+}
+
+function duration(s: number): string {
+  if (!Number.isFinite(s) || s < 0) return '--:--';
+  const m = Math.floor(s / 60);
+  const sec = Math.floor(s % 60);
+  return `${m}:${String(sec).padStart(2, '0')}`;
+}
+
+/**
+ * A one-line progress bar on a terminal (stderr): resources done/total, a bar when the total is known,
+ * bytes, rate and ETA. Does nothing when the stream is not a TTY.
+ */
+export class ProgressBar {
+  readonly #out: NodeJS.WriteStream | undefined;
+  readonly #started = Date.now();
+  #last = 0;
+  #shown = false;
+
+  constructor(stream: NodeJS.WriteStream) {
+    this.#out = stream.isTTY ? stream : undefined;
+  }
+
+  update(s: ProgressState, force = false): void {
+    const out = this.#out;
+    if (out === undefined) return;
+    const now = Date.now();
+    if (!force && now - this.#last < 100) return;
+    this.#last = now;
+    const secs = Math.max(0.001, (now - this.#started) / 1000);
+    const rate = s.done / secs;
+    const width = Math.max(10, Math.min(30, (out.columns ?? 80) - 70));
+    let bar = '';
+    let eta = '';
+    if (s.total !== undefined && s.total > 0) {
+      const f = Math.min(1, s.done / s.total);
+      const fill = Math.round(f * width);
+      bar = `[${'#'.repeat(fill)}${'-'.repeat(width - fill)}] `;
+      eta = ` ETA ${duration((s.total - s.done) / Math.max(rate, 1e-9))}`;
+    }
+    const count = s.total !== undefined ? `${s.done}/${s.total}` : `${s.done}`;
+    const failed = s.failed > 0 ? ` ${s.failed} failed` : '';
+    const line = `${s.label} ${bar}${count} resources, ${human(s.bytes)}, ${rate.toFixed(0)}/s, ${human(s.bytes / secs)}/s${eta}${failed}`;
+    out.write(`\r\x1b[2K${line.slice(0, (out.columns ?? 120) - 1)}`);
+    this.#shown = true;
+  }
+
+  /** Clears the line. */
+  done(): void {
+    if (this.#out !== undefined && this.#shown) this.#out.write('\r\x1b[2K');
+    this.#shown = false;
+  }
+}

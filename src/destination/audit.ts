@@ -1,0 +1,305 @@
+import { createHash } from 'node:crypto';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { join, relative, resolve, sep } from 'node:path';
+import { ResourceSyncError, isResourceSyncError } from '../core/errors.js';
+import { nodeHashName } from '../core/hash.js';
+import type { HashAlgorithm } from '../core/constants.js';
+import { parseW3CDatetime } from '../core/w3c-datetime.js';
+import { createAuthority, originOf } from './authority.js';
+import { loadDocument, openDocument, resolveLoc, type DocumentContext, type RemoteDocument } from './documents.js';
+import { createHttpClient } from './http-client.js';
+import type { HttpGet } from './http.js';
+import { createMapper, type Mapping } from './mapper.js';
+import { changeTime, decide, orderChanges, sourceFacts, type LocalFacts, type SourceFacts } from './plan.js';
+import { StateStore, STATE_DIR } from './state-store.js';
+import { resolveSets } from './sync.js';
+import { hashFile } from './engine.js';
+
+/** Options of {@link audit}. */
+export interface AuditOptions {
+  source: string;
+  dest: string;
+  /** Compare with the state store instead of reading and hashing the local files. */
+  trustState?: boolean;
+  http?: HttpGet;
+  signal?: AbortSignal;
+  allowOrigins?: string[];
+  capabilityList?: string;
+  base?: string;
+  maps?: Mapping[];
+  timeoutMs?: number;
+  retries?: number;
+  auth?: Record<string, string>;
+  /** Called every few hundred resources. */
+  onProgress?: (p: { checked: number }) => void;
+}
+
+/** A resource whose local copy differs. */
+export interface AuditDifference {
+  url: string;
+  path: string;
+  reason: 'length' | 'hash' | 'lastmod';
+}
+
+/** The outcome of an audit. `inSync` when nothing is missing, extra or changed and nothing failed. */
+export interface AuditReport {
+  inSync: boolean;
+  source: string;
+  dest: string;
+  /** True when the state store stood in for the files (`trustState`). */
+  trustedState: boolean;
+  /** Resources on offer at the Source. */
+  total: number;
+  unchanged: number;
+  /** On offer, not held locally (at most 1,000 listed; see the counts). */
+  missing: { url: string; path: string }[];
+  /** Held locally, not on offer: relative paths. */
+  extra: string[];
+  changed: AuditDifference[];
+  /** Resources on offer that cannot be held (unsafe names, other origins) or documents that could not be read. */
+  failed: { url: string; code: string; message: string }[];
+  counts: { missing: number; extra: number; changed: number; failed: number };
+  /** Resources with no hash, length or lastmod to compare: counted as unchanged when present. */
+  unverifiable: number;
+  warnings: string[];
+  durationMs: number;
+}
+
+const MAX_LISTED = 1000;
+
+/** Every file under `dest` (relative `/` paths), the state folder aside. */
+export function listFiles(dest: string): string[] {
+  const out: string[] = [];
+  const walk = (dir: string): void => {
+    for (const d of readdirSync(dir, { withFileTypes: true })) {
+      const full = join(dir, d.name);
+      if (d.isDirectory()) {
+        if (dir === dest && d.name === STATE_DIR) continue;
+        walk(full);
+      } else if (d.isFile() || d.isSymbolicLink()) {
+        out.push(relative(dest, full).split(sep).join('/'));
+      }
+    }
+  };
+  try {
+    walk(dest);
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'ENOENT') throw err;
+  }
+  return out;
+}
+
+/** Local facts of a file for the algorithms the Source offers, read synchronously (fast for small files). */
+function localFile(full: string, source: SourceFacts): LocalFacts | undefined {
+  try {
+    const st = statSync(full);
+    if (!st.isFile()) return undefined;
+    const facts: LocalFacts = { length: st.size, hashes: {}, lastmod: st.mtimeMs };
+    if (source.hashes.length === 0 || (source.length !== undefined && source.length !== st.size)) return facts;
+    if (st.size > 16 * 1024 * 1024) return undefined; // the caller hashes it as a stream
+    const data = readFileSync(full);
+    facts.length = data.length;
+    for (const h of source.hashes) facts.hashes[h.algorithm] ??= createHash(nodeHashName(h.algorithm as HashAlgorithm)).update(data).digest('hex');
+    return facts;
+  } catch (err) {
+    if ((err as { code?: string }).code === 'ENOENT' || (err as { code?: string }).code === 'ENOTDIR') return undefined;
+    throw err;
+  }
+}
+
+/**
+ * Audit: compares the local copy with the Source's current state, compiled from the Resource List plus the
+ * changes listed after its `at` (§5.2): what is missing, extra, changed (by length or hash, or by `lastmod`
+ * when the Source gives neither) and unchanged. Local files are read and hashed whenever the Source offers
+ * hashes; with `trustState` the state store stands in for them (and the report says so). Changes nothing.
+ * @see Z39.99 §5.2 (Audit)
+ * @example const r = await audit({ source: 'http://example.com/capabilitylist.xml', dest: './mirror' }); r.inSync
+ */
+export async function audit(options: AuditOptions): Promise<AuditReport> {
+  const started = Date.now();
+  const dest = resolve(options.dest);
+  const sourceOrigin = originOf(options.source);
+  if (sourceOrigin === undefined) {
+    throw new ResourceSyncError('RS_INVALID_ARGUMENT', `Source '${options.source}' is not an http(s) URL.`, { data: { source: options.source } });
+  }
+  const origins = [sourceOrigin, ...(options.allowOrigins ?? [])];
+  for (const m of options.maps ?? []) {
+    const o = originOf(m.url);
+    if (o !== undefined) origins.push(o);
+  }
+  const authority = createAuthority({ origins });
+  const ownHttp =
+    options.http === undefined
+      ? createHttpClient({
+          authority,
+          ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+          ...(options.retries !== undefined ? { retries: options.retries } : {}),
+          ...(options.signal !== undefined ? { signal: options.signal } : {}),
+          ...(options.auth !== undefined ? { auth: options.auth } : {}),
+        })
+      : undefined;
+  const http = options.http ?? ownHttp!;
+  const mapper = createMapper({ base: options.base ?? `${sourceOrigin}/`, ...(options.maps ? { maps: options.maps } : {}) });
+  const ctx: DocumentContext = { http, authority, ...(options.signal ? { signal: options.signal } : {}) };
+  const trust = options.trustState ?? false;
+  const store = StateStore.open(dest, { readonly: true });
+  const report: AuditReport = {
+    inSync: false,
+    source: options.source,
+    dest,
+    trustedState: trust,
+    total: 0,
+    unchanged: 0,
+    missing: [],
+    extra: [],
+    changed: [],
+    failed: [],
+    counts: { missing: 0, extra: 0, changed: 0, failed: 0 },
+    unverifiable: 0,
+    warnings: [],
+    durationMs: 0,
+  };
+  const expectedPaths = new Set<string>();
+  const onOffer = new Set<string>();
+  let checked = 0;
+
+  const compare = async (source: SourceFacts): Promise<void> => {
+    report.total++;
+    let path: string;
+    try {
+      authority.check(source.url);
+      path = mapper.toPath(source.url);
+    } catch (err) {
+      report.counts.failed++;
+      if (report.failed.length < MAX_LISTED) report.failed.push({ url: source.url, code: isResourceSyncError(err) ? err.code : 'RS_IO', message: err instanceof Error ? err.message : String(err) });
+      return;
+    }
+    expectedPaths.add(path);
+    onOffer.add(source.url);
+    let local: LocalFacts | undefined;
+    if (trust) {
+      const r = store.get(source.url);
+      if (r !== undefined) {
+        local = { length: r.length, hashes: r.hashes };
+        const t = r.lastmod === undefined ? undefined : parseW3CDatetime(r.lastmod, true);
+        if (t !== undefined) local.lastmod = t.ms;
+      }
+    } else {
+      const full = join(dest, ...path.split('/'));
+      local = localFile(full, source);
+      if (local === undefined && source.hashes.length > 0) {
+        const st = (() => {
+          try {
+            return statSync(full);
+          } catch {
+            return undefined;
+          }
+        })();
+        if (st?.isFile()) {
+          const got = await hashFile(full, source.hashes.map((h) => h.algorithm));
+          local = { length: got.length, hashes: got.hashes, lastmod: st.mtimeMs };
+        }
+      }
+    }
+    if (++checked % 500 === 0) options.onProgress?.({ checked });
+    if (local === undefined) {
+      report.counts.missing++;
+      if (report.missing.length < MAX_LISTED) report.missing.push({ url: source.url, path });
+      return;
+    }
+    const d = decide(source, local);
+    if (d.action === 'unchanged' || d.reason === 'unverifiable') {
+      if (d.reason === 'unverifiable') report.unverifiable++;
+      report.unchanged++;
+      return;
+    }
+    report.counts.changed++;
+    if (report.changed.length < MAX_LISTED) report.changed.push({ url: source.url, path, reason: d.reason as AuditDifference['reason'] });
+  };
+
+  try {
+    const { sets, warnings } = await resolveSets(ctx, options.source, options.capabilityList);
+    report.warnings.push(...warnings);
+    for (const set of sets) {
+      if (set.resourceList === undefined) {
+        report.warnings.push(`Capability set '${set.key}' offers no Resource List: it cannot be audited.`);
+        continue;
+      }
+      // The Resource List (or its parts), opened first for its `at`.
+      const top = await openDocument(ctx, set.resourceList);
+      const docs: RemoteDocument[] = [];
+      let parts: string[] = [];
+      if (top.kind?.id === 'resource-list-index') {
+        for await (const e of top.entries) parts.push(resolveLoc(e.loc, top.finalUrl));
+      } else if (top.kind?.id === 'resource-list') {
+        docs.push(top);
+      } else {
+        throw new ResourceSyncError('RS_INVALID_DOCUMENT', `Document '${set.resourceList}' is not a Resource List.`, { data: { url: set.resourceList } });
+      }
+      const atMs = top.header.md?.at === undefined ? undefined : parseW3CDatetime(top.header.md.at, true)?.ms;
+      // Later changes overlay the list: the last change of each resource after `at` wins.
+      const overlay = new Map<string, SourceFacts | 'deleted'>();
+      if (set.changeList !== undefined && atMs !== undefined) {
+        try {
+          const cl = await loadDocument(ctx, set.changeList);
+          const lists = cl.kind?.id === 'change-list-index' ? cl.entries.filter((e) => {
+            const until = e.md?.until === undefined ? undefined : parseW3CDatetime(e.md.until, true)?.ms;
+            return until === undefined || until >= atMs;
+          }).map((e) => resolveLoc(e.loc, cl.finalUrl)) : [];
+          const docsCl = cl.kind?.id === 'change-list' ? [cl] : await Promise.all(lists.map((u) => loadDocument(ctx, u)));
+          for (const d of docsCl) {
+            for (const e of orderChanges(d.entries).entries) {
+              const t = changeTime(e);
+              if (t === undefined || t <= atMs) continue;
+              overlay.set(e.loc, e.md?.change === 'deleted' ? 'deleted' : sourceFacts(e));
+            }
+          }
+        } catch (err) {
+          if (isResourceSyncError(err, 'RS_ABORTED')) throw err;
+          report.warnings.push(`Change List '${set.changeList}' could not be read: changes after the Resource List are not included (${err instanceof Error ? err.message : String(err)}).`);
+        }
+      }
+      const each = async (doc: RemoteDocument): Promise<void> => {
+        for await (const e of doc.entries) {
+          if (overlay.has(e.loc)) continue;
+          await compare(sourceFacts(e));
+        }
+      };
+      for (const d of docs) await each(d);
+      for (const p of parts) {
+        try {
+          await each(await openDocument(ctx, p));
+        } catch (err) {
+          if (isResourceSyncError(err, 'RS_ABORTED')) throw err;
+          report.counts.failed++;
+          report.failed.push({ url: p, code: isResourceSyncError(err) ? err.code : 'RS_IO', message: err instanceof Error ? err.message : String(err) });
+        }
+      }
+      parts = [];
+      for (const v of overlay.values()) if (v !== 'deleted') await compare(v);
+    }
+    // Extra: held but not on offer.
+    if (trust) {
+      for (const r of store.records()) {
+        if (!onOffer.has(r.url)) {
+          report.counts.extra++;
+          if (report.extra.length < MAX_LISTED) report.extra.push(r.path);
+        }
+      }
+    } else {
+      for (const p of listFiles(dest)) {
+        if (!expectedPaths.has(p)) {
+          report.counts.extra++;
+          if (report.extra.length < MAX_LISTED) report.extra.push(p);
+        }
+      }
+    }
+    if (trust) report.warnings.push('The state store was trusted: local files were not read.');
+    report.inSync = report.counts.missing === 0 && report.counts.extra === 0 && report.counts.changed === 0 && report.counts.failed === 0;
+    report.durationMs = Date.now() - started;
+    return report;
+  } finally {
+    store.close();
+    await ownHttp?.close();
+  }
+}

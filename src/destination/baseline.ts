@@ -1,0 +1,80 @@
+import { ResourceSyncError, isResourceSyncError } from '../core/errors.js';
+import type { Entry } from '../core/model/types.js';
+import { openDocument, resolveLoc, type DocumentContext, type RemoteDocument } from './documents.js';
+import { runPool, type Engine } from './engine.js';
+
+/** Options of {@link baseline}. */
+export interface BaselineOptions extends DocumentContext {
+  engine: Engine;
+  /** Resources fetched at once. Default 16. */
+  concurrency?: number;
+  /** Called with each document as it is opened (for lenient validation and reporting). */
+  onDocument?: (doc: RemoteDocument) => AsyncIterable<Entry>;
+}
+
+/** What a baseline saw. */
+export interface BaselineResult {
+  /** The Resource List's (or Index's) `at`, as written: changes after it are for incremental sync. */
+  at?: string;
+  /** Every resource URI on offer. */
+  seen: Set<string>;
+  /** False when a part of the list could not be read: deletions must not be inferred. */
+  complete: boolean;
+  /** Documents read, in order. */
+  documents: string[];
+}
+
+/**
+ * Baseline synchronization from a Resource List or a Resource List Index: every part in index order, each
+ * streamed, its resources fetched with bounded concurrency, verified and written atomically by the engine.
+ * Deletions are not applied here (the caller compares `seen` with the state once every capability set is done).
+ * @see Z39.99 §5.2 (Baseline Synchronization), §10.1, §10.2
+ * @example const r = await baseline({ http, authority, engine }, 'http://example.com/resourcelist.xml');
+ */
+export async function baseline(options: BaselineOptions, url: string): Promise<BaselineResult> {
+  const { engine } = options;
+  const concurrency = options.concurrency ?? 16;
+  const result: BaselineResult = { seen: new Set(), complete: true, documents: [] };
+  const top = await openDocument(options, url);
+  result.documents.push(url);
+  if (top.kind?.id !== 'resource-list' && top.kind?.id !== 'resource-list-index') {
+    throw new ResourceSyncError('RS_INVALID_DOCUMENT', `Document '${url}' is not a Resource List or Resource List Index (${top.kind?.name ?? 'unknown kind'}).`, { data: { url } });
+  }
+  if (top.header.md?.at !== undefined) result.at = top.header.md.at;
+  const entriesOf = (doc: RemoteDocument): AsyncIterable<Entry> => (options.onDocument ? options.onDocument(doc) : doc.entries);
+
+  const run = async (doc: RemoteDocument): Promise<void> => {
+    engine.phase('baseline', undefined, doc.url);
+    await runPool(entriesOf(doc), concurrency, async (entry) => {
+      result.seen.add(entry.loc);
+      await engine.apply(entry);
+    });
+    engine.flush();
+  };
+
+  if (top.kind.id === 'resource-list') {
+    await run(top);
+    return result;
+  }
+  // Resource List Index: the parts, in index order (§10.2)
+  const parts: string[] = [];
+  for await (const e of entriesOf(top)) parts.push(resolveLoc(e.loc, top.finalUrl));
+  for (const part of parts) {
+    try {
+      const doc = await openDocument(options, part);
+      result.documents.push(part);
+      if (doc.kind?.id !== 'resource-list') {
+        engine.warn(`Resource List Index '${url}' lists '${part}', which is not a Resource List (${doc.kind?.name ?? 'unknown kind'}); skipped.`);
+        result.complete = false;
+        continue;
+      }
+      if (result.at === undefined && doc.header.md?.at !== undefined) result.at = doc.header.md.at;
+      await run(doc);
+    } catch (err) {
+      if (isResourceSyncError(err, 'RS_ABORTED') || options.signal?.aborted) throw err;
+      result.complete = false;
+      engine.fail(part, err);
+    }
+  }
+  return result;
+}

@@ -1,0 +1,449 @@
+import { createHash } from 'node:crypto';
+import { createReadStream, readFileSync } from 'node:fs';
+import { rmdir, stat, unlink } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { ResourceSyncError, isResourceSyncError, type ErrorCode } from '../core/errors.js';
+import { isKnownHashAlgorithm, nodeHashName, parseHashes, parseLength, type HashValue } from '../core/hash.js';
+import type { Entry, Ln } from '../core/model/types.js';
+import { parseW3CDatetime } from '../core/w3c-datetime.js';
+import type { HashAlgorithm } from '../core/constants.js';
+import type { Authority } from './authority.js';
+import type { HttpGet } from './http.js';
+import type { Mapper } from './mapper.js';
+import { decide, sourceFacts, type LocalFacts, type PlanDecision } from './plan.js';
+import type { ResourceRecord, StateStore } from './state-store.js';
+import { writeVerified } from './verified-write.js';
+
+/** A resource that could not be brought in line with the Source. */
+export interface SyncFailure {
+  url: string;
+  code: ErrorCode;
+  message: string;
+}
+
+/** Progress of a sync, reported through `onProgress`. */
+export interface SyncProgress {
+  phase: 'discover' | 'baseline' | 'incremental';
+  /** Resources dealt with so far (any outcome). */
+  done: number;
+  /** Resources to deal with, when known (a streamed Resource List is not counted ahead). */
+  total?: number;
+  /** Bytes written so far. */
+  bytes: number;
+  failed: number;
+  /** The document being processed. */
+  document?: string;
+}
+
+/** Counters and lists of one sync. */
+export interface SyncCounts {
+  created: number;
+  updated: number;
+  deleted: number;
+  unchanged: number;
+  failed: SyncFailure[];
+  /** Deletions announced by the Source but not applied (no `--delete`); at most 1,000 listed. */
+  deletionsSkipped: string[];
+  deletionsSkippedCount: number;
+  bytes: number;
+  warnings: string[];
+}
+
+/** What the engine needs; built by `sync()`. */
+export interface EngineOptions {
+  dest: string;
+  http: HttpGet;
+  authority: Authority;
+  mapper: Mapper;
+  /** Read-only in a dry run. */
+  store: StateStore;
+  dryRun: boolean;
+  applyDeletes: boolean;
+  fsync: boolean;
+  /** Attempts per resource after a failed verification or a broken body. Default 2 more. */
+  verifyRetries: number;
+  signal?: AbortSignal;
+  onProgress?: (p: SyncProgress) => void;
+  /** True when `url` is remembered as pending (failed in an earlier run). */
+  hasPending?: (url: string) => boolean;
+  /** The destination held nothing when the sync started: no state to look up. */
+  fresh?: boolean;
+  /** Check files on disk that the state does not know (resuming, or a pre-filled directory). */
+  adopt: boolean;
+  /** Fetches a resource through its mirrors and patch links (§14); used when the entry has such links. */
+  fetchViaLinks?: (entry: Entry, relPath: string, localCopy: string | undefined, mtime: Date | undefined) => Promise<{ length: number; hashes: Record<string, string> }>;
+}
+
+const RETRYABLE: ReadonlySet<ErrorCode> = new Set(['RS_HASH_MISMATCH', 'RS_LENGTH_MISMATCH', 'RS_NETWORK', 'RS_HTTP_TIMEOUT']);
+const STATE_BATCH = 256;
+const MAX_LISTED = 1000;
+
+/** Digests of a local file for the given algorithms (md5 always). Small files are read in one call. */
+export async function hashFile(path: string, algorithms: Iterable<string>): Promise<{ length: number; hashes: Record<string, string> }> {
+  const algs = new Set<HashAlgorithm>(['md5']);
+  for (const a of algorithms) if (isKnownHashAlgorithm(a)) algs.add(a);
+  const st = await stat(path);
+  const hashers = [...algs].map((a) => [a, createHash(nodeHashName(a))] as const);
+  if (st.size <= 1024 * 1024) {
+    const data = readFileSync(path);
+    for (const [, h] of hashers) h.update(data);
+    return { length: data.length, hashes: Object.fromEntries(hashers.map(([a, h]) => [a, h.digest('hex')])) };
+  }
+  let length = 0;
+  for await (const chunk of createReadStream(path, { highWaterMark: 1024 * 1024 }) as AsyncIterable<Buffer>) {
+    length += chunk.length;
+    for (const [, h] of hashers) h.update(chunk);
+  }
+  return { length, hashes: Object.fromEntries(hashers.map(([a, h]) => [a, h.digest('hex')])) };
+}
+
+function toError(e: unknown): Error {
+  return e instanceof Error ? e : new Error(typeof e === 'string' ? e : JSON.stringify(e));
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function localFacts(r: ResourceRecord): LocalFacts {
+  const f: LocalFacts = { length: r.length, hashes: r.hashes };
+  if (r.lastmod !== undefined) {
+    const t = parseW3CDatetime(r.lastmod, true);
+    if (t !== undefined) f.lastmod = t.ms;
+  }
+  return f;
+}
+
+/** The §14 links worth keeping with a resource (everything except the transport ones used right away). */
+function keptLinks(entry: Entry): Ln[] | undefined {
+  return entry.ln !== undefined && entry.ln.length > 0 ? entry.ln : undefined;
+}
+
+/**
+ * Applies decisions to the destination: fetches and verifies resources, deletes, keeps the state (batched
+ * transactions) and the counters. One engine serves one sync.
+ */
+export class Engine {
+  readonly counts: SyncCounts = {
+    created: 0,
+    updated: 0,
+    deleted: 0,
+    unchanged: 0,
+    failed: [],
+    deletionsSkipped: [],
+    deletionsSkippedCount: 0,
+    bytes: 0,
+    warnings: [],
+  };
+  readonly #o: EngineOptions;
+  #pending: ResourceRecord[] = [];
+  #pendingDeletes: string[] = [];
+  #retry: { entry: Entry; code: string }[] = [];
+  #resolved: string[] = [];
+  /** The capability set being synchronized (failed entries are remembered under it). */
+  setKey = '';
+  #done = 0;
+  #lastProgress = 0;
+  #phase: SyncProgress['phase'] = 'baseline';
+  #total: number | undefined;
+  #document: string | undefined;
+
+  constructor(options: EngineOptions) {
+    this.#o = options;
+  }
+
+  /** Starts a phase of the sync (for progress). */
+  phase(phase: SyncProgress['phase'], total?: number, document?: string): void {
+    this.#phase = phase;
+    this.#total = total;
+    this.#document = document;
+    this.progress(true);
+  }
+
+  /** Adds to the known total (a Resource List Index part at a time). */
+  addTotal(n: number): void {
+    this.#total = (this.#total ?? 0) + n;
+  }
+
+  warn(message: string): void {
+    if (!this.counts.warnings.includes(message)) this.counts.warnings.push(message);
+  }
+
+  fail(url: string, err: unknown): void {
+    const code: ErrorCode = isResourceSyncError(err) ? err.code : 'RS_IO';
+    this.counts.failed.push({ url, code, message: messageOf(err) });
+  }
+
+  progress(force = false): void {
+    const cb = this.#o.onProgress;
+    if (cb === undefined) return;
+    const now = Date.now();
+    if (!force && now - this.#lastProgress < 100) return;
+    this.#lastProgress = now;
+    const p: SyncProgress = { phase: this.#phase, done: this.#done, bytes: this.counts.bytes, failed: this.counts.failed.length };
+    if (this.#total !== undefined) p.total = this.#total;
+    if (this.#document !== undefined) p.document = this.#document;
+    cb(p);
+  }
+
+  #tick(): void {
+    this.#done++;
+    this.progress();
+  }
+
+  #record(r: ResourceRecord): void {
+    if (this.#o.dryRun) return;
+    if (this.#o.hasPending?.(r.url)) this.#resolved.push(r.url);
+    this.#pending.push(r);
+    if (this.#pending.length >= STATE_BATCH) this.flush();
+  }
+
+  /** Writes batched state changes in one transaction. */
+  flush(): void {
+    if (this.#o.dryRun) return;
+    const puts = this.#pending;
+    const dels = this.#pendingDeletes;
+    this.#pending = [];
+    this.#pendingDeletes = [];
+    const retry = this.#retry;
+    const resolved = this.#resolved;
+    this.#retry = [];
+    this.#resolved = [];
+    if (puts.length === 0 && dels.length === 0 && retry.length === 0 && resolved.length === 0) return;
+    this.#o.store.transaction(() => {
+      this.#o.store.putMany(puts);
+      this.#o.store.deleteMany(dels);
+      this.#o.store.removePending(resolved);
+      for (const r of retry) this.#o.store.addPending(this.setKey, r.entry, r.code);
+    });
+  }
+
+  /**
+   * Brings one resource in line with an entry of a Resource List or a created/updated change: maps it,
+   * compares with the state (and the file), fetches (conditionally when only an ETag can tell), verifies,
+   * writes, records. Never throws for a per-resource problem: it is counted in `failed`.
+   * @returns the decision taken ('unchanged' also after a 304), or undefined when it failed
+   */
+  async apply(entry: Entry): Promise<PlanDecision['action'] | undefined> {
+    const url = entry.loc;
+    try {
+      if (this.#o.signal?.aborted) throw new ResourceSyncError('RS_ABORTED', `Sync of '${url}' aborted.`, { data: { url } });
+      this.#o.authority.check(url);
+      const relPath = this.#o.mapper.toPath(url);
+      const full = join(this.#o.dest, ...relPath.split('/'));
+      const facts = sourceFacts(entry);
+      const record = this.#o.fresh === true ? undefined : this.#o.store.get(url);
+      let local: LocalFacts | undefined;
+      let present = false;
+      if (record !== undefined && record.path === relPath) {
+        const st = await stat(full).catch(() => undefined);
+        if (st !== undefined && st.isFile() && st.size === record.length) {
+          local = localFacts(record);
+          present = true;
+        }
+      } else if (this.#o.adopt) {
+        local = await this.#adoptable(full, facts.hashes, facts.length, facts.lastmod);
+        present = local !== undefined;
+      }
+      const decision = decide(facts, local);
+      if (decision.action === 'unchanged' && this.#o.hasPending?.(url) && !this.#o.dryRun) this.#resolved.push(url);
+      if (decision.action === 'unchanged') {
+        if (record === undefined || record.path !== relPath || record.lastmod !== entry.lastmod || (local && record.hashes !== local.hashes)) {
+          this.#record({ ...this.#toRecord(url, relPath, entry, local!), ...(record?.etag ? { etag: record.etag } : {}) });
+        }
+        this.counts.unchanged++;
+        return 'unchanged';
+      }
+      const action = present || record !== undefined ? 'update' : 'create';
+      if (this.#o.dryRun) {
+        this.counts[action === 'create' ? 'created' : 'updated']++;
+        return action;
+      }
+      const outcome = await this.#fetch(entry, relPath, full, present && decision.reason !== 'hash' && decision.reason !== 'length' ? record?.etag : undefined, present);
+      if (outcome === 'not-modified') {
+        if (this.#o.hasPending?.(url)) this.#resolved.push(url);
+        this.#record({ ...record!, ...(entry.lastmod !== undefined ? { lastmod: entry.lastmod } : {}) });
+        this.counts.unchanged++;
+        return 'unchanged';
+      }
+      this.counts[action === 'create' ? 'created' : 'updated']++;
+      return action;
+    } catch (err) {
+      if (isResourceSyncError(err, 'RS_ABORTED')) throw err;
+      this.fail(url, err);
+      if (!this.#o.dryRun) this.#retry.push({ entry, code: isResourceSyncError(err) ? err.code : 'RS_IO' });
+      return undefined;
+    } finally {
+      this.#tick();
+    }
+  }
+
+  #toRecord(url: string, relPath: string, entry: Entry, got: { length: number; hashes: Record<string, string> }, etag?: string): ResourceRecord {
+    const r: ResourceRecord = { url, path: relPath, length: got.length, hashes: got.hashes };
+    if (entry.lastmod !== undefined) r.lastmod = entry.lastmod;
+    if (etag !== undefined) r.etag = etag;
+    const links = keptLinks(entry);
+    if (links !== undefined) r.links = links;
+    return r;
+  }
+
+  async #adoptable(full: string, hashes: HashValue[], length: number | undefined, lastmod: number | undefined): Promise<LocalFacts | undefined> {
+    const st = await stat(full).catch(() => undefined);
+    if (st === undefined || !st.isFile()) return undefined;
+    if (length !== undefined && st.size !== length) return undefined;
+    if (hashes.length > 0) {
+      const got = await hashFile(full, hashes.map((h) => h.algorithm));
+      return got.length === st.size ? { length: got.length, hashes: got.hashes } : undefined;
+    }
+    // no hash: like rsync, trust size and modification time (set from lastmod when written)
+    if (length !== undefined && lastmod !== undefined && Math.abs(st.mtimeMs - lastmod) < 1000) {
+      const got = await hashFile(full, []);
+      return { length: got.length, hashes: got.hashes, lastmod };
+    }
+    return undefined;
+  }
+
+  async #fetch(entry: Entry, relPath: string, full: string, etag: string | undefined, present: boolean): Promise<'written' | 'not-modified'> {
+    const url = entry.loc;
+    const lastmod = entry.lastmod === undefined ? undefined : parseW3CDatetime(entry.lastmod, true);
+    const mtime = lastmod === undefined ? undefined : new Date(lastmod.ms);
+    const expected: { length?: number; hashes?: HashValue[] } = {};
+    const length = parseLength(entry.md?.length);
+    if (length !== undefined) expected.length = length;
+    const hashes = parseHashes(entry.md?.hash).filter((h) => isKnownHashAlgorithm(h.algorithm));
+    if (hashes.length > 0) expected.hashes = hashes;
+    let lastErr: unknown;
+    for (let attempt = 0; attempt <= this.#o.verifyRetries; attempt++) {
+      if (this.#o.signal?.aborted) throw new ResourceSyncError('RS_ABORTED', `Sync of '${url}' aborted.`, { data: { url } });
+      try {
+        const init: { headers?: Record<string, string>; signal?: AbortSignal } = {};
+        if (etag !== undefined) init.headers = { 'if-none-match': etag };
+        if (this.#o.signal !== undefined) init.signal = this.#o.signal;
+        const res = await this.#o.http(url, init);
+        if (res.status === 304 && etag !== undefined) {
+          await res.discard();
+          return 'not-modified';
+        }
+        if (res.status !== 200) {
+          await res.discard();
+          throw new ResourceSyncError('RS_HTTP_STATUS', `URL '${url}' answered HTTP ${res.status}.`, { data: { url, status: res.status }, recoverable: true });
+        }
+        const written = await writeVerified({
+          root: this.#o.dest,
+          relPath,
+          body: res.body,
+          expected,
+          fsync: this.#o.fsync,
+          ...(mtime !== undefined ? { mtime } : {}),
+        });
+        this.counts.bytes += written.length;
+        this.#record(this.#toRecord(url, relPath, entry, written, res.headers['etag']));
+        return 'written';
+      } catch (err) {
+        lastErr = err;
+        // the HTTP client already retried failures before the answer; broken bodies and bad bytes are retried here
+        if (!isResourceSyncError(err) || !RETRYABLE.has(err.code)) break;
+        if ((err.code === 'RS_NETWORK' || err.code === 'RS_HTTP_TIMEOUT') && err.data['phase'] !== 'body') break;
+      }
+    }
+    if (this.#o.fetchViaLinks !== undefined && entry.ln?.some((l) => l.rel === 'duplicate' || l.rel === 'http://www.openarchives.org/rs/terms/patch')) {
+      try {
+        const got = await this.#o.fetchViaLinks(entry, relPath, present ? full : undefined, mtime);
+        this.counts.bytes += got.length;
+        this.#record(this.#toRecord(url, relPath, entry, got));
+        return 'written';
+      } catch (err) {
+        if (isResourceSyncError(err, 'RS_ABORTED')) throw err;
+        lastErr = err;
+      }
+    }
+    throw toError(lastErr);
+  }
+
+  /**
+   * A resource the Source no longer has: removed (file, empty parent folders, record) with `applyDeletes`,
+   * otherwise listed in `deletionsSkipped`.
+   */
+  async remove(url: string): Promise<boolean> {
+    try {
+      if (!this.#o.applyDeletes) {
+        this.counts.deletionsSkippedCount++;
+        if (this.counts.deletionsSkipped.length < MAX_LISTED) this.counts.deletionsSkipped.push(url);
+        return true;
+      }
+      const record = this.#o.fresh === true ? undefined : this.#o.store.get(url);
+      let relPath = record?.path;
+      if (relPath === undefined) {
+        if (!this.#o.authority.allows(url)) return true; // never ours
+        relPath = this.#o.mapper.tryPath(url);
+      }
+      if (relPath === undefined) return true;
+      const full = join(this.#o.dest, ...relPath.split('/'));
+      const exists = await stat(full).then((s) => s.isFile(), () => false);
+      if (!exists && record === undefined) return true;
+      if (this.#o.dryRun) {
+        this.counts.deleted++;
+        return true;
+      }
+      if (exists) {
+        await unlink(full);
+        await this.#pruneDirs(dirname(full));
+      }
+      this.#pendingDeletes.push(url);
+      if (this.#o.hasPending?.(url)) this.#resolved.push(url);
+      if (this.#pendingDeletes.length >= STATE_BATCH) this.flush();
+      this.counts.deleted++;
+      return true;
+    } catch (err) {
+      this.fail(url, err);
+      return false;
+    } finally {
+      this.#tick();
+    }
+  }
+
+  async #pruneDirs(dir: string): Promise<void> {
+    let d = dir;
+    while (d.length > this.#o.dest.length && d.startsWith(this.#o.dest)) {
+      try {
+        await rmdir(d);
+      } catch {
+        return; // not empty
+      }
+      d = dirname(d);
+    }
+  }
+}
+
+/**
+ * Runs `fn` over `items` with at most `concurrency` at a time, pulling the next item only when a slot is free
+ * (so a streamed list is never read ahead of the work). Rejects with the first error `fn` throws.
+ */
+export async function runPool<T>(items: AsyncIterable<T> | Iterable<T>, concurrency: number, fn: (item: T) => Promise<unknown>): Promise<void> {
+  const it = Symbol.asyncIterator in items ? items[Symbol.asyncIterator]() : (items)[Symbol.iterator]();
+  let failed: unknown;
+  let done = false;
+  const worker = async (): Promise<void> => {
+    while (!done && failed === undefined) {
+      try {
+        const next = await it.next();
+        if (next.done === true) {
+          done = true;
+          return;
+        }
+        await fn(next.value);
+      } catch (err) {
+        failed ??= err;
+        return;
+      }
+    }
+  };
+  // Pulling from one iterator by several workers is safe: `it.next()` calls are queued by async generators.
+  const workers: Promise<void>[] = [];
+  for (let i = 0; i < Math.max(1, concurrency); i++) workers.push(worker());
+  await Promise.all(workers);
+  if (failed !== undefined) {
+    await Promise.resolve(it.return?.()).catch(() => undefined);
+    throw toError(failed);
+  }
+}

@@ -1,0 +1,164 @@
+import { ResourceSyncError, isResourceSyncError } from '../core/errors.js';
+import type { Entry, ResourceSyncDocument } from '../core/model/types.js';
+import { formatW3CDatetime, parseW3CDatetime } from '../core/w3c-datetime.js';
+import { loadDocument, resolveLoc, type DocumentContext } from './documents.js';
+import { runPool, type Engine } from './engine.js';
+import { changeTime, lastChangePerResource, orderChanges } from './plan.js';
+import type { SyncCursor } from './state-store.js';
+
+/** Options of {@link incremental}. */
+export interface IncrementalOptions extends DocumentContext {
+  engine: Engine;
+  concurrency?: number;
+  /** Where the previous run stopped; undefined processes every change on offer. */
+  cursor: SyncCursor | undefined;
+  /** Persists the cursor after each Change List (not called in a dry run by the caller's choice). */
+  saveCursor?: (cursor: SyncCursor) => void;
+  /** Reports the issues of each document loaded (lenient validation). */
+  onDocument?: (url: string, doc: ResourceSyncDocument) => void;
+}
+
+/** What an incremental run did. */
+export interface IncrementalResult {
+  /** Set when the changes on offer start after the cursor: the caller falls back to a baseline. */
+  gap?: string;
+  cursor: SyncCursor | undefined;
+  /** Change Lists processed (closed ones before the cursor are skipped without being fetched). */
+  processed: string[];
+  skipped: string[];
+  /** Changes applied after de-duplication. */
+  changes: number;
+}
+
+interface ListRef {
+  url: string;
+  from?: number;
+  until?: number;
+}
+
+const ms = (v: string | undefined): number | undefined => (v === undefined ? undefined : parseW3CDatetime(v, true)?.ms);
+
+/** True when the change at `time`, position `index` of list `url`, was processed before. */
+function done(cursor: SyncCursor | undefined, cursorMs: number | undefined, time: number | undefined, url: string, index: number): boolean {
+  if (cursor === undefined || cursorMs === undefined || time === undefined) return false;
+  if (time < cursorMs) return true;
+  if (time > cursorMs) return false;
+  return cursor.changeList === url && cursor.position !== undefined && index < cursor.position;
+}
+
+/**
+ * Incremental synchronization from a Change List or a Change List Index: closed lists whose `until` lies before
+ * the cursor are skipped unfetched; the others are processed from their first unprocessed change (by change
+ * time, `rs:md datetime` in 1.1 or `lastmod` in 1.0, and position); several changes to one resource collapse to
+ * the last; created/updated are fetched and verified, deleted are removed (or reported) by the engine. A list in
+ * reverse order is sorted with a warning. When the earliest `from` on offer is later than the cursor, changes
+ * were missed: nothing is applied and `gap` says why (the caller falls back to a baseline).
+ * The cursor never passes a change that failed: the next run starts there again.
+ * @see Z39.99 §5.2 (Incremental Synchronization), §12.1, §12.2
+ */
+export async function incremental(options: IncrementalOptions, url: string): Promise<IncrementalResult> {
+  const { engine } = options;
+  const concurrency = options.concurrency ?? 16;
+  const result: IncrementalResult = { cursor: options.cursor, processed: [], skipped: [], changes: 0 };
+  const cursorMs = ms(options.cursor?.datetime);
+  const top = await loadDocument(options, url);
+  options.onDocument?.(url, top);
+  let lists: ListRef[];
+  let firstDoc: typeof top | undefined;
+  if (top.kind?.id === 'change-list-index') {
+    lists = top.entries.map((e) => {
+      const r: ListRef = { url: resolveLoc(e.loc, top.finalUrl) };
+      const f = ms(e.md?.from);
+      const u = ms(e.md?.until);
+      if (f !== undefined) r.from = f;
+      if (u !== undefined) r.until = u;
+      return r;
+    });
+    if (lists.some((l, i) => i > 0 && l.from !== undefined && lists[i - 1]!.from !== undefined && l.from < lists[i - 1]!.from!)) {
+      engine.warn(`Change List Index '${url}' does not list its Change Lists in forward chronological order; sorted by 'from'.`);
+      lists = [...lists].sort((a, b) => (a.from ?? 0) - (b.from ?? 0));
+    }
+  } else if (top.kind?.id === 'change-list') {
+    const r: ListRef = { url };
+    const f = ms(top.md?.from);
+    const u = ms(top.md?.until);
+    if (f !== undefined) r.from = f;
+    if (u !== undefined) r.until = u;
+    lists = [r];
+    firstDoc = top;
+  } else {
+    throw new ResourceSyncError('RS_INVALID_DOCUMENT', `Document '${url}' is not a Change List or Change List Index (${top.kind?.name ?? 'unknown kind'}).`, { data: { url } });
+  }
+
+  // Gap: the earliest change on offer starts after the cursor (§12.1 from/until semantics).
+  if (cursorMs !== undefined) {
+    const froms = [ms(top.md?.from), ...lists.map((l) => l.from)].filter((x): x is number => x !== undefined);
+    const earliest = froms.length > 0 ? Math.min(...froms) : undefined;
+    if (earliest !== undefined && earliest > cursorMs) {
+      result.gap = `The changes on offer at '${url}' start at '${formatW3CDatetime(earliest)}', after the last change processed '${options.cursor!.datetime}': changes were missed.`;
+      return result;
+    }
+  }
+
+  let cursor = options.cursor;
+  let blocked = false; // a failure holds the cursor where it is
+  for (const list of lists) {
+    if (cursorMs !== undefined && list.until !== undefined && list.until < cursorMs) {
+      result.skipped.push(list.url);
+      continue;
+    }
+    let doc = firstDoc;
+    if (doc === undefined) {
+      try {
+        doc = await loadDocument(options, list.url);
+        options.onDocument?.(list.url, doc);
+      } catch (err) {
+        if (isResourceSyncError(err, 'RS_ABORTED') || options.signal?.aborted) throw err;
+        engine.fail(list.url, err);
+        break; // later lists would move the cursor past what this one holds
+      }
+      if (doc.kind?.id !== 'change-list') {
+        engine.warn(`Change List Index '${url}' lists '${list.url}', which is not a Change List; skipped.`);
+        continue;
+      }
+    }
+    result.processed.push(list.url);
+    const { entries: ordered, sorted } = orderChanges(doc.entries);
+    if (sorted) engine.warn(`Change List '${list.url}' is not in forward chronological order (§12.1); its changes were sorted by time.`);
+    const pending: { entry: Entry; index: number; time: number | undefined }[] = [];
+    ordered.forEach((entry, index) => {
+      const time = changeTime(entry);
+      if (time === undefined) engine.warn(`Change List '${list.url}' has a change of '${entry.loc}' without a readable datetime or lastmod; it is applied.`);
+      if (!done(options.cursor, cursorMs, time, list.url, index)) pending.push({ entry, index, time });
+    });
+    const last = lastChangePerResource(pending.map((p) => ({ loc: p.entry.loc, p })));
+    engine.phase('incremental', last.length, list.url);
+    let firstFailed: { index: number; time: number | undefined } | undefined;
+    await runPool(last, concurrency, async ({ p }) => {
+      const change = p.entry.md?.change;
+      const ok = change === 'deleted' ? await engine.remove(p.entry.loc) : (await engine.apply(p.entry)) !== undefined;
+      if (change !== undefined && change !== 'created' && change !== 'updated' && change !== 'deleted') {
+        engine.warn(`Change List '${list.url}' has change '${change}' for '${p.entry.loc}'; treated as an update.`);
+      }
+      if (!ok && (firstFailed === undefined || p.index < firstFailed.index)) firstFailed = { index: p.index, time: p.time };
+    });
+    engine.flush();
+    result.changes += last.length;
+    if (!blocked) {
+      if (firstFailed !== undefined) {
+        blocked = true;
+        if (firstFailed.time !== undefined) cursor = { datetime: formatW3CDatetime(firstFailed.time), changeList: list.url, position: firstFailed.index };
+      } else {
+        const times = ordered.map(changeTime).filter((t): t is number => t !== undefined);
+        const lastTime = times.length > 0 ? Math.max(...times) : (list.until ?? list.from);
+        if (lastTime !== undefined) {
+          const newer = cursorMs === undefined || lastTime >= cursorMs;
+          if (newer) cursor = { datetime: formatW3CDatetime(lastTime), changeList: list.url, position: ordered.length };
+        }
+      }
+      if (cursor !== undefined && cursor !== options.cursor) options.saveCursor?.(cursor);
+    }
+  }
+  result.cursor = cursor;
+  return result;
+}

@@ -1,0 +1,190 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startTestServer, type TestServer } from './helpers/test-server.js';
+import { FakeSource, urlPath } from './helpers/fake-source.js';
+import { REPO_ROOT } from './helpers/paths.js';
+import { sync } from '../src/destination/sync.js';
+import { listFiles } from '../src/destination/audit.js';
+
+const CLI = join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js');
+const md5 = (b: Buffer | string): string => createHash('md5').update(b).digest('hex');
+
+function runCli(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
+async function withSource(fn: (src: FakeSource, dest: string, server: TestServer) => Promise<void>): Promise<void> {
+  const server = await startTestServer();
+  const dest = await mkdtemp(join(tmpdir(), 'rs-fault-'));
+  try {
+    await fn(new FakeSource(server), dest, server);
+  } finally {
+    await server.close();
+    await rm(dest, { recursive: true, force: true });
+  }
+}
+
+/** Every file in the destination matches the Source byte for byte; returns the paths present. */
+async function nothingCorrupt(src: FakeSource, dest: string): Promise<string[]> {
+  const present = listFiles(dest).sort();
+  for (const p of present) {
+    const f = src.files.get(p);
+    assert.ok(f, `unexpected file ${p}`);
+    assert.equal(md5(await readFile(join(dest, ...p.split('/')))), md5(f.body), `corrupt ${p}`);
+  }
+  const tmp = await readdir(join(dest, '.resourcesync', 'tmp')).catch(() => []);
+  assert.deepEqual(tmp, [], 'no temporary files');
+  return present;
+}
+
+void test('500s, resets, truncated bodies, wrong content and slow answers: every resource correct or reported', async () => {
+  await withSource(async (src, dest, server) => {
+    for (let i = 0; i < 20; i++) src.put(`r/${i}.txt`, `resource ${i} `.repeat(50 * (i + 1)));
+    src.publish();
+    const p = (i: number): string => urlPath(`r/${i}.txt`);
+    server.fault = async (req, res, n) => {
+      const url = req.url ?? '';
+      if (url === p(0)) return (res.writeHead(500).end('always broken'), true); // permanent 500
+      if (url === p(1) && n <= 1) return (res.writeHead(503, { 'retry-after': '0' }).end(), true); // transient
+      if (url === p(2) && n === 1) return (req.socket.destroy(), true); // reset before the answer
+      if (url === p(3)) return (req.socket.destroy(), true); // always reset
+      if (url === p(4) && n <= 2) {
+        // truncated: announce the full length, send half, cut
+        const body = src.files.get('r/4.txt')!.body;
+        res.writeHead(200, { 'content-length': String(body.length) });
+        res.write(body.subarray(0, body.length >> 1));
+        setTimeout(() => res.destroy(), 5);
+        return true;
+      }
+      if (url === p(5)) return (res.writeHead(200).end('not what the hash says'), true); // wrong content, always
+      if (url === p(6) && n === 1) return (res.writeHead(200).end('wrong once'), true); // wrong content once
+      if (url === p(7)) {
+        await new Promise((r) => setTimeout(r, 2500)); // slower than the timeout, always
+        if (!res.destroyed) res.end('late');
+        return true;
+      }
+      return false;
+    };
+    const r = await sync({ source: src.capabilityList, dest, fsync: false, timeoutMs: 600, retries: 1, concurrency: 8 });
+    const failed = Object.fromEntries(r.failed.map((f) => [f.url.slice(src.origin.length), f.code]));
+    assert.deepEqual(failed, {
+      [p(0)]: 'RS_HTTP_STATUS',
+      [p(3)]: 'RS_NETWORK',
+      [p(5)]: 'RS_LENGTH_MISMATCH',
+      [p(7)]: 'RS_HTTP_TIMEOUT',
+    });
+    assert.equal(r.created, 16);
+    const present = await nothingCorrupt(src, dest);
+    assert.equal(present.length, 16);
+    for (const i of [0, 3, 5, 7]) assert.ok(!present.includes(`r/${i}.txt`));
+
+    // the server heals: the next run completes what failed
+    server.fault = undefined;
+    const again = await sync({ source: src.capabilityList, dest, fsync: false });
+    assert.deepEqual(again.failed, []);
+    assert.equal((await nothingCorrupt(src, dest)).length, 20);
+  });
+});
+
+void test('the CLI exit code says when resources failed', async () => {
+  await withSource(async (src, dest, server) => {
+    src.put('ok.txt', 'fine');
+    src.put('bad.txt', 'will be wrong');
+    src.publish();
+    server.fault = (req, res) => (req.url === '/bad.txt' ? (res.writeHead(200).end('will be WRONG'), true) : false);
+    const run = async (args: string[]) => {
+      const r = await runCli(args);
+      return { code: r.status, stdout: r.stdout };
+    };
+    const r = await run(['sync', src.capabilityList, dest, '--json', '--no-fsync']);
+    assert.equal(r.code, 1);
+    const report = JSON.parse(r.stdout) as { mode: string; created: number; failed: { url: string; code: string }[] };
+    assert.equal(report.mode, 'baseline');
+    assert.equal(report.created, 1);
+    assert.deepEqual(report.failed.map((f) => f.code), ['RS_HASH_MISMATCH']);
+    server.fault = undefined;
+    const ok = await run(['sync', src.capabilityList, dest, '--json', '--no-fsync']);
+    assert.equal(ok.code, 0);
+    const audited = await run(['audit', src.capabilityList, dest, '--json']);
+    assert.equal(audited.code, 0, audited.stdout);
+    assert.equal((await run(['sync', src.capabilityList])).code, 2);
+  });
+});
+
+void test('kill -9 at random points of a baseline, then resume: identical tree, no temporary files', async () => {
+  await withSource(async (src, dest, server) => {
+    for (let i = 0; i < 150; i++) src.put(`k/${i % 7}/${i}.bin`, Buffer.alloc(2000 + i * 37, i % 251));
+    src.publish();
+    // slow the Source a little so that the kill lands in the middle of the baseline
+    server.fault = async (req) => {
+      if (!(req.url ?? '').endsWith('.xml')) await new Promise((r) => setTimeout(r, 20));
+      return false;
+    };
+    const resourceRequests = (): number => server.requests.filter((q) => !q.url.endsWith('.xml')).length;
+    for (let round = 0; round < 3; round++) {
+      const child = spawn(process.execPath, [CLI, 'sync', src.capabilityList, dest, '--concurrency', '4'], { stdio: 'ignore' });
+      // kill once a random number of resources has been asked for (bounded wait)
+      const start = resourceRequests();
+      const target = start + 5 + Math.floor(Math.random() * 30);
+      for (let i = 0; i < 1000 && resourceRequests() < target && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 10));
+      child.kill('SIGKILL');
+      await new Promise((r) => child.once('close', r));
+    }
+    const requestsBefore = server.requests.filter((q) => !q.url.endsWith('.xml')).length;
+    // (not spawnSync: the Source runs in this process)
+    const final = await runCli(['sync', src.capabilityList, dest, '--json']);
+    assert.equal(final.status, 0, final.stderr);
+    const report = JSON.parse(final.stdout) as { created: number; unchanged: number; updated: number };
+    const fetchedLast = server.requests.filter((q) => !q.url.endsWith('.xml')).length - requestsBefore;
+    assert.equal(report.created + report.updated, fetchedLast, 'only what was missing is fetched');
+    assert.ok(requestsBefore > 0 && fetchedLast < 150, `resumed: fetched ${fetchedLast} of 150 after ${requestsBefore}`);
+    assert.equal((await nothingCorrupt(src, dest)).length, 150);
+  });
+});
+
+void test('hostile documents: nothing written outside the destination, nothing fetched off-authority', async () => {
+  const outside = await startTestServer();
+  try {
+    await withSource(async (src, dest, server) => {
+      src.put('good.txt', 'good');
+      src.publish();
+      const hostile = [
+        `${src.origin}/a/..%2F..%2F..%2Fescape.txt`,
+        `${src.origin}/%2e%2e%2fescape2.txt`,
+        `${src.origin}/a%5C..%5C..%5Cescape3.txt`,
+        `${src.origin}/.resourcesync/state.sqlite`,
+        `${outside.origin}/stolen.txt`,
+        `file:///etc/passwd`,
+        `${src.origin}/dir/`,
+      ];
+      outside.set('/stolen.txt', 'x');
+      const extra = hostile.map((u) => `<url><loc>${u}</loc><rs:md hash="md5:${md5('x')}" length="1"/></url>`).join('\n');
+      server.set('/resourcelist.xml', src.resourceListXml().replace('</urlset>', `${extra}\n</urlset>`));
+      const parent = join(dest, '..');
+      const siblingsBefore = (await readdir(parent)).sort();
+      const r = await sync({ source: src.capabilityList, dest, fsync: false });
+      assert.equal(r.created, 1);
+      assert.equal(r.failed.length, hostile.length, JSON.stringify(r.failed));
+      for (const f of r.failed) assert.ok(['RS_UNSAFE_PATH', 'RS_AUTHORITY'].includes(f.code), `${f.url}: ${f.code}`);
+      assert.deepEqual(outside.requests, [], 'nothing fetched off-authority');
+      const fetched = server.requests.map((q) => q.url).filter((u) => !u.endsWith('.xml'));
+      assert.deepEqual(fetched, ['/good.txt'], 'unsafe names are refused before any request');
+      assert.deepEqual(listFiles(dest), ['good.txt']);
+      assert.deepEqual((await readdir(parent)).sort(), siblingsBefore);
+    });
+  } finally {
+    await outside.close();
+  }
+});

@@ -1,0 +1,218 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, readdir, rm, stat, writeFile, unlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startTestServer, type TestServer } from './helpers/test-server.js';
+import { FakeSource, urlPath } from './helpers/fake-source.js';
+import { sync } from '../src/destination/sync.js';
+import { audit, listFiles } from '../src/destination/audit.js';
+import { StateStore } from '../src/destination/state-store.js';
+
+async function withSource(fn: (src: FakeSource, dest: string, server: TestServer) => Promise<void>): Promise<void> {
+  const server = await startTestServer();
+  const dest = await mkdtemp(join(tmpdir(), 'rs-sync-'));
+  try {
+    await fn(new FakeSource(server), dest, server);
+  } finally {
+    await server.close();
+    await rm(dest, { recursive: true, force: true });
+  }
+}
+
+function seed(src: FakeSource, n = 12): void {
+  for (let i = 0; i < n; i++) src.put(`dir${i % 3}/file-${i}.txt`, `content of file ${i}\n`.repeat(i + 1));
+  src.put('with space/a b.txt', 'space');
+  src.put('unicodé/naïve.txt', 'non-ascii');
+}
+
+/** The destination's files and contents, state aside. */
+async function tree(dest: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const p of listFiles(dest).sort()) out[p] = await readFile(join(dest, ...p.split('/')), 'utf8');
+  return out;
+}
+
+function expected(src: FakeSource): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const p of [...src.files.keys()].sort()) out[p] = src.files.get(p)!.body.toString('utf8');
+  return out;
+}
+
+void test('baseline from a Capability List: every resource verified, written with its lastmod, state recorded', async () => {
+  await withSource(async (src, dest, server) => {
+    seed(src);
+    src.publish();
+    const r = await sync({ source: src.capabilityList, dest, fsync: false });
+    assert.equal(r.mode, 'baseline');
+    assert.equal(r.created, 14);
+    assert.deepEqual([r.updated, r.deleted, r.unchanged, r.failed.length], [0, 0, 0, 0]);
+    assert.deepEqual(await tree(dest), expected(src));
+    const f = src.files.get('dir1/file-4.txt')!;
+    assert.equal((await stat(join(dest, 'dir1', 'file-4.txt'))).mtime.getTime(), f.lastmod);
+    const store = StateStore.open(dest, { readonly: true });
+    assert.equal(store.count(), 14);
+    const rec = store.get(`${src.origin}/unicod%C3%A9/na%C3%AFve.txt`);
+    assert.equal(rec?.path, 'unicodé/naïve.txt');
+    assert.ok(rec?.hashes['sha-256']);
+    store.close();
+    assert.deepEqual(await readdir(join(dest, '.resourcesync')).then((x) => x.includes('tmp')), false);
+
+    // run again: incremental, nothing to fetch
+    const before = server.requests.length;
+    const again = await sync({ source: src.capabilityList, dest, fsync: false });
+    assert.equal(again.mode, 'incremental');
+    assert.deepEqual([again.created, again.updated, again.deleted, again.failed.length], [0, 0, 0, 0]);
+    const fetched = server.requests.slice(before).filter((q) => !q.url.endsWith('.xml'));
+    assert.deepEqual(fetched, [], 'no resource fetched again');
+  });
+});
+
+void test('incremental over a Change List Index that rolls over: creates, updates, deletes, last change wins', async () => {
+  await withSource(async (src, dest, server) => {
+    src.rollover = 3;
+    seed(src, 6);
+    src.publish();
+    const first = await sync({ source: src.capabilityList, dest, fsync: false });
+    assert.equal(first.mode, 'baseline');
+    src.put('new/created.txt', 'fresh');
+    src.put('dir0/file-0.txt', 'updated once');
+    src.put('dir0/file-0.txt', 'updated twice');
+    src.remove('dir1/file-1.txt');
+    src.put('dir2/file-2.txt', 'changed');
+    src.put('temp.txt', 'short-lived');
+    src.remove('temp.txt');
+    src.publish();
+    const r = await sync({ source: src.capabilityList, dest, delete: true, fsync: false });
+    assert.equal(r.mode, 'incremental', JSON.stringify(r.warnings));
+    assert.equal(r.created, 1);
+    assert.equal(r.updated, 2);
+    assert.equal(r.deleted, 1);
+    assert.deepEqual(r.failed, []);
+    assert.deepEqual(await tree(dest), expected(src));
+
+    // third run: closed lists before the cursor are not even fetched
+    src.put('later.txt', 'later');
+    src.publish();
+    const before = server.requests.length;
+    const r3 = await sync({ source: src.capabilityList, dest, delete: true, fsync: false });
+    assert.equal(r3.created, 1);
+    const lists = server.requests.slice(before).map((q) => q.url).filter((u) => /changelist-\d+/.test(u));
+    assert.ok(!lists.includes('/changelist-0.xml'), `closed lists skipped: ${lists.join(', ')}`);
+    assert.deepEqual(await tree(dest), expected(src));
+  });
+});
+
+void test('1.0 change lists (lastmod as change time) and a reverse-ordered list tolerated with a warning', async () => {
+  await withSource(async (src, dest) => {
+    src.spec = '1.0';
+    seed(src, 4);
+    src.publish();
+    await sync({ source: src.capabilityList, dest, fsync: false });
+    src.reverse = true;
+    src.put('dir0/file-0.txt', 'v2');
+    src.put('dir0/file-0.txt', 'v3');
+    src.put('b.txt', 'b');
+    src.publish();
+    const r = await sync({ source: src.capabilityList, dest, fsync: false });
+    assert.equal(r.mode, 'incremental');
+    assert.ok(r.warnings.some((w) => /forward chronological order/.test(w)), JSON.stringify(r.warnings));
+    assert.equal(await readFile(join(dest, 'dir0', 'file-0.txt'), 'utf8'), 'v3');
+    assert.deepEqual(r.failed, []);
+    assert.deepEqual(await tree(dest), expected(src));
+  });
+});
+
+void test('deletions are reported, not applied, without --delete; a gap falls back to a baseline', async () => {
+  await withSource(async (src, dest) => {
+    seed(src, 3);
+    src.publish();
+    await sync({ source: src.capabilityList, dest, fsync: false });
+    src.remove('dir0/file-0.txt');
+    src.publish();
+    const r = await sync({ source: src.capabilityList, dest, fsync: false });
+    assert.equal(r.deleted, 0);
+    assert.equal(r.deletionsSkippedCount, 1);
+    assert.deepEqual(r.deletionsSkipped, [`${src.origin}/dir0/file-0.txt`]);
+    assert.ok(existsSync(join(dest, 'dir0', 'file-0.txt')));
+
+    // the Source forgets its change history: changes on offer start after the cursor
+    src.put('x.txt', 'x', false);
+    src.changes.length = 0;
+    src.since = src.tick();
+    src.publish();
+    const g = await sync({ source: src.capabilityList, dest, delete: true, fsync: false });
+    assert.equal(g.mode, 'baseline');
+    assert.ok(g.warnings.some((w) => /changes were missed/.test(w) && /baseline/.test(w)), JSON.stringify(g.warnings));
+    assert.equal(g.created, 1);
+    assert.equal(g.deleted, 1);
+    assert.deepEqual(await tree(dest), expected(src));
+  });
+});
+
+void test('a dry run changes nothing, state included', async () => {
+  await withSource(async (src, dest, server) => {
+    seed(src, 5);
+    src.publish();
+    const r = await sync({ source: src.capabilityList, dest, dryRun: true });
+    assert.equal(r.created, 7);
+    assert.deepEqual(await readdir(dest), []);
+    assert.ok(server.requests.every((q) => q.url.endsWith('.xml')), 'only documents fetched');
+  });
+});
+
+void test('audit both ways: in sync, then missing, extra and changed files', async () => {
+  await withSource(async (src, dest) => {
+    seed(src, 6);
+    src.publish();
+    await sync({ source: src.capabilityList, dest, fsync: false });
+    const ok = await audit({ source: src.capabilityList, dest });
+    assert.equal(ok.inSync, true, JSON.stringify(ok));
+    assert.equal(ok.unchanged, 8);
+
+    // changes at the Source after the Resource List are part of its current state
+    src.put('dir0/file-0.txt', 'newer');
+    src.publish();
+    src.server.set('/resourcelist.xml', src.resourceListXml(Date.UTC(2019, 0, 1))); // an old list: the change list tells the rest
+    const behind = await audit({ source: src.capabilityList, dest });
+    assert.equal(behind.inSync, false);
+    assert.deepEqual(behind.changed.map((c) => c.path), ['dir0/file-0.txt']);
+
+    await sync({ source: src.capabilityList, dest, fsync: false });
+    await writeFile(join(dest, 'dir1', 'file-1.txt'), 'tampered!');
+    await unlink(join(dest, 'dir2', 'file-2.txt'));
+    await writeFile(join(dest, 'stray.txt'), 'extra');
+    const bad = await audit({ source: src.capabilityList, dest });
+    assert.equal(bad.inSync, false);
+    assert.deepEqual(bad.missing.map((m) => m.path), ['dir2/file-2.txt']);
+    assert.deepEqual(bad.changed.map((c) => `${c.path}:${c.reason}`), ['dir1/file-1.txt:length']);
+    assert.deepEqual(bad.extra, ['stray.txt']);
+    const trusted = await audit({ source: src.capabilityList, dest, trustState: true });
+    assert.equal(trusted.trustedState, true);
+    assert.equal(trusted.inSync, true, 'the state does not see local tampering');
+    assert.ok(trusted.warnings.some((w) => /trusted/.test(w)));
+  });
+});
+
+void test('resources without hashes or lengths: conditional GET with the stored ETag', async () => {
+  await withSource(async (src, dest, server) => {
+    src.bare = true;
+    seed(src, 3);
+    src.publish();
+    await sync({ source: `${src.origin}/resourcelist.xml`, dest, fsync: false });
+    const before = server.requests.length;
+    const r = await sync({ source: `${src.origin}/resourcelist.xml`, dest, fsync: false });
+    assert.equal(r.mode, 'baseline');
+    assert.equal(r.unchanged, 5);
+    const conditional = server.requests.slice(before).filter((q) => q.headers['if-none-match'] !== undefined);
+    assert.equal(conditional.length, 0, 'lastmod decides when it is given');
+    // without lastmod either, the ETag decides
+    src.server.set('/resourcelist.xml', src.resourceListXml().replace(/<lastmod>[^<]*<\/lastmod>/g, ''));
+    const b2 = server.requests.length;
+    const r2 = await sync({ source: `${src.origin}/resourcelist.xml`, dest, fsync: false });
+    assert.equal(r2.unchanged, 5);
+    assert.equal(server.requests.slice(b2).filter((q) => q.headers['if-none-match'] !== undefined).length, 5);
+    void urlPath;
+  });
+});
