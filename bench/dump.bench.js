@@ -51,14 +51,24 @@ async function build() {
     const data = Buffer.from(base);
     data.write(`file ${i} `, 0);
     const name = `files/f${String(i).padStart(4, '0')}.bin`;
-    const hash = HASHES.map((a) => `${a}:${createHash(a === 'md5' ? 'md5' : a === 'sha-1' ? 'sha1' : 'sha256').update(data).digest('hex')}`).join(' ');
+    const hash = HASHES.map(
+      (a) =>
+        `${a}:${createHash(a === 'md5' ? 'md5' : a === 'sha-1' ? 'sha1' : 'sha256')
+          .update(data)
+          .digest('hex')}`,
+    ).join(' ');
     items.push({ loc: `/${name}`, path: `/${name}`, length: data.length, hash });
     zip.addBuffer(data, name, { compress: false });
   }
   const manifestFor = (origin) =>
     `<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">\n` +
     `<rs:ln rel="up" href="${origin}/capabilitylist.xml"/><rs:md capability="resourcedump-manifest" at="2024-01-01T00:00:00Z"/>\n` +
-    items.map((it) => `<url><loc>${origin}${it.loc}</loc><rs:md hash="${it.hash}" length="${it.length}" path="${it.path}"/></url>\n`).join('') +
+    items
+      .map(
+        (it) =>
+          `<url><loc>${origin}${it.loc}</loc><rs:md hash="${it.hash}" length="${it.length}" path="${it.path}"/></url>\n`,
+      )
+      .join('') +
     '</urlset>\n';
   // The manifest names resources under a fixed origin placeholder, replaced by nothing: locs are relative to the
   // bench server, so write them against http://bench.invalid and map that base.
@@ -92,7 +102,9 @@ async function bareLoop(out) {
   await rm(out, { recursive: true, force: true });
   await mkdir(out, { recursive: true });
   const t0 = performance.now();
-  const zip = await new Promise((res, rej) => yauzl.open(ZIP, { lazyEntries: true, autoClose: false }, (e, z) => (e ? rej(e) : res(z))));
+  const zip = await new Promise((res, rej) =>
+    yauzl.open(ZIP, { lazyEntries: true, autoClose: false }, (e, z) => (e ? rej(e) : res(z))),
+  );
   const entries = await new Promise((res) => {
     const a = [];
     zip.on('entry', (e) => {
@@ -108,7 +120,11 @@ async function bareLoop(out) {
     const { fileDataStart } = await zip.readLocalFileHeaderPromise(e, { minimal: true });
     const h = createHash('md5');
     const fh = await open(join(out, String(i)), 'w');
-    for await (const c of createReadStream(ZIP, { start: fileDataStart, end: fileDataStart + e.compressedSize - 1, highWaterMark: 1 << 20 })) {
+    for await (const c of createReadStream(ZIP, {
+      start: fileDataStart,
+      end: fileDataStart + e.compressedSize - 1,
+      highWaterMark: 1 << 20,
+    })) {
       h.update(c);
       await fh.write(c);
       n += c.length;
@@ -153,14 +169,24 @@ async function main() {
   await rawBaseline(); // warm the page cache
   const raw = await rawBaseline();
   const t0 = performance.now();
-  const report = await applyResourceDump({ dumpUrl: `${origin}/dump.xml`, http, authority, dest, mapPath: (loc) => mapper.toPath(loc), fsync: false, concurrency: CONCURRENCY });
+  const report = await applyResourceDump({
+    dumpUrl: `${origin}/dump.xml`,
+    http,
+    authority,
+    dest,
+    mapPath: (loc) => mapper.toPath(loc),
+    fsync: false,
+    concurrency: CONCURRENCY,
+  });
   const totalMs = performance.now() - t0;
   const raw2 = await rawBaseline();
   const bare = await bareLoop(join(DATA, 'bare'));
   await http.close();
   server.close();
   if (report.failures.length > 0 || report.extracted !== FILES) {
-    console.log(`dump bench: FAILED ${JSON.stringify(report.failures.slice(0, 3))} extracted ${report.extracted}/${FILES}`);
+    console.log(
+      `dump bench: FAILED ${JSON.stringify(report.failures.slice(0, 3))} extracted ${report.extracted}/${FILES}`,
+    );
   }
   const rawMBs = raw.bytes / MB / (Math.min(raw.ms, raw2.ms) / 1000);
   const extractMBs = report.bytes / MB / (report.timings.extractMs / 1000);
@@ -169,10 +195,18 @@ async function main() {
   const r = (v) => (v / rawMBs).toFixed(2);
   console.log(`dump raw read+sha-256 of the ZIP (baseline): ${rawMBs.toFixed(0)} MB/s (1.00x baseline)`);
   const bareMBs = bare.bytes / MB / (bare.ms / 1000);
-  console.log(`dump bare loop (range read + md5 + write, no temp/rename/checks): ${bareMBs.toFixed(0)} MB/s (${r(bareMBs)}x baseline)`);
-  console.log(`dump extract (ZIP read + ${HASHES.join('+')} verify + atomic write, stored, ${FILES} x 1 MiB, concurrency ${CONCURRENCY}): ${extractMBs.toFixed(0)} MB/s (${r(extractMBs)}x baseline, ${(extractMBs / bareMBs).toFixed(2)}x bare loop)`);
-  console.log(`dump package download + verify (node:http on 127.0.0.1): ${downloadMBs.toFixed(0)} MB/s (${r(downloadMBs)}x baseline)`);
-  console.log(`dump whole pipeline (dump document + download + extract): ${totalMBs.toFixed(0)} MB/s (${r(totalMBs)}x baseline)`);
+  console.log(
+    `dump bare loop (range read + md5 + write, no temp/rename/checks): ${bareMBs.toFixed(0)} MB/s (${r(bareMBs)}x baseline)`,
+  );
+  console.log(
+    `dump extract (ZIP read + ${HASHES.join('+')} verify + atomic write, stored, ${FILES} x 1 MiB, concurrency ${CONCURRENCY}): ${extractMBs.toFixed(0)} MB/s (${r(extractMBs)}x baseline, ${(extractMBs / bareMBs).toFixed(2)}x bare loop)`,
+  );
+  console.log(
+    `dump package download + verify (node:http on 127.0.0.1): ${downloadMBs.toFixed(0)} MB/s (${r(downloadMBs)}x baseline)`,
+  );
+  console.log(
+    `dump whole pipeline (dump document + download + extract): ${totalMBs.toFixed(0)} MB/s (${r(totalMBs)}x baseline)`,
+  );
   console.log(`dump extract target ≥${TARGET_EXTRACT} MB/s: ${extractMBs >= TARGET_EXTRACT ? 'met' : 'MISSED'}`);
   console.log(`dump fixture build (cached after the first run): ${(buildMs / 1000).toFixed(1)} s`);
   await rm(dest, { recursive: true, force: true });
