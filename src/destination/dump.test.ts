@@ -380,3 +380,40 @@ void test('Change Dump: an update given only as a JSON Patch in the package is a
     await e.close();
   }
 });
+
+void test('Resource Dump: an abort stops between bitstreams, waits for extractions in flight and leaves no temporary files', async () => {
+  const e = await env();
+  try {
+    const o = e.s.origin;
+    const files = Array.from({ length: 40 }, (_, i) => ({
+      loc: `${o}/f${i}.txt`,
+      path: `/f${i}`,
+      data: `content ${i}`.repeat(100),
+    }));
+    const zip = await yazlZip([
+      { name: 'manifest.xml', data: manifestXml('resourcedump-manifest', files) },
+      ...files.map((f) => ({ name: f.path.slice(1), data: f.data })),
+    ]);
+    e.s.set('/p.zip', zip);
+    e.s.set('/rd.xml', dumpXml('resourcedump', [{ loc: `${o}/p.zip`, zip }]));
+    const ac = new AbortController();
+    let seen = 0;
+    await assert.rejects(
+      applyResourceDump(
+        e.opts(`${o}/rd.xml`, {
+          signal: ac.signal,
+          onResource: () => {
+            if (++seen === 3) ac.abort();
+          },
+        }),
+      ),
+      { code: 'RS_ABORTED' },
+    );
+    const written = (await readdir(e.dest)).filter((n) => n !== '.resourcesync');
+    assert.ok(written.length >= 3 && written.length < 40, `stopped early (${written.length} files)`);
+    for (const n of written) assert.equal(await readFile(join(e.dest, n), 'utf8'), files[Number(n.slice(1, -4))]!.data);
+    await noTemp(e.dest);
+  } finally {
+    await e.close();
+  }
+});

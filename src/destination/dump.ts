@@ -552,197 +552,201 @@ async function extractPackage(run: Run, pkgUrl: string, tmp: string): Promise<vo
     let turn: Promise<void> = Promise.resolve();
     let aborted: Error | undefined;
     let files = 0;
-    for await (const item of reader.entries) {
-      throwIfAborted(opts.signal);
-      if (aborted !== undefined) break;
-      const loc = item.loc;
-      const where = { loc, ...(item.md?.path === undefined ? {} : { path: item.md.path }) };
-      const myTurn = turn;
-      let release!: () => void;
-      turn = new Promise((r) => (release = r));
-      /** Waits for the previous item's report, reports this one, lets the next one report. */
-      const report1 = async (fn: () => void | Promise<void>): Promise<void> => {
-        await myTurn;
-        try {
-          await fn();
-        } finally {
-          release();
-        }
-      };
-      let work: () => Promise<() => void | Promise<void>>;
-      let relPath: string | undefined;
-      try {
-        const change = flavor === 'change' ? item.md?.change : 'created';
-        if (change !== 'created' && change !== 'updated' && change !== 'deleted') {
-          throw rsError('RS_INVALID_DOCUMENT', `Manifest entry '${loc}' has change '${change ?? ''}'.`, { loc });
-        }
-        const rel = safeRelativePath(opts.mapPath(loc));
-        relPath = rel;
-        if (change === 'deleted') {
-          work = () => applyDeletion(run, pkgUrl, item, rel);
-        } else {
-          const path = item.md?.path;
-          const patchLn = path === undefined ? packagedPatch(item) : undefined;
-          if (path === undefined && patchLn !== undefined && change === 'updated') {
-            // Only a change description in the package (§14.4): patch the local copy, verify by hash.
-            const patchName = safeRelativePath(patchLn.path!);
-            const patchEntry = entries.get(patchName);
-            if (patchEntry === undefined)
-              throw rsError('RS_ZIP', `Package '${pkgUrl}' lacks the patch '${patchLn.path!}' of '${loc}'.`, {
-                url: pkgUrl,
-                loc,
-                path: patchLn.path,
-              });
-            used.add(patchName);
-            const patchLimit = Math.min(patchEntry.uncompressedSize, MAX_PATCH_BYTES);
-            if (patchEntry.uncompressedSize > MAX_PATCH_BYTES)
-              throw rsError('RS_LIMIT_BYTES', `Patch '${patchName}' is larger than ${MAX_PATCH_BYTES} bytes.`, {
-                loc,
-                path: patchName,
-              });
-            const hashes = parseHashes(item.md?.hash).filter((h) => isKnownHashAlgorithm(h.algorithm));
-            const length = parseLength(item.md?.length);
-            work = async () => {
-              const chunks: Buffer[] = [];
-              for await (const c of capped(await openEntry(zip, patchEntry, tmp), patchLimit, patchName, () => {}))
-                chunks.push(Buffer.from(c));
-              const local = await readFileCapped(safeJoin(opts.dest, rel), MAX_PATCH_BYTES).catch((err: unknown) => {
-                throw rsError('RS_PATCH', `Patch for '${loc}' has no local copy to apply to.`, { loc }, err);
-              });
-              const bytes = applyJsonPatchBytes(
-                local,
-                Buffer.concat(chunks),
-                { hashes, ...(length === undefined ? {} : { length }) },
-                loc,
-              );
-              const lastmod = item.lastmod === undefined ? undefined : parseW3CDatetime(item.lastmod, true);
-              const result = await writeVerified({
-                root: opts.dest,
-                relPath: rel,
-                body: once(bytes),
-                expected: { length: bytes.length, hashes },
-                ...(lastmod ? { mtime: new Date(lastmod.ms) } : {}),
-                ...(opts.fsync === undefined ? {} : { fsync: opts.fsync }),
-              });
-              return async () => {
-                files++;
-                report.extracted++;
-                report.patched++;
-                report.updated++;
-                report.bytes += result.length;
-                await opts.onResource?.({
-                  loc,
-                  relPath: rel,
-                  change,
-                  applied: true,
-                  length: result.length,
-                  hashes: result.hashes,
-                  ...(item.lastmod === undefined ? {} : { lastmod: item.lastmod }),
-                  links: relatedLinks(item),
-                  package: pkgUrl,
-                });
-              };
-            };
-          } else {
-            if (path === undefined)
-              throw rsError('RS_INVALID_DOCUMENT', `Manifest entry '${loc}' has no path.`, { loc });
-            const name = safeRelativePath(path);
-            const zipEntry = entries.get(name);
-            if (zipEntry === undefined || name.endsWith('/'))
-              throw rsError('RS_ZIP', `Package '${pkgUrl}' lacks the bitstream '${path}' of '${loc}'.`, {
-                url: pkgUrl,
-                loc,
-                path,
-              });
-            used.add(name);
-            const length = parseLength(item.md?.length);
-            const hashes = parseHashes(item.md?.hash).filter((h) => isKnownHashAlgorithm(h.algorithm));
-            if (length !== undefined && zipEntry.uncompressedSize !== length) {
-              throw rsError(
-                'RS_LENGTH_MISMATCH',
-                `ZIP entry '${name}' declares ${zipEntry.uncompressedSize} bytes, the manifest '${length}'.`,
-                { loc, path, expected: length, actual: zipEntry.uncompressedSize },
-              );
-            }
-            const limit = Math.min(length ?? zipEntry.uncompressedSize, zipEntry.uncompressedSize);
-            if (run.extractedTotal + limit > run.maxTotal) {
-              throw rsError(
-                'RS_LIMIT_BYTES',
-                `ZIP entry '${name}' would pass the cap of ${run.maxTotal} extracted bytes.`,
-                { loc, path, limit: run.maxTotal },
-              );
-            }
-            run.extractedTotal += limit; // reserved before extraction starts
-            if (hashes.length === 0) report.unverified.push(loc);
-            work = async () => {
-              const stream = await openEntry(zip, zipEntry, tmp);
-              let written = 0;
-              const body = capped(stream, limit, name, (n) => {
-                written += n;
-                opts.onProgress?.({ phase: 'extract', package: pkgUrl, bytes: written, files });
-              });
-              const expected: { length: number; hashes?: HashValue[] } = {
-                length: length ?? zipEntry.uncompressedSize,
-              };
-              if (hashes.length > 0) expected.hashes = hashes;
-              const lastmod = item.lastmod === undefined ? undefined : parseW3CDatetime(item.lastmod, true);
-              const result = await writeVerified({
-                root: opts.dest,
-                relPath: rel,
-                body,
-                expected,
-                ...(lastmod ? { mtime: new Date(lastmod.ms) } : {}),
-                ...(opts.fsync === undefined ? {} : { fsync: opts.fsync }),
-              });
-              return async () => {
-                files++;
-                report.extracted++;
-                report.bytes += result.length;
-                if (change === 'updated') report.updated++;
-                else report.created++;
-                await opts.onResource?.({
-                  loc,
-                  relPath: rel,
-                  change,
-                  applied: true,
-                  length: result.length,
-                  hashes: result.hashes,
-                  ...(item.lastmod === undefined ? {} : { lastmod: item.lastmod }),
-                  links: relatedLinks(item),
-                  package: pkgUrl,
-                });
-              };
-            };
+    try {
+      for await (const item of reader.entries) {
+        throwIfAborted(opts.signal);
+        if (aborted !== undefined) break;
+        const loc = item.loc;
+        const where = { loc, ...(item.md?.path === undefined ? {} : { path: item.md.path }) };
+        const myTurn = turn;
+        let release!: () => void;
+        turn = new Promise((r) => (release = r));
+        /** Waits for the previous item's report, reports this one, lets the next one report. */
+        const report1 = async (fn: () => void | Promise<void>): Promise<void> => {
+          await myTurn;
+          try {
+            await fn();
+          } finally {
+            release();
           }
-        }
-      } catch (err) {
-        // A check failed: nothing to extract; report it in its turn.
-        await report1(() => fail(run, pkgUrl, err, where));
-        continue;
-      }
-      const before = relPath === undefined ? undefined : lastForPath.get(relPath);
-      const task: Promise<void> = (async () => {
-        await before;
-        let done: () => void | Promise<void>;
+        };
+        let work: () => Promise<() => void | Promise<void>>;
+        let relPath: string | undefined;
         try {
-          done = await work();
+          const change = flavor === 'change' ? item.md?.change : 'created';
+          if (change !== 'created' && change !== 'updated' && change !== 'deleted') {
+            throw rsError('RS_INVALID_DOCUMENT', `Manifest entry '${loc}' has change '${change ?? ''}'.`, { loc });
+          }
+          const rel = safeRelativePath(opts.mapPath(loc));
+          relPath = rel;
+          if (change === 'deleted') {
+            work = () => applyDeletion(run, pkgUrl, item, rel);
+          } else {
+            const path = item.md?.path;
+            const patchLn = path === undefined ? packagedPatch(item) : undefined;
+            if (path === undefined && patchLn !== undefined && change === 'updated') {
+              // Only a change description in the package (§14.4): patch the local copy, verify by hash.
+              const patchName = safeRelativePath(patchLn.path!);
+              const patchEntry = entries.get(patchName);
+              if (patchEntry === undefined)
+                throw rsError('RS_ZIP', `Package '${pkgUrl}' lacks the patch '${patchLn.path!}' of '${loc}'.`, {
+                  url: pkgUrl,
+                  loc,
+                  path: patchLn.path,
+                });
+              used.add(patchName);
+              const patchLimit = Math.min(patchEntry.uncompressedSize, MAX_PATCH_BYTES);
+              if (patchEntry.uncompressedSize > MAX_PATCH_BYTES)
+                throw rsError('RS_LIMIT_BYTES', `Patch '${patchName}' is larger than ${MAX_PATCH_BYTES} bytes.`, {
+                  loc,
+                  path: patchName,
+                });
+              const hashes = parseHashes(item.md?.hash).filter((h) => isKnownHashAlgorithm(h.algorithm));
+              const length = parseLength(item.md?.length);
+              work = async () => {
+                const chunks: Buffer[] = [];
+                for await (const c of capped(await openEntry(zip, patchEntry, tmp), patchLimit, patchName, () => {}))
+                  chunks.push(Buffer.from(c));
+                const local = await readFileCapped(safeJoin(opts.dest, rel), MAX_PATCH_BYTES).catch((err: unknown) => {
+                  throw rsError('RS_PATCH', `Patch for '${loc}' has no local copy to apply to.`, { loc }, err);
+                });
+                const bytes = applyJsonPatchBytes(
+                  local,
+                  Buffer.concat(chunks),
+                  { hashes, ...(length === undefined ? {} : { length }) },
+                  loc,
+                );
+                const lastmod = item.lastmod === undefined ? undefined : parseW3CDatetime(item.lastmod, true);
+                const result = await writeVerified({
+                  root: opts.dest,
+                  relPath: rel,
+                  body: once(bytes),
+                  expected: { length: bytes.length, hashes },
+                  ...(lastmod ? { mtime: new Date(lastmod.ms) } : {}),
+                  ...(opts.fsync === undefined ? {} : { fsync: opts.fsync }),
+                });
+                return async () => {
+                  files++;
+                  report.extracted++;
+                  report.patched++;
+                  report.updated++;
+                  report.bytes += result.length;
+                  await opts.onResource?.({
+                    loc,
+                    relPath: rel,
+                    change,
+                    applied: true,
+                    length: result.length,
+                    hashes: result.hashes,
+                    ...(item.lastmod === undefined ? {} : { lastmod: item.lastmod }),
+                    links: relatedLinks(item),
+                    package: pkgUrl,
+                  });
+                };
+              };
+            } else {
+              if (path === undefined)
+                throw rsError('RS_INVALID_DOCUMENT', `Manifest entry '${loc}' has no path.`, { loc });
+              const name = safeRelativePath(path);
+              const zipEntry = entries.get(name);
+              if (zipEntry === undefined || name.endsWith('/'))
+                throw rsError('RS_ZIP', `Package '${pkgUrl}' lacks the bitstream '${path}' of '${loc}'.`, {
+                  url: pkgUrl,
+                  loc,
+                  path,
+                });
+              used.add(name);
+              const length = parseLength(item.md?.length);
+              const hashes = parseHashes(item.md?.hash).filter((h) => isKnownHashAlgorithm(h.algorithm));
+              if (length !== undefined && zipEntry.uncompressedSize !== length) {
+                throw rsError(
+                  'RS_LENGTH_MISMATCH',
+                  `ZIP entry '${name}' declares ${zipEntry.uncompressedSize} bytes, the manifest '${length}'.`,
+                  { loc, path, expected: length, actual: zipEntry.uncompressedSize },
+                );
+              }
+              const limit = Math.min(length ?? zipEntry.uncompressedSize, zipEntry.uncompressedSize);
+              if (run.extractedTotal + limit > run.maxTotal) {
+                throw rsError(
+                  'RS_LIMIT_BYTES',
+                  `ZIP entry '${name}' would pass the cap of ${run.maxTotal} extracted bytes.`,
+                  { loc, path, limit: run.maxTotal },
+                );
+              }
+              run.extractedTotal += limit; // reserved before extraction starts
+              if (hashes.length === 0) report.unverified.push(loc);
+              work = async () => {
+                const stream = await openEntry(zip, zipEntry, tmp);
+                let written = 0;
+                const body = capped(stream, limit, name, (n) => {
+                  written += n;
+                  opts.onProgress?.({ phase: 'extract', package: pkgUrl, bytes: written, files });
+                });
+                const expected: { length: number; hashes?: HashValue[] } = {
+                  length: length ?? zipEntry.uncompressedSize,
+                };
+                if (hashes.length > 0) expected.hashes = hashes;
+                const lastmod = item.lastmod === undefined ? undefined : parseW3CDatetime(item.lastmod, true);
+                const result = await writeVerified({
+                  root: opts.dest,
+                  relPath: rel,
+                  body,
+                  expected,
+                  ...(lastmod ? { mtime: new Date(lastmod.ms) } : {}),
+                  ...(opts.fsync === undefined ? {} : { fsync: opts.fsync }),
+                });
+                return async () => {
+                  files++;
+                  report.extracted++;
+                  report.bytes += result.length;
+                  if (change === 'updated') report.updated++;
+                  else report.created++;
+                  await opts.onResource?.({
+                    loc,
+                    relPath: rel,
+                    change,
+                    applied: true,
+                    length: result.length,
+                    hashes: result.hashes,
+                    ...(item.lastmod === undefined ? {} : { lastmod: item.lastmod }),
+                    links: relatedLinks(item),
+                    package: pkgUrl,
+                  });
+                };
+              };
+            }
+          }
         } catch (err) {
-          if (isResourceSyncError(err, 'RS_ABORTED')) aborted ??= err;
-          done = () => fail(run, pkgUrl, err, where);
+          // A check failed: nothing to extract; report it in its turn.
+          await report1(() => fail(run, pkgUrl, err, where));
+          continue;
         }
-        await report1(done);
-      })().catch((err: unknown) => {
-        aborted ??= err instanceof Error ? err : new Error(String(err)); // an onResource callback threw
-      });
-      if (relPath !== undefined) lastForPath.set(relPath, task);
-      inFlight.add(task);
-      void task.then(() => {
-        inFlight.delete(task);
-        if (relPath !== undefined && lastForPath.get(relPath) === task) lastForPath.delete(relPath);
-      });
-      while (inFlight.size >= concurrency) await Promise.race(inFlight);
+        const before = relPath === undefined ? undefined : lastForPath.get(relPath);
+        const task: Promise<void> = (async () => {
+          await before;
+          let done: () => void | Promise<void>;
+          try {
+            done = await work();
+          } catch (err) {
+            if (isResourceSyncError(err, 'RS_ABORTED')) aborted ??= err;
+            done = () => fail(run, pkgUrl, err, where);
+          }
+          await report1(done);
+        })().catch((err: unknown) => {
+          aborted ??= err instanceof Error ? err : new Error(String(err)); // an onResource callback threw
+        });
+        if (relPath !== undefined) lastForPath.set(relPath, task);
+        inFlight.add(task);
+        void task.then(() => {
+          inFlight.delete(task);
+          if (relPath !== undefined && lastForPath.get(relPath) === task) lastForPath.delete(relPath);
+        });
+        while (inFlight.size >= concurrency) await Promise.race(inFlight);
+      }
+    } finally {
+      // Never leave extractions running behind an error or an abort (the package file is removed next).
+      await Promise.all(inFlight);
     }
-    await Promise.all(inFlight);
     if (aborted !== undefined) throw aborted;
     for (const name of entries.keys()) {
       if (!used.has(name) && !name.endsWith('/')) report.ignoredEntries.push(`${pkgUrl}#${name}`);
