@@ -222,6 +222,12 @@ void test('discover through an HTTP Link header on any response, and an HTML <li
       headers: { 'content-type': 'text/html; charset=utf-8' },
       body: '<!DOCTYPE html><html><head><!-- <link rel="resourcesync" href="/evil.xml"> --><link href=\'capabilitylist.xml\' rel="ResourceSync"/></head><body>x</body></html>',
     });
+    e.s.set('/dataset2/page.xhtml', {
+      headers: { 'content-type': 'application/xhtml+xml' },
+      body: '<?xml version="1.0"?><html xmlns="http://www.w3.org/1999/xhtml"><head><link rel="resourcesync" href="capabilitylist.xml"/></head></html>',
+    });
+    const viaXhtml = await e.run(`${o}/dataset2/page.xhtml`);
+    assert.equal(viaXhtml.start.kind, 'html');
     const viaHtml = await e.run(`${o}/dataset2/page.html`);
     assert.equal(viaHtml.start.kind, 'html');
     assert.deepEqual(

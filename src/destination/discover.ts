@@ -43,6 +43,7 @@ export interface Discovery {
   notes: string[];
 }
 
+/** Options of `discover`: the injected HTTP effect and authority check, and the bounds of the walk. */
 export interface DiscoverOptions {
   http: HttpGet;
   authority: AuthorityCheck;
@@ -403,7 +404,7 @@ async function fetchClassified(ctx: Ctx, url: string, depth: number): Promise<Fe
       sniff.startsWith('<?xml') ||
       sniff.startsWith('<urlset') ||
       sniff.startsWith('<sitemapindex');
-    if (looksHtml && !sniff.startsWith('<?xml')) {
+    if (looksHtml && (!sniff.startsWith('<?xml') || ctype === 'application/xhtml+xml')) {
       const text = await readText(body, ctx.maxText);
       return { type: 'html', url: finalUrl, links: htmlResourceSyncLinks(text, finalUrl), linkHeader };
     }

@@ -92,6 +92,7 @@ export interface DumpReport {
   timings: { downloadMs: number; extractMs: number };
 }
 
+/** Progress of `applyResourceDump` / `applyChangeDump`, reported through `onProgress`. */
 export interface DumpProgress {
   phase: 'download' | 'extract';
   package: string;
@@ -100,6 +101,7 @@ export interface DumpProgress {
   files: number;
 }
 
+/** Options of `applyResourceDump` and `applyChangeDump`. Effects (HTTP, authority, mapper) are injected. */
 export interface ApplyDumpOptions {
   /** URL of the Resource Dump / Change Dump (or their index). */
   dumpUrl: string;

@@ -35,6 +35,7 @@ export const KEPT_RELATIONS = [
   'via',
   'profile',
 ] as const;
+/** A relation type kept for the user. */
 export type KeptRelation = (typeof KEPT_RELATIONS)[number];
 
 /** One kept link: its absolute target and the attributes describing the related resource. */
@@ -156,6 +157,7 @@ export interface FetchResult {
   attempts: FetchAttempt[];
 }
 
+/** Options of `fetchResource`. */
 export interface FetchResourceOptions {
   http: HttpGet;
   authority: AuthorityCheck;
