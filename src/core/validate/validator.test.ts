@@ -366,3 +366,14 @@ void describe('streaming', () => {
     assert.deepEqual(v.end(), []);
   });
 });
+
+void describe('docs/validation.md', () => {
+  void it('lists every issue code with its severity and section', async () => {
+    const { readFile } = await import('node:fs/promises');
+    const { REPO_ROOT } = await import('../../../test/helpers/paths.js');
+    const doc = await readFile(`${REPO_ROOT}docs/validation.md`, 'utf8');
+    for (const code of ISSUE_CODES) {
+      assert.ok(doc.includes(`| \`${code}\` | ${MESSAGES[code].severity} | ${MESSAGES[code].section} |`), code);
+    }
+  });
+});

@@ -104,6 +104,7 @@ export class XmlReader {
   private started = false;
   private finished = false;
   private readonly rootScope = NamespaceScope.empty();
+  private readonly names: (string | undefined)[] = new Array<string | undefined>(256).fill(undefined);
 
   constructor(
     private readonly handler: XmlHandler,
@@ -345,6 +346,20 @@ export class XmlReader {
     return i;
   }
 
+  /**
+   * The name at buf[from, to): the same string as last time when it repeats (as element and
+   * attribute names do on every entry), so that no new string is allocated for it.
+   */
+  private intern(from: number, to: number): string {
+    const buf = this.buf;
+    const slot = ((buf.charCodeAt(from) << 3) ^ buf.charCodeAt(to - 1) ^ (to - from)) & 255;
+    const known = this.names[slot];
+    if (known !== undefined && known.length === to - from && buf.startsWith(known, from)) return known;
+    const name = buf.slice(from, to);
+    this.names[slot] = name;
+    return name;
+  }
+
   private skipSpace(p: number): number {
     const buf = this.buf;
     while (p < buf.length && isSpace(buf.charCodeAt(p))) p++;
@@ -357,7 +372,7 @@ export class XmlReader {
     if (this.rootClosed) this.malformedAt(p, 'a second root element');
     const nameEnd = this.nameEnd(p + 1);
     if (nameEnd === p + 1) this.malformedAt(p, "'<' not followed by a name");
-    const qname = buf.slice(p + 1, nameEnd);
+    const qname = this.intern(p + 1, nameEnd);
     let i = nameEnd;
     let attrs = NO_ATTRIBUTES;
     let decls: [string, string][] | undefined;
@@ -381,7 +396,7 @@ export class XmlReader {
       if (i === before) this.malformedAt(i, `white space is required between attributes in <${qname}>`);
       const an = this.nameEnd(i);
       if (an === i) this.malformedAt(i, `unexpected character '${buf[i]}' in <${qname}>`);
-      const aname = buf.slice(i, an);
+      const aname = this.intern(i, an);
       i = this.skipSpace(an);
       if (buf.charCodeAt(i) !== EQ) this.malformedAt(i, `attribute '${aname}' has no value`);
       i = this.skipSpace(i + 1);

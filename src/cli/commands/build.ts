@@ -1,0 +1,167 @@
+/**
+ * `resourcesync build <dir>... --base-url <url> --out <publish-dir>`: publishes one or more directories
+ * as a ResourceSync Source for an existing web server, updating the change lists from the stored
+ * snapshot on each run.
+ */
+import { basename, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { HASH_ALGORITHMS, type HashAlgorithm } from '../../core/constants.js';
+import { isResourceSyncError } from '../../core/errors.js';
+import { publish, type PublishOptions, type PublishProgress } from '../../source/publish.js';
+import { isValidSetName, normalizeBaseUrl } from '../../source/url-path.js';
+
+const HELP = `Usage: resourcesync build <dir>... --base-url <url> --out <publish-dir> [options]
+
+Writes the documents of a ResourceSync Source for the directories (one set of resources each) into
+<publish-dir>, which is to be served at <url>. Each run records the changes since the previous one.
+
+Options:
+  --base-url URL          where <publish-dir> is served (required)
+  --out DIR               the publish folder (required)
+  --hashes LIST           fixity algorithms, comma-separated: md5, sha-1, sha-256 (default md5)
+  --state DIR             state folder (default <dir>/.resourcesync/ of each set)
+  --name NAME             set name, once per <dir> in order (default: the folder's name)
+  --max-entries N         entries per Resource List before an index is written (default 50000)
+  --changelist-max N      changes per Change List before it is closed (default 50000)
+  --changelist-period S   close the open Change List after S seconds (checked at each run)
+  --dumps                 also write a Resource Dump and a Change Dump (ZIP packages)
+  --package-size BYTES    bytes of bitstreams per dump package (default 104857600)
+  --retention N           closed Change Lists and Resource Dumps kept (default: all)
+  --json                  print a JSON summary on stdout
+  -h, --help              this help
+
+Resources of a single set are published at <url><path>; with several sets at <url><name>/<path>.
+Exit status: 0 done, 1 failure, 2 usage error.
+`;
+
+class UsageError extends Error {}
+
+function posInt(value: string | undefined, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value) || Number(value) < 1 || !Number.isSafeInteger(Number(value))) throw new UsageError(`--${name} '${value}' is not a positive integer`);
+  return Number(value);
+}
+
+/** Set names from the folders' names: invalid characters become `-`, duplicates get a suffix. */
+export function setNames(dirs: string[], given: string[]): string[] {
+  const used = new Set<string>();
+  return dirs.map((dir, i) => {
+    let name = given[i];
+    if (name !== undefined) {
+      if (!isValidSetName(name)) throw new UsageError(`--name '${name}' is not a valid set name (letters, digits, '.', '_', '-'; not starting with '.')`);
+    } else {
+      name = basename(resolve(dir)).replace(/[^A-Za-z0-9._-]/g, '-').replace(/^[.]+/, '').slice(0, 80);
+      if (!isValidSetName(name)) name = 'resources';
+      const base = name;
+      for (let k = 2; used.has(name); k++) name = `${base}-${k}`;
+    }
+    if (used.has(name)) throw new UsageError(`set name '${name}' is used twice`);
+    used.add(name);
+    return name;
+  });
+}
+
+/** Runs `resourcesync build` with its arguments; resolves to the exit code (0 done, 1 failure, 2 usage). */
+export async function run(args: string[]): Promise<number> {
+  let opts: PublishOptions;
+  let json: boolean;
+  try {
+    const { values, positionals } = parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        'base-url': { type: 'string' },
+        out: { type: 'string' },
+        hashes: { type: 'string' },
+        state: { type: 'string' },
+        name: { type: 'string', multiple: true },
+        'max-entries': { type: 'string' },
+        'changelist-max': { type: 'string' },
+        'changelist-period': { type: 'string' },
+        dumps: { type: 'boolean' },
+        'package-size': { type: 'string' },
+        retention: { type: 'string' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+    if (values.help === true) {
+      process.stdout.write(HELP);
+      return 0;
+    }
+    json = values.json === true;
+    if (positionals.length === 0) throw new UsageError('give at least one directory');
+    if (values['base-url'] === undefined) throw new UsageError('--base-url is required');
+    if (values.out === undefined) throw new UsageError('--out is required');
+    const baseUrl = normalizeBaseUrl(values['base-url']);
+    if (baseUrl === undefined) throw new UsageError(`--base-url '${values['base-url']}' is not an absolute http(s) URL without query or fragment`);
+    const hashes = (values.hashes ?? 'md5').split(',').map((h) => h.trim().toLowerCase()).filter((h) => h !== '');
+    for (const h of hashes) if (!Object.hasOwn(HASH_ALGORITHMS, h)) throw new UsageError(`--hashes: unknown algorithm '${h}' (md5, sha-1, sha-256)`);
+    const given = values.name ?? [];
+    if (given.length > positionals.length) throw new UsageError('more --name options than directories');
+    const names = setNames(positionals, given);
+    const period = posInt(values['changelist-period'], 'changelist-period');
+    const clMax = posInt(values['changelist-max'], 'changelist-max');
+    const packageSize = posInt(values['package-size'], 'package-size');
+    const maxEntries = posInt(values['max-entries'], 'max-entries');
+    const retention = posInt(values.retention, 'retention');
+    opts = {
+      sets: positionals.map((dir, i) => ({ name: names[i]!, dir })),
+      baseUrl,
+      outDir: values.out,
+      hashes: [...new Set(hashes)] as HashAlgorithm[],
+      changeList: { ...(clMax !== undefined ? { maxEntries: clMax } : {}), ...(period !== undefined ? { periodMs: period * 1000 } : {}) },
+      ...(values.state !== undefined ? { stateDir: values.state } : {}),
+      ...(maxEntries !== undefined ? { maxEntries } : {}),
+      ...(retention !== undefined ? { retention } : {}),
+      ...(values.dumps === true ? { dumps: packageSize !== undefined ? { maxPackageBytes: packageSize } : true } : {}),
+    };
+  } catch (err) {
+    if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true) {
+      process.stderr.write(`resourcesync build: ${(err as Error).message}\nRun 'resourcesync build --help' for the options.\n`);
+      return 2;
+    }
+    throw err;
+  }
+
+  const ac = new AbortController();
+  const onSignal = (): void => ac.abort(new Error('interrupted'));
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const tty = process.stderr.isTTY;
+  let last = 0;
+  const onProgress = (p: PublishProgress): void => {
+    const t = Date.now();
+    if (t - last < 100 && p.phase === 'scan') return;
+    last = t;
+    const what = p.phase === 'scan' ? `scanned ${p.files} files (${(p.bytes / 1e6).toFixed(1)} MB)` : `writing ${p.phase}`;
+    process.stderr.write(`\r\x1b[K${p.set}: ${what}`);
+  };
+  const started = Date.now();
+  try {
+    const result = await publish({ ...opts, signal: ac.signal, ...(tty ? { onProgress } : {}) });
+    if (tty) process.stderr.write('\r\x1b[K');
+    const ms = Date.now() - started;
+    if (json) {
+      process.stdout.write(`${JSON.stringify({ ok: true, ...result, sets: opts.sets.map((s) => s.name), durationMs: ms })}\n`);
+    } else {
+      const c = result.changes;
+      process.stdout.write(
+        `Published ${result.resources} resources in ${opts.sets.length} set(s) to ${resolve(opts.outDir)} in ${(ms / 1000).toFixed(1)} s\n` +
+          `Changes: ${c.created} created, ${c.updated} updated, ${c.deleted} deleted\n` +
+          `Source Description: ${result.sourceDescription}\n`,
+      );
+    }
+    return 0;
+  } catch (err) {
+    if (tty) process.stderr.write('\r\x1b[K');
+    const code = isResourceSyncError(err) ? err.code : 'ERROR';
+    const message = err instanceof Error ? err.message : String(err);
+    if (json) process.stdout.write(`${JSON.stringify({ ok: false, error: { code, message } })}\n`);
+    process.stderr.write(`resourcesync build: ${message}${isResourceSyncError(err) ? ` (${code})` : ''}\n`);
+    return 1;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}

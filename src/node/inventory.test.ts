@@ -1,0 +1,119 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { tempDir } from '../../test/helpers/tmp.js';
+import { inventory, type InventoryEntry } from './inventory.js';
+
+async function all(it: AsyncIterable<InventoryEntry>): Promise<InventoryEntry[]> {
+  const out: InventoryEntry[] = [];
+  for await (const e of it) out.push(e);
+  return out;
+}
+
+function md5(b: Buffer): string {
+  return createHash('md5').update(b).digest('hex');
+}
+
+void test('inventory lists published files in byte order with length, mtime, type and hashes', async () => {
+  const { dir, cleanup } = await tempDir();
+  const outside = await tempDir();
+  try {
+    const files: Record<string, string> = {
+      'a.txt': 'alpha',
+      'a b.html': '<p>space</p>',
+      'a-c.txt': 'dash',
+      'a/b.txt': 'nested',
+      'é/ü #%.pdf': 'non-ascii and reserved',
+      'z/y/x.bin': 'deep',
+      '😀.png': 'astral',
+      'empty.txt': '',
+    };
+    for (const [p, c] of Object.entries(files)) {
+      mkdirSync(join(dir, ...p.split('/').slice(0, -1)), { recursive: true });
+      writeFileSync(join(dir, p), c);
+    }
+    // never published: hidden files and folders, the state folder, links leaving the tree
+    writeFileSync(join(dir, '.hidden'), 'x');
+    writeFileSync(join(dir, 'ctrl\u0001name.txt'), 'x');
+    writeFileSync(join(dir, 'back\\slash.txt'), 'x');
+    writeFileSync(Buffer.from(join(dir, 'latin1-\xe9.txt'), 'latin1'), 'x');
+    mkdirSync(join(dir, '.git'));
+    writeFileSync(join(dir, '.git', 'config'), 'x');
+    mkdirSync(join(dir, '.resourcesync'));
+    writeFileSync(join(dir, '.resourcesync', 'source.sqlite'), 'x');
+    mkdirSync(join(dir, 'sub', '.cache'), { recursive: true });
+    writeFileSync(join(dir, 'sub', '.cache', 'k'), 'x');
+    writeFileSync(join(outside.dir, 'secret.txt'), 'secret');
+    symlinkSync(join(outside.dir, 'secret.txt'), join(dir, 'leak.txt'));
+    symlinkSync(outside.dir, join(dir, 'leakdir'));
+    symlinkSync(join(dir, 'a.txt'), join(dir, 'inside-link.txt'));
+    symlinkSync(join(dir, 'a'), join(dir, 'dirlink'));
+
+    const t = new Date('2020-01-02T03:04:05Z');
+    utimesSync(join(dir, 'a.txt'), t, t);
+    const entries = await all(inventory(dir, { hashes: ['md5', 'sha-1', 'sha-256'] }));
+    const expected = [...Object.keys(files), 'inside-link.txt'].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
+    assert.deepEqual(
+      entries.map((e) => e.path),
+      expected,
+    );
+    for (const e of entries) {
+      const content = readFileSync(join(dir, e.path));
+      assert.equal(e.size, content.length, e.path);
+      assert.equal(e.hashes.md5, md5(content));
+      assert.equal(e.hashes['sha-1'], createHash('sha1').update(content).digest('hex'));
+      assert.equal(e.hashes['sha-256'], createHash('sha256').update(content).digest('hex'));
+    }
+    const a = entries.find((e) => e.path === 'a.txt')!;
+    assert.equal(a.mtimeMs, t.getTime());
+    assert.equal(a.type, 'text/plain');
+    assert.equal(entries.find((e) => e.path === 'é/ü #%.pdf')!.type, 'application/pdf');
+  } finally {
+    await cleanup();
+    await outside.cleanup();
+  }
+});
+
+void test('inventory streams large files through every hash and reuses unchanged hashes', async () => {
+  const { dir, cleanup } = await tempDir();
+  try {
+    const big = Buffer.alloc(3 * 1024 * 1024 + 123);
+    for (let i = 0; i < big.length; i++) big[i] = (i * 31) & 0xff;
+    writeFileSync(join(dir, 'big.bin'), big);
+    writeFileSync(join(dir, 'small.txt'), 'small');
+    const first = await all(inventory(dir, { hashes: ['md5', 'sha-256'], smallFileLimit: 1024 }));
+    assert.equal(first[0]!.size, big.length);
+    assert.equal(first[0]!.hashes.md5, md5(big));
+    assert.equal(first[0]!.hashes['sha-256'], createHash('sha256').update(big).digest('hex'));
+
+    // previous state with equal size and mtime: the stored (here deliberately fake) hash is kept, no read
+    const prev = new Map(first.map((e) => [e.path, { size: e.size, mtimeMs: e.mtimeMs, hashes: { md5: 'f'.repeat(32), 'sha-256': e.hashes['sha-256']! } }]));
+    let hashed = -1;
+    const second = await all(inventory(dir, { hashes: ['md5', 'sha-256'], previous: (p) => prev.get(p), onProgress: (p) => (hashed = p.hashed) }));
+    assert.equal(second[0]!.hashes.md5, 'f'.repeat(32));
+    assert.equal(hashed, 0);
+    // a requested algorithm missing from the previous state forces a read
+    const third = await all(inventory(dir, { hashes: ['sha-1'], previous: (p) => prev.get(p) }));
+    assert.equal(third[1]!.hashes['sha-1'], createHash('sha1').update('small').digest('hex'));
+    // no algorithms: no content read at all
+    const none = await all(inventory(dir, { hashes: [] }));
+    assert.deepEqual(none[0]!.hashes, {});
+  } finally {
+    await cleanup();
+  }
+});
+
+void test('inventory refuses a missing directory and honours abort', async () => {
+  await assert.rejects(all(inventory('/nonexistent/definitely')), { code: 'RS_IO' });
+  const { dir, cleanup } = await tempDir();
+  try {
+    for (let i = 0; i < 50; i++) writeFileSync(join(dir, `f${i}`), String(i));
+    const ac = new AbortController();
+    ac.abort();
+    await assert.rejects(all(inventory(dir, { signal: ac.signal, batchSize: 10 })), { code: 'RS_ABORTED' });
+  } finally {
+    await cleanup();
+  }
+});

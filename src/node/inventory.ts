@@ -1,0 +1,312 @@
+/**
+ * Inventory of a directory: every published file with its length, last modification, media type and
+ * fixity, in a stable order (UTF-8 byte order of the relative path, the order of SQLite's BINARY
+ * collation), as an async iterable.
+ *
+ * Never published: hidden names (any segment starting with `.`, which covers the tool's own
+ * `.resourcesync` state), names with control characters, backslashes or bytes that are not UTF-8,
+ * symbolic links that leave the tree, symbolic links to directories (not
+ * followed, so no cycles), and anything that is neither a file nor a directory.
+ *
+ * Speed: small files are read and hashed with synchronous calls in batches (several times faster than
+ * `fs.promises` for 1 KB files), yielding to the event loop between batches; large files are read in
+ * 1 MiB chunks, double-buffered, feeding every hash in one pass. A file whose size and mtime equal the
+ * previous snapshot's keeps its stored hashes (stat only).
+ * @see Z39.99 §10.1 (Resource List: `lastmod`, `length`, `type`, `hash`)
+ */
+import { createHash, type Hash } from 'node:crypto';
+import { closeSync, fstatSync, lstatSync, openSync, readdirSync, readSync, realpathSync, statSync, type Dirent, type Stats } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { join, sep } from 'node:path';
+import type { HashAlgorithm } from '../core/constants.js';
+import { ResourceSyncError } from '../core/errors.js';
+import { nodeHashName } from '../core/hash.js';
+import { compareUtf8 } from '../core/utf8-order.js';
+import { mediaType } from '../source/media-type.js';
+
+/** Fixity values by algorithm, lower-case hex. */
+export type Hashes = Partial<Record<HashAlgorithm, string>>;
+
+/** One published file. */
+export interface InventoryEntry {
+  /** Relative path, `/`-separated, never hidden. */
+  path: string;
+  /** Length in bytes. */
+  size: number;
+  /** Last modification, milliseconds since the epoch (as `fs.Stats.mtimeMs`). */
+  mtimeMs: number;
+  /** Media type from the extension. */
+  type: string;
+  hashes: Hashes;
+}
+
+/** What a previous snapshot knew of a file. */
+export interface PreviousState {
+  size: number;
+  mtimeMs: number;
+  hashes: Hashes;
+}
+
+/** Progress of an inventory. */
+export interface InventoryProgress {
+  files: number;
+  bytes: number;
+  /** Files whose content was read and hashed (the others were unchanged since the previous snapshot). */
+  hashed: number;
+}
+
+export interface InventoryOptions {
+  /** Fixity algorithms; default `['md5']`. An empty list reads no content. */
+  hashes?: readonly HashAlgorithm[];
+  /** Previous state of a path; called in inventory order (so a store may answer with a forward cursor). */
+  previous?: (path: string) => PreviousState | undefined;
+  signal?: AbortSignal;
+  /** Called after each batch. */
+  onProgress?: (p: InventoryProgress) => void;
+  /** Files up to this size are read with one synchronous call; default 256 KiB. */
+  smallFileLimit?: number;
+  /** Files handled between two yields to the event loop; default 512. */
+  batchSize?: number;
+  /** Media type of a path; default `mediaType` from the extension table. */
+  mediaType?: (path: string) => string;
+  /** Absolute paths (files or folders) never published, e.g. a publish folder or state folder inside the tree. */
+  exclude?: readonly string[];
+}
+
+interface DirItem {
+  name: string;
+  key: string;
+  dir: boolean;
+  stats: Stats | undefined;
+}
+
+const CHUNK = 1024 * 1024;
+/**
+ * Names no Destination could write back safely (control characters, backslashes; `safeRelativePath`
+ * refuses them) or that do not survive UTF-8 decoding (U+FFFD stands for undecodable bytes).
+ */
+// eslint-disable-next-line no-control-regex
+const UNPUBLISHABLE = /[\u0000-\u001f\u007f\\\ufffd]/;
+
+/**
+ * Walks `root` and yields every published file in UTF-8 byte order of its relative path.
+ * @example
+ * for await (const e of inventory('/srv/data', { hashes: ['md5', 'sha-256'] })) console.log(e.path, e.hashes.md5);
+ */
+export async function* inventory(root: string, options: InventoryOptions = {}): AsyncGenerator<InventoryEntry> {
+  const algorithms = [...(options.hashes ?? ['md5'])];
+  const names = algorithms.map(nodeHashName);
+  const previous = options.previous;
+  const signal = options.signal;
+  const smallLimit = options.smallFileLimit ?? 256 * 1024;
+  const batchSize = Math.max(1, options.batchSize ?? 512);
+  const typeOf = options.mediaType ?? mediaType;
+  let realRoot: string;
+  try {
+    realRoot = realpathSync(root);
+    if (!statSync(realRoot).isDirectory()) throw new Error('not a directory');
+  } catch (cause) {
+    throw new ResourceSyncError('RS_IO', `Directory '${root}' cannot be read as a set of resources.`, { data: { path: root }, cause });
+  }
+  const progress: InventoryProgress = { files: 0, bytes: 0, hashed: 0 };
+  const scratch = Buffer.allocUnsafe(smallLimit);
+  let inBatch = 0;
+
+  // Depth-first walk with sorted siblings; a directory sorts as `name/`, which gives the global byte order.
+  const excluded = new Set<string>();
+  for (const p of options.exclude ?? []) {
+    try {
+      excluded.add(realpathSync(p));
+    } catch {
+      // an excluded path that does not exist excludes nothing
+    }
+  }
+  const stack: { abs: string; rel: string; items: DirItem[]; i: number }[] = [
+    { abs: realRoot, rel: '', items: listDir(realRoot, realRoot), i: 0 },
+  ];
+  while (stack.length > 0) {
+    const top = stack[stack.length - 1]!;
+    const item = top.items[top.i++];
+    if (item === undefined) {
+      stack.pop();
+      continue;
+    }
+    const abs = (top.abs.endsWith(sep) ? top.abs : top.abs + sep) + item.name;
+    const rel = top.rel + item.name;
+    if (excluded.size > 0 && excluded.has(abs)) continue;
+    if (item.dir) {
+      stack.push({ abs, rel: `${rel}/`, items: listDir(abs, realRoot), i: 0 });
+      continue;
+    }
+    const prev = previous?.(rel);
+    let st: Stats | undefined = item.stats;
+    let fd = -1;
+    let entry: InventoryEntry | undefined;
+    try {
+      if (st === undefined) {
+        if (prev === undefined && algorithms.length > 0) {
+          // First sight of the file: one open, fstat on the descriptor, then read it (no second path lookup).
+          try {
+            fd = openSync(abs, 'r');
+            st = fstatSync(fd);
+          } catch (cause) {
+            if (isGone(cause)) continue;
+            throw ioError(abs, cause);
+          }
+        } else {
+          st = statSync(abs, { throwIfNoEntry: false });
+        }
+      }
+      if (st === undefined || !st.isFile()) continue;
+      if (prev !== undefined && prev.size === st.size && prev.mtimeMs === st.mtimeMs && algorithms.every((a) => prev.hashes[a] !== undefined)) {
+        const hashes: Hashes = {};
+        for (const a of algorithms) hashes[a] = prev.hashes[a]!;
+        entry = { path: rel, size: st.size, mtimeMs: st.mtimeMs, type: typeOf(rel), hashes };
+      } else if (algorithms.length === 0) {
+        entry = { path: rel, size: st.size, mtimeMs: st.mtimeMs, type: typeOf(rel), hashes: {} };
+      } else {
+        let view: Buffer | undefined;
+        if (st.size <= smallLimit) {
+          try {
+            if (fd < 0) fd = openSync(abs, 'r');
+            // Read the length stat gave (as readFileSync does): content appended since is seen next time.
+            const want = st.size;
+            let total = 0;
+            while (total < want) {
+              const n = readSync(fd, scratch, total, want - total, null);
+              if (n === 0) break;
+              total += n;
+            }
+            view = scratch.subarray(0, total);
+          } catch (cause) {
+            if (isGone(cause)) continue;
+            throw ioError(abs, cause);
+          }
+        }
+        if (view !== undefined) {
+          const hashes: Hashes = {};
+          for (let k = 0; k < algorithms.length; k++) hashes[algorithms[k]!] = createHash(names[k]!).update(view).digest('hex');
+          entry = { path: rel, size: view.length, mtimeMs: st.mtimeMs, type: typeOf(rel), hashes };
+        } else {
+          if (fd >= 0) {
+            closeSync(fd);
+            fd = -1;
+          }
+          const r = await hashLargeFile(abs, algorithms, names, signal);
+          if (r === undefined) continue;
+          entry = { path: rel, size: r.size, mtimeMs: st.mtimeMs, type: typeOf(rel), hashes: r.hashes };
+          inBatch = batchSize; // a large file is a batch of its own
+        }
+        progress.hashed++;
+      }
+    } finally {
+      if (fd >= 0) closeSync(fd);
+    }
+    progress.files++;
+    progress.bytes += entry.size;
+    yield entry;
+    if (++inBatch >= batchSize) {
+      inBatch = 0;
+      options.onProgress?.({ ...progress });
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (signal?.aborted) throw abortError(signal);
+    }
+  }
+  options.onProgress?.({ ...progress });
+}
+
+/** Reads one directory: published names only, sorted in UTF-8 byte order (directories as `name/`). */
+function listDir(abs: string, realRoot: string): DirItem[] {
+  let dirents: Dirent[];
+  try {
+    dirents = readdirSync(abs, { withFileTypes: true });
+  } catch (cause) {
+    if (isGone(cause)) return [];
+    throw ioError(abs, cause);
+  }
+  const items: DirItem[] = [];
+  for (const d of dirents) {
+    const name = d.name;
+    if (name.charCodeAt(0) === 46 /* . */ || UNPUBLISHABLE.test(name)) continue;
+    if (d.isFile()) {
+      items.push({ name, key: name, dir: false, stats: undefined });
+    } else if (d.isDirectory()) {
+      items.push({ name, key: `${name}/`, dir: true, stats: undefined });
+    } else if (d.isSymbolicLink() || (!d.isFIFO() && !d.isSocket() && !d.isBlockDevice() && !d.isCharacterDevice())) {
+      // A symbolic link (or an unknown type): published only when it resolves to a file inside the tree.
+      const full = join(abs, name);
+      let target: string;
+      let st: Stats;
+      try {
+        target = realpathSync(full);
+        st = d.isSymbolicLink() ? statSync(target) : lstatSync(full);
+      } catch {
+        continue;
+      }
+      if (!target.startsWith(realRoot + sep)) continue;
+      if (st.isFile()) items.push({ name, key: name, dir: false, stats: st });
+      else if (st.isDirectory() && !d.isSymbolicLink()) items.push({ name, key: `${name}/`, dir: true, stats: undefined });
+    }
+  }
+  items.sort((a, b) => compareUtf8(a.key, b.key));
+  return items;
+}
+
+/** Streams a large file through every hash in 1 MiB chunks, reading the next chunk while hashing this one. */
+async function hashLargeFile(
+  abs: string,
+  algorithms: HashAlgorithm[],
+  names: string[],
+  signal: AbortSignal | undefined,
+): Promise<{ size: number; hashes: Hashes } | undefined> {
+  let fh;
+  try {
+    fh = await open(abs, 'r');
+  } catch (cause) {
+    if (isGone(cause)) return undefined;
+    throw ioError(abs, cause);
+  }
+  try {
+    const hs: Hash[] = names.map((n) => createHash(n));
+    const bufs = [Buffer.allocUnsafe(CHUNK), Buffer.allocUnsafe(CHUNK)];
+    let which = 0;
+    let size = 0;
+    let pending = fh.read(bufs[0]!, 0, CHUNK, null);
+    for (;;) {
+      const { bytesRead } = await pending;
+      if (bytesRead === 0) break;
+      const cur = bufs[which]!;
+      which ^= 1;
+      pending = fh.read(bufs[which]!, 0, CHUNK, null);
+      const view = bytesRead === CHUNK ? cur : cur.subarray(0, bytesRead);
+      for (const h of hs) h.update(view);
+      size += bytesRead;
+      if (signal?.aborted) {
+        await pending.catch(() => undefined);
+        throw abortError(signal);
+      }
+    }
+    const hashes: Hashes = {};
+    for (let k = 0; k < algorithms.length; k++) hashes[algorithms[k]!] = hs[k]!.digest('hex');
+    return { size, hashes };
+  } catch (cause) {
+    if (cause instanceof ResourceSyncError) throw cause;
+    throw ioError(abs, cause);
+  } finally {
+    await fh.close();
+  }
+}
+
+function isGone(err: unknown): boolean {
+  const code = (err as { code?: string } | null)?.code;
+  return code === 'ENOENT' || code === 'ENOTDIR';
+}
+
+function ioError(path: string, cause: unknown): ResourceSyncError {
+  return new ResourceSyncError('RS_IO', `File '${path}' cannot be read.`, { data: { path }, cause });
+}
+
+/** The error thrown when an inventory or publication is aborted through its signal. */
+export function abortError(signal: AbortSignal): ResourceSyncError {
+  return new ResourceSyncError('RS_ABORTED', 'Operation aborted.', { cause: signal.reason });
+}

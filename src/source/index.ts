@@ -1,0 +1,39 @@
+/**
+ * The Source side of ResourceSync: publish directories as a Source (document tree + snapshot store),
+ * map URLs to files, and the building blocks (inventory, compare, store, dumps).
+ * @example
+ * import { publish, resolveResource } from 'resourcesync/source';
+ * const r = await publish({ sets: [{ name: 'data', dir: '/srv/data' }], baseUrl: 'https://example.com/', outDir: '/var/www' });
+ * @see Z39.99 §5.1, §6, §8–13
+ */
+export { publish, storeFile, type PublishOptions, type PublishResult, type PublishProgress } from './publish.js';
+export {
+  resolveResource,
+  pathToUrl,
+  urlToPath,
+  decodeUrlPath,
+  encodeSegment,
+  normalizeBaseUrl,
+  setBaseUrl,
+  setDocumentsPath,
+  isValidSetName,
+  DOCUMENTS_PREFIX,
+  type ResourceSet,
+  type ResolvedResource,
+} from './url-path.js';
+export { mediaType, DEFAULT_MEDIA_TYPE } from './media-type.js';
+export { compareSorted, type Comparison } from './compare.js';
+export {
+  SnapshotStore,
+  sameContent,
+  type StoredResource,
+  type ListedResource,
+  type ChangeRecord,
+  type ChangePeriod,
+  type DumpRecord,
+  type ChangeListBoundary,
+  type RebuildOptions,
+  type RebuildResult,
+} from './snapshot-store.js';
+export { writeZipPackage, splitPackages, type PackageItem, type PackageResult } from './zip-package.js';
+export { inventory, type InventoryEntry, type InventoryOptions, type InventoryProgress, type PreviousState, type Hashes } from '../node/inventory.js';

@@ -1,0 +1,639 @@
+/**
+ * Publishes one or more directories (sets of resources) as a ResourceSync Source: a document tree on
+ * disk, ready to be served as is (by `resourcesync serve` or any web server), updated from a persistent
+ * snapshot store on each call.
+ *
+ * Layout under `outDir`, mirroring the URL paths under `baseUrl`:
+ * ```
+ * .well-known/resourcesync                     Source Description (§8, §6.3.2)
+ * robots.txt                                   one `Sitemap:` line per Resource List (§6.3.4)
+ * .resourcesync/<set>/capabilitylist.xml       Capability List (§9)
+ *                     resourcelist.xml         Resource List, or Resource List Index when split (§10): a
+ *                                              copy of the latest generation resourcelist-G.xml
+ *                     resourcelist-G.xml, resourcelist-G-partN.xml   generation G and its parts
+ *                     resourcelist-archive.xml Resource List Archive (Archives)
+ *                     changelist.xml           the open Change List (§12.1)
+ *                     changelist-NNNNN.xml     closed Change Lists
+ *                     changelist-index.xml     Change List Index, forward order (§12.2)
+ *                     changelist-archive.xml   Change List Archive (Archives)
+ *                     resourcedump.xml         Resource Dump of the latest snapshot (§11.1)
+ *                     resourcedump-N.xml, resourcedump-N-partK.zip, resourcedump-N-partK-manifest.xml
+ *                     resourcedump-archive.xml Resource Dump Archive (Archives)
+ *                     changedump.xml           Change Dump: one package per closed Change List (§13.1)
+ *                     changedump-NNNNN.zip, changedump-NNNNN-manifest.xml
+ * ```
+ * Resources are at `<baseUrl><path>` with one set and at `<baseUrl><set>/<path>` with several.
+ * Every document is written atomically (temporary file + rename). A call with no change on disk records
+ * no change and rewrites only the small documents (stat only: no file is read again). Overlapping calls
+ * for the same set in one process run one after the other; across processes, the store's lock
+ * (SQLite, 5 s busy timeout) refuses a second writer with `RS_LOCKED`/`RS_IO`.
+ * @see Z39.99 §5.1, §6, §8–13, Appendix A; ResourceSync Archives
+ */
+import { createHash } from 'node:crypto';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { copyFile, rename } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import type { HashAlgorithm } from '../core/constants.js';
+import { ResourceSyncError } from '../core/errors.js';
+import type { DocumentHeader, Entry } from '../core/model/types.js';
+import { writeDocument, writeDocumentSet } from '../core/xml/write-document.js';
+import { formatW3CDatetime } from '../core/w3c-datetime.js';
+import { fileSink, writeFileAtomic } from '../node/file-sink.js';
+import { inventory, type Hashes } from '../node/inventory.js';
+import {
+  atMd,
+  capabilityEntry,
+  changeEntry,
+  fromMd,
+  header,
+  intervalEntry,
+  listedEntry,
+  packageEntry,
+  resourceEntry,
+  snapshotEntry,
+} from './documents.js';
+import { SnapshotStore, type ChangePeriod, type ChangeRecord, type StoredResource } from './snapshot-store.js';
+import { DOCUMENTS_PREFIX, isValidSetName, normalizeBaseUrl, setBaseUrl } from './url-path.js';
+import { writeZipPackage, type PackageItem } from './zip-package.js';
+
+export type { HashAlgorithm };
+
+/** Progress of a publication. */
+export interface PublishProgress {
+  set: string;
+  phase: 'scan' | 'documents' | 'dumps';
+  /** Files inventoried so far in this set. */
+  files: number;
+  bytes: number;
+}
+
+/** Options of `publish`. */
+export interface PublishOptions {
+  /** The sets of resources: one Capability List each. Names are URL segments (`[A-Za-z0-9_-][A-Za-z0-9._-]*`). */
+  sets: Array<{ name: string; dir: string }>;
+  /** Where `outDir` is served, e.g. `https://example.com/` (a trailing `/` is added). */
+  baseUrl: string;
+  /** The publish folder. */
+  outDir: string;
+  /** State folder; the store of set `s` is `<stateDir>/<s>/source.sqlite`. Default `<dir>/.resourcesync/source.sqlite`. */
+  stateDir?: string;
+  /** Fixity algorithms; default `['md5']`. */
+  hashes?: HashAlgorithm[];
+  /** Entries per Resource List document before a Resource List Index is written; default 50,000. */
+  maxEntries?: number;
+  /** Bytes per Resource List document; default 50 MB. */
+  maxBytes?: number;
+  /** When the open Change List is closed. Default: 50,000 entries, no period. */
+  changeList?: { maxEntries?: number; periodMs?: number };
+  /** Write a Resource Dump and a Change Dump; packages split at `maxPackageBytes` (default 100 MiB). */
+  dumps?: boolean | { maxPackageBytes?: number };
+  /**
+   * How many of each archived item are kept: closed Change Lists (with their Change Dump packages),
+   * Resource List generations and Resource Dumps. Default: every closed Change List, 5 Resource Lists
+   * and 5 Resource Dumps.
+   */
+  retention?: number;
+  now?: () => number;
+  signal?: AbortSignal;
+  onProgress?: (p: PublishProgress) => void;
+}
+
+/** What `publish` did. */
+export interface PublishResult {
+  /** URL of the Source Description. */
+  sourceDescription: string;
+  /** URL of each set's Capability List, in the order of `sets`. */
+  capabilityLists: string[];
+  /** URL of each set's Resource List (or Resource List Index). */
+  resourceLists: string[];
+  /** URL paths (`new URL(u).pathname`) of every document now published, packages included. */
+  documents: string[];
+  changes: { created: number; updated: number; deleted: number };
+  /** Resources listed, all sets together. */
+  resources: number;
+}
+
+const pad = (n: number): string => String(n).padStart(5, '0');
+const ts = formatW3CDatetime;
+const DEFAULT_PACKAGE_BYTES = 100 * 1024 * 1024;
+/** Resource Lists and Resource Dumps kept for the archives when `retention` is not set. */
+const DEFAULT_SNAPSHOT_RETENTION = 5;
+
+/** One generation of the Resource List (a snapshot that changed). */
+interface RlGeneration {
+  n: number;
+  at: number;
+  completed: number;
+  /** The list (or index) first, then its parts. */
+  files: string[];
+}
+
+async function copyAtomic(from: string, to: string): Promise<void> {
+  const tmp = `${to}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+  try {
+    await copyFile(from, tmp);
+    await rename(tmp, to);
+  } catch (err) {
+    rmSync(tmp, { force: true });
+    throw err;
+  }
+}
+
+interface Context {
+  baseUrl: string;
+  sdUrl: string;
+  outDir: string;
+  setCount: number;
+  hashes: HashAlgorithm[];
+  maxEntries: number;
+  maxBytes: number;
+  changeList: { maxEntries?: number; periodMs?: number };
+  dumps: { maxPackageBytes: number } | undefined;
+  retention: number | undefined;
+  now: () => number;
+  signal: AbortSignal | undefined;
+  onProgress: ((p: PublishProgress) => void) | undefined;
+  exclude: string[];
+  stateDir: string | undefined;
+}
+
+interface SetResult {
+  capabilityList: string;
+  resourceList: string;
+  documents: string[];
+  created: number;
+  updated: number;
+  deleted: number;
+  resources: number;
+}
+
+function invalid(message: string, data: Record<string, unknown>): ResourceSyncError {
+  return new ResourceSyncError('RS_INVALID_ARGUMENT', message, { data });
+}
+
+/**
+ * Scans each set, records the changes since the previous call in its snapshot store, and (re)writes the
+ * document tree of the Source into `outDir`.
+ * @example
+ * const r = await publish({ sets: [{ name: 'data', dir: '/srv/data' }], baseUrl: 'https://example.com/', outDir: '/var/www' });
+ * console.log(r.sourceDescription, r.changes);
+ */
+export async function publish(options: PublishOptions): Promise<PublishResult> {
+  const baseUrl = normalizeBaseUrl(options.baseUrl);
+  if (baseUrl === undefined) throw invalid(`Base URL '${options.baseUrl}' is not an absolute http(s) URL without query or fragment.`, { baseUrl: options.baseUrl });
+  if (options.sets.length === 0) throw invalid('Option sets is empty: give at least one directory.', {});
+  const names = new Set<string>();
+  for (const s of options.sets) {
+    if (!isValidSetName(s.name)) throw invalid(`Set name '${s.name}' is not a valid URL segment.`, { name: s.name });
+    if (names.has(s.name)) throw invalid(`Set name '${s.name}' is used twice.`, { name: s.name });
+    names.add(s.name);
+    let isDir = false;
+    try {
+      isDir = statSync(s.dir).isDirectory();
+    } catch {
+      // reported below
+    }
+    if (!isDir) throw new ResourceSyncError('RS_IO', `Directory '${s.dir}' of set '${s.name}' does not exist.`, { data: { path: s.dir } });
+  }
+  const positive = (v: number | undefined, name: string, def: number): number => {
+    if (v === undefined) return def;
+    if (!Number.isSafeInteger(v) || v < 1) throw invalid(`Option ${name} '${v}' is not a positive integer.`, { [name]: v });
+    return v;
+  };
+  const outDir = resolve(options.outDir);
+  const dumpsOpt = options.dumps;
+  const ctx: Context = {
+    baseUrl,
+    sdUrl: `${baseUrl}.well-known/resourcesync`,
+    outDir,
+    setCount: options.sets.length,
+    hashes: [...(options.hashes ?? ['md5'])],
+    maxEntries: positive(options.maxEntries, 'maxEntries', 50_000),
+    maxBytes: positive(options.maxBytes, 'maxBytes', 50 * 1024 * 1024),
+    changeList: { ...options.changeList },
+    dumps:
+      dumpsOpt === undefined || dumpsOpt === false
+        ? undefined
+        : { maxPackageBytes: positive(dumpsOpt === true ? undefined : dumpsOpt.maxPackageBytes, 'maxPackageBytes', DEFAULT_PACKAGE_BYTES) },
+    retention: options.retention === undefined ? undefined : positive(options.retention, 'retention', 1),
+    now: options.now ?? Date.now,
+    signal: options.signal,
+    onProgress: options.onProgress,
+    exclude: [outDir, join(outDir, 'robots.txt'), ...(options.stateDir === undefined ? [] : [resolve(options.stateDir)])],
+    stateDir: options.stateDir === undefined ? undefined : resolve(options.stateDir),
+  };
+  mkdirSync(outDir, { recursive: true });
+  const results: SetResult[] = [];
+  for (const set of options.sets) {
+    if (ctx.signal?.aborted) throw new ResourceSyncError('RS_ABORTED', 'Publication aborted.', { cause: ctx.signal.reason });
+    results.push(await publishSet(ctx, { name: set.name, dir: resolve(set.dir) }));
+  }
+
+  // Source Description (§8) at the well-known URI (§6.3.2), and robots.txt (§6.3.4)
+  await writeDoc(
+    join(outDir, '.well-known', 'resourcesync'),
+    header('urlset', { capability: 'description' }),
+    results.map((r) => capabilityEntry(r.capabilityList, 'capabilitylist')),
+  );
+  const robots = `User-agent: *\nDisallow:\n\n${results.map((r) => `Sitemap: ${r.resourceList}\n`).join('')}`;
+  await writeFileAtomic(join(outDir, 'robots.txt'), [Buffer.from(robots)]);
+
+  const documents = [ctx.sdUrl, `${baseUrl}robots.txt`, ...results.flatMap((r) => r.documents)].map((u) => new URL(u).pathname);
+  return {
+    sourceDescription: ctx.sdUrl,
+    capabilityLists: results.map((r) => r.capabilityList),
+    resourceLists: results.map((r) => r.resourceList),
+    documents,
+    changes: {
+      created: sum(results, 'created'),
+      updated: sum(results, 'updated'),
+      deleted: sum(results, 'deleted'),
+    },
+    resources: sum(results, 'resources'),
+  };
+}
+
+function sum(rs: SetResult[], k: 'created' | 'updated' | 'deleted' | 'resources'): number {
+  return rs.reduce((a, r) => a + r[k], 0);
+}
+
+async function writeDoc(file: string, h: DocumentHeader, entries: Iterable<Entry> | AsyncIterable<Entry>): Promise<void> {
+  mkdirSync(dirname(file), { recursive: true });
+  await writeFileAtomic(file, writeDocument(h, entries));
+}
+
+async function docBytes(h: DocumentHeader, entries: Iterable<Entry>): Promise<Buffer> {
+  const chunks: Uint8Array[] = [];
+  for await (const c of writeDocument(h, entries)) chunks.push(c);
+  return Buffer.concat(chunks);
+}
+
+function* map<A, B>(it: Iterable<A>, f: (a: A) => B): Generator<B> {
+  for (const a of it) yield f(a);
+}
+
+/** The store file of a set. */
+export function storeFile(set: { name: string; dir: string }, stateDir?: string): string {
+  return stateDir === undefined ? join(set.dir, DOCUMENTS_PREFIX, 'source.sqlite') : join(stateDir, set.name, 'source.sqlite');
+}
+
+/** Publications in progress, by store file: overlapping calls for the same set run one after the other. */
+const running = new Map<string, Promise<unknown>>();
+
+async function publishSet(ctx: Context, set: { name: string; dir: string }): Promise<SetResult> {
+  const key = storeFile(set, ctx.stateDir);
+  const before = running.get(key) ?? Promise.resolve();
+  const mine = before.then(
+    () => publishSetNow(ctx, set),
+    () => publishSetNow(ctx, set),
+  );
+  const settled = mine.catch(() => undefined);
+  running.set(key, settled);
+  try {
+    return await mine;
+  } finally {
+    if (running.get(key) === settled) running.delete(key);
+  }
+}
+
+async function publishSetNow(ctx: Context, set: { name: string; dir: string }): Promise<SetResult> {
+  const docDir = join(ctx.outDir, DOCUMENTS_PREFIX, set.name);
+  const docUrl = `${ctx.baseUrl}${DOCUMENTS_PREFIX}/${set.name}/`;
+  const u = (name: string): string => docUrl + name;
+  const f = (name: string): string => join(docDir, name);
+  const capUrl = u('capabilitylist.xml');
+  const resBase = setBaseUrl(ctx.baseUrl, set.name, ctx.setCount);
+  const file = storeFile(set, ctx.stateDir);
+  const bitDir = join(dirname(file), 'source-bitstreams');
+  mkdirSync(docDir, { recursive: true });
+  const store = SnapshotStore.open(file);
+  const documents: string[] = [];
+  const progress = (phase: PublishProgress['phase'], files = 0, bytes = 0): void => ctx.onProgress?.({ set: set.name, phase, files, bytes });
+  try {
+    const config = JSON.stringify({ v: 1, resBase, docUrl, maxEntries: ctx.maxEntries, maxBytes: ctx.maxBytes, hashes: ctx.hashes, dumps: ctx.dumps });
+    const fresh = store.getMeta('published_config') !== config || !existsSync(f('capabilitylist.xml'));
+
+    // 1. Scan and record the changes (§12.1)
+    const keep = ctx.dumps !== undefined;
+    if (keep) mkdirSync(bitDir, { recursive: true });
+    const onChange = keep
+      ? (c: ChangeRecord): void => {
+          if (c.change === 'deleted') return;
+          try {
+            copyFileSync(join(set.dir, ...c.path.split('/')), join(bitDir, String(c.seq)));
+          } catch {
+            // the file went away again: its later deletion is recorded at the next rebuild
+          }
+        }
+      : undefined;
+    const cursor = store.lookup();
+    let r;
+    try {
+      const entries = inventory(set.dir, {
+        hashes: ctx.hashes,
+        previous: cursor.get,
+        exclude: ctx.exclude,
+        ...(ctx.signal ? { signal: ctx.signal } : {}),
+        onProgress: (p) => progress('scan', p.files, p.bytes),
+      });
+      r = await store.rebuild(entries, {
+        now: ctx.now,
+        ...ctx.changeList,
+        ...(ctx.signal ? { signal: ctx.signal } : {}),
+        ...(onChange ? { onChange } : {}),
+      });
+    } finally {
+      cursor.close();
+    }
+    const completed = ctx.now();
+    const changed = r.baseline || r.created + r.updated + r.deleted > 0;
+    progress('documents');
+
+    // 2. Resource List or Resource List Index (§10), one generation per snapshot that changed, kept for the
+    //    Resource List Archive. `resourcelist.xml` is a copy of the latest generation's list (or index).
+    const rlUrl = u('resourcelist.xml');
+    let generations = JSON.parse(store.getMeta('rl_generations') ?? '[]') as RlGeneration[];
+    if (fresh || changed || generations.length === 0 || !existsSync(f('resourcelist.xml'))) {
+      const n = (generations[generations.length - 1]?.n ?? 0) + 1;
+      const h = header('urlset', atMd('resourcelist', r.at, completed), capUrl);
+      const res = await writeDocumentSet(
+        h,
+        map(store.listing(), (x) => listedEntry(resBase, x)),
+        {
+          maxEntries: ctx.maxEntries,
+          maxBytes: ctx.maxBytes,
+          indexUrl: u(`resourcelist-${n}.xml`),
+          partUrl: (k) => u(`resourcelist-${n}-part${k}.xml`),
+          sink: ({ url }) => fileSink(f(url.slice(docUrl.length))),
+          partEntry: () => ({ md: { at: ts(r.at), completed: ts(completed) } }),
+          ...(ctx.signal ? { signal: ctx.signal } : {}),
+        },
+      );
+      await copyAtomic(f(`resourcelist-${n}.xml`), f('resourcelist.xml'));
+      const files = [`resourcelist-${n}.xml`, ...(res.indexed ? res.parts.map((p) => p.url.slice(docUrl.length)) : [])];
+      generations.push({ n, at: r.at, completed, files });
+      const keep = ctx.retention ?? DEFAULT_SNAPSHOT_RETENTION;
+      for (const g of generations.slice(0, Math.max(0, generations.length - keep))) for (const name of g.files) rmSync(f(name), { force: true });
+      generations = generations.slice(-keep);
+      store.setMeta('rl_generations', JSON.stringify(generations));
+    }
+    await writeDoc(
+      f('resourcelist-archive.xml'),
+      header('urlset', { capability: 'resourcelist-archive' }, capUrl),
+      generations.map((g) => snapshotEntry(u(`resourcelist-${g.n}.xml`), g.at, g.completed)),
+    );
+    documents.push(rlUrl, u('resourcelist-archive.xml'), ...generations.flatMap((g) => g.files.map(u)));
+
+    // 3. Change Lists (§12.1), Change List Index (§12.2), Change List Archive; retention
+    let dropped: ChangePeriod[] = [];
+    if (ctx.retention !== undefined) dropped = store.prunePeriods(ctx.retention);
+    for (const p of dropped) {
+      rmSync(f(`changelist-${pad(p.id)}.xml`), { force: true });
+      rmSync(f(`changedump-${pad(p.id)}.zip`), { force: true });
+      rmSync(f(`changedump-${pad(p.id)}-manifest.xml`), { force: true });
+    }
+    const periods = store.periods();
+    const closed = periods.filter((p) => p.until !== undefined);
+    const open = periods.find((p) => p.until === undefined)!;
+    const indexUrl = closed.length > 0 ? u('changelist-index.xml') : undefined;
+    const archivesLn = closed.length > 0 ? [{ rel: 'archives', href: u('changelist-archive.xml') }] : [];
+    for (const p of closed) {
+      const name = `changelist-${pad(p.id)}.xml`;
+      if (fresh || !existsSync(f(name))) {
+        await writeDoc(f(name), header('urlset', fromMd('changelist', p.from, p.until), capUrl, indexUrl, archivesLn), map(store.changes(p.id), (c) => changeEntry(resBase, c)));
+      }
+      documents.push(u(name));
+    }
+    // The open Change List and the index change only with the changes: a quiet run rewrites neither.
+    const listsChanged = fresh || changed || r.closed.length > 0 || dropped.length > 0 || !existsSync(f('changelist.xml'));
+    if (listsChanged) {
+      await writeDoc(f('changelist.xml'), header('urlset', fromMd('changelist', open.from), capUrl, indexUrl, archivesLn), map(store.changes(open.id), (c) => changeEntry(resBase, c)));
+    }
+    documents.push(u('changelist.xml'));
+    if (closed.length > 0 && !listsChanged && existsSync(f('changelist-index.xml'))) {
+      documents.push(u('changelist-index.xml'), u('changelist-archive.xml'));
+    } else if (closed.length > 0) {
+      const first = closed[0]!;
+      await writeDoc(f('changelist-index.xml'), header('sitemapindex', fromMd('changelist', first.from), capUrl), [
+        ...closed.map((p) => intervalEntry(u(`changelist-${pad(p.id)}.xml`), p.from, p.until)),
+        intervalEntry(u('changelist.xml'), open.from),
+      ]);
+      await writeDoc(
+        f('changelist-archive.xml'),
+        header('urlset', { capability: 'changelist-archive' }, capUrl),
+        closed.map((p) => intervalEntry(u(`changelist-${pad(p.id)}.xml`), p.from, p.until)),
+      );
+      documents.push(u('changelist-index.xml'), u('changelist-archive.xml'));
+    } else {
+      rmSync(f('changelist-index.xml'), { force: true });
+      rmSync(f('changelist-archive.xml'), { force: true });
+    }
+
+    // 4. Dumps (§11, §13)
+    const caps: Entry[] = [capabilityEntry(rlUrl, 'resourcelist')];
+    if (ctx.dumps !== undefined) {
+      progress('dumps');
+      const rd = await resourceDump(ctx, store, set, { docUrl, capUrl, resBase, at: r.at, completed, rebuild: fresh || changed });
+      documents.push(...rd.documents);
+      caps.push(capabilityEntry(u('resourcedump.xml'), 'resourcedump'));
+      caps.push(capabilityEntry(indexUrl ?? u('changelist.xml'), 'changelist'));
+      const cd = await changeDump(ctx, store, set, { docUrl, capUrl, resBase, bitDir, closed, open, fresh });
+      documents.push(...cd);
+      caps.push(capabilityEntry(u('changedump.xml'), 'changedump'));
+      caps.push(capabilityEntry(u('resourcedump-archive.xml'), 'resourcedump-archive'));
+    } else {
+      caps.push(capabilityEntry(indexUrl ?? u('changelist.xml'), 'changelist'));
+    }
+    caps.push(capabilityEntry(u('resourcelist-archive.xml'), 'resourcelist-archive'));
+    if (closed.length > 0) caps.push(capabilityEntry(u('changelist-archive.xml'), 'changelist-archive'));
+
+    // 5. Capability List (§9)
+    await writeDoc(f('capabilitylist.xml'), header('urlset', { capability: 'capabilitylist' }, ctx.sdUrl), caps);
+    documents.push(capUrl);
+    store.setMeta('published_config', config);
+    return { capabilityList: capUrl, resourceList: rlUrl, documents, created: r.created, updated: r.updated, deleted: r.deleted, resources: r.resources };
+  } finally {
+    store.close();
+  }
+}
+
+interface DumpFiles {
+  doc: string;
+  zips: string[];
+  manifests: string[];
+}
+
+/** Resource Dump (§11.1) with its packages and manifests (§11.2), and the Resource Dump Archive. */
+async function resourceDump(
+  ctx: Context,
+  store: SnapshotStore,
+  set: { name: string; dir: string },
+  o: { docUrl: string; capUrl: string; resBase: string; at: number; completed: number; rebuild: boolean },
+): Promise<{ documents: string[] }> {
+  const u = (name: string): string => o.docUrl + name;
+  const f = (name: string): string => join(ctx.outDir, DOCUMENTS_PREFIX, set.name, name);
+  let dumps = store.dumps('resourcedump');
+  if (o.rebuild || dumps.length === 0 || !existsSync(f('resourcedump.xml'))) {
+    const n = Number(store.getMeta('rd_seq') ?? '0') + 1;
+    store.setMeta('rd_seq', String(n));
+    const prefix = `resourcedump-${n}`;
+    const files: DumpFiles = { doc: `${prefix}.xml`, zips: [], manifests: [] };
+    const entries: Entry[] = [];
+    let batch: StoredResource[] = [];
+    let bytes = 0;
+    const flush = async (): Promise<void> => {
+      const k = files.zips.length + 1;
+      const zipName = `${prefix}-part${k}.zip`;
+      const manName = `${prefix}-part${k}-manifest.xml`;
+      const start = ctx.now();
+      const manifest = await docBytes(
+        header('urlset', atMd('resourcedump-manifest', o.at, o.completed), o.capUrl),
+        batch.map((x) => resourceEntry(o.resBase, x, `/resources/${x.path}`)),
+      );
+      const items: PackageItem[] = batch.map((x) => ({
+        zipPath: `resources/${x.path}`,
+        file: join(set.dir, ...x.path.split('/')),
+        size: x.size,
+        mtimeMs: x.mtimeMs,
+        ...(x.hashes.md5 !== undefined ? { md5: x.hashes.md5 } : {}),
+      }));
+      const pkg = await writeZipPackage(f(zipName), manifest, items, { now: ctx.now, ...(ctx.signal ? { signal: ctx.signal } : {}) });
+      await writeFileAtomic(f(manName), [manifest]);
+      entries.push(packageEntry(u(zipName), pkg, { at: start, completed: ctx.now() }, u(manName)));
+      files.zips.push(zipName);
+      files.manifests.push(manName);
+      batch = [];
+      bytes = 0;
+    };
+    const maxPkg = ctx.dumps!.maxPackageBytes;
+    const perPackage = Math.min(ctx.maxEntries, 50_000);
+    // Streams the snapshot: nothing writes to the store until the loop ends.
+    for (const x of store.resources()) {
+      if (batch.length > 0 && (bytes + x.size > maxPkg || batch.length >= perPackage)) {
+        await flush();
+      }
+      batch.push(x);
+      bytes += x.size;
+    }
+    if (batch.length > 0) await flush();
+    const done = ctx.now();
+    const h = header('urlset', atMd('resourcedump', o.at, done), o.capUrl);
+    await writeDoc(f(files.doc), h, entries);
+    await writeDoc(f('resourcedump.xml'), h, entries);
+    store.addDump({ kind: 'resourcedump', at: o.at, completed: done, data: JSON.stringify(files) });
+    dumps = store.dumps('resourcedump');
+  }
+  const keepDumps = ctx.retention ?? DEFAULT_SNAPSHOT_RETENTION;
+  if (dumps.length > keepDumps) {
+    for (const d of dumps.slice(0, dumps.length - keepDumps)) {
+      const files = JSON.parse(d.data) as DumpFiles;
+      for (const name of [files.doc, ...files.zips, ...files.manifests]) rmSync(f(name), { force: true });
+      store.removeDump(d.id);
+    }
+    dumps = store.dumps('resourcedump');
+  }
+  await writeDoc(
+    f('resourcedump-archive.xml'),
+    header('urlset', { capability: 'resourcedump-archive' }, o.capUrl),
+    dumps.map((d) => {
+      const e = snapshotEntry(u((JSON.parse(d.data) as DumpFiles).doc), d.at!, d.completed);
+      if (d.completed !== undefined) e.lastmod = ts(d.completed);
+      return e;
+    }),
+  );
+  const documents = [u('resourcedump.xml'), u('resourcedump-archive.xml')];
+  for (const d of dumps) {
+    const files = JSON.parse(d.data) as DumpFiles;
+    documents.push(...[files.doc, ...files.zips, ...files.manifests].map(u));
+  }
+  return { documents };
+}
+
+interface ChangePackage {
+  zip: string;
+  manifest: string;
+  length: number;
+  md5: string;
+}
+
+/** Change Dump (§13.1): one package per closed Change List, each with a Change Dump Manifest (§13.2). */
+async function changeDump(
+  ctx: Context,
+  store: SnapshotStore,
+  set: { name: string; dir: string },
+  o: { docUrl: string; capUrl: string; resBase: string; bitDir: string; closed: ChangePeriod[]; open: ChangePeriod; fresh: boolean },
+): Promise<string[]> {
+  const u = (name: string): string => o.docUrl + name;
+  const f = (name: string): string => join(ctx.outDir, DOCUMENTS_PREFIX, set.name, name);
+  const have = new Map(store.dumps('changedump').map((d) => [d.period!, d]));
+  const retained = new Set(o.closed.map((p) => p.id));
+  for (const [period, d] of have) {
+    if (!retained.has(period)) {
+      store.removeDump(d.id);
+      have.delete(period);
+    }
+  }
+  for (const p of o.closed) {
+    const old = have.get(p.id);
+    if (old !== undefined && !o.fresh && existsSync(f((JSON.parse(old.data) as ChangePackage).zip))) continue;
+    if (old !== undefined) store.removeDump(old.id);
+    const changes = [...store.changes(p.id)];
+    const items: PackageItem[] = [];
+    const entries: Entry[] = [];
+    for (const c of changes) {
+      if (c.change === 'deleted') {
+        entries.push(changeEntry(o.resBase, c));
+        continue;
+      }
+      const zipPath = `changes/${c.seq}/${c.path}`;
+      const copy = join(o.bitDir, String(c.seq));
+      let file = copy;
+      if (!existsSync(copy)) {
+        // no kept bitstream (dumps enabled later): the current file serves if it still has that content
+        const current = join(set.dir, ...c.path.split('/'));
+        if (!sameFile(current, c)) continue;
+        file = current;
+      }
+      items.push({ zipPath, file, size: statSync(file).size, mtimeMs: c.mtimeMs ?? c.datetime, ...(c.hashes?.md5 !== undefined ? { md5: c.hashes.md5 } : {}) });
+      entries.push(changeEntry(o.resBase, c, `/${zipPath}`));
+    }
+    const manifest = await docBytes(header('urlset', fromMd('changedump-manifest', p.from, p.until), o.capUrl), entries);
+    const zip = `changedump-${pad(p.id)}.zip`;
+    const man = `changedump-${pad(p.id)}-manifest.xml`;
+    let pkg;
+    try {
+      pkg = await writeZipPackage(f(zip), manifest, items, { now: ctx.now, ...(ctx.signal ? { signal: ctx.signal } : {}) });
+    } catch (err) {
+      if ((err as ResourceSyncError).code !== 'RS_HASH_MISMATCH') throw err;
+      continue; // a kept bitstream was altered: leave this package for a later call
+    }
+    await writeFileAtomic(f(man), [manifest]);
+    const rec = store.addDump({ kind: 'changedump', from: p.from, until: p.until!, period: p.id, data: JSON.stringify({ zip, manifest: man, length: pkg.length, md5: pkg.md5 }) });
+    have.set(p.id, rec);
+    for (const it of items) if (it.file.startsWith(o.bitDir)) rmSync(it.file, { force: true });
+  }
+  const packages = o.closed.filter((p) => have.has(p.id)).map((p) => ({ p, d: JSON.parse(have.get(p.id)!.data) as ChangePackage }));
+  const from = o.closed[0]?.from ?? o.open.from;
+  await writeDoc(
+    f('changedump.xml'),
+    header('urlset', fromMd('changedump', from), o.capUrl),
+    packages.map(({ p, d }) => packageEntry(u(d.zip), d, { from: p.from, until: p.until! }, u(d.manifest))),
+  );
+  return [u('changedump.xml'), ...packages.flatMap(({ d }) => [u(d.zip), u(d.manifest)])];
+}
+
+function sameFile(file: string, c: { size?: number; hashes?: Hashes }): boolean {
+  try {
+    const st = statSync(file);
+    if (st.size !== c.size) return false;
+    if (c.hashes?.md5 === undefined) return true;
+    // small check by content; large files are compared while zipping (the md5 of each bitstream is verified)
+    return st.size > 16 * 1024 * 1024 || md5File(file) === c.hashes.md5;
+  } catch {
+    return false;
+  }
+}
+
+function md5File(file: string): string {
+  return createHash('md5').update(readFileSync(file)).digest('hex');
+}

@@ -1,0 +1,137 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { tempDir } from '../../test/helpers/tmp.js';
+import { inventory } from '../node/inventory.js';
+import { SnapshotStore } from './snapshot-store.js';
+
+function clock(start: number, step = 1000): () => number {
+  let t = start - step;
+  return () => (t += step);
+}
+
+async function scan(store: SnapshotStore, dir: string, now: () => number, boundary: { maxEntries?: number; periodMs?: number } = {}) {
+  const cursor = store.lookup();
+  try {
+    return await store.rebuild(inventory(dir, { previous: cursor.get }), { now, ...boundary });
+  } finally {
+    cursor.close();
+  }
+}
+
+void test('rebuilds record created, updated and deleted changes with their time, in order', async () => {
+  const { dir, cleanup } = await tempDir();
+  const t0 = Date.UTC(2024, 0, 1);
+  const now = clock(t0);
+  const store = SnapshotStore.open(join(dir, '.resourcesync', 'source.sqlite'));
+  try {
+    writeFileSync(join(dir, 'keep.txt'), 'keep');
+    writeFileSync(join(dir, 'edit.txt'), 'v1');
+    writeFileSync(join(dir, 'gone.txt'), 'bye');
+    const base = await scan(store, dir, now);
+    assert.equal(base.baseline, true);
+    assert.equal(base.resources, 3);
+    assert.deepEqual([...store.allChanges()], []);
+    assert.equal(store.openPeriod()?.from, t0);
+
+    // no change: nothing recorded
+    const same = await scan(store, dir, now);
+    assert.deepEqual([same.created, same.updated, same.deleted, same.unchanged], [0, 0, 0, 3]);
+
+    writeFileSync(join(dir, 'edit.txt'), 'version 2');
+    rmSync(join(dir, 'gone.txt'));
+    mkdirSync(join(dir, 'new dir'));
+    writeFileSync(join(dir, 'new dir', 'é #1.txt'), 'new');
+    const r = await scan(store, dir, now);
+    assert.deepEqual([r.created, r.updated, r.deleted, r.resources], [1, 1, 1, 3]);
+    const changes = [...store.allChanges()];
+    assert.deepEqual(
+      changes.map((c) => [c.change, c.path, c.datetime]),
+      [
+        ['updated', 'edit.txt', t0 + 2000],
+        ['deleted', 'gone.txt', t0 + 2000],
+        ['created', 'new dir/é #1.txt', t0 + 2000],
+      ],
+    );
+    assert.equal(changes[0]!.size, 9);
+    assert.equal(changes[0]!.hashes?.md5, createHash('md5').update('version 2').digest('hex'));
+    assert.equal(changes[1]!.size, undefined);
+    assert.equal(store.resource('gone.txt'), undefined);
+    assert.equal(store.resource('edit.txt')?.size, 9);
+
+    // touched but same content: no change, new mtime stored (no re-hash next time)
+    const later = new Date(t0 + 99_000);
+    const { utimesSync } = await import('node:fs');
+    utimesSync(join(dir, 'keep.txt'), later, later);
+    const touched = await scan(store, dir, now);
+    assert.equal(touched.updated, 0);
+    assert.equal(store.resource('keep.txt')?.mtimeMs, later.getTime());
+  } finally {
+    store.close();
+    await cleanup();
+  }
+});
+
+void test('the open Change List period closes at maxEntries and by age; periods stay in forward order', async () => {
+  const { dir, cleanup } = await tempDir();
+  const t0 = Date.UTC(2024, 5, 1);
+  const now = clock(t0, 60_000);
+  const store = SnapshotStore.open(join(dir, '.state', 'source.sqlite'));
+  try {
+    await scan(store, dir, now, { maxEntries: 2 });
+    for (let i = 0; i < 5; i++) writeFileSync(join(dir, `f${i}.txt`), String(i));
+    const r = await scan(store, dir, now, { maxEntries: 2 });
+    assert.equal(r.created, 5);
+    assert.equal(r.closed.length, 2);
+    const periods = store.periods();
+    assert.equal(periods.length, 3);
+    assert.deepEqual(
+      periods.map((p) => [p.from, p.until, p.count]),
+      [
+        [t0, t0 + 60_000, 2],
+        [t0 + 60_000, t0 + 60_000, 2],
+        [t0 + 60_000, undefined, 1],
+      ],
+    );
+    assert.deepEqual(
+      [...store.changes(periods[1]!.id)].map((c) => c.path),
+      ['f2.txt', 'f3.txt'],
+    );
+    // by age: the open period is older than periodMs at the next rebuild, so it closes before recording
+    writeFileSync(join(dir, 'f0.txt'), 'changed');
+    const r2 = await scan(store, dir, now, { maxEntries: 100, periodMs: 30_000 });
+    assert.equal(r2.closed.length, 1);
+    const open = store.openPeriod()!;
+    assert.equal(open.from, t0 + 120_000);
+    assert.deepEqual([...store.changes(open.id)].map((c) => [c.change, c.path]), [['updated', 'f0.txt']]);
+    // retention drops the oldest closed periods
+    const dropped = store.prunePeriods(1);
+    assert.equal(dropped.length, 2);
+    assert.equal(store.periods().length, 2);
+  } finally {
+    store.close();
+    await cleanup();
+  }
+});
+
+void test('a failed rebuild leaves the snapshot untouched', async () => {
+  const { dir, cleanup } = await tempDir();
+  const store = SnapshotStore.open(join(dir, '.resourcesync', 'source.sqlite'));
+  try {
+    writeFileSync(join(dir, 'a.txt'), 'a');
+    await scan(store, dir, clock(1000));
+    async function* broken() {
+      await Promise.resolve();
+      yield { path: 'b.txt', size: 1, mtimeMs: 1, type: 'text/plain', hashes: { md5: '0'.repeat(32) } };
+      throw new Error('disk on fire');
+    }
+    await assert.rejects(store.rebuild(broken(), { now: () => 5000 }), /disk on fire/);
+    assert.equal(store.count(), 1);
+    assert.deepEqual([...store.allChanges()], []);
+  } finally {
+    store.close();
+    await cleanup();
+  }
+});

@@ -1,0 +1,494 @@
+/**
+ * The Source's persistent state: a snapshot of the inventory of one set of resources, the changes
+ * recorded between snapshots, the Change List periods (open and closed) and the published dumps, in an
+ * embedded SQLite database (better-sqlite3, WAL) — by default `<dir>/.resourcesync/source.sqlite`.
+ *
+ * A rebuild compares a new inventory with the stored snapshot (two sorted streams, `compareSorted`) and
+ * records `created` / `updated` / `deleted` with the time of the change in one transaction. The stored
+ * snapshot is read through a second connection, so the writes of the running transaction never show up
+ * in the streams being compared.
+ * @see Z39.99 §5.1, §12.1 (Change List: from/until, open and closed), §12.2 (Change List Index)
+ */
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { ChangeType, HashAlgorithm } from '../core/constants.js';
+import { ResourceSyncError } from '../core/errors.js';
+import { formatHashes, isKnownHashAlgorithm, parseHashes } from '../core/hash.js';
+import { compareUtf8 } from '../core/utf8-order.js';
+import type { Hashes, InventoryEntry, PreviousState } from '../node/inventory.js';
+import { abortError } from '../node/inventory.js';
+import { compareSorted } from './compare.js';
+
+/** A resource of the stored snapshot. */
+export interface StoredResource {
+  path: string;
+  size: number;
+  mtimeMs: number;
+  type: string;
+  hashes: Hashes;
+}
+
+/** A resource of the stored snapshot with its fixity as `rs:md hash` text (see `SnapshotStore.listing`). */
+export interface ListedResource {
+  path: string;
+  size: number;
+  mtimeMs: number;
+  type: string;
+  /** `md5:… sha-256:…`, '' when no fixity is kept. */
+  hashText: string;
+}
+
+/** A recorded change: the resource's path and state right after the change (none for `deleted`). */
+export interface ChangeRecord {
+  /** Increasing sequence number: the forward chronological order. */
+  seq: number;
+  /** The Change List period that holds it. */
+  period: number;
+  path: string;
+  change: ChangeType;
+  /** Time of the change, ms since the epoch. */
+  datetime: number;
+  size?: number;
+  mtimeMs?: number;
+  type?: string;
+  hashes?: Hashes;
+}
+
+/** The temporal interval covered by one Change List. Open while `until` is undefined. */
+export interface ChangePeriod {
+  id: number;
+  from: number;
+  until?: number;
+  /** Number of changes recorded in it. */
+  count: number;
+}
+
+/** A published dump (Resource Dump or Change Dump package set) kept for the archives. */
+export interface DumpRecord {
+  id: number;
+  kind: 'resourcedump' | 'changedump';
+  /** Resource Dump: snapshot time; Change Dump: from. */
+  at?: number;
+  completed?: number;
+  from?: number;
+  until?: number;
+  /** For a Change Dump package: the period it packages. */
+  period?: number;
+  /** Published files (relative to the set's document folder), as JSON by the caller. */
+  data: string;
+}
+
+/** When the open Change List is closed and a new one opened. */
+export interface ChangeListBoundary {
+  /** Close the open Change List once it holds this many changes. Default 50,000 (Z39.99 §7 limit). */
+  maxEntries?: number;
+  /** Close the open Change List once it is this old (ms), at the next rebuild. Default: never by age. */
+  periodMs?: number;
+}
+
+/** Options of `SnapshotStore.rebuild`. */
+export interface RebuildOptions extends ChangeListBoundary {
+  /** The clock; default `Date.now`. */
+  now?: () => number;
+  signal?: AbortSignal;
+  /** Called for each change recorded, inside the transaction (e.g. to keep the bitstream of a change). */
+  onChange?: (change: ChangeRecord) => void;
+}
+
+/** What one rebuild recorded. */
+export interface RebuildResult {
+  /** Time of the rebuild (and of every change it recorded). */
+  at: number;
+  /** True for the first rebuild, which records the baseline snapshot and no changes. */
+  baseline: boolean;
+  created: number;
+  updated: number;
+  deleted: number;
+  unchanged: number;
+  resources: number;
+  /** Periods closed by this rebuild. */
+  closed: ChangePeriod[];
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS resources (
+  path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime REAL NOT NULL, type TEXT NOT NULL, hashes TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS periods (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, from_ms INTEGER NOT NULL, until_ms INTEGER, count INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS changes (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, period INTEGER NOT NULL REFERENCES periods(id), path TEXT NOT NULL,
+  change TEXT NOT NULL CHECK (change IN ('created','updated','deleted')), datetime INTEGER NOT NULL,
+  size INTEGER, mtime REAL, type TEXT, hashes TEXT
+);
+CREATE INDEX IF NOT EXISTS changes_period ON changes(period, seq);
+CREATE TABLE IF NOT EXISTS dumps (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, at_ms INTEGER, completed_ms INTEGER,
+  from_ms INTEGER, until_ms INTEGER, period INTEGER, data TEXT NOT NULL
+);
+`;
+
+interface ResourceRow {
+  path: string;
+  size: number;
+  mtime: number;
+  type: string;
+  hashes: string;
+}
+interface ChangeRow {
+  seq: number;
+  period: number;
+  path: string;
+  change: ChangeType;
+  datetime: number;
+  size: number | null;
+  mtime: number | null;
+  type: string | null;
+  hashes: string | null;
+}
+interface PeriodRow {
+  id: number;
+  from_ms: number;
+  until_ms: number | null;
+  count: number;
+}
+interface DumpRow {
+  id: number;
+  kind: 'resourcedump' | 'changedump';
+  at_ms: number | null;
+  completed_ms: number | null;
+  from_ms: number | null;
+  until_ms: number | null;
+  period: number | null;
+  data: string;
+}
+
+function toHashes(s: string): Hashes {
+  const out: Hashes = {};
+  for (const h of parseHashes(s)) if (isKnownHashAlgorithm(h.algorithm)) out[h.algorithm] = h.digest;
+  return out;
+}
+
+function rowToResource(r: ResourceRow): StoredResource {
+  return { path: r.path, size: r.size, mtimeMs: r.mtime, type: r.type, hashes: toHashes(r.hashes) };
+}
+
+function rowToChange(r: ChangeRow): ChangeRecord {
+  const c: ChangeRecord = { seq: r.seq, period: r.period, path: r.path, change: r.change, datetime: r.datetime };
+  if (r.size !== null) c.size = r.size;
+  if (r.mtime !== null) c.mtimeMs = r.mtime;
+  if (r.type !== null) c.type = r.type;
+  if (r.hashes !== null) c.hashes = toHashes(r.hashes);
+  return c;
+}
+
+function rowToPeriod(r: PeriodRow): ChangePeriod {
+  return r.until_ms === null ? { id: r.id, from: r.from_ms, count: r.count } : { id: r.id, from: r.from_ms, until: r.until_ms, count: r.count };
+}
+
+function rowToDump(r: DumpRow): DumpRecord {
+  const d: DumpRecord = { id: r.id, kind: r.kind, data: r.data };
+  if (r.at_ms !== null) d.at = r.at_ms;
+  if (r.completed_ms !== null) d.completed = r.completed_ms;
+  if (r.from_ms !== null) d.from = r.from_ms;
+  if (r.until_ms !== null) d.until = r.until_ms;
+  if (r.period !== null) d.period = r.period;
+  return d;
+}
+
+/** Same content: equal length and equal values for every algorithm both sides know (mtime when none). */
+export function sameContent(now: { size: number; mtimeMs: number; hashes: Hashes }, before: { size: number; mtimeMs: number; hashes: Hashes }): boolean {
+  if (now.size !== before.size) return false;
+  let compared = 0;
+  for (const a of Object.keys(now.hashes) as HashAlgorithm[]) {
+    const b = before.hashes[a];
+    if (b === undefined) continue;
+    if (b !== now.hashes[a]) return false;
+    compared++;
+  }
+  return compared > 0 || now.mtimeMs === before.mtimeMs;
+}
+
+/**
+ * The snapshot store of one set of resources.
+ * @example
+ * const store = SnapshotStore.open('/srv/data/.resourcesync/source.sqlite');
+ * const r = await store.rebuild(inventory('/srv/data', { previous: store.lookup().get }), { maxEntries: 1000 });
+ * store.close();
+ */
+export class SnapshotStore {
+  readonly file: string;
+  private readonly db: Database.Database;
+  private closed = false;
+
+  private constructor(file: string, db: Database.Database) {
+    this.file = file;
+    this.db = db;
+  }
+
+  /** Opens (creating if needed) the store at `file`. Throws `RS_LOCKED` when another process holds it. */
+  static open(file: string): SnapshotStore {
+    if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+    let db: Database.Database;
+    try {
+      db = new Database(file, { timeout: 5000 });
+      db.pragma('journal_mode = WAL');
+      db.pragma('synchronous = NORMAL');
+      db.exec(SCHEMA);
+    } catch (cause) {
+      const busy = (cause as { code?: string }).code?.startsWith('SQLITE_BUSY') === true;
+      throw new ResourceSyncError(busy ? 'RS_LOCKED' : 'RS_IO', `Store '${file}' cannot be opened.`, { data: { path: file }, cause });
+    }
+    return new SnapshotStore(file, db);
+  }
+
+  /** Closes the database. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.db.close();
+  }
+
+  /** Time of the latest rebuild, or undefined before the first. */
+  snapshotAt(): number | undefined {
+    const v = this.getMeta('snapshot_at');
+    return v === undefined ? undefined : Number(v);
+  }
+
+  /** Time at which the latest rebuild recording changes (or the baseline) happened. */
+  changedAt(): number | undefined {
+    const v = this.getMeta('changed_at');
+    return v === undefined ? undefined : Number(v);
+  }
+
+  /** A value of the `meta` table (for the caller's own bookkeeping). */
+  getMeta(key: string): string | undefined {
+    const row = this.db.prepare('SELECT value FROM meta WHERE key = ?').get(key) as { value: string } | undefined;
+    return row?.value;
+  }
+
+  /** Sets a value of the `meta` table. */
+  setMeta(key: string, value: string): void {
+    this.db.prepare('INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value').run(key, value);
+  }
+
+  /** Number of resources in the snapshot. */
+  count(): number {
+    return (this.db.prepare('SELECT count(*) AS n FROM resources').get() as { n: number }).n;
+  }
+
+  /** The stored snapshot in path order (UTF-8 byte order), streamed. */
+  *resources(): Generator<StoredResource> {
+    for (const r of this.db.prepare('SELECT path, size, mtime, type, hashes FROM resources ORDER BY path').iterate() as IterableIterator<ResourceRow>) {
+      yield rowToResource(r);
+    }
+  }
+
+  /**
+   * The stored snapshot in path order with the fixity kept as the attribute text (`md5:… sha-256:…`):
+   * the fast path for writing a Resource List.
+   */
+  *listing(): Generator<ListedResource> {
+    const stmt = this.db.prepare('SELECT path, size, mtime, type, hashes FROM resources ORDER BY path').raw(true);
+    for (const row of stmt.iterate() as IterableIterator<[string, number, number, string, string]>) {
+      yield { path: row[0], size: row[1], mtimeMs: row[2], type: row[3], hashText: row[4] };
+    }
+  }
+
+  /** One stored resource. */
+  resource(path: string): StoredResource | undefined {
+    const r = this.db.prepare('SELECT path, size, mtime, type, hashes FROM resources WHERE path = ?').get(path) as ResourceRow | undefined;
+    return r === undefined ? undefined : rowToResource(r);
+  }
+
+  /**
+   * A forward cursor over the snapshot for `inventory`'s `previous` option: `get(path)` must be called with
+   * non-decreasing paths. Call `close()` when done.
+   */
+  lookup(): { get: (path: string) => PreviousState | undefined; close: () => void } {
+    const reader = new Database(this.file, { readonly: true, fileMustExist: true });
+    const it = reader.prepare('SELECT path, size, mtime, type, hashes FROM resources ORDER BY path').iterate() as IterableIterator<ResourceRow>;
+    let cur = it.next();
+    let done = false;
+    const close = (): void => {
+      if (done) return;
+      done = true;
+      it.return?.();
+      reader.close();
+    };
+    const get = (path: string): PreviousState | undefined => {
+      while (!cur.done && compareUtf8(cur.value.path, path) < 0) cur = it.next();
+      if (cur.done) return undefined;
+      if (cur.value.path !== path) return undefined;
+      const r = cur.value;
+      return { size: r.size, mtimeMs: r.mtime, hashes: toHashes(r.hashes) };
+    };
+    return { get, close };
+  }
+
+  /** Every Change List period, oldest first. */
+  periods(): ChangePeriod[] {
+    return (this.db.prepare('SELECT id, from_ms, until_ms, count FROM periods ORDER BY id').all() as PeriodRow[]).map(rowToPeriod);
+  }
+
+  /** The open period (undefined before the first rebuild). */
+  openPeriod(): ChangePeriod | undefined {
+    const r = this.db.prepare('SELECT id, from_ms, until_ms, count FROM periods WHERE until_ms IS NULL ORDER BY id DESC LIMIT 1').get() as PeriodRow | undefined;
+    return r === undefined ? undefined : rowToPeriod(r);
+  }
+
+  /** The changes of one period in forward chronological order, streamed. */
+  *changes(period: number): Generator<ChangeRecord> {
+    const stmt = this.db.prepare('SELECT seq, period, path, change, datetime, size, mtime, type, hashes FROM changes WHERE period = ? ORDER BY seq');
+    for (const r of stmt.iterate(period) as IterableIterator<ChangeRow>) yield rowToChange(r);
+  }
+
+  /** Every recorded change in forward chronological order. */
+  *allChanges(): Generator<ChangeRecord> {
+    const stmt = this.db.prepare('SELECT seq, period, path, change, datetime, size, mtime, type, hashes FROM changes ORDER BY seq');
+    for (const r of stmt.iterate() as IterableIterator<ChangeRow>) yield rowToChange(r);
+  }
+
+  /**
+   * Drops the oldest closed periods (and their changes) so that at most `keep` closed periods remain.
+   * Returns the dropped periods.
+   */
+  prunePeriods(keep: number): ChangePeriod[] {
+    const closed = this.periods().filter((p) => p.until !== undefined);
+    const drop = closed.slice(0, Math.max(0, closed.length - keep));
+    const tx = this.db.transaction(() => {
+      for (const p of drop) {
+        this.db.prepare('DELETE FROM changes WHERE period = ?').run(p.id);
+        this.db.prepare('DELETE FROM periods WHERE id = ?').run(p.id);
+      }
+    });
+    tx();
+    return drop;
+  }
+
+  /** Records a published dump. */
+  addDump(d: Omit<DumpRecord, 'id'>): DumpRecord {
+    const info = this.db
+      .prepare('INSERT INTO dumps(kind, at_ms, completed_ms, from_ms, until_ms, period, data) VALUES (?, ?, ?, ?, ?, ?, ?)')
+      .run(d.kind, d.at ?? null, d.completed ?? null, d.from ?? null, d.until ?? null, d.period ?? null, d.data);
+    return { ...d, id: Number(info.lastInsertRowid) };
+  }
+
+  /** Published dumps of a kind, oldest first. */
+  dumps(kind: DumpRecord['kind']): DumpRecord[] {
+    return (this.db.prepare('SELECT * FROM dumps WHERE kind = ? ORDER BY id').all(kind) as DumpRow[]).map(rowToDump);
+  }
+
+  /** Forgets a published dump (its files are the caller's). */
+  removeDump(id: number): void {
+    this.db.prepare('DELETE FROM dumps WHERE id = ?').run(id);
+  }
+
+  /**
+   * Compares `entries` (a new inventory in path order) with the stored snapshot and records the
+   * differences as changes at time `now()`, in one transaction; the first rebuild records the baseline
+   * snapshot and opens the first Change List period. Applies the Change List boundary: a period that
+   * reached `periodMs` is closed before recording, one that reached `maxEntries` as soon as it is full.
+   */
+  async rebuild(entries: AsyncIterable<InventoryEntry> | Iterable<InventoryEntry>, options: RebuildOptions = {}): Promise<RebuildResult> {
+    const now = options.now ?? Date.now;
+    const maxEntries = Math.max(1, options.maxEntries ?? 50_000);
+    const periodMs = options.periodMs;
+    const signal = options.signal;
+    const at = now();
+    const baseline = this.snapshotAt() === undefined;
+    const result: RebuildResult = { at, baseline, created: 0, updated: 0, deleted: 0, unchanged: 0, resources: 0, closed: [] };
+    const db = this.db;
+    const insertRes = db.prepare('INSERT INTO resources(path, size, mtime, type, hashes) VALUES (?, ?, ?, ?, ?)');
+    const updateRes = db.prepare('UPDATE resources SET size = ?, mtime = ?, type = ?, hashes = ? WHERE path = ?');
+    const touchRes = db.prepare('UPDATE resources SET mtime = ?, hashes = ? WHERE path = ?');
+    const deleteRes = db.prepare('DELETE FROM resources WHERE path = ?');
+    const insertChange = db.prepare(
+      'INSERT INTO changes(period, path, change, datetime, size, mtime, type, hashes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    );
+    const openNew = db.prepare('INSERT INTO periods(from_ms, count) VALUES (?, 0)');
+    const closeStmt = db.prepare('UPDATE periods SET until_ms = ?, count = ? WHERE id = ?');
+    const countStmt = db.prepare('UPDATE periods SET count = ? WHERE id = ?');
+
+    let reader: Database.Database | undefined;
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      let open = this.openPeriod();
+      const close = (p: ChangePeriod, until: number): ChangePeriod => {
+        closeStmt.run(until, p.count, p.id);
+        result.closed.push({ ...p, until });
+        const id = Number(openNew.run(until).lastInsertRowid);
+        return { id, from: until, count: 0 };
+      };
+      if (open === undefined) {
+        open = { id: Number(openNew.run(at).lastInsertRowid), from: at, count: 0 };
+      } else if (periodMs !== undefined && at - open.from >= periodMs) {
+        open = close(open, at);
+      }
+      const record = (path: string, change: ChangeType, e: InventoryEntry | undefined): void => {
+        const hashes = e === undefined ? null : formatHashes(e.hashes);
+        const info = insertChange.run(open!.id, path, change, at, e?.size ?? null, e?.mtimeMs ?? null, e?.type ?? null, hashes);
+        open!.count++;
+        result[change]++;
+        if (options.onChange) {
+          const c: ChangeRecord = { seq: Number(info.lastInsertRowid), period: open!.id, path, change, datetime: at };
+          if (e) Object.assign(c, { size: e.size, mtimeMs: e.mtimeMs, type: e.type, hashes: e.hashes });
+          options.onChange(c);
+        }
+        if (open!.count >= maxEntries) open = close(open!, at);
+      };
+      let n = 0;
+      if (baseline) {
+        for await (const e of entries) {
+          insertRes.run(e.path, e.size, e.mtimeMs, e.type, formatHashes(e.hashes));
+          result.resources++;
+          if ((++n & 1023) === 0 && signal?.aborted) throw abortError(signal);
+        }
+      } else {
+        reader = new Database(this.file, { readonly: true, fileMustExist: true });
+        const stored = (function* (r: Database.Database): Generator<StoredResource> {
+          for (const row of r.prepare('SELECT path, size, mtime, type, hashes FROM resources ORDER BY path').iterate() as IterableIterator<ResourceRow>) {
+            yield rowToResource(row);
+          }
+        })(reader);
+        for await (const c of compareSorted(entries, stored, sameContent)) {
+          switch (c.kind) {
+            case 'created':
+              insertRes.run(c.path, c.now.size, c.now.mtimeMs, c.now.type, formatHashes(c.now.hashes));
+              record(c.path, 'created', c.now);
+              break;
+            case 'updated':
+              updateRes.run(c.now.size, c.now.mtimeMs, c.now.type, formatHashes(c.now.hashes), c.path);
+              record(c.path, 'updated', c.now);
+              break;
+            case 'deleted':
+              deleteRes.run(c.path);
+              record(c.path, 'deleted', undefined);
+              break;
+            case 'unchanged': {
+              result.unchanged++;
+              const h = formatHashes(c.now.hashes);
+              if (c.now.mtimeMs !== c.before.mtimeMs || h !== formatHashes(c.before.hashes)) touchRes.run(c.now.mtimeMs, h, c.path);
+              break;
+            }
+          }
+          if (c.kind !== 'deleted') result.resources++;
+          if ((++n & 1023) === 0 && signal?.aborted) throw abortError(signal);
+        }
+      }
+      countStmt.run(open.count, open.id);
+      this.setMeta('snapshot_at', String(at));
+      if (baseline || result.created + result.updated + result.deleted > 0) this.setMeta('changed_at', String(at));
+      db.exec('COMMIT');
+    } catch (err) {
+      if (db.inTransaction) db.exec('ROLLBACK');
+      throw err;
+    } finally {
+      reader?.close();
+    }
+    return result;
+  }
+}
