@@ -514,6 +514,174 @@ async function* capped(
   }
 }
 
+/** What extracting one manifest entry needs. */
+interface PackageCtx {
+  run: Run;
+  pkgUrl: string;
+  tmp: string;
+  zip: yauzl.ZipFile;
+  entries: Map<string, yauzl.Entry>;
+  /** ZIP entry names the manifest refers to. */
+  used: Set<string>;
+  progress: { files: number };
+}
+
+/** The effect of one manifest entry; it returns what to report (in manifest order) once done. */
+type Work = () => Promise<() => void | Promise<void>>;
+
+/**
+ * Checks one manifest entry (change type, mapped path, bitstream present, sizes, cap) and returns its
+ * local path and the work to do; throws the first problem found, before anything is read or written.
+ */
+function prepareItem(ctx: PackageCtx, item: Entry): { relPath: string; work: Work } {
+  const { run, pkgUrl, tmp, zip, entries, used, progress } = ctx;
+  const { opts, report, flavor } = run;
+  const loc = item.loc;
+  let work: Work;
+  const change = flavor === 'change' ? item.md?.change : 'created';
+  if (change !== 'created' && change !== 'updated' && change !== 'deleted') {
+    throw rsError('RS_INVALID_DOCUMENT', `Manifest entry '${loc}' has change '${change ?? ''}'.`, { loc });
+  }
+  const rel = safeRelativePath(opts.mapPath(loc));
+  if (change === 'deleted') {
+    work = () => applyDeletion(run, pkgUrl, item, rel);
+  } else {
+    const path = item.md?.path;
+    const patchLn = path === undefined ? packagedPatch(item) : undefined;
+    if (path === undefined && patchLn !== undefined && change === 'updated') {
+      // Only a change description in the package (§14.4): patch the local copy, verify by hash.
+      const patchName = safeRelativePath(patchLn.path!);
+      const patchEntry = entries.get(patchName);
+      if (patchEntry === undefined)
+        throw rsError('RS_ZIP', `Package '${pkgUrl}' lacks the patch '${patchLn.path!}' of '${loc}'.`, {
+          url: pkgUrl,
+          loc,
+          path: patchLn.path,
+        });
+      used.add(patchName);
+      const patchLimit = Math.min(patchEntry.uncompressedSize, MAX_PATCH_BYTES);
+      if (patchEntry.uncompressedSize > MAX_PATCH_BYTES)
+        throw rsError('RS_LIMIT_BYTES', `Patch '${patchName}' is larger than ${MAX_PATCH_BYTES} bytes.`, {
+          loc,
+          path: patchName,
+        });
+      const hashes = parseHashes(item.md?.hash).filter((h) => isKnownHashAlgorithm(h.algorithm));
+      const length = parseLength(item.md?.length);
+      work = async () => {
+        const chunks: Buffer[] = [];
+        for await (const c of capped(await openEntry(zip, patchEntry, tmp), patchLimit, patchName, () => {}))
+          chunks.push(Buffer.from(c));
+        const local = await readFileCapped(safeJoin(opts.dest, rel), MAX_PATCH_BYTES).catch((err: unknown) => {
+          throw rsError('RS_PATCH', `Patch for '${loc}' has no local copy to apply to.`, { loc }, err);
+        });
+        const bytes = applyJsonPatchBytes(
+          local,
+          Buffer.concat(chunks),
+          { hashes, ...(length === undefined ? {} : { length }) },
+          loc,
+        );
+        const lastmod = item.lastmod === undefined ? undefined : parseW3CDatetime(item.lastmod, true);
+        const result = await writeVerified({
+          root: opts.dest,
+          relPath: rel,
+          body: once(bytes),
+          expected: { length: bytes.length, hashes },
+          ...(lastmod ? { mtime: new Date(lastmod.ms) } : {}),
+          ...(opts.fsync === undefined ? {} : { fsync: opts.fsync }),
+        });
+        return async () => {
+          progress.files++;
+          report.extracted++;
+          report.patched++;
+          report.updated++;
+          report.bytes += result.length;
+          await opts.onResource?.({
+            loc,
+            relPath: rel,
+            change,
+            applied: true,
+            length: result.length,
+            hashes: result.hashes,
+            ...(item.lastmod === undefined ? {} : { lastmod: item.lastmod }),
+            links: relatedLinks(item),
+            package: pkgUrl,
+          });
+        };
+      };
+    } else {
+      if (path === undefined) throw rsError('RS_INVALID_DOCUMENT', `Manifest entry '${loc}' has no path.`, { loc });
+      const name = safeRelativePath(path);
+      const zipEntry = entries.get(name);
+      if (zipEntry === undefined || name.endsWith('/'))
+        throw rsError('RS_ZIP', `Package '${pkgUrl}' lacks the bitstream '${path}' of '${loc}'.`, {
+          url: pkgUrl,
+          loc,
+          path,
+        });
+      used.add(name);
+      const length = parseLength(item.md?.length);
+      const hashes = parseHashes(item.md?.hash).filter((h) => isKnownHashAlgorithm(h.algorithm));
+      if (length !== undefined && zipEntry.uncompressedSize !== length) {
+        throw rsError(
+          'RS_LENGTH_MISMATCH',
+          `ZIP entry '${name}' declares ${zipEntry.uncompressedSize} bytes, the manifest '${length}'.`,
+          { loc, path, expected: length, actual: zipEntry.uncompressedSize },
+        );
+      }
+      const limit = Math.min(length ?? zipEntry.uncompressedSize, zipEntry.uncompressedSize);
+      if (run.extractedTotal + limit > run.maxTotal) {
+        throw rsError('RS_LIMIT_BYTES', `ZIP entry '${name}' would pass the cap of ${run.maxTotal} extracted bytes.`, {
+          loc,
+          path,
+          limit: run.maxTotal,
+        });
+      }
+      run.extractedTotal += limit; // reserved before extraction starts
+      if (hashes.length === 0) report.unverified.push(loc);
+      work = async () => {
+        const stream = await openEntry(zip, zipEntry, tmp);
+        let written = 0;
+        const body = capped(stream, limit, name, (n) => {
+          written += n;
+          opts.onProgress?.({ phase: 'extract', package: pkgUrl, bytes: written, files: progress.files });
+        });
+        const expected: { length: number; hashes?: HashValue[] } = {
+          length: length ?? zipEntry.uncompressedSize,
+        };
+        if (hashes.length > 0) expected.hashes = hashes;
+        const lastmod = item.lastmod === undefined ? undefined : parseW3CDatetime(item.lastmod, true);
+        const result = await writeVerified({
+          root: opts.dest,
+          relPath: rel,
+          body,
+          expected,
+          ...(lastmod ? { mtime: new Date(lastmod.ms) } : {}),
+          ...(opts.fsync === undefined ? {} : { fsync: opts.fsync }),
+        });
+        return async () => {
+          progress.files++;
+          report.extracted++;
+          report.bytes += result.length;
+          if (change === 'updated') report.updated++;
+          else report.created++;
+          await opts.onResource?.({
+            loc,
+            relPath: rel,
+            change,
+            applied: true,
+            length: result.length,
+            hashes: result.hashes,
+            ...(item.lastmod === undefined ? {} : { lastmod: item.lastmod }),
+            links: relatedLinks(item),
+            package: pkgUrl,
+          });
+        };
+      };
+    }
+  }
+  return { relPath: rel, work };
+}
+
 async function extractPackage(run: Run, pkgUrl: string, tmp: string): Promise<void> {
   const { opts, report, flavor } = run;
   const zip = await openZip(tmp).catch((err: unknown) => {
@@ -553,7 +721,7 @@ async function extractPackage(run: Run, pkgUrl: string, tmp: string): Promise<vo
     const lastForPath = new Map<string, Promise<void>>();
     let turn: Promise<void> = Promise.resolve();
     let aborted: Error | undefined;
-    let files = 0;
+    const ctx: PackageCtx = { run, pkgUrl, tmp, zip, entries, used, progress: { files: 0 } };
     try {
       for await (const item of reader.entries) {
         throwIfAborted(opts.signal);
@@ -572,152 +740,10 @@ async function extractPackage(run: Run, pkgUrl: string, tmp: string): Promise<vo
             release();
           }
         };
-        let work: () => Promise<() => void | Promise<void>>;
+        let work: Work;
         let relPath: string | undefined;
         try {
-          const change = flavor === 'change' ? item.md?.change : 'created';
-          if (change !== 'created' && change !== 'updated' && change !== 'deleted') {
-            throw rsError('RS_INVALID_DOCUMENT', `Manifest entry '${loc}' has change '${change ?? ''}'.`, { loc });
-          }
-          const rel = safeRelativePath(opts.mapPath(loc));
-          relPath = rel;
-          if (change === 'deleted') {
-            work = () => applyDeletion(run, pkgUrl, item, rel);
-          } else {
-            const path = item.md?.path;
-            const patchLn = path === undefined ? packagedPatch(item) : undefined;
-            if (path === undefined && patchLn !== undefined && change === 'updated') {
-              // Only a change description in the package (§14.4): patch the local copy, verify by hash.
-              const patchName = safeRelativePath(patchLn.path!);
-              const patchEntry = entries.get(patchName);
-              if (patchEntry === undefined)
-                throw rsError('RS_ZIP', `Package '${pkgUrl}' lacks the patch '${patchLn.path!}' of '${loc}'.`, {
-                  url: pkgUrl,
-                  loc,
-                  path: patchLn.path,
-                });
-              used.add(patchName);
-              const patchLimit = Math.min(patchEntry.uncompressedSize, MAX_PATCH_BYTES);
-              if (patchEntry.uncompressedSize > MAX_PATCH_BYTES)
-                throw rsError('RS_LIMIT_BYTES', `Patch '${patchName}' is larger than ${MAX_PATCH_BYTES} bytes.`, {
-                  loc,
-                  path: patchName,
-                });
-              const hashes = parseHashes(item.md?.hash).filter((h) => isKnownHashAlgorithm(h.algorithm));
-              const length = parseLength(item.md?.length);
-              work = async () => {
-                const chunks: Buffer[] = [];
-                for await (const c of capped(await openEntry(zip, patchEntry, tmp), patchLimit, patchName, () => {}))
-                  chunks.push(Buffer.from(c));
-                const local = await readFileCapped(safeJoin(opts.dest, rel), MAX_PATCH_BYTES).catch((err: unknown) => {
-                  throw rsError('RS_PATCH', `Patch for '${loc}' has no local copy to apply to.`, { loc }, err);
-                });
-                const bytes = applyJsonPatchBytes(
-                  local,
-                  Buffer.concat(chunks),
-                  { hashes, ...(length === undefined ? {} : { length }) },
-                  loc,
-                );
-                const lastmod = item.lastmod === undefined ? undefined : parseW3CDatetime(item.lastmod, true);
-                const result = await writeVerified({
-                  root: opts.dest,
-                  relPath: rel,
-                  body: once(bytes),
-                  expected: { length: bytes.length, hashes },
-                  ...(lastmod ? { mtime: new Date(lastmod.ms) } : {}),
-                  ...(opts.fsync === undefined ? {} : { fsync: opts.fsync }),
-                });
-                return async () => {
-                  files++;
-                  report.extracted++;
-                  report.patched++;
-                  report.updated++;
-                  report.bytes += result.length;
-                  await opts.onResource?.({
-                    loc,
-                    relPath: rel,
-                    change,
-                    applied: true,
-                    length: result.length,
-                    hashes: result.hashes,
-                    ...(item.lastmod === undefined ? {} : { lastmod: item.lastmod }),
-                    links: relatedLinks(item),
-                    package: pkgUrl,
-                  });
-                };
-              };
-            } else {
-              if (path === undefined)
-                throw rsError('RS_INVALID_DOCUMENT', `Manifest entry '${loc}' has no path.`, { loc });
-              const name = safeRelativePath(path);
-              const zipEntry = entries.get(name);
-              if (zipEntry === undefined || name.endsWith('/'))
-                throw rsError('RS_ZIP', `Package '${pkgUrl}' lacks the bitstream '${path}' of '${loc}'.`, {
-                  url: pkgUrl,
-                  loc,
-                  path,
-                });
-              used.add(name);
-              const length = parseLength(item.md?.length);
-              const hashes = parseHashes(item.md?.hash).filter((h) => isKnownHashAlgorithm(h.algorithm));
-              if (length !== undefined && zipEntry.uncompressedSize !== length) {
-                throw rsError(
-                  'RS_LENGTH_MISMATCH',
-                  `ZIP entry '${name}' declares ${zipEntry.uncompressedSize} bytes, the manifest '${length}'.`,
-                  { loc, path, expected: length, actual: zipEntry.uncompressedSize },
-                );
-              }
-              const limit = Math.min(length ?? zipEntry.uncompressedSize, zipEntry.uncompressedSize);
-              if (run.extractedTotal + limit > run.maxTotal) {
-                throw rsError(
-                  'RS_LIMIT_BYTES',
-                  `ZIP entry '${name}' would pass the cap of ${run.maxTotal} extracted bytes.`,
-                  { loc, path, limit: run.maxTotal },
-                );
-              }
-              run.extractedTotal += limit; // reserved before extraction starts
-              if (hashes.length === 0) report.unverified.push(loc);
-              work = async () => {
-                const stream = await openEntry(zip, zipEntry, tmp);
-                let written = 0;
-                const body = capped(stream, limit, name, (n) => {
-                  written += n;
-                  opts.onProgress?.({ phase: 'extract', package: pkgUrl, bytes: written, files });
-                });
-                const expected: { length: number; hashes?: HashValue[] } = {
-                  length: length ?? zipEntry.uncompressedSize,
-                };
-                if (hashes.length > 0) expected.hashes = hashes;
-                const lastmod = item.lastmod === undefined ? undefined : parseW3CDatetime(item.lastmod, true);
-                const result = await writeVerified({
-                  root: opts.dest,
-                  relPath: rel,
-                  body,
-                  expected,
-                  ...(lastmod ? { mtime: new Date(lastmod.ms) } : {}),
-                  ...(opts.fsync === undefined ? {} : { fsync: opts.fsync }),
-                });
-                return async () => {
-                  files++;
-                  report.extracted++;
-                  report.bytes += result.length;
-                  if (change === 'updated') report.updated++;
-                  else report.created++;
-                  await opts.onResource?.({
-                    loc,
-                    relPath: rel,
-                    change,
-                    applied: true,
-                    length: result.length,
-                    hashes: result.hashes,
-                    ...(item.lastmod === undefined ? {} : { lastmod: item.lastmod }),
-                    links: relatedLinks(item),
-                    package: pkgUrl,
-                  });
-                };
-              };
-            }
-          }
+          ({ relPath, work } = prepareItem(ctx, item));
         } catch (err) {
           // A check failed: nothing to extract; report it in its turn.
           await report1(() => fail(run, pkgUrl, err, where));
