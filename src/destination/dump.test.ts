@@ -284,6 +284,16 @@ void test('Change Dump: packages in forward order, created/updated extracted, de
     await assert.rejects(stat(join(e.dest, 'res5.tiff')));
     assert.ok(!e.s.requests.some((r) => r.url === '/day1.zip'));
 
+    // A cursor inside day 2: only the changes after it (19:00 delete, 20:00 update) are applied.
+    await writeFile(join(e.dest, 'res9.pdf'), 'kept: its change was at 13:00');
+    await writeFile(join(e.dest, 'res5.tiff'), 'old tiff');
+    const r3 = await applyChangeDump(e.opts(`${o}/changedump.xml`, { delete: true, after: '2013-01-02T15:00:00Z' }));
+    assert.deepEqual(r3.failures, []);
+    assert.equal(r3.skippedBeforeCursor, 2);
+    assert.deepEqual([r3.created, r3.updated, r3.deleted], [0, 1, 1]);
+    assert.equal(await readFile(join(e.dest, 'res9.pdf'), 'utf8'), 'kept: its change was at 13:00');
+    await assert.rejects(stat(join(e.dest, 'res5.tiff')));
+
     // A Resource Dump document given to applyChangeDump is refused.
     e.s.set('/rd.xml', dumpXml('resourcedump', []));
     await assert.rejects(applyChangeDump(e.opts(`${o}/rd.xml`)), { code: 'RS_INVALID_DOCUMENT' });

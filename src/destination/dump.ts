@@ -84,6 +84,8 @@ export interface DumpReport {
   ignoredEntries: string[];
   /** Deletions seen but not applied (without `delete: true`). */
   deletionsNotApplied: string[];
+  /** Change Dump Manifest entries at or before the cursor (`after`) in a package that straddles it: skipped. */
+  skippedBeforeCursor: number;
   /** Change Dumps: the latest `until` (or `lastmod`) of the packages applied, for the cursor. */
   until?: string;
   /** What was tolerated. */
@@ -123,7 +125,7 @@ export interface ApplyDumpOptions {
   maxEntries?: number;
   /** fsync each file written. Passed to `writeVerified`. */
   fsync?: boolean;
-  /** Change Dumps: skip packages whose `until` is at or before this W3C Datetime (the cursor). */
+  /** Change Dumps: skip packages whose `until` is at or before this W3C Datetime (the cursor), and the changes at or before it in the others. */
   after?: string;
   /** Bitstreams extracted at the same time (changes to one path stay in order). Default 4. */
   concurrency?: number;
@@ -176,6 +178,8 @@ interface Run {
   tmpDir: string;
   extractedTotal: number;
   maxTotal: number;
+  /** The cursor (`after`) in ms since the epoch. */
+  afterMs: number | undefined;
 }
 
 function rsError(
@@ -211,6 +215,7 @@ async function applyDump(opts: ApplyDumpOptions, flavor: Flavor): Promise<DumpRe
     unverified: [],
     ignoredEntries: [],
     deletionsNotApplied: [],
+    skippedBeforeCursor: 0,
     notes: [],
     timings: { downloadMs: 0, extractMs: 0 },
   };
@@ -221,10 +226,11 @@ async function applyDump(opts: ApplyDumpOptions, flavor: Flavor): Promise<DumpRe
     tmpDir: join(opts.dest, '.resourcesync', 'tmp'),
     extractedTotal: 0,
     maxTotal: opts.maxTotalBytes ?? DEFAULT_MAX_TOTAL,
+    afterMs: opts.after === undefined ? undefined : parseW3CDatetime(opts.after, true)?.ms,
   };
   const packages = await listPackages(run, opts.dumpUrl, 0);
   if (flavor === 'change') orderChangePackages(run, packages);
-  const after = opts.after === undefined ? undefined : parseW3CDatetime(opts.after, true)?.ms;
+  const after = run.afterMs;
   await mkdir(run.tmpDir, { recursive: true });
   for (const pkg of packages) {
     throwIfAborted(opts.signal);
@@ -531,9 +537,10 @@ type Work = () => Promise<() => void | Promise<void>>;
 
 /**
  * Checks one manifest entry (change type, mapped path, bitstream present, sizes, cap) and returns its
- * local path and the work to do; throws the first problem found, before anything is read or written.
+ * local path and the work to do, or undefined for a change at or before the cursor; throws the first
+ * problem found, before anything is read or written.
  */
-function prepareItem(ctx: PackageCtx, item: Entry): { relPath: string; work: Work } {
+function prepareItem(ctx: PackageCtx, item: Entry): { relPath: string; work: Work } | undefined {
   const { run, pkgUrl, tmp, zip, entries, used, progress } = ctx;
   const { opts, report, flavor } = run;
   const loc = item.loc;
@@ -541,6 +548,11 @@ function prepareItem(ctx: PackageCtx, item: Entry): { relPath: string; work: Wor
   const change = flavor === 'change' ? item.md?.change : 'created';
   if (change !== 'created' && change !== 'updated' && change !== 'deleted') {
     throw rsError('RS_INVALID_DOCUMENT', `Manifest entry '${loc}' has change '${change ?? ''}'.`, { loc });
+  }
+  if (flavor === 'change' && run.afterMs !== undefined) {
+    // A package that straddles the cursor: changes at or before it were applied already (1.1 `datetime`, else `lastmod`).
+    const at = parseW3CDatetime(item.md?.datetime ?? item.lastmod ?? '', true)?.ms;
+    if (at !== undefined && at <= run.afterMs) return undefined;
   }
   const rel = safeRelativePath(opts.mapPath(loc));
   if (change === 'deleted') {
@@ -743,7 +755,14 @@ async function extractPackage(run: Run, pkgUrl: string, tmp: string): Promise<vo
         let work: Work;
         let relPath: string | undefined;
         try {
-          ({ relPath, work } = prepareItem(ctx, item));
+          const prepared = prepareItem(ctx, item);
+          if (prepared === undefined) {
+            await report1(() => {
+              report.skippedBeforeCursor++;
+            });
+            continue;
+          }
+          ({ relPath, work } = prepared);
         } catch (err) {
           // A check failed: nothing to extract; report it in its turn.
           await report1(() => fail(run, pkgUrl, err, where));
