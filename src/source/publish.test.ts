@@ -70,7 +70,14 @@ void test('publish writes a discoverable, valid document tree whose Resource Lis
     const files = { 'a.txt': 'alpha', 'dir with space/ü é.html': '<p>ü</p>', 'odd #1 %2.pdf': 'pdf', 'deep/er/x.json': '{}' };
     write(src.dir, files);
     write(src.dir, { '.hidden': 'no', '.git/config': 'no' });
-    const opts: PublishOptions = { sets: [{ name: 'data', dir: src.dir }], baseUrl: BASE, outDir: out.dir, hashes: ['md5', 'sha-256'], now: clock() };
+    const opts: PublishOptions = {
+      sets: [{ name: 'data', dir: src.dir, describedBy: `${BASE}about-data.html` }],
+      baseUrl: BASE,
+      outDir: out.dir,
+      hashes: ['md5', 'sha-256'],
+      describedBy: `${BASE}about.html`,
+      now: clock(),
+    };
     const r = await publish(opts);
     assert.equal(r.sourceDescription, `${BASE}.well-known/resourcesync`);
     assert.equal(r.resources, 4);
@@ -82,8 +89,11 @@ void test('publish writes a discoverable, valid document tree whose Resource Lis
     const sd = parseXml(readFileSync(join(out.dir, '.well-known', 'resourcesync'), 'utf8'));
     assert.equal(sd.md?.capability, 'description');
     assert.deepEqual(sd.entries.map((e) => e.loc), r.capabilityLists);
+    assert.equal(sd.ln.find((l) => l.rel === 'describedby')?.href, `${BASE}about.html`);
+    assert.equal(sd.entries[0]!.ln?.[0]?.href, `${BASE}about-data.html`);
     const cap = readDoc(out.dir, sd.entries[0]!.loc);
     assert.equal(cap.ln.find((l) => l.rel === 'up')?.href, r.sourceDescription);
+    assert.equal(cap.ln.find((l) => l.rel === 'describedby')?.href, `${BASE}about-data.html`);
     const rlLoc = cap.entries.find((e) => e.md?.capability === 'resourcelist')!.loc;
     assert.equal(rlLoc, r.resourceLists[0]);
     const rl = readDoc(out.dir, rlLoc);

@@ -35,7 +35,7 @@ import { copyFile, rename } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import type { HashAlgorithm } from '../core/constants.js';
 import { ResourceSyncError } from '../core/errors.js';
-import type { DocumentHeader, Entry } from '../core/model/types.js';
+import type { DocumentHeader, Entry, Ln } from '../core/model/types.js';
 import { writeDocument, writeDocumentSet } from '../core/xml/write-document.js';
 import { formatW3CDatetime } from '../core/w3c-datetime.js';
 import { fileSink, writeFileAtomic } from '../node/file-sink.js';
@@ -70,7 +70,9 @@ export interface PublishProgress {
 /** Options of `publish`. */
 export interface PublishOptions {
   /** The sets of resources: one Capability List each. Names are URL segments (`[A-Za-z0-9_-][A-Za-z0-9._-]*`). */
-  sets: Array<{ name: string; dir: string }>;
+  sets: Array<{ name: string; dir: string; describedBy?: string }>;
+  /** URL of a document describing the Source: the Source Description's `rel="describedby"` link (§8). */
+  describedBy?: string;
   /** Where `outDir` is served, e.g. `https://example.com/` (a trailing `/` is added). */
   baseUrl: string;
   /** The publish folder. */
@@ -226,14 +228,19 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
   const results: SetResult[] = [];
   for (const set of options.sets) {
     if (ctx.signal?.aborted) throw new ResourceSyncError('RS_ABORTED', 'Publication aborted.', { cause: ctx.signal.reason });
-    results.push(await publishSet(ctx, { name: set.name, dir: resolve(set.dir) }));
+    results.push(await publishSet(ctx, { name: set.name, dir: resolve(set.dir), ...(set.describedBy !== undefined ? { describedBy: set.describedBy } : {}) }));
   }
 
   // Source Description (§8) at the well-known URI (§6.3.2), and robots.txt (§6.3.4)
   await writeDoc(
     join(outDir, '.well-known', 'resourcesync'),
-    header('urlset', { capability: 'description' }),
-    results.map((r) => capabilityEntry(r.capabilityList, 'capabilitylist')),
+    header('urlset', { capability: 'description' }, undefined, undefined, describedBy(options.describedBy)),
+    results.map((r, i) => {
+      const e = capabilityEntry(r.capabilityList, 'capabilitylist');
+      const d = options.sets[i]!.describedBy;
+      if (d !== undefined) e.ln = describedBy(d);
+      return e;
+    }),
   );
   const robots = `User-agent: *\nDisallow:\n\n${results.map((r) => `Sitemap: ${r.resourceList}\n`).join('')}`;
   await writeFileAtomic(join(outDir, 'robots.txt'), [Buffer.from(robots)]);
@@ -251,6 +258,10 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
     },
     resources: sum(results, 'resources'),
   };
+}
+
+function describedBy(href: string | undefined): Ln[] {
+  return href === undefined ? [] : [{ rel: 'describedby', href }];
 }
 
 function sum(rs: SetResult[], k: 'created' | 'updated' | 'deleted' | 'resources'): number {
@@ -280,7 +291,7 @@ export function storeFile(set: { name: string; dir: string }, stateDir?: string)
 /** Publications in progress, by store file: overlapping calls for the same set run one after the other. */
 const running = new Map<string, Promise<unknown>>();
 
-async function publishSet(ctx: Context, set: { name: string; dir: string }): Promise<SetResult> {
+async function publishSet(ctx: Context, set: { name: string; dir: string; describedBy?: string }): Promise<SetResult> {
   const key = storeFile(set, ctx.stateDir);
   const before = running.get(key) ?? Promise.resolve();
   const mine = before.then(
@@ -296,7 +307,7 @@ async function publishSet(ctx: Context, set: { name: string; dir: string }): Pro
   }
 }
 
-async function publishSetNow(ctx: Context, set: { name: string; dir: string }): Promise<SetResult> {
+async function publishSetNow(ctx: Context, set: { name: string; dir: string; describedBy?: string }): Promise<SetResult> {
   const docDir = join(ctx.outDir, DOCUMENTS_PREFIX, set.name);
   const docUrl = `${ctx.baseUrl}${DOCUMENTS_PREFIX}/${set.name}/`;
   const u = (name: string): string => docUrl + name;
@@ -448,7 +459,7 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string }): 
     if (closed.length > 0) caps.push(capabilityEntry(u('changelist-archive.xml'), 'changelist-archive'));
 
     // 5. Capability List (§9)
-    await writeDoc(f('capabilitylist.xml'), header('urlset', { capability: 'capabilitylist' }, ctx.sdUrl), caps);
+    await writeDoc(f('capabilitylist.xml'), header('urlset', { capability: 'capabilitylist' }, ctx.sdUrl, undefined, describedBy(set.describedBy)), caps);
     documents.push(capUrl);
     store.setMeta('published_config', config);
     return { capabilityList: capUrl, resourceList: rlUrl, documents, created: r.created, updated: r.updated, deleted: r.deleted, resources: r.resources };
