@@ -369,3 +369,35 @@ void test('overlapping publish calls for the same set run one after the other', 
     await out.cleanup();
   }
 });
+
+void test('a file altered between the scan and its packaging drops that Resource Dump until the next run', async () => {
+  const src = await tempDir();
+  const out = await tempDir();
+  try {
+    write(src.dir, { 'a.txt': 'aaaa', 'b.txt': 'bbbb' });
+    let sabotage = true;
+    const opts: PublishOptions = {
+      sets: [{ name: 'data', dir: src.dir }],
+      baseUrl: BASE,
+      outDir: out.dir,
+      dumps: true,
+      now: clock(),
+      onProgress: (p) => {
+        if (p.phase === 'dumps' && sabotage) writeFileSync(join(src.dir, 'b.txt'), 'BBBB'); // same length, new content
+      },
+    };
+    await publish(opts);
+    const cap = readDoc(out.dir, `${BASE}.resourcesync/data/capabilitylist.xml`);
+    assert.ok(!cap.entries.some((e) => e.md?.capability === 'resourcedump'), 'no Resource Dump advertised yet');
+    assert.ok(!readdirSync(join(out.dir, '.resourcesync', 'data')).some((n) => n.endsWith('.zip')));
+    sabotage = false;
+    const r = await publish(opts);
+    assert.equal(r.changes.updated, 1);
+    const rd = readDoc(out.dir, `${BASE}.resourcesync/data/resourcedump.xml`);
+    assert.equal(rd.entries.length, 1);
+    await validateTree(out.dir);
+  } finally {
+    await src.cleanup();
+    await out.cleanup();
+  }
+});

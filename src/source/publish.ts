@@ -34,7 +34,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync } f
 import { copyFile, rename } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import type { HashAlgorithm } from '../core/constants.js';
-import { ResourceSyncError } from '../core/errors.js';
+import { isResourceSyncError, ResourceSyncError } from '../core/errors.js';
 import type { DocumentHeader, Entry, Ln } from '../core/model/types.js';
 import { writeDocument, writeDocumentSet } from '../core/xml/write-document.js';
 import { formatW3CDatetime } from '../core/w3c-datetime.js';
@@ -52,7 +52,7 @@ import {
   resourceEntry,
   snapshotEntry,
 } from './documents.js';
-import { SnapshotStore, type ChangePeriod, type ChangeRecord, type StoredResource } from './snapshot-store.js';
+import { SnapshotStore, type ChangePeriod, type ChangeRecord, type DumpRecord, type StoredResource } from './snapshot-store.js';
 import { DOCUMENTS_PREFIX, isValidSetName, normalizeBaseUrl, setBaseUrl } from './url-path.js';
 import { writeZipPackage, type PackageItem } from './zip-package.js';
 
@@ -446,12 +446,12 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
       progress('dumps');
       const rd = await resourceDump(ctx, store, set, { docUrl, capUrl, resBase, at: r.at, completed, rebuild: fresh || changed });
       documents.push(...rd.documents);
-      caps.push(capabilityEntry(u('resourcedump.xml'), 'resourcedump'));
+      if (rd.available) caps.push(capabilityEntry(u('resourcedump.xml'), 'resourcedump'));
       caps.push(capabilityEntry(indexUrl ?? u('changelist.xml'), 'changelist'));
       const cd = await changeDump(ctx, store, set, { docUrl, capUrl, resBase, bitDir, closed, open, fresh });
       documents.push(...cd);
       caps.push(capabilityEntry(u('changedump.xml'), 'changedump'));
-      caps.push(capabilityEntry(u('resourcedump-archive.xml'), 'resourcedump-archive'));
+      if (rd.available) caps.push(capabilityEntry(u('resourcedump-archive.xml'), 'resourcedump-archive'));
     } else {
       caps.push(capabilityEntry(indexUrl ?? u('changelist.xml'), 'changelist'));
     }
@@ -480,11 +480,11 @@ async function resourceDump(
   store: SnapshotStore,
   set: { name: string; dir: string },
   o: { docUrl: string; capUrl: string; resBase: string; at: number; completed: number; rebuild: boolean },
-): Promise<{ documents: string[] }> {
+): Promise<{ documents: string[]; available: boolean }> {
   const u = (name: string): string => o.docUrl + name;
   const f = (name: string): string => join(ctx.outDir, DOCUMENTS_PREFIX, set.name, name);
   let dumps = store.dumps('resourcedump');
-  if (o.rebuild || dumps.length === 0 || !existsSync(f('resourcedump.xml'))) {
+  if (o.rebuild || dumps.length === 0 || store.getMeta('rd_stale') === '1' || !existsSync(f('resourcedump.xml'))) {
     const n = Number(store.getMeta('rd_seq') ?? '0') + 1;
     store.setMeta('rd_seq', String(n));
     const prefix = `resourcedump-${n}`;
@@ -519,19 +519,29 @@ async function resourceDump(
     const maxPkg = ctx.dumps!.maxPackageBytes;
     const perPackage = Math.min(ctx.maxEntries, 50_000);
     // Streams the snapshot: nothing writes to the store until the loop ends.
-    for (const x of store.resources()) {
-      if (batch.length > 0 && (bytes + x.size > maxPkg || batch.length >= perPackage)) {
-        await flush();
+    try {
+      for (const x of store.resources()) {
+        if (batch.length > 0 && (bytes + x.size > maxPkg || batch.length >= perPackage)) {
+          await flush();
+        }
+        batch.push(x);
+        bytes += x.size;
       }
-      batch.push(x);
-      bytes += x.size;
+      if (batch.length > 0) await flush();
+    } catch (err) {
+      // A file changed or went away since the scan: drop this dump, keep the previous one, retry next run.
+      const gone = (err as { code?: string; cause?: { code?: string } }).cause?.code === 'ENOENT';
+      if (!isResourceSyncError(err, 'RS_HASH_MISMATCH') && !(isResourceSyncError(err, 'RS_ZIP') && gone)) throw err;
+      for (const name of [...files.zips, ...files.manifests]) rmSync(f(name), { force: true });
+      store.setMeta('rd_stale', '1');
+      return { documents: dumps.length > 0 ? dumpDocuments(dumps, u) : [], available: dumps.length > 0 };
     }
-    if (batch.length > 0) await flush();
     const done = ctx.now();
     const h = header('urlset', atMd('resourcedump', o.at, done), o.capUrl);
     await writeDoc(f(files.doc), h, entries);
     await writeDoc(f('resourcedump.xml'), h, entries);
     store.addDump({ kind: 'resourcedump', at: o.at, completed: done, data: JSON.stringify(files) });
+    store.setMeta('rd_stale', '0');
     dumps = store.dumps('resourcedump');
   }
   const keepDumps = ctx.retention ?? DEFAULT_SNAPSHOT_RETENTION;
@@ -552,12 +562,16 @@ async function resourceDump(
       return e;
     }),
   );
+  return { documents: dumpDocuments(dumps, u), available: true };
+}
+
+function dumpDocuments(dumps: DumpRecord[], u: (name: string) => string): string[] {
   const documents = [u('resourcedump.xml'), u('resourcedump-archive.xml')];
   for (const d of dumps) {
     const files = JSON.parse(d.data) as DumpFiles;
     documents.push(...[files.doc, ...files.zips, ...files.manifests].map(u));
   }
-  return { documents };
+  return documents;
 }
 
 interface ChangePackage {
