@@ -1,0 +1,240 @@
+/**
+ * `resourcesync serve <dir>... [--port N] [--host H] [--base-url URL] [--no-watch] [--state DIR] [--verbose]`:
+ * publishes the directories as a ResourceSync Source (one set of resources per directory), serves the
+ * resources and documents over HTTP, and by default re-publishes on every change so that it shows up in the
+ * open Change List within about a second. Prints `listening on <url>` on stdout once ready; SIGINT/SIGTERM
+ * shut it down cleanly (exit 0).
+ * @see Z39.99 §6.3 (discovery), §12 (Change List)
+ */
+import { parseArgs } from 'node:util';
+import { stat } from 'node:fs/promises';
+import { basename, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { createSourceCore, type CoreHandler, type CoreResponse, type SourceCore } from '../../server/core.js';
+import { serve, type RunningServer } from '../../server/node-adapter.js';
+import { watchSources, type SourceWatcher } from '../../server/watch.js';
+
+/** The contract of `src/source/publish.ts` (helper "source"). */
+interface PublishOptions {
+  sets: Array<{ name: string; dir: string }>;
+  baseUrl: string;
+  outDir: string;
+  stateDir?: string;
+  signal?: AbortSignal;
+}
+interface PublishResult {
+  sourceDescription: string;
+  capabilityLists: string[];
+  resourceLists: string[];
+  documents: string[];
+  changes: { created: number; updated: number; deleted: number };
+  resources: number;
+}
+type Publish = (options: PublishOptions) => Promise<PublishResult>;
+
+async function loadPublish(): Promise<Publish> {
+  const specifier = '../../source/publish.js';
+  const mod = (await import(specifier)) as { publish: Publish };
+  return mod.publish;
+}
+
+const HELP = `Usage: resourcesync serve <dir>... [options]
+
+Publishes each directory as a set of resources of a ResourceSync Source and serves it over HTTP:
+resources at their relative paths (with several directories, under /<name>/), the Source Description at
+/.well-known/resourcesync, the other documents under /.resourcesync/, and robots.txt.
+
+Options:
+  --port N          TCP port (default 8080; 0 picks a free one)
+  --host H          interface to listen on (default 127.0.0.1)
+  --base-url URL    public base URL of the resources (default http://<host>:<port>)
+  --state DIR       state and published documents (default: each <dir>/.resourcesync, documents in
+                    the first one's publish/ folder)
+  --no-watch        publish once; do not track changes
+  --verbose         log every request on stderr
+  -h, --help        show this help
+`;
+
+const SERVICE_UNAVAILABLE: CoreResponse = {
+  status: 503,
+  headers: { 'content-type': 'text/plain; charset=utf-8', 'retry-after': '1', 'content-length': '24' },
+  body: { type: 'bytes', bytes: Buffer.from('503 Service Unavailable\n') },
+};
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** A set name that is a valid URL segment (`[A-Za-z0-9_-][A-Za-z0-9._-]*`), from a folder name. */
+function setName(folder: string): string {
+  const name = folder.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[.]+/, '');
+  return name === '' ? 'data' : name;
+}
+
+function insideVisibly(child: string, parent: string): boolean {
+  const rel = relative(parent, child);
+  if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) return rel === '';
+  return !rel.split(sep).some((s) => s.startsWith('.'));
+}
+
+/** Runs `resourcesync serve`; resolves with the exit code once the server has shut down. */
+export async function run(args: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        port: { type: 'string' },
+        host: { type: 'string' },
+        'base-url': { type: 'string' },
+        state: { type: 'string' },
+        'no-watch': { type: 'boolean' },
+        verbose: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (error) {
+    process.stderr.write(`resourcesync serve: ${message(error)}\n\n${HELP}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (values.help === true) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  if (positionals.length === 0) {
+    process.stderr.write(`resourcesync serve: a directory is needed.\n\n${HELP}`);
+    return 2;
+  }
+  const port = values.port === undefined ? 8080 : Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    process.stderr.write(`resourcesync serve: --port '${values.port}' is not a port number.\n`);
+    return 2;
+  }
+  const host = values.host ?? '127.0.0.1';
+  if (values['base-url'] !== undefined) {
+    try {
+      const u = new URL(values['base-url']);
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('not http(s)');
+    } catch {
+      process.stderr.write(`resourcesync serve: --base-url '${values['base-url']}' is not an http(s) URL.\n`);
+      return 2;
+    }
+  }
+
+  const dirs = positionals.map((d) => resolve(d));
+  const sets: Array<{ name: string; dir: string }> = [];
+  for (const dir of dirs) {
+    const st = await stat(dir).catch(() => undefined);
+    if (st?.isDirectory() !== true) {
+      process.stderr.write(`resourcesync serve: '${dir}' is not a directory.\n`);
+      return 2;
+    }
+    const name = setName(basename(dir));
+    if (sets.some((s) => s.name === name)) {
+      process.stderr.write(`resourcesync serve: '${dir}' gives the set name '${name}', which is already used.\n`);
+      return 2;
+    }
+    sets.push({ name, dir });
+  }
+  // Default state: each set's store in <dir>/.resourcesync/source.sqlite, documents in <first dir>/.resourcesync/publish.
+  const stateDir = values.state === undefined ? undefined : resolve(values.state);
+  const outDir = join(stateDir ?? join(dirs[0]!, '.resourcesync'), 'publish');
+  for (const dir of dirs) {
+    if (stateDir !== undefined && insideVisibly(stateDir, dir)) {
+      process.stderr.write(`resourcesync serve: --state '${stateDir}' would be published inside '${dir}'; use a hidden folder or one outside.\n`);
+      return 2;
+    }
+  }
+
+  const verbose = values.verbose === true;
+  const log = (line: string): void => void process.stderr.write(`${line}\n`);
+  const publish = await loadPublish();
+  const ac = new AbortController();
+  const stop = (): void => ac.abort();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+
+  // Until the first publication is done, requests get 503 (the listening line is printed after it).
+  const live: { core?: SourceCore } = {};
+  const front: CoreHandler = (req) => (live.core === undefined ? SERVICE_UNAVAILABLE : live.core(req));
+  let running: RunningServer;
+  try {
+    running = await serve(front, {
+      port,
+      host,
+      signal: ac.signal,
+      onError: (e) => log(`resourcesync serve: ${message(e)}`),
+      ...(verbose ? { onResponse: (r) => log(`${r.method} ${r.target} ${r.status} ${r.ms.toFixed(1)}ms`) } : {}),
+    });
+  } catch (error) {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+    process.stderr.write(`resourcesync serve: cannot listen on ${host}:${port}: ${message(error)}\n`);
+    return 1;
+  }
+
+  const baseUrl = (values['base-url'] ?? running.url).replace(/\/+$/, '');
+  const publishOptions: PublishOptions = { sets, baseUrl, outDir, signal: ac.signal, ...(stateDir === undefined ? {} : { stateDir }) };
+  // The watcher starts before the first publication, which it runs itself: a change made meanwhile is
+  // never lost, and two publications never run at once.
+  let first: { result?: PublishResult; error?: unknown } | undefined;
+  const publishOnce = async (): Promise<PublishResult> => {
+    try {
+      const result = await publish(publishOptions);
+      first ??= { result };
+      return result;
+    } catch (error) {
+      first ??= { error };
+      throw error;
+    }
+  };
+  const watching = values['no-watch'] !== true;
+  const watcher: SourceWatcher | undefined = watching
+    ? watchSources({
+        dirs,
+        run: publishOnce,
+        signal: ac.signal,
+        onEvent: () => live.core?.invalidate(),
+        onRun: (r) => {
+          live.core?.invalidate();
+          if (verbose) {
+            const ch = (r as PublishResult).changes;
+            log(`published: ${ch.created} created, ${ch.updated} updated, ${ch.deleted} deleted`);
+          }
+        },
+        onError: (e) => {
+          if (!ac.signal.aborted && first?.error !== e) log(`resourcesync serve: publishing failed: ${message(e)}`);
+        },
+      })
+    : undefined;
+  if (watcher !== undefined) await watcher.flush();
+  else await publishOnce().catch(() => undefined);
+  if (first?.result === undefined) {
+    log(`resourcesync serve: publishing failed: ${message(first?.error ?? 'aborted')}`);
+    ac.abort();
+    await running.closed;
+    await watcher?.close();
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+    return 1;
+  }
+  const result = first.result;
+  if (verbose) log(`published ${result.resources} resources (${result.documents.length} documents)`);
+  live.core = createSourceCore({
+    sets: sets.map((s, i) => {
+      const cap = result.capabilityLists[i];
+      return cap === undefined ? s : { ...s, capabilityList: cap };
+    }),
+    outDir,
+    baseUrl,
+    onError: (e) => log(`resourcesync serve: ${message(e)}`),
+  });
+
+  if (!ac.signal.aborted) process.stdout.write(`listening on ${running.url}\n`);
+  await running.closed;
+  await watcher?.close();
+  process.off('SIGINT', stop);
+  process.off('SIGTERM', stop);
+  return 0;
+}
