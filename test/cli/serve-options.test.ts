@@ -96,6 +96,18 @@ void test('argument errors exit 2 with a message', () => {
   assert.match(help.stdout, /--no-watch/);
 });
 
+void test('a failing first publication exits 1 with its reason', async () => {
+  const dir = join(tmp, 'fails');
+  await mkdir(dir, { recursive: true });
+  const r = spawnSync(process.execPath, [MAIN, 'serve', dir, '--port', '0', '--base-url', 'http://example.org/?q=1'], {
+    encoding: 'utf8',
+    timeout: 15_000,
+  });
+  assert.equal(r.status, 1, r.stderr);
+  assert.match(r.stderr, /publishing failed: .*Base URL/);
+  assert.doesNotMatch(r.stdout, /listening on/);
+});
+
 void test('a busy port exits 1', async () => {
   const dir = join(tmp, 'busy');
   await mkdir(dir, { recursive: true });

@@ -187,13 +187,15 @@ export async function run(args: string[]): Promise<number> {
   if (watcher !== undefined) await watcher.flush();
   else await publishOnce().catch(() => undefined);
   if (first?.result === undefined) {
-    log(`resourcesync serve: publishing failed: ${message(first?.error ?? 'aborted')}`);
+    // a signal during the first publication is a clean stop, not a failure
+    const stopped = ac.signal.aborted;
+    if (!stopped) log(`resourcesync serve: publishing failed: ${message(first?.error ?? 'no result')}`);
     ac.abort();
     await running.closed;
     await watcher?.close();
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);
-    return 1;
+    return stopped ? 0 : 1;
   }
   const result = first.result;
   if (verbose) log(`published ${result.resources} resources (${result.documents.length} documents)`);
