@@ -11,6 +11,7 @@ import type {
   ParseNoteCode,
 } from '../model/types.js';
 import { ForeignCapture } from './foreign-capture.js';
+import { scanEntry, type FastEntryContext } from './fast-entry.js';
 import type { XmlAttribute, XmlHandler } from './xml-reader.js';
 import type { ResolvedName } from './namespaces.js';
 
@@ -41,11 +42,16 @@ export class DocumentBuilder implements XmlHandler {
   private capture: ForeignCapture | undefined;
   private captureTarget: ForeignElement[] | undefined;
   private entryMdSeen = false;
+  /** Set when the root allows the fast path for entries (default namespace = Sitemaps). */
+  private fast: (FastEntryContext & { open: string }) | undefined;
 
   /** Set by the reader's owner: the line of an element's start tag (see XmlReader.lineAt). */
   lineAt: (pos: number) => number = () => 0;
 
-  constructor(private readonly maxEntries: number) {}
+  constructor(
+    private readonly maxEntries: number,
+    private readonly maxValueLength: number,
+  ) {}
 
   get wantsWhitespace(): boolean {
     return this.capture !== undefined;
@@ -106,6 +112,17 @@ export class DocumentBuilder implements XmlHandler {
     }
     if (attrs.length > 0) header.attributes = attrs.map(foreign);
     this.header = header;
+    if (el.ns === SITEMAP_NS && el.prefix === '') {
+      const element = header.root === 'urlset' ? 'url' : 'sitemap';
+      const rs = decls?.find(([prefix, uri]) => uri === RS_NS && prefix !== '')?.[0];
+      this.fast = {
+        element,
+        mdOpen: rs === undefined ? '' : `<${rs}:md`,
+        lnOpen: rs === undefined ? '' : `<${rs}:ln`,
+        maxValueLength: this.maxValueLength,
+        open: `<${element}>`,
+      };
+    }
   }
 
   private topLevel(el: ResolvedName, attrs: XmlAttribute[], pos: number, selfClosing: boolean): void {
@@ -309,6 +326,28 @@ export class DocumentBuilder implements XmlHandler {
     }
   }
 
+  /** The fast path for a whole entry (see fast-entry.ts); -1 leaves it to the events. */
+  fastChild(buf: string, pos: number): number {
+    const fast = this.fast;
+    if (fast === undefined || this.capture !== undefined || this.skipDepth > 0 || !buf.startsWith(fast.open, pos)) return -1;
+    const r = scanEntry(buf, pos, fast, this.lineAt(pos));
+    if (r === undefined) return -1;
+    this.headerReady = true;
+    this.accept(r.entry);
+    return r.end;
+  }
+
+  private accept(entry: Entry): void {
+    if (++this.entryCount > this.maxEntries) {
+      throw new ResourceSyncError(
+        'RS_LIMIT_ENTRIES',
+        `Line ${entry.line ?? 0}: more than ${this.maxEntries} entries (the Sitemaps limit adopted by Z39.99 §7; raise limits.maxEntries to read more).`,
+        { data: { line: entry.line, limit: this.maxEntries } },
+      );
+    }
+    this.queue.push(entry);
+  }
+
   end(el: ResolvedName): void {
     const depth = --this.depth;
     if (this.capture) {
@@ -332,16 +371,7 @@ export class DocumentBuilder implements XmlHandler {
     if (depth === 1 && this.entry) {
       const entry = this.entry;
       this.entry = undefined;
-      if (++this.entryCount > this.maxEntries) {
-        throw new ResourceSyncError(
-          'RS_LIMIT_ENTRIES',
-          `Line ${entry.line ?? 0}: more than ${this.maxEntries} entries (the Sitemaps limit adopted by Z39.99 §7; raise limits.maxEntries to read more).`,
-          {
-            data: { line: entry.line, limit: this.maxEntries },
-          },
-        );
-      }
-      this.queue.push(entry);
+      this.accept(entry);
       return;
     }
     if (depth === 0) this.headerReady = true;

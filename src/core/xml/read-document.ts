@@ -40,7 +40,7 @@ export interface DocumentReader {
  */
 export async function readDocument(input: ByteInput, options: ReadOptions = {}): Promise<DocumentReader> {
   const limits: Limits = { ...LIMITS, ...options.limits };
-  const builder = new DocumentBuilder(limits.maxEntries);
+  const builder = new DocumentBuilder(limits.maxEntries, limits.maxValueLength);
   const xml = new XmlReader(builder, limits);
   builder.lineAt = (pos) => xml.lineAt(pos);
   const text = decodeInput(input, limits.maxBytes, options.signal);

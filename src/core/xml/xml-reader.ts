@@ -36,6 +36,12 @@ export interface XmlHandler {
   text(value: string): void;
   /** When false, runs of white space between elements are not reported (a fast path). */
   readonly wantsWhitespace: boolean;
+  /**
+   * Optional fast path for a whole child element of the root at `pos` ('<'): returns the offset
+   * past it when the handler has read all of it (with the same result as the events would give),
+   * or -1 to have it parsed event by event.
+   */
+  fastChild?(buf: string, pos: number): number;
 }
 
 const NO_ATTRIBUTES: XmlAttribute[] = [];
@@ -188,6 +194,13 @@ export class XmlReader {
         this.textRun(p, lt);
         this.pos = lt;
         continue;
+      }
+      if (this.stack.length === 1 && this.handler.fastChild !== undefined) {
+        const end = this.handler.fastChild(buf, p);
+        if (end > 0) {
+          this.pos = end;
+          continue;
+        }
       }
       try {
         this.pos = this.markup(p);
