@@ -50,7 +50,15 @@ async function env(): Promise<Env> {
     dest,
     http,
     authority,
-    opts: (dumpUrl, extra = {}) => ({ dumpUrl, http, authority, dest, mapPath: (loc) => mapper.toPath(loc), fsync: false, ...extra }),
+    opts: (dumpUrl, extra = {}) => ({
+      dumpUrl,
+      http,
+      authority,
+      dest,
+      mapPath: (loc) => mapper.toPath(loc),
+      fsync: false,
+      ...extra,
+    }),
     async close() {
       await http.close();
       await s.close();
@@ -104,7 +112,10 @@ void test('zip slip: entries named ../evil, a/../../evil, /abs, C:\\x and with b
     e.s.set('/dump.xml', dumpXml('resourcedump', pkgs));
     const report = await applyResourceDump(e.opts(`${o}/dump.xml`));
     assert.equal(report.extracted, 0);
-    assert.deepEqual(report.failures.map((f) => f.code), names.map(() => 'RS_ZIP'));
+    assert.deepEqual(
+      report.failures.map((f) => f.code),
+      names.map(() => 'RS_ZIP'),
+    );
     await assertContained(e, []);
   } finally {
     await e.close();
@@ -117,19 +128,22 @@ void test('hostile manifest paths (../, backslashes, encoded separators, absolut
     const o = e.s.origin;
     const data = 'payload';
     const zip = await yazlZip([
-      { name: 'manifest.xml', data: manifestXml('resourcedump-manifest', [
-        { loc: `${o}/m1.txt`, path: '/../evil', data },
-        { loc: `${o}/m2.txt`, path: '/a/../../evil', data },
-        { loc: `${o}/m3.txt`, path: '\\a\\evil', data },
-        { loc: `${o}/m4.txt`, path: '/a%2F..%2F..%2Fevil', data },
-        { loc: `${o}/m5.txt`, path: '//etc/passwd', data },
-        { loc: `${o}/m6.txt`, path: '/.resourcesync/state', data },
-        { loc: `${o}/..%2F..%2Fevil`, path: '/ok', data },
-        { loc: `${o}/a%5C..%5C..%5Cevil`, path: '/ok', data },
-        { loc: 'http://other.example/evil', path: '/ok', data },
-        { loc: `${o}/.resourcesync/lock`, path: '/ok', data },
-        { loc: `${o}/fine.txt`, path: '/ok', data },
-      ]) },
+      {
+        name: 'manifest.xml',
+        data: manifestXml('resourcedump-manifest', [
+          { loc: `${o}/m1.txt`, path: '/../evil', data },
+          { loc: `${o}/m2.txt`, path: '/a/../../evil', data },
+          { loc: `${o}/m3.txt`, path: '\\a\\evil', data },
+          { loc: `${o}/m4.txt`, path: '/a%2F..%2F..%2Fevil', data },
+          { loc: `${o}/m5.txt`, path: '//etc/passwd', data },
+          { loc: `${o}/m6.txt`, path: '/.resourcesync/state', data },
+          { loc: `${o}/..%2F..%2Fevil`, path: '/ok', data },
+          { loc: `${o}/a%5C..%5C..%5Cevil`, path: '/ok', data },
+          { loc: 'http://other.example/evil', path: '/ok', data },
+          { loc: `${o}/.resourcesync/lock`, path: '/ok', data },
+          { loc: `${o}/fine.txt`, path: '/ok', data },
+        ]),
+      },
       { name: 'ok', data },
       { name: 'evil', data },
       { name: 'a/evil', data },
@@ -138,18 +152,21 @@ void test('hostile manifest paths (../, backslashes, encoded separators, absolut
     e.s.set('/dump.xml', dumpXml('resourcedump', [{ loc: `${o}/p.zip`, zip }]));
     const report = await applyResourceDump(e.opts(`${o}/dump.xml`));
     assert.equal(report.extracted, 1);
-    assert.deepEqual(report.failures.map((f) => f.code), [
-      'RS_UNSAFE_PATH',
-      'RS_UNSAFE_PATH',
-      'RS_UNSAFE_PATH',
-      'RS_ZIP',
-      'RS_ZIP',
-      'RS_UNSAFE_PATH',
-      'RS_UNSAFE_PATH',
-      'RS_UNSAFE_PATH',
-      'RS_AUTHORITY',
-      'RS_UNSAFE_PATH',
-    ]);
+    assert.deepEqual(
+      report.failures.map((f) => f.code),
+      [
+        'RS_UNSAFE_PATH',
+        'RS_UNSAFE_PATH',
+        'RS_UNSAFE_PATH',
+        'RS_ZIP',
+        'RS_ZIP',
+        'RS_UNSAFE_PATH',
+        'RS_UNSAFE_PATH',
+        'RS_UNSAFE_PATH',
+        'RS_AUTHORITY',
+        'RS_UNSAFE_PATH',
+      ],
+    );
     assert.deepEqual(report.ignoredEntries.sort(), [`${o}/p.zip#a/evil`, `${o}/p.zip#evil`]);
     await assertContained(e, ['fine.txt']);
   } finally {
@@ -166,49 +183,76 @@ void test('decompression bombs: an entry larger than its manifest length, a head
     const small = Buffer.from('tiny');
     // 1. Honest ZIP header, manifest claims 4 bytes: refused before inflating.
     const honest = rawZip([
-      { name: 'manifest.xml', data: Buffer.from(manifestXml('resourcedump-manifest', [{ loc: `${o}/bomb1.bin`, path: '/bomb', data: small }])) },
+      {
+        name: 'manifest.xml',
+        data: Buffer.from(
+          manifestXml('resourcedump-manifest', [{ loc: `${o}/bomb1.bin`, path: '/bomb', data: small }]),
+        ),
+      },
       { name: 'bomb', data: big, deflate: true, deflated },
     ]);
     // 2. The ZIP header lies (4 bytes) and so does the manifest: inflation stops past 4 bytes.
     const liar = rawZip([
-      { name: 'manifest.xml', data: Buffer.from(manifestXml('resourcedump-manifest', [{ loc: `${o}/bomb2.bin`, path: '/bomb', data: small }])) },
+      {
+        name: 'manifest.xml',
+        data: Buffer.from(
+          manifestXml('resourcedump-manifest', [{ loc: `${o}/bomb2.bin`, path: '/bomb', data: small }]),
+        ),
+      },
       { name: 'bomb', data: big, deflate: true, deflated, declaredSize: 4 },
     ]);
     // 3. No length or hash in the manifest, lying header: still stopped at the declared size.
     const noLength = rawZip([
-      { name: 'manifest.xml', data: Buffer.from(manifestXml('resourcedump-manifest', [{ loc: `${o}/bomb3.bin`, path: '/bomb', hash: null, length: null }])) },
+      {
+        name: 'manifest.xml',
+        data: Buffer.from(
+          manifestXml('resourcedump-manifest', [{ loc: `${o}/bomb3.bin`, path: '/bomb', hash: null, length: null }]),
+        ),
+      },
       { name: 'bomb', data: big, deflate: true, deflated, declaredSize: 10 },
     ]);
     assert.ok(honest.length < 1024 * 1024);
     e.s.set('/honest.zip', honest);
     e.s.set('/liar.zip', liar);
     e.s.set('/nolength.zip', noLength);
-    e.s.set('/dump.xml', dumpXml('resourcedump', [
-      { loc: `${o}/honest.zip`, zip: honest },
-      { loc: `${o}/liar.zip`, zip: liar },
-      { loc: `${o}/nolength.zip`, zip: noLength },
-    ]));
+    e.s.set(
+      '/dump.xml',
+      dumpXml('resourcedump', [
+        { loc: `${o}/honest.zip`, zip: honest },
+        { loc: `${o}/liar.zip`, zip: liar },
+        { loc: `${o}/nolength.zip`, zip: noLength },
+      ]),
+    );
     const t0 = Date.now();
     const report = await applyResourceDump(e.opts(`${o}/dump.xml`));
     assert.ok(Date.now() - t0 < 10_000);
     assert.equal(report.extracted, 0);
     // A lying header is caught by yauzl's size check (RS_ZIP) or by the cap on the stream (RS_LIMIT_BYTES).
     const stopped = (code: string) => (code === 'RS_ZIP' || code === 'RS_LIMIT_BYTES' ? 'stopped' : code);
-    assert.deepEqual(report.failures.map((f) => [f.loc?.slice(o.length), stopped(f.code)]), [
-      ['/bomb1.bin', 'RS_LENGTH_MISMATCH'],
-      ['/bomb2.bin', 'stopped'],
-      ['/bomb3.bin', 'stopped'],
-    ]);
+    assert.deepEqual(
+      report.failures.map((f) => [f.loc?.slice(o.length), stopped(f.code)]),
+      [
+        ['/bomb1.bin', 'RS_LENGTH_MISMATCH'],
+        ['/bomb2.bin', 'stopped'],
+        ['/bomb3.bin', 'stopped'],
+      ],
+    );
     await assertContained(e, []);
 
     // 4. The total cap across entries.
     const files = ['a', 'b', 'c'].map((n) => ({ loc: `${o}/${n}.txt`, path: `/${n}`, data: n.repeat(1000) }));
-    const zip = await yazlZip([{ name: 'manifest.xml', data: manifestXml('resourcedump-manifest', files) }, ...files.map((f) => ({ name: f.path.slice(1), data: f.data }))]);
+    const zip = await yazlZip([
+      { name: 'manifest.xml', data: manifestXml('resourcedump-manifest', files) },
+      ...files.map((f) => ({ name: f.path.slice(1), data: f.data })),
+    ]);
     e.s.set('/capped.zip', zip);
     e.s.set('/capped.xml', dumpXml('resourcedump', [{ loc: `${o}/capped.zip`, zip }]));
     const capped = await applyResourceDump(e.opts(`${o}/capped.xml`, { maxTotalBytes: 2500 }));
     assert.equal(capped.extracted, 2);
-    assert.deepEqual(capped.failures.map((f) => f.code), ['RS_LIMIT_BYTES']);
+    assert.deepEqual(
+      capped.failures.map((f) => f.code),
+      ['RS_LIMIT_BYTES'],
+    );
     await assertContained(e, ['a.txt', 'b.txt']);
   } finally {
     await e.close();
@@ -221,26 +265,50 @@ void test('off-authority packages, dump index entries and change dump deletions 
     const o = e.s.origin;
     const x = e.trap.origin;
     const data = 'd';
-    const zip = await yazlZip([{ name: 'manifest.xml', data: manifestXml('resourcedump-manifest', [{ loc: `${o}/d.txt`, path: '/d', data }]) }, { name: 'd', data }]);
+    const zip = await yazlZip([
+      { name: 'manifest.xml', data: manifestXml('resourcedump-manifest', [{ loc: `${o}/d.txt`, path: '/d', data }]) },
+      { name: 'd', data },
+    ]);
     e.trap.set('/p.zip', zip);
     e.s.set('/p.zip', zip);
-    e.s.set('/dump.xml', dumpXml('resourcedump', [{ loc: `${x}/p.zip`, zip }, { loc: `${o}/p.zip`, zip, contents: `${x}/manifest.xml` }]));
+    e.s.set(
+      '/dump.xml',
+      dumpXml('resourcedump', [
+        { loc: `${x}/p.zip`, zip },
+        { loc: `${o}/p.zip`, zip, contents: `${x}/manifest.xml` },
+      ]),
+    );
     const report = await applyResourceDump(e.opts(`${o}/dump.xml`));
-    assert.deepEqual(report.failures.map((f) => f.code), ['RS_AUTHORITY']);
+    assert.deepEqual(
+      report.failures.map((f) => f.code),
+      ['RS_AUTHORITY'],
+    );
     assert.equal(report.extracted, 1);
 
     e.s.set('/index.xml', dumpXml('resourcedump', [{ loc: `${x}/dump.xml` }], 'sitemapindex'));
-    await assert.rejects(applyResourceDump(e.opts(`${o}/index.xml`)), (err: unknown) => isResourceSyncError(err, 'RS_AUTHORITY'));
-    await assert.rejects(applyResourceDump(e.opts(`${x}/dump.xml`)), (err: unknown) => isResourceSyncError(err, 'RS_AUTHORITY'));
+    await assert.rejects(applyResourceDump(e.opts(`${o}/index.xml`)), (err: unknown) =>
+      isResourceSyncError(err, 'RS_AUTHORITY'),
+    );
+    await assert.rejects(applyResourceDump(e.opts(`${x}/dump.xml`)), (err: unknown) =>
+      isResourceSyncError(err, 'RS_AUTHORITY'),
+    );
 
-    const cd = await yazlZip([{ name: 'manifest.xml', data: manifestXml('changedump-manifest', [
-      { loc: `${o}/..%2Fdest-sibling`, change: 'deleted' },
-      { loc: `${x}/d.txt`, change: 'deleted' },
-    ]) }]);
+    const cd = await yazlZip([
+      {
+        name: 'manifest.xml',
+        data: manifestXml('changedump-manifest', [
+          { loc: `${o}/..%2Fdest-sibling`, change: 'deleted' },
+          { loc: `${x}/d.txt`, change: 'deleted' },
+        ]),
+      },
+    ]);
     e.s.set('/cd.zip', cd);
     e.s.set('/cd.xml', dumpXml('changedump', [{ loc: `${o}/cd.zip`, zip: cd }]));
     const r2 = await applyChangeDump(e.opts(`${o}/cd.xml`, { delete: true }));
-    assert.deepEqual(r2.failures.map((f) => f.code), ['RS_UNSAFE_PATH', 'RS_AUTHORITY']);
+    assert.deepEqual(
+      r2.failures.map((f) => f.code),
+      ['RS_UNSAFE_PATH', 'RS_AUTHORITY'],
+    );
     assert.equal(r2.deleted, 0);
     await assertContained(e, ['d.txt']);
   } finally {
@@ -268,32 +336,62 @@ void test('off-authority rs:ln mirrors and patches, up/index links and Link head
             { rel: REL_PATCH, href: `${x}/patch`, type: 'application/json-patch+json' },
           ],
         },
-        { http: e.http, authority: e.authority, dest: e.dest, relPath: 'res.json', localCopy: join(e.dest, 'nothing.json'), preferMirrors: true, fsync: false },
+        {
+          http: e.http,
+          authority: e.authority,
+          dest: e.dest,
+          relPath: 'res.json',
+          localCopy: join(e.dest, 'nothing.json'),
+          preferMirrors: true,
+          fsync: false,
+        },
       ),
       (err: unknown) => isResourceSyncError(err) && err.recoverable,
     );
     // A hostile relPath is refused by writeVerified's safeJoin even when the bytes are fine.
     e.s.set('/ok.json', body);
     await assert.rejects(
-      fetchResource({ loc: `${o}/ok.json` }, { http: e.http, authority: e.authority, dest: e.dest, relPath: '../escape.json', fsync: false }),
+      fetchResource(
+        { loc: `${o}/ok.json` },
+        { http: e.http, authority: e.authority, dest: e.dest, relPath: '../escape.json', fsync: false },
+      ),
       (err: unknown) => isResourceSyncError(err, 'RS_UNSAFE_PATH'),
     );
 
     const xml = (cap: string, lns: string) =>
       `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">${lns}<rs:md capability="${cap}"/></urlset>`;
-    e.s.set('/rl.xml', { headers: { 'content-type': 'application/xml', link: `<${x}/cl.xml>; rel="resourcesync"` }, body: xml('resourcelist', `<rs:ln rel="up" href="${x}/cl.xml"/>`) });
-    e.s.set('/rl2.xml', { headers: { 'content-type': 'application/xml' }, body: xml('resourcelist', `<rs:ln rel="index" href="${x}/index.xml"/>`) });
-    e.s.set('/res.pdf', { headers: { 'content-type': 'application/pdf', link: `<${x}/cl.xml>; rel="resourcesync", <http://localhost:${new URL(x).port}/cl.xml>; rel=resourcesync` }, body: 'pdf' });
-    e.s.set('/page.html', { headers: { 'content-type': 'text/html' }, body: `<link rel="resourcesync" href="${x}/cl.xml"><link rel="resourcesync" href="//${new URL(x).host}/cl2.xml">` });
+    e.s.set('/rl.xml', {
+      headers: { 'content-type': 'application/xml', link: `<${x}/cl.xml>; rel="resourcesync"` },
+      body: xml('resourcelist', `<rs:ln rel="up" href="${x}/cl.xml"/>`),
+    });
+    e.s.set('/rl2.xml', {
+      headers: { 'content-type': 'application/xml' },
+      body: xml('resourcelist', `<rs:ln rel="index" href="${x}/index.xml"/>`),
+    });
+    e.s.set('/res.pdf', {
+      headers: {
+        'content-type': 'application/pdf',
+        link: `<${x}/cl.xml>; rel="resourcesync", <http://localhost:${new URL(x).port}/cl.xml>; rel=resourcesync`,
+      },
+      body: 'pdf',
+    });
+    e.s.set('/page.html', {
+      headers: { 'content-type': 'text/html' },
+      body: `<link rel="resourcesync" href="${x}/cl.xml"><link rel="resourcesync" href="//${new URL(x).host}/cl2.xml">`,
+    });
     e.s.set('/robots.txt', { headers: { 'content-type': 'text/plain' }, body: `Sitemap: ${x}/rl.xml\n` });
     for (const start of ['/rl.xml', '/rl2.xml']) {
       const d = await discover(`${o}${start}`, { http: e.http, authority: e.authority });
       assert.equal(d.capabilityLists[0]?.synthetic, true);
     }
     for (const start of ['/res.pdf', '/page.html']) {
-      await assert.rejects(discover(`${o}${start}`, { http: e.http, authority: e.authority }), (err: unknown) => isResourceSyncError(err, 'RS_NOT_RESOURCESYNC'));
+      await assert.rejects(discover(`${o}${start}`, { http: e.http, authority: e.authority }), (err: unknown) =>
+        isResourceSyncError(err, 'RS_NOT_RESOURCESYNC'),
+      );
     }
-    await assert.rejects(discover(`${x}/cl.xml`, { http: e.http, authority: e.authority }), (err: unknown) => isResourceSyncError(err, 'RS_NOT_RESOURCESYNC'));
+    await assert.rejects(discover(`${x}/cl.xml`, { http: e.http, authority: e.authority }), (err: unknown) =>
+      isResourceSyncError(err, 'RS_AUTHORITY'),
+    );
     await assertContained(e, []);
     await assert.rejects(stat(join(e.parent, 'escape.json')));
   } finally {

@@ -39,17 +39,37 @@ const ERR = new Error('the patch fails');
 // RFC 6902 Appendix A, one case per row: [name, doc, patch, expected result or ERR]
 const cases: Array<[string, JsonValue, unknown, JsonValue | Error]> = [
   ['A.1 add object member', { foo: 'bar' }, [{ op: 'add', path: '/baz', value: 'qux' }], { baz: 'qux', foo: 'bar' }],
-  ['A.2 add array element', { foo: ['bar', 'baz'] }, [{ op: 'add', path: '/foo/1', value: 'qux' }], { foo: ['bar', 'qux', 'baz'] }],
+  [
+    'A.2 add array element',
+    { foo: ['bar', 'baz'] },
+    [{ op: 'add', path: '/foo/1', value: 'qux' }],
+    { foo: ['bar', 'qux', 'baz'] },
+  ],
   ['A.3 remove object member', { baz: 'qux', foo: 'bar' }, [{ op: 'remove', path: '/baz' }], { foo: 'bar' }],
-  ['A.4 remove array element', { foo: ['bar', 'qux', 'baz'] }, [{ op: 'remove', path: '/foo/1' }], { foo: ['bar', 'baz'] }],
-  ['A.5 replace', { baz: 'qux', foo: 'bar' }, [{ op: 'replace', path: '/baz', value: 'boo' }], { baz: 'boo', foo: 'bar' }],
+  [
+    'A.4 remove array element',
+    { foo: ['bar', 'qux', 'baz'] },
+    [{ op: 'remove', path: '/foo/1' }],
+    { foo: ['bar', 'baz'] },
+  ],
+  [
+    'A.5 replace',
+    { baz: 'qux', foo: 'bar' },
+    [{ op: 'replace', path: '/baz', value: 'boo' }],
+    { baz: 'boo', foo: 'bar' },
+  ],
   [
     'A.6 move value',
     { foo: { bar: 'baz', waldo: 'fred' }, qux: { corge: 'grault' } },
     [{ op: 'move', from: '/foo/waldo', path: '/qux/thud' }],
     { foo: { bar: 'baz' }, qux: { corge: 'grault', thud: 'fred' } },
   ],
-  ['A.7 move array element', { foo: ['all', 'grass', 'cows', 'eat'] }, [{ op: 'move', from: '/foo/1', path: '/foo/3' }], { foo: ['all', 'cows', 'eat', 'grass'] }],
+  [
+    'A.7 move array element',
+    { foo: ['all', 'grass', 'cows', 'eat'] },
+    [{ op: 'move', from: '/foo/1', path: '/foo/3' }],
+    { foo: ['all', 'cows', 'eat', 'grass'] },
+  ],
   [
     'A.8 test success',
     { baz: 'qux', foo: ['a', 2, 'c'] },
@@ -60,15 +80,38 @@ const cases: Array<[string, JsonValue, unknown, JsonValue | Error]> = [
     { baz: 'qux', foo: ['a', 2, 'c'] },
   ],
   ['A.9 test error', { baz: 'qux' }, [{ op: 'test', path: '/baz', value: 'bar' }], ERR],
-  ['A.10 add nested member', { foo: 'bar' }, [{ op: 'add', path: '/child', value: { grandchild: {} } }], { foo: 'bar', child: { grandchild: {} } }],
-  ['A.11 ignore unrecognized elements', { foo: 'bar' }, [{ op: 'add', path: '/baz', value: 'qux', xyz: 123 }], { foo: 'bar', baz: 'qux' }],
+  [
+    'A.10 add nested member',
+    { foo: 'bar' },
+    [{ op: 'add', path: '/child', value: { grandchild: {} } }],
+    { foo: 'bar', child: { grandchild: {} } },
+  ],
+  [
+    'A.11 ignore unrecognized elements',
+    { foo: 'bar' },
+    [{ op: 'add', path: '/baz', value: 'qux', xyz: 123 }],
+    { foo: 'bar', baz: 'qux' },
+  ],
   ['A.12 add to nonexistent target', { foo: 'bar' }, [{ op: 'add', path: '/baz/bat', value: 'qux' }], ERR],
   ['A.14 ~ escape ordering', { '/': 9, '~1': 10 }, [{ op: 'test', path: '/~01', value: 10 }], { '/': 9, '~1': 10 }],
   ['A.15 comparing strings and numbers', { '/': 9, '~1': 10 }, [{ op: 'test', path: '/~01', value: '10' }], ERR],
-  ['A.16 add array value', { foo: ['bar'] }, [{ op: 'add', path: '/foo/-', value: ['abc', 'def'] }], { foo: ['bar', ['abc', 'def']] }],
+  [
+    'A.16 add array value',
+    { foo: ['bar'] },
+    [{ op: 'add', path: '/foo/-', value: ['abc', 'def'] }],
+    { foo: ['bar', ['abc', 'def']] },
+  ],
   ['replace whole document', { a: 1 }, [{ op: 'replace', path: '', value: [1] }], [1]],
   ['add whole document', { a: 1 }, [{ op: 'add', path: '', value: 'x' }], 'x'],
-  ['copy', { a: { b: [1] } }, [{ op: 'copy', from: '/a/b', path: '/c' }, { op: 'add', path: '/c/-', value: 2 }], { a: { b: [1] }, c: [1, 2] }],
+  [
+    'copy',
+    { a: { b: [1] } },
+    [
+      { op: 'copy', from: '/a/b', path: '/c' },
+      { op: 'add', path: '/c/-', value: 2 },
+    ],
+    { a: { b: [1] }, c: [1, 2] },
+  ],
   ['copy missing from', { a: 1 }, [{ op: 'copy', from: '/x', path: '/c' }], ERR],
   ['move into own child', { a: { b: 1 } }, [{ op: 'move', from: '/a', path: '/a/b/c' }], ERR],
   ['move onto itself', { a: 1 }, [{ op: 'move', from: '/a', path: '/a' }], { a: 1 }],
@@ -81,7 +124,12 @@ const cases: Array<[string, JsonValue, unknown, JsonValue | Error]> = [
   ['missing value', { a: 1 }, [{ op: 'add', path: '/b' }], ERR],
   ['null value is a value', { a: 1 }, [{ op: 'add', path: '/b', value: null }], { a: 1, b: null }],
   ['not an array', { a: 1 }, { op: 'add', path: '/b', value: 1 }, ERR],
-  ['test unordered object', { a: { x: 1, y: [1, { z: 2 }] } }, [{ op: 'test', path: '/a', value: { y: [1, { z: 2 }], x: 1 } }], { a: { x: 1, y: [1, { z: 2 }] } }],
+  [
+    'test unordered object',
+    { a: { x: 1, y: [1, { z: 2 }] } },
+    [{ op: 'test', path: '/a', value: { y: [1, { z: 2 }], x: 1 } }],
+    { a: { x: 1, y: [1, { z: 2 }] } },
+  ],
   ['test array order', { a: [1, 2] }, [{ op: 'test', path: '/a', value: [2, 1] }], ERR],
 ];
 
@@ -98,17 +146,30 @@ for (const [name, doc, patch, expected] of cases) {
 }
 
 void test('JSON Patch: replace keeps the member order', () => {
-  assert.equal(JSON.stringify(applyJsonPatch({ a: 1, b: 2, c: 3 }, [{ op: 'replace', path: '/a', value: 9 }])), '{"a":9,"b":2,"c":3}');
+  assert.equal(
+    JSON.stringify(applyJsonPatch({ a: 1, b: 2, c: 3 }, [{ op: 'replace', path: '/a', value: 9 }])),
+    '{"a":9,"b":2,"c":3}',
+  );
 });
 
 void test('JSON Patch: a failing operation leaves no partial result (atomic)', () => {
   const doc: JsonValue = { a: 1 };
-  assert.throws(() => applyJsonPatch(doc, [{ op: 'add', path: '/b', value: 2 }, { op: 'test', path: '/a', value: 2 }]), patchError);
+  assert.throws(
+    () =>
+      applyJsonPatch(doc, [
+        { op: 'add', path: '/b', value: 2 },
+        { op: 'test', path: '/a', value: 2 },
+      ]),
+    patchError,
+  );
   assert.deepEqual(doc, { a: 1 });
 });
 
 void test('JSON Patch: a member named __proto__ stays data and never reaches the prototype', () => {
-  const out = applyJsonPatch({}, [{ op: 'add', path: '/__proto__', value: { polluted: true } }]) as Record<string, unknown>;
+  const out = applyJsonPatch({}, [{ op: 'add', path: '/__proto__', value: { polluted: true } }]) as Record<
+    string,
+    unknown
+  >;
   assert.equal(Object.getPrototypeOf(out), Object.prototype);
   assert.deepEqual(Object.keys(out), ['__proto__']);
   assert.equal(({} as Record<string, unknown>).polluted, undefined);

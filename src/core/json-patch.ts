@@ -62,9 +62,11 @@ function isObject(v: JsonValue | undefined): v is { [key: string]: JsonValue } {
 /** Array index per RFC 6901 §4: `0` or digits without a leading zero. */
 function arrayIndex(token: string, length: number, allowEnd: boolean, pointer: string): number {
   if (allowEnd && token === '-') return length;
-  if (!/^(0|[1-9][0-9]*)$/.test(token)) throw fail(`JSON Pointer '${pointer}' has a non-index token '${token}' for an array.`, { pointer });
+  if (!/^(0|[1-9][0-9]*)$/.test(token))
+    throw fail(`JSON Pointer '${pointer}' has a non-index token '${token}' for an array.`, { pointer });
   const i = Number(token);
-  if (i > (allowEnd ? length : length - 1)) throw fail(`JSON Pointer '${pointer}' indexes past the end of an array.`, { pointer });
+  if (i > (allowEnd ? length : length - 1))
+    throw fail(`JSON Pointer '${pointer}' indexes past the end of an array.`, { pointer });
   return i;
 }
 
@@ -168,7 +170,8 @@ export function applyJsonPatch(doc: JsonValue, patch: unknown): JsonValue {
   if (!Array.isArray(patch)) throw fail('JSON Patch document is not an array.');
   let out = clone(doc);
   patch.forEach((raw: unknown, i) => {
-    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw fail(`JSON Patch operation ${i} is not an object.`, { index: i });
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+      throw fail(`JSON Patch operation ${i} is not an object.`, { index: i });
     const op = raw as Record<string, unknown>;
     const path = str(op, 'path', i);
     switch (op.op) {
@@ -180,7 +183,8 @@ export function applyJsonPatch(doc: JsonValue, patch: unknown): JsonValue {
         break;
       case 'replace': {
         const value = clone(val(op, i));
-        if (resolvePointer(out, path) === undefined) throw fail(`JSON Patch path '${path}' does not exist.`, { path, index: i });
+        if (resolvePointer(out, path) === undefined)
+          throw fail(`JSON Patch path '${path}' does not exist.`, { path, index: i });
         if (path === '') out = value;
         else {
           // In place, so that an object member keeps its position (serializations stay comparable).
@@ -193,8 +197,10 @@ export function applyJsonPatch(doc: JsonValue, patch: unknown): JsonValue {
       case 'move': {
         const from = str(op, 'from', i);
         if (from === path) break;
-        if (path.startsWith(from + '/')) throw fail(`JSON Patch moves '${from}' into its own child '${path}'.`, { path, from, index: i });
-        if (resolvePointer(out, from) === undefined) throw fail(`JSON Patch 'from' '${from}' does not exist.`, { from, index: i });
+        if (path.startsWith(from + '/'))
+          throw fail(`JSON Patch moves '${from}' into its own child '${path}'.`, { path, from, index: i });
+        if (resolvePointer(out, from) === undefined)
+          throw fail(`JSON Patch 'from' '${from}' does not exist.`, { from, index: i });
         const r = removeAt(out, from);
         out = addAt(r.doc, path, r.removed);
         break;

@@ -113,7 +113,10 @@ export function parseLinkHeader(value: string): WebLink[] {
       if (!Object.hasOwn(params, name)) params[name] = val;
     }
     if (ok) {
-      const rel = (params.rel ?? '').split(/\s+/).filter((r) => r !== '').map((r) => r.toLowerCase());
+      const rel = (params.rel ?? '')
+        .split(/\s+/)
+        .filter((r) => r !== '')
+        .map((r) => r.toLowerCase());
       out.push({ target, rel, params });
     } else {
       skipToComma();

@@ -9,13 +9,20 @@ import { discover, htmlResourceSyncLinks, robotsSitemaps } from './discover.js';
 const XML = 'application/xml';
 
 /** A small ResourceSync document. */
-function urlset(capability: string, lns: Array<[string, string]>, entries: Array<[string, string?]>, root: 'urlset' | 'sitemapindex' = 'urlset'): string {
+function urlset(
+  capability: string,
+  lns: Array<[string, string]>,
+  entries: Array<[string, string?]>,
+  root: 'urlset' | 'sitemapindex' = 'urlset',
+): string {
   const child = root === 'urlset' ? 'url' : 'sitemap';
   return (
     `<?xml version="1.0" encoding="UTF-8"?>\n<${root} xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">\n` +
     lns.map(([rel, href]) => `  <rs:ln rel="${rel}" href="${href}"/>\n`).join('') +
     `  <rs:md capability="${capability}"${capability === 'resourcelist' ? ' at="2013-01-03T09:00:00Z"' : ''}/>\n` +
-    entries.map(([loc, cap]) => `  <${child}><loc>${loc}</loc>${cap ? `<rs:md capability="${cap}"/>` : ''}</${child}>\n`).join('') +
+    entries
+      .map(([loc, cap]) => `  <${child}><loc>${loc}</loc>${cap ? `<rs:md capability="${cap}"/>` : ''}</${child}>\n`)
+      .join('') +
     `</${root}>\n`
   );
 }
@@ -49,23 +56,38 @@ function publish(e: Env): void {
   const o = e.s.origin;
   e.s.set('/.well-known/resourcesync', {
     headers: { 'content-type': XML },
-    body: urlset('description', [['describedby', `${o}/info.html`]], [
-      [`${o}/dataset1/capabilitylist.xml`, 'capabilitylist'],
-      [`${o}/dataset2/capabilitylist.xml`, 'capabilitylist'],
-    ]),
+    body: urlset(
+      'description',
+      [['describedby', `${o}/info.html`]],
+      [
+        [`${o}/dataset1/capabilitylist.xml`, 'capabilitylist'],
+        [`${o}/dataset2/capabilitylist.xml`, 'capabilitylist'],
+      ],
+    ),
   });
   e.s.set('/dataset1/capabilitylist.xml', {
     headers: { 'content-type': XML },
-    body: urlset('capabilitylist', [['up', `${o}/.well-known/resourcesync`], ['describedby', `${o}/dataset1/info.html`]], [
-      [`${o}/dataset1/resourcelist.xml`, 'resourcelist'],
-      ['changelist.xml', 'changelist'],
-      [`${o}/dataset1/resourcedump.xml`, 'resourcedump'],
-      [`${o}/dataset1/future.xml`, 'somethingnew'],
-    ]),
+    body: urlset(
+      'capabilitylist',
+      [
+        ['up', `${o}/.well-known/resourcesync`],
+        ['describedby', `${o}/dataset1/info.html`],
+      ],
+      [
+        [`${o}/dataset1/resourcelist.xml`, 'resourcelist'],
+        ['changelist.xml', 'changelist'],
+        [`${o}/dataset1/resourcedump.xml`, 'resourcedump'],
+        [`${o}/dataset1/future.xml`, 'somethingnew'],
+      ],
+    ),
   });
   e.s.set('/dataset2/capabilitylist.xml', {
     headers: { 'content-type': XML },
-    body: urlset('capabilitylist', [['up', `${o}/.well-known/resourcesync`]], [[`${o}/dataset2/resourcelist-index.xml`, 'resourcelist']]),
+    body: urlset(
+      'capabilitylist',
+      [['up', `${o}/.well-known/resourcesync`]],
+      [[`${o}/dataset2/resourcelist-index.xml`, 'resourcelist']],
+    ),
   });
   e.s.set('/dataset1/resourcelist.xml', {
     headers: { 'content-type': XML },
@@ -73,7 +95,12 @@ function publish(e: Env): void {
   });
   e.s.set('/dataset2/resourcelist-index.xml', {
     headers: { 'content-type': XML },
-    body: urlset('resourcelist', [['up', `${o}/dataset2/capabilitylist.xml`]], [[`${o}/dataset2/rl-part1.xml`]], 'sitemapindex'),
+    body: urlset(
+      'resourcelist',
+      [['up', `${o}/dataset2/capabilitylist.xml`]],
+      [[`${o}/dataset2/rl-part1.xml`]],
+      'sitemapindex',
+    ),
   });
   e.s.set('/dataset2/rl-part1.xml', {
     headers: { 'content-type': XML },
@@ -99,7 +126,10 @@ void test('discover from an origin: the well-known Source Description lists ever
         },
         describedby: `${o}/dataset1/info.html`,
       },
-      { url: `${o}/dataset2/capabilitylist.xml`, capabilities: { resourcelist: [`${o}/dataset2/resourcelist-index.xml`] } },
+      {
+        url: `${o}/dataset2/capabilitylist.xml`,
+        capabilities: { resourcelist: [`${o}/dataset2/resourcelist-index.xml`] },
+      },
     ]);
     assert.ok(d.notes.some((n) => n.includes("unknown capability 'somethingnew'")));
     // Three documents, each once.
@@ -146,7 +176,10 @@ void test('discover through robots.txt Sitemap directives (§6.3.4), skipping pl
   try {
     publish(e);
     const o = e.s.origin;
-    e.s.set('/sitemap.xml', { headers: { 'content-type': XML }, body: `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>${o}/a</loc></url></urlset>` });
+    e.s.set('/sitemap.xml', {
+      headers: { 'content-type': XML },
+      body: `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>${o}/a</loc></url></urlset>`,
+    });
     e.s.set('/robots.txt', {
       headers: { 'content-type': 'text/plain' },
       body: `User-agent: *\nDisallow: /cgi-bin/\n# Sitemap: ${o}/commented.xml\nSitemap: ${o}/sitemap.xml\nsitemap:/dataset1/resourcelist.xml\n`,
@@ -171,7 +204,10 @@ void test('discover through an HTTP Link header on any response, and an HTML <li
     publish(e);
     const o = e.s.origin;
     e.s.set('/res1.pdf', {
-      headers: { 'content-type': 'application/pdf', link: `<${o}/next>; rel="next", </dataset1/capabilitylist.xml>; rel="describedby resourcesync"` },
+      headers: {
+        'content-type': 'application/pdf',
+        link: `<${o}/next>; rel="next", </dataset1/capabilitylist.xml>; rel="describedby resourcesync"`,
+      },
       body: '%PDF-1.4',
     });
     const viaHeader = await e.run(`${o}/res1.pdf`);
@@ -186,6 +222,12 @@ void test('discover through an HTTP Link header on any response, and an HTML <li
       headers: { 'content-type': 'text/html; charset=utf-8' },
       body: '<!DOCTYPE html><html><head><!-- <link rel="resourcesync" href="/evil.xml"> --><link href=\'capabilitylist.xml\' rel="ResourceSync"/></head><body>x</body></html>',
     });
+    e.s.set('/dataset2/page.xhtml', {
+      headers: { 'content-type': 'application/xhtml+xml' },
+      body: '<?xml version="1.0"?><html xmlns="http://www.w3.org/1999/xhtml"><head><link rel="resourcesync" href="capabilitylist.xml"/></head></html>',
+    });
+    const viaXhtml = await e.run(`${o}/dataset2/page.xhtml`);
+    assert.equal(viaXhtml.start.kind, 'html');
     const viaHtml = await e.run(`${o}/dataset2/page.html`);
     assert.equal(viaHtml.start.kind, 'html');
     assert.deepEqual(
@@ -204,14 +246,27 @@ void test('discover is bounded: loops are fetched once, the document limit holds
     const o = e.s.origin;
     const x = e.other.origin;
     // A Resource List whose up link points to itself, and a Capability List pointing to itself through index.
-    e.s.set('/loop.xml', { headers: { 'content-type': XML }, body: urlset('resourcelist', [['up', `${o}/loop.xml`], ['index', `${o}/loop.xml`]], []) });
+    e.s.set('/loop.xml', {
+      headers: { 'content-type': XML },
+      body: urlset(
+        'resourcelist',
+        [
+          ['up', `${o}/loop.xml`],
+          ['index', `${o}/loop.xml`],
+        ],
+        [],
+      ),
+    });
     const loop = await e.run(`${o}/loop.xml`);
     assert.equal(loop.capabilityLists[0]?.synthetic, true);
     assert.equal(e.s.requests.filter((r) => r.url === '/loop.xml').length, 1);
 
     // A chain of Source Description Index entries longer than the limit.
     for (let i = 0; i < 20; i++) {
-      e.s.set(`/sd${i}.xml`, { headers: { 'content-type': XML }, body: urlset('description', [], [[`${o}/sd${i + 1}.xml`, 'description']]) });
+      e.s.set(`/sd${i}.xml`, {
+        headers: { 'content-type': XML },
+        body: urlset('description', [], [[`${o}/sd${i + 1}.xml`, 'description']]),
+      });
     }
     const chain = await e.run(`${o}/sd0.xml`, { maxDocuments: 5 }).catch((err: unknown) => err);
     assert.ok(isResourceSyncError(chain, 'RS_NOT_RESOURCESYNC'));
@@ -219,10 +274,26 @@ void test('discover is bounded: loops are fetched once, the document limit holds
 
     // Off-authority: Source Description, up link, Link header and HTML link pointing to another origin.
     e.other.set('/cl.xml', { headers: { 'content-type': XML }, body: urlset('capabilitylist', [], []) });
-    e.s.set('/.well-known/resourcesync', { headers: { 'content-type': XML }, body: urlset('description', [], [[`${x}/cl.xml`, 'capabilitylist'], [`${o}/cl.xml`, 'capabilitylist']]) });
-    e.s.set('/cl.xml', { headers: { 'content-type': XML }, body: urlset('capabilitylist', [['up', `${x}/sd.xml`]], [[`${o}/rl.xml`, 'resourcelist']]) });
+    e.s.set('/.well-known/resourcesync', {
+      headers: { 'content-type': XML },
+      body: urlset(
+        'description',
+        [],
+        [
+          [`${x}/cl.xml`, 'capabilitylist'],
+          [`${o}/cl.xml`, 'capabilitylist'],
+        ],
+      ),
+    });
+    e.s.set('/cl.xml', {
+      headers: { 'content-type': XML },
+      body: urlset('capabilitylist', [['up', `${x}/sd.xml`]], [[`${o}/rl.xml`, 'resourcelist']]),
+    });
     e.s.set('/rl.xml', { headers: { 'content-type': XML }, body: urlset('resourcelist', [['up', `${x}/cl.xml`]], []) });
-    e.s.set('/page.html', { headers: { 'content-type': 'text/html', link: `<${x}/cl.xml>; rel=resourcesync` }, body: `<link rel="resourcesync" href="${x}/cl.xml">` });
+    e.s.set('/page.html', {
+      headers: { 'content-type': 'text/html', link: `<${x}/cl.xml>; rel=resourcesync` },
+      body: `<link rel="resourcesync" href="${x}/cl.xml">`,
+    });
     const sd = await e.run(`${o}/`);
     assert.deepEqual(
       sd.capabilityLists.map((c) => c.url),
@@ -246,13 +317,22 @@ void test('discover is bounded: loops are fetched once, the document limit holds
 
 void test('robotsSitemaps and htmlResourceSyncLinks (Z39.99 Examples 9 and 11)', () => {
   assert.deepEqual(
-    robotsSitemaps('User-agent: *\nDisallow: /cgi-bin/\nDisallow: /tmp/\nSitemap: http://example.com/dataset1/resourcelist.xml\r\nSITEMAP: /x.xml # c\nSitemap: ftp://x/y', 'http://example.com/robots.txt'),
+    robotsSitemaps(
+      'User-agent: *\nDisallow: /cgi-bin/\nDisallow: /tmp/\nSitemap: http://example.com/dataset1/resourcelist.xml\r\nSITEMAP: /x.xml # c\nSitemap: ftp://x/y',
+      'http://example.com/robots.txt',
+    ),
     ['http://example.com/dataset1/resourcelist.xml', 'http://example.com/x.xml'],
   );
-  const html = '<html>\n <head>\n <link rel="resourcesync"\n href="http://www.example.com/dataset1/capabilitylist.xml"/>\n ...\n </head>\n <body>...</body>\n</html>';
-  assert.deepEqual(htmlResourceSyncLinks(html, 'http://www.example.com/'), ['http://www.example.com/dataset1/capabilitylist.xml']);
+  const html =
+    '<html>\n <head>\n <link rel="resourcesync"\n href="http://www.example.com/dataset1/capabilitylist.xml"/>\n ...\n </head>\n <body>...</body>\n</html>';
+  assert.deepEqual(htmlResourceSyncLinks(html, 'http://www.example.com/'), [
+    'http://www.example.com/dataset1/capabilitylist.xml',
+  ]);
   assert.deepEqual(
-    htmlResourceSyncLinks('<base href="http://b.example/d/"><LINK REL="alternate resourcesync" HREF=cl.xml?a=1&amp;b=2><link rel=stylesheet href=x.css><link rel="resourcesync" href="javascript:alert(1)">', 'http://a.example/p'),
+    htmlResourceSyncLinks(
+      '<base href="http://b.example/d/"><LINK REL="alternate resourcesync" HREF=cl.xml?a=1&amp;b=2><link rel=stylesheet href=x.css><link rel="resourcesync" href="javascript:alert(1)">',
+      'http://a.example/p',
+    ),
     ['http://b.example/d/cl.xml?a=1&b=2'],
   );
 });

@@ -43,6 +43,7 @@ export interface Discovery {
   notes: string[];
 }
 
+/** Options of `discover`: the injected HTTP effect and authority check, and the bounds of the walk. */
 export interface DiscoverOptions {
   http: HttpGet;
   authority: AuthorityCheck;
@@ -67,20 +68,34 @@ interface Ctx {
 
 /** A fetched response, classified. */
 type Fetched =
-  | { type: 'xml'; url: string; kind: DocumentKindId | undefined; capability: string | undefined; ln: Ln[]; entries: Entry[]; linkHeader: string[] }
+  | {
+      type: 'xml';
+      url: string;
+      kind: DocumentKindId | undefined;
+      capability: string | undefined;
+      ln: Ln[];
+      entries: Entry[];
+      linkHeader: string[];
+    }
   | { type: 'html'; url: string; links: string[]; linkHeader: string[] }
   | { type: 'text'; url: string; text: string; linkHeader: string[] }
   | { type: 'other'; url: string; status: number; linkHeader: string[] };
 
 /** Documents whose entries discovery reads in full (they are small); for the others only the header. */
-const READ_ENTRIES = new Set<DocumentKindId>(['source-description', 'source-description-index', 'capability-list', 'capability-list-index']);
+const READ_ENTRIES = new Set<DocumentKindId>([
+  'source-description',
+  'source-description-index',
+  'capability-list',
+  'capability-list-index',
+]);
 
 const XML_LIMITS = { maxBytes: 8 * 1024 * 1024, maxEntries: 10_000 };
 
 /**
  * Finds the Source Description and Capability Lists behind `startUrl`. Every URL passes
- * `authority.check` before it is requested; the walk is bounded in documents and depth and never
- * fetches a URL twice.
+ * `authority.check` before it is requested (an off-authority link is noted and skipped; an
+ * off-authority start throws `RS_AUTHORITY`); the walk is bounded in documents and depth and never
+ * fetches a URL twice. Throws `RS_NOT_RESOURCESYNC` when no Capability List is found.
  * @example
  * const d = await discover('http://127.0.0.1:8080/', { http, authority });
  * d.capabilityLists[0]?.capabilities.resourcelist // ['http://127.0.0.1:8080/resourcelist.xml']
@@ -97,6 +112,7 @@ export async function discover(startUrl: string, options: DiscoverOptions): Prom
     maxText: options.maxTextBytes ?? 1024 * 1024,
   };
   const start = new URL(startUrl);
+  options.authority.check(start.href); // the start itself must be on the authority (RS_AUTHORITY)
   const result: Discovery = { capabilityLists: [], start: { url: start.href, kind: 'resource' }, notes: ctx.notes };
   const isRoot = start.pathname === '/' && start.search === '';
 
@@ -130,7 +146,9 @@ export async function discover(startUrl: string, options: DiscoverOptions): Prom
     if (result.capabilityLists.length > 0 && result.start.kind === 'resource') result.start.kind = 'robots';
   }
   if (result.capabilityLists.length === 0) {
-    throw new ResourceSyncError('RS_NOT_RESOURCESYNC', `Start '${start.href}' leads to no Capability List.`, { data: { url: start.href, notes: ctx.notes } });
+    throw new ResourceSyncError('RS_NOT_RESOURCESYNC', `Start '${start.href}' leads to no Capability List.`, {
+      data: { url: start.href, notes: ctx.notes },
+    });
   }
   return finish(result);
 }
@@ -155,7 +173,10 @@ async function fromWellKnown(ctx: Ctx, result: Discovery, url: string): Promise<
 async function follow(ctx: Ctx, result: Discovery, doc: Fetched, depth: number): Promise<StartKind | undefined> {
   const viaHeader = doc.linkHeader;
   if (doc.type === 'html' || doc.type === 'other' || doc.type === 'text') {
-    const targets: Array<{ t: string; how: 'html' | 'link-header' }> = viaHeader.map((t) => ({ t, how: 'link-header' }));
+    const targets: Array<{ t: string; how: 'html' | 'link-header' }> = viaHeader.map((t) => ({
+      t,
+      how: 'link-header',
+    }));
     if (doc.type === 'html') targets.push(...doc.links.map((t) => ({ t, how: 'html' as const })));
     for (const { t, how } of targets) {
       ctx.notes.push(
@@ -184,7 +205,9 @@ async function follow(ctx: Ctx, result: Discovery, doc: Fetched, depth: number):
           continue;
         }
         if (e.md?.capability !== undefined && e.md.capability !== 'capabilitylist') {
-          ctx.notes.push(`Source Description entry '${loc}' has capability '${e.md.capability}', not 'capabilitylist': skipped.`);
+          ctx.notes.push(
+            `Source Description entry '${loc}' has capability '${e.md.capability}', not 'capabilitylist': skipped.`,
+          );
           continue;
         }
         const cl = await fetchClassified(ctx, loc, depth + 1);
@@ -234,12 +257,18 @@ async function follow(ctx: Ctx, result: Discovery, doc: Fetched, depth: number):
         const ix = await fetchClassified(ctx, index, depth + 1);
         if (ix) await follow(ctx, result, ix, depth + 1);
       }
-      if (result.capabilityLists.length === before && doc.capability !== undefined && isCapabilityName(doc.capability)) {
+      if (
+        result.capabilityLists.length === before &&
+        doc.capability !== undefined &&
+        isCapabilityName(doc.capability)
+      ) {
         const own = index ?? doc.url;
         ctx.notes.push(`No Capability List reachable from '${doc.url}': using it as a set of its own.`);
         result.capabilityLists.push({ url: doc.url, capabilities: { [doc.capability]: [own] }, synthetic: true });
       } else if (doc.capability !== undefined && isCapabilityName(doc.capability)) {
-        const listed = result.capabilityLists.some((c) => c.capabilities[doc.capability as CapabilityName]?.some((u) => u === doc.url || u === index));
+        const listed = result.capabilityLists.some((c) =>
+          c.capabilities[doc.capability as CapabilityName]?.some((u) => u === doc.url || u === index),
+        );
         if (!listed) ctx.notes.push(`'${doc.url}' is not listed in the Capability List it points up to.`);
       }
       return kind;
@@ -312,7 +341,8 @@ async function fetchClassified(ctx: Ctx, url: string, depth: number): Promise<Fe
     return undefined;
   }
   try {
-    if (!ctx.opts.authority.allows(url)) throw new ResourceSyncError('RS_AUTHORITY', `URL '${url}' is outside the Source's authority.`, { data: { url } });
+    if (!ctx.opts.authority.allows(url))
+      throw new ResourceSyncError('RS_AUTHORITY', `URL '${url}' is outside the Source's authority.`, { data: { url } });
     ctx.opts.authority.check(url);
   } catch (err) {
     if (!isResourceSyncError(err, 'RS_AUTHORITY')) throw err;
@@ -325,7 +355,10 @@ async function fetchClassified(ctx: Ctx, url: string, depth: number): Promise<Fe
   ctx.opts.signal?.addEventListener('abort', onAbort, { once: true });
   let res: HttpResponse;
   try {
-    res = await ctx.opts.http(url, { signal: abort.signal, headers: { accept: 'application/xml, text/xml;q=0.9, text/html;q=0.8, */*;q=0.5' } });
+    res = await ctx.opts.http(url, {
+      signal: abort.signal,
+      headers: { accept: 'application/xml, text/xml;q=0.9, text/html;q=0.8, */*;q=0.5' },
+    });
   } catch (err) {
     ctx.opts.signal?.removeEventListener('abort', onAbort);
     if (ctx.opts.signal?.aborted) throw err;
@@ -348,7 +381,10 @@ async function fetchClassified(ctx: Ctx, url: string, depth: number): Promise<Fe
     const firstChunk = await iter.next();
     const head = firstChunk.done ? new Uint8Array(0) : firstChunk.value;
     const rest: AsyncIterable<Uint8Array> = {
-      [Symbol.asyncIterator]: () => ({ next: () => iter.next(), return: async () => (await iter.return?.()) ?? { done: true, value: undefined } }),
+      [Symbol.asyncIterator]: () => ({
+        next: () => iter.next(),
+        return: async () => (await iter.return?.()) ?? { done: true, value: undefined },
+      }),
     };
     const body = (async function* () {
       if (head.byteLength > 0) yield head;
@@ -356,9 +392,19 @@ async function fetchClassified(ctx: Ctx, url: string, depth: number): Promise<Fe
     })();
     const sniff = Buffer.from(head.subarray(0, 512)).toString('latin1').trimStart().toLowerCase();
     const gz = head[0] === 0x1f && head[1] === 0x8b;
-    const looksHtml = ctype === 'text/html' || ctype === 'application/xhtml+xml' || sniff.startsWith('<!doctype html') || sniff.startsWith('<html');
-    const looksXml = gz || ctype.endsWith('/xml') || ctype.endsWith('+xml') || sniff.startsWith('<?xml') || sniff.startsWith('<urlset') || sniff.startsWith('<sitemapindex');
-    if (looksHtml && !sniff.startsWith('<?xml')) {
+    const looksHtml =
+      ctype === 'text/html' ||
+      ctype === 'application/xhtml+xml' ||
+      sniff.startsWith('<!doctype html') ||
+      sniff.startsWith('<html');
+    const looksXml =
+      gz ||
+      ctype.endsWith('/xml') ||
+      ctype.endsWith('+xml') ||
+      sniff.startsWith('<?xml') ||
+      sniff.startsWith('<urlset') ||
+      sniff.startsWith('<sitemapindex');
+    if (looksHtml && (!sniff.startsWith('<?xml') || ctype === 'application/xhtml+xml')) {
       const text = await readText(body, ctx.maxText);
       return { type: 'html', url: finalUrl, links: htmlResourceSyncLinks(text, finalUrl), linkHeader };
     }
@@ -372,10 +418,20 @@ async function fetchClassified(ctx: Ctx, url: string, depth: number): Promise<Fe
         } else {
           await reader.close(); // only the header is needed (§6.2 `up` and `index` links)
         }
-        return { type: 'xml', url: finalUrl, kind, capability: reader.header.md?.capability, ln: reader.header.ln, entries, linkHeader };
+        return {
+          type: 'xml',
+          url: finalUrl,
+          kind,
+          capability: reader.header.md?.capability,
+          ln: reader.header.ln,
+          entries,
+          linkHeader,
+        };
       } catch (err) {
         if (ctx.opts.signal?.aborted) throw err;
-        ctx.notes.push(`'${url}' is not a readable ResourceSync document: ${err instanceof Error ? err.message : String(err)}`);
+        ctx.notes.push(
+          `'${url}' is not a readable ResourceSync document: ${err instanceof Error ? err.message : String(err)}`,
+        );
         return { type: 'other', url: finalUrl, status: res.status, linkHeader };
       }
     }
@@ -456,9 +512,12 @@ function htmlAttributes(s: string): Record<string, string> {
 }
 
 function decodeEntities(s: string): string {
-  return s.replace(/&(amp|lt|gt|quot|apos|#(\d+)|#x([0-9a-f]+));/gi, (all, name: string, dec?: string, hex?: string) => {
-    if (dec !== undefined) return String.fromCodePoint(Number(dec));
-    if (hex !== undefined) return String.fromCodePoint(parseInt(hex, 16));
-    return { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" }[name.toLowerCase()] ?? all;
-  });
+  return s.replace(
+    /&(amp|lt|gt|quot|apos|#(\d+)|#x([0-9a-f]+));/gi,
+    (all, name: string, dec?: string, hex?: string) => {
+      if (dec !== undefined) return String.fromCodePoint(Number(dec));
+      if (hex !== undefined) return String.fromCodePoint(parseInt(hex, 16));
+      return { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" }[name.toLowerCase()] ?? all;
+    },
+  );
 }

@@ -1,19 +1,28 @@
 import { createHash, randomUUID, type Hash } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { once } from 'node:events';
-import type { Readable } from 'node:stream';
+import { once as onceEvent } from 'node:events';
+import { Readable } from 'node:stream';
 import yauzl from 'yauzl';
 import { ResourceSyncError, isResourceSyncError, type ErrorCode } from '../core/errors.js';
 import { isKnownHashAlgorithm, nodeHashName, parseHashes, parseLength, type HashValue } from '../core/hash.js';
 import type { DocumentKindId } from '../core/model/document-kinds.js';
-import type { Entry } from '../core/model/types.js';
+import type { Entry, Ln } from '../core/model/types.js';
 import { parseW3CDatetime } from '../core/w3c-datetime.js';
 import { readDocument } from '../core/xml/read-document.js';
 import { safeJoin, safeRelativePath } from '../node/safe-path.js';
 import type { HttpGet } from './http.js';
-import { relatedLinks, type AuthorityCheck, type RelatedLinks } from './links.js';
+import {
+  applyJsonPatchBytes,
+  once,
+  patchLinks,
+  readFileCapped,
+  relatedLinks,
+  type AuthorityCheck,
+  type RelatedLinks,
+} from './links.js';
+import { isJsonPatchMediaType } from '../core/json-patch.js';
 import { writeVerified } from './verified-write.js';
 
 /**
@@ -57,8 +66,10 @@ export interface DumpResource {
 export interface DumpReport {
   /** Packages read (fully or partly). */
   packages: number;
-  /** Bitstreams extracted and verified. */
+  /** Bitstreams extracted and verified (patched ones included). */
   extracted: number;
+  /** Resources updated by applying a JSON Patch from the package to the local copy (§14.4). */
+  patched: number;
   created: number;
   updated: number;
   deleted: number;
@@ -73,6 +84,8 @@ export interface DumpReport {
   ignoredEntries: string[];
   /** Deletions seen but not applied (without `delete: true`). */
   deletionsNotApplied: string[];
+  /** Change Dump Manifest entries at or before the cursor (`after`) in a package that straddles it: skipped. */
+  skippedBeforeCursor: number;
   /** Change Dumps: the latest `until` (or `lastmod`) of the packages applied, for the cursor. */
   until?: string;
   /** What was tolerated. */
@@ -81,6 +94,7 @@ export interface DumpReport {
   timings: { downloadMs: number; extractMs: number };
 }
 
+/** Progress of `applyResourceDump` / `applyChangeDump`, reported through `onProgress`. */
 export interface DumpProgress {
   phase: 'download' | 'extract';
   package: string;
@@ -89,6 +103,7 @@ export interface DumpProgress {
   files: number;
 }
 
+/** Options of `applyResourceDump` and `applyChangeDump`. Effects (HTTP, authority, mapper) are injected. */
 export interface ApplyDumpOptions {
   /** URL of the Resource Dump / Change Dump (or their index). */
   dumpUrl: string;
@@ -102,7 +117,7 @@ export interface ApplyDumpOptions {
   delete?: boolean;
   signal?: AbortSignal;
   onProgress?: (p: DumpProgress) => void;
-  /** Called for each bitstream written and each deletion seen, in order. */
+  /** Called for each bitstream written and each deletion seen, in manifest order. */
   onResource?: (r: DumpResource) => void | Promise<void>;
   /** Cap on the bytes extracted from all packages together. Default 1 TiB. */
   maxTotalBytes?: number;
@@ -110,11 +125,20 @@ export interface ApplyDumpOptions {
   maxEntries?: number;
   /** fsync each file written. Passed to `writeVerified`. */
   fsync?: boolean;
-  /** Change Dumps: skip packages whose `until` is at or before this W3C Datetime (the cursor). */
+  /** Change Dumps: skip packages whose `until` is at or before this W3C Datetime (the cursor), and the changes at or before it in the others. */
   after?: string;
+  /** Bitstreams extracted at the same time (changes to one path stay in order). Default 4. */
+  concurrency?: number;
 }
 
 const DEFAULT_MAX_TOTAL = 2 ** 40;
+/** Largest change description (and local copy) patched from a Change Dump package. */
+const MAX_PATCH_BYTES = 16 * 1024 * 1024;
+
+/** A JSON Patch link of a Change Dump Manifest entry whose change description is in the package (`path`). @see Z39.99 §14.4 */
+function packagedPatch(item: Entry): Ln | undefined {
+  return patchLinks(item).find((ln) => ln.path !== undefined && isJsonPatchMediaType(ln.type));
+}
 const DOC_LIMITS = { maxBytes: 50 * 1024 * 1024 };
 
 /**
@@ -142,7 +166,10 @@ export function applyChangeDump(options: ApplyDumpOptions): Promise<DumpReport> 
 type Flavor = 'resource' | 'change';
 const DUMP_KIND: Record<Flavor, DocumentKindId> = { resource: 'resource-dump', change: 'change-dump' };
 const INDEX_KIND: Record<Flavor, DocumentKindId> = { resource: 'resource-dump-index', change: 'change-dump-index' };
-const MANIFEST_KIND: Record<Flavor, DocumentKindId> = { resource: 'resource-dump-manifest', change: 'change-dump-manifest' };
+const MANIFEST_KIND: Record<Flavor, DocumentKindId> = {
+  resource: 'resource-dump-manifest',
+  change: 'change-dump-manifest',
+};
 
 interface Run {
   opts: ApplyDumpOptions;
@@ -151,14 +178,22 @@ interface Run {
   tmpDir: string;
   extractedTotal: number;
   maxTotal: number;
+  /** The cursor (`after`) in ms since the epoch. */
+  afterMs: number | undefined;
 }
 
-function rsError(code: ErrorCode, message: string, data: Record<string, unknown> = {}, cause?: unknown): ResourceSyncError {
+function rsError(
+  code: ErrorCode,
+  message: string,
+  data: Record<string, unknown> = {},
+  cause?: unknown,
+): ResourceSyncError {
   return new ResourceSyncError(code, message, { data, recoverable: true, ...(cause === undefined ? {} : { cause }) });
 }
 
 function checkAuthority(authority: AuthorityCheck, url: string): void {
-  if (!authority.allows(url)) throw new ResourceSyncError('RS_AUTHORITY', `URL '${url}' is outside the Source's authority.`, { data: { url } });
+  if (!authority.allows(url))
+    throw new ResourceSyncError('RS_AUTHORITY', `URL '${url}' is outside the Source's authority.`, { data: { url } });
   authority.check(url);
 }
 
@@ -170,6 +205,7 @@ async function applyDump(opts: ApplyDumpOptions, flavor: Flavor): Promise<DumpRe
   const report: DumpReport = {
     packages: 0,
     extracted: 0,
+    patched: 0,
     created: 0,
     updated: 0,
     deleted: 0,
@@ -179,13 +215,22 @@ async function applyDump(opts: ApplyDumpOptions, flavor: Flavor): Promise<DumpRe
     unverified: [],
     ignoredEntries: [],
     deletionsNotApplied: [],
+    skippedBeforeCursor: 0,
     notes: [],
     timings: { downloadMs: 0, extractMs: 0 },
   };
-  const run: Run = { opts, flavor, report, tmpDir: join(opts.dest, '.resourcesync', 'tmp'), extractedTotal: 0, maxTotal: opts.maxTotalBytes ?? DEFAULT_MAX_TOTAL };
+  const run: Run = {
+    opts,
+    flavor,
+    report,
+    tmpDir: join(opts.dest, '.resourcesync', 'tmp'),
+    extractedTotal: 0,
+    maxTotal: opts.maxTotalBytes ?? DEFAULT_MAX_TOTAL,
+    afterMs: opts.after === undefined ? undefined : parseW3CDatetime(opts.after, true)?.ms,
+  };
   const packages = await listPackages(run, opts.dumpUrl, 0);
   if (flavor === 'change') orderChangePackages(run, packages);
-  const after = opts.after === undefined ? undefined : parseW3CDatetime(opts.after, true)?.ms;
+  const after = run.afterMs;
   await mkdir(run.tmpDir, { recursive: true });
   for (const pkg of packages) {
     throwIfAborted(opts.signal);
@@ -231,7 +276,11 @@ async function listPackages(run: Run, url: string, depth: number): Promise<Entry
     return out;
   }
   if (kind !== DUMP_KIND[flavor]) {
-    throw rsError('RS_INVALID_DOCUMENT', `Document '${url}' is not a ${flavor === 'resource' ? 'Resource Dump' : 'Change Dump'} (capability '${reader.header.md?.capability ?? ''}').`, { url });
+    throw rsError(
+      'RS_INVALID_DOCUMENT',
+      `Document '${url}' is not a ${flavor === 'resource' ? 'Resource Dump' : 'Change Dump'} (capability '${reader.header.md?.capability ?? ''}').`,
+      { url },
+    );
   }
   return entries;
 }
@@ -245,7 +294,9 @@ function orderChangePackages(run: Run, packages: Entry[]): void {
   const indexed = packages.map((e, i) => ({ e, i, k: keys[i] ?? Number.NEGATIVE_INFINITY }));
   indexed.sort((a, b) => a.k - b.k || a.i - b.i);
   packages.splice(0, packages.length, ...indexed.map((x) => x.e));
-  run.report.notes.push('Change Dump packages were not in forward chronological order: applied sorted by their from time.');
+  run.report.notes.push(
+    'Change Dump packages were not in forward chronological order: applied sorted by their from time.',
+  );
 }
 
 function fail(run: Run, pkg: string, err: unknown, extra: { loc?: string; path?: string } = {}): void {
@@ -295,7 +346,9 @@ async function applyPackage(run: Run, pkg: Entry): Promise<void> {
 }
 
 function hashers(hashes: HashValue[]): Array<{ h: HashValue; hash: Hash }> {
-  return hashes.filter((h) => isKnownHashAlgorithm(h.algorithm)).map((h) => ({ h, hash: createHash(nodeHashName(h.algorithm as 'md5')) }));
+  return hashes
+    .filter((h) => isKnownHashAlgorithm(h.algorithm))
+    .map((h) => ({ h, hash: createHash(nodeHashName(h.algorithm as 'md5')) }));
 }
 
 /** Streams a package to `tmp`, checking its `length` and `hash` from the dump. Returns the byte count. */
@@ -304,36 +357,51 @@ async function download(run: Run, pkg: Entry, tmp: string): Promise<number> {
   const res = await opts.http(pkg.loc, opts.signal ? { signal: opts.signal } : {});
   if (res.status !== 200) {
     await res.discard();
-    throw rsError('RS_HTTP_STATUS', `Package '${pkg.loc}' answered HTTP ${res.status}.`, { url: pkg.loc, status: res.status });
+    throw rsError('RS_HTTP_STATUS', `Package '${pkg.loc}' answered HTTP ${res.status}.`, {
+      url: pkg.loc,
+      status: res.status,
+    });
   }
   const length = parseLength(pkg.md?.length);
   const hs = hashers(parseHashes(pkg.md?.hash));
-  if (length === undefined && hs.length === 0) run.report.notes.push(`Package '${pkg.loc}' has no length or hash in the dump: not verified as a whole.`);
+  if (length === undefined && hs.length === 0)
+    run.report.notes.push(`Package '${pkg.loc}' has no length or hash in the dump: not verified as a whole.`);
   const out = createWriteStream(tmp, { flags: 'wx' });
   let n = 0;
   try {
     for await (const chunk of res.body) {
       n += chunk.byteLength;
       if (length !== undefined && n > length) {
-        throw rsError('RS_LENGTH_MISMATCH', `Package '${pkg.loc}' is longer than its length '${length}'.`, { url: pkg.loc, expected: length });
+        throw rsError('RS_LENGTH_MISMATCH', `Package '${pkg.loc}' is longer than its length '${length}'.`, {
+          url: pkg.loc,
+          expected: length,
+        });
       }
       for (const { hash } of hs) hash.update(chunk);
-      if (!out.write(chunk)) await once(out, 'drain');
+      if (!out.write(chunk)) await onceEvent(out, 'drain');
       opts.onProgress?.({ phase: 'download', package: pkg.loc, bytes: n, files: 0 });
     }
     out.end();
-    await once(out, 'finish');
+    await onceEvent(out, 'finish');
   } catch (err) {
     out.destroy();
     throw err;
   }
   if (length !== undefined && n !== length) {
-    throw rsError('RS_LENGTH_MISMATCH', `Package '${pkg.loc}' has ${n} bytes, not '${length}'.`, { url: pkg.loc, expected: length, actual: n });
+    throw rsError('RS_LENGTH_MISMATCH', `Package '${pkg.loc}' has ${n} bytes, not '${length}'.`, {
+      url: pkg.loc,
+      expected: length,
+      actual: n,
+    });
   }
   for (const { h, hash } of hs) {
     const actual = hash.digest('hex');
     if (actual !== h.digest) {
-      throw rsError('RS_HASH_MISMATCH', `Package '${pkg.loc}' has ${h.algorithm} '${actual}', not '${h.digest}'.`, { url: pkg.loc, expected: h.digest, actual });
+      throw rsError('RS_HASH_MISMATCH', `Package '${pkg.loc}' has ${h.algorithm} '${actual}', not '${h.digest}'.`, {
+        url: pkg.loc,
+        expected: h.digest,
+        actual,
+      });
     }
   }
   return n;
@@ -341,10 +409,14 @@ async function download(run: Run, pkg: Entry, tmp: string): Promise<number> {
 
 function openZip(path: string): Promise<yauzl.ZipFile> {
   return new Promise((resolve, reject) => {
-    yauzl.open(path, { lazyEntries: true, autoClose: false, strictFileNames: true, validateEntrySizes: true }, (err, zip) => {
-      if (err) reject(err);
-      else resolve(zip);
-    });
+    yauzl.open(
+      path,
+      { lazyEntries: true, autoClose: false, strictFileNames: true, validateEntrySizes: true },
+      (err, zip) => {
+        if (err) reject(err);
+        else resolve(zip);
+      },
+    );
   });
 }
 
@@ -353,7 +425,8 @@ function listEntries(zip: yauzl.ZipFile, max: number, pkg: string): Promise<Map<
   return new Promise((resolve, reject) => {
     const map = new Map<string, yauzl.Entry>();
     let count = 0;
-    const onError = (err: Error) => reject(rsError('RS_ZIP', `Package '${pkg}' is refused: ${err.message}.`, { url: pkg }, err));
+    const onError = (err: Error) =>
+      reject(rsError('RS_ZIP', `Package '${pkg}' is refused: ${err.message}.`, { url: pkg }, err));
     zip.on('error', onError);
     zip.on('entry', (entry: yauzl.Entry) => {
       if (++count > max) {
@@ -361,7 +434,12 @@ function listEntries(zip: yauzl.ZipFile, max: number, pkg: string): Promise<Map<
         return;
       }
       if (map.has(entry.fileName)) {
-        reject(rsError('RS_ZIP', `Package '${pkg}' has two entries named '${entry.fileName}'.`, { url: pkg, path: entry.fileName }));
+        reject(
+          rsError('RS_ZIP', `Package '${pkg}' has two entries named '${entry.fileName}'.`, {
+            url: pkg,
+            path: entry.fileName,
+          }),
+        );
         return;
       }
       map.set(entry.fileName, entry);
@@ -376,7 +454,25 @@ function listEntries(zip: yauzl.ZipFile, max: number, pkg: string): Promise<Map<
  * Opens an entry's stream. An error listener is attached at once: yauzl's size check and inflate
  * errors can fire before the stream is consumed (`capped` re-throws them).
  */
-function openEntry(zip: yauzl.ZipFile, entry: yauzl.Entry): Promise<Readable> {
+async function openEntry(zip: yauzl.ZipFile, entry: yauzl.Entry, file?: string): Promise<Readable> {
+  if (file !== undefined && entry.compressionMethod === 0 && !entry.isEncrypted()) {
+    // Stored: read the byte range directly in 1 MiB chunks (yauzl's reader hands out 16 KiB chunks,
+    // which halves the throughput). The size checks stay: `capped` stops past the declared size.
+    if (entry.compressedSize !== entry.uncompressedSize) {
+      throw rsError('RS_ZIP', `ZIP entry '${entry.fileName}' is stored but its sizes differ.`, {
+        path: entry.fileName,
+      });
+    }
+    const { fileDataStart } = await zip.readLocalFileHeaderPromise(entry, { minimal: true });
+    if (entry.compressedSize === 0) return Readable.from([]);
+    const stream = createReadStream(file, {
+      start: fileDataStart,
+      end: fileDataStart + entry.compressedSize - 1,
+      highWaterMark: 1 << 20,
+    });
+    stream.on('error', () => {});
+    return stream;
+  }
   return new Promise((resolve, reject) => {
     zip.openReadStream(entry, (err, stream) => {
       if (err) {
@@ -393,13 +489,19 @@ function openEntry(zip: yauzl.ZipFile, entry: yauzl.Entry): Promise<Readable> {
  * The bytes of an entry, stopping with `RS_LIMIT_BYTES` as soon as more than `limit` bytes come out
  * (a decompression bomb is never inflated past its declared size).
  */
-async function* capped(stream: Readable, limit: number, what: string, onBytes: (n: number) => void): AsyncGenerator<Uint8Array> {
+async function* capped(
+  stream: Readable,
+  limit: number,
+  what: string,
+  onBytes: (n: number) => void,
+): AsyncGenerator<Uint8Array> {
   let n = 0;
   try {
     if (stream.errored) throw stream.errored;
     for await (const chunk of stream as AsyncIterable<Buffer>) {
       n += chunk.byteLength;
-      if (n > limit) throw rsError('RS_LIMIT_BYTES', `ZIP entry '${what}' inflates past ${limit} bytes.`, { path: what, limit });
+      if (n > limit)
+        throw rsError('RS_LIMIT_BYTES', `ZIP entry '${what}' inflates past ${limit} bytes.`, { path: what, limit });
       onBytes(chunk.byteLength);
       yield chunk;
     }
@@ -407,100 +509,292 @@ async function* capped(stream: Readable, limit: number, what: string, onBytes: (
   } catch (err) {
     if (isResourceSyncError(err)) throw err;
     // yauzl's size validation ("too many bytes in the stream") and inflate errors.
-    throw rsError('RS_ZIP', `ZIP entry '${what}' cannot be read: ${err instanceof Error ? err.message : String(err)}.`, { path: what }, err);
+    throw rsError(
+      'RS_ZIP',
+      `ZIP entry '${what}' cannot be read: ${err instanceof Error ? err.message : String(err)}.`,
+      { path: what },
+      err,
+    );
   } finally {
     stream.destroy();
   }
 }
 
-async function extractPackage(run: Run, pkgUrl: string, tmp: string): Promise<void> {
+/** What extracting one manifest entry needs. */
+interface PackageCtx {
+  run: Run;
+  pkgUrl: string;
+  tmp: string;
+  zip: yauzl.ZipFile;
+  entries: Map<string, yauzl.Entry>;
+  /** ZIP entry names the manifest refers to. */
+  used: Set<string>;
+  progress: { files: number };
+}
+
+/** The effect of one manifest entry; it returns what to report (in manifest order) once done. */
+type Work = () => Promise<() => void | Promise<void>>;
+
+/**
+ * Checks one manifest entry (change type, mapped path, bitstream present, sizes, cap) and returns its
+ * local path and the work to do, or undefined for a change at or before the cursor; throws the first
+ * problem found, before anything is read or written.
+ */
+function prepareItem(ctx: PackageCtx, item: Entry): { relPath: string; work: Work } | undefined {
+  const { run, pkgUrl, tmp, zip, entries, used, progress } = ctx;
   const { opts, report, flavor } = run;
-  const zip = await openZip(tmp).catch((err: unknown) => {
-    throw rsError('RS_ZIP', `Package '${pkgUrl}' is not a readable ZIP file: ${err instanceof Error ? err.message : String(err)}.`, { url: pkgUrl }, err);
-  });
-  try {
-    const entries = await listEntries(zip, opts.maxEntries ?? 1_000_000, pkgUrl);
-    const manifestEntry = entries.get('manifest.xml');
-    if (manifestEntry === undefined) throw rsError('RS_ZIP', `Package '${pkgUrl}' has no manifest.xml at its top level.`, { url: pkgUrl });
-    const used = new Set<string>(['manifest.xml']);
-    const manifestStream = await openEntry(zip, manifestEntry);
-    const reader = await readDocument(capped(manifestStream, DOC_LIMITS.maxBytes, 'manifest.xml', () => {}), {
-      limits: DOC_LIMITS,
-      ...(opts.signal ? { signal: opts.signal } : {}),
-    });
-    if (reader.kind?.id !== MANIFEST_KIND[flavor]) {
-      throw rsError('RS_INVALID_DOCUMENT', `Package '${pkgUrl}' manifest.xml is not a ${flavor === 'resource' ? 'Resource Dump Manifest' : 'Change Dump Manifest'} (capability '${reader.header.md?.capability ?? ''}').`, { url: pkgUrl });
-    }
-    // The manifest is read entry by entry while bitstreams are extracted (random access into the ZIP).
-    let files = 0;
-    for await (const item of reader.entries) {
-      throwIfAborted(opts.signal);
-      const loc = item.loc;
-      const change = flavor === 'change' ? item.md?.change : 'created';
-      try {
-        if (change !== 'created' && change !== 'updated' && change !== 'deleted') {
-          throw rsError('RS_INVALID_DOCUMENT', `Manifest entry '${loc}' has change '${change ?? ''}'.`, { loc });
-        }
-        const relPath = safeRelativePath(opts.mapPath(loc));
-        if (change === 'deleted') {
-          await applyDeletion(run, pkgUrl, item, relPath);
-          continue;
-        }
-        const path = item.md?.path;
-        if (path === undefined) throw rsError('RS_INVALID_DOCUMENT', `Manifest entry '${loc}' has no path.`, { loc });
-        const name = safeRelativePath(path);
-        const zipEntry = entries.get(name);
-        if (zipEntry === undefined || name.endsWith('/')) throw rsError('RS_ZIP', `Package '${pkgUrl}' lacks the bitstream '${path}' of '${loc}'.`, { url: pkgUrl, loc, path });
-        used.add(name);
-        const length = parseLength(item.md?.length);
-        const hashes = parseHashes(item.md?.hash).filter((h) => isKnownHashAlgorithm(h.algorithm));
-        if (length !== undefined && zipEntry.uncompressedSize !== length) {
-          throw rsError('RS_LENGTH_MISMATCH', `ZIP entry '${name}' declares ${zipEntry.uncompressedSize} bytes, the manifest '${length}'.`, { loc, path, expected: length, actual: zipEntry.uncompressedSize });
-        }
-        const limit = Math.min(length ?? zipEntry.uncompressedSize, zipEntry.uncompressedSize);
-        if (run.extractedTotal + limit > run.maxTotal) {
-          throw rsError('RS_LIMIT_BYTES', `ZIP entry '${name}' would pass the cap of ${run.maxTotal} extracted bytes.`, { loc, path, limit: run.maxTotal });
-        }
-        if (hashes.length === 0) report.unverified.push(loc);
-        const stream = await openEntry(zip, zipEntry);
+  const loc = item.loc;
+  let work: Work;
+  const change = flavor === 'change' ? item.md?.change : 'created';
+  if (change !== 'created' && change !== 'updated' && change !== 'deleted') {
+    throw rsError('RS_INVALID_DOCUMENT', `Manifest entry '${loc}' has change '${change ?? ''}'.`, { loc });
+  }
+  if (flavor === 'change' && run.afterMs !== undefined) {
+    // A package that straddles the cursor: changes at or before it were applied already (1.1 `datetime`, else `lastmod`).
+    const at = parseW3CDatetime(item.md?.datetime ?? item.lastmod ?? '', true)?.ms;
+    if (at !== undefined && at <= run.afterMs) return undefined;
+  }
+  const rel = safeRelativePath(opts.mapPath(loc));
+  if (change === 'deleted') {
+    work = () => applyDeletion(run, pkgUrl, item, rel);
+  } else {
+    const path = item.md?.path;
+    const patchLn = path === undefined ? packagedPatch(item) : undefined;
+    if (path === undefined && patchLn !== undefined && change === 'updated') {
+      // Only a change description in the package (§14.4): patch the local copy, verify by hash.
+      const patchName = safeRelativePath(patchLn.path!);
+      const patchEntry = entries.get(patchName);
+      if (patchEntry === undefined)
+        throw rsError('RS_ZIP', `Package '${pkgUrl}' lacks the patch '${patchLn.path!}' of '${loc}'.`, {
+          url: pkgUrl,
+          loc,
+          path: patchLn.path,
+        });
+      used.add(patchName);
+      const patchLimit = Math.min(patchEntry.uncompressedSize, MAX_PATCH_BYTES);
+      if (patchEntry.uncompressedSize > MAX_PATCH_BYTES)
+        throw rsError('RS_LIMIT_BYTES', `Patch '${patchName}' is larger than ${MAX_PATCH_BYTES} bytes.`, {
+          loc,
+          path: patchName,
+        });
+      const hashes = parseHashes(item.md?.hash).filter((h) => isKnownHashAlgorithm(h.algorithm));
+      const length = parseLength(item.md?.length);
+      work = async () => {
+        const chunks: Buffer[] = [];
+        for await (const c of capped(await openEntry(zip, patchEntry, tmp), patchLimit, patchName, () => {}))
+          chunks.push(Buffer.from(c));
+        const local = await readFileCapped(safeJoin(opts.dest, rel), MAX_PATCH_BYTES).catch((err: unknown) => {
+          throw rsError('RS_PATCH', `Patch for '${loc}' has no local copy to apply to.`, { loc }, err);
+        });
+        const bytes = applyJsonPatchBytes(
+          local,
+          Buffer.concat(chunks),
+          { hashes, ...(length === undefined ? {} : { length }) },
+          loc,
+        );
+        const lastmod = item.lastmod === undefined ? undefined : parseW3CDatetime(item.lastmod, true);
+        const result = await writeVerified({
+          root: opts.dest,
+          relPath: rel,
+          body: once(bytes),
+          expected: { length: bytes.length, hashes },
+          ...(lastmod ? { mtime: new Date(lastmod.ms) } : {}),
+          ...(opts.fsync === undefined ? {} : { fsync: opts.fsync }),
+        });
+        return async () => {
+          progress.files++;
+          report.extracted++;
+          report.patched++;
+          report.updated++;
+          report.bytes += result.length;
+          await opts.onResource?.({
+            loc,
+            relPath: rel,
+            change,
+            applied: true,
+            length: result.length,
+            hashes: result.hashes,
+            ...(item.lastmod === undefined ? {} : { lastmod: item.lastmod }),
+            links: relatedLinks(item),
+            package: pkgUrl,
+          });
+        };
+      };
+    } else {
+      if (path === undefined) throw rsError('RS_INVALID_DOCUMENT', `Manifest entry '${loc}' has no path.`, { loc });
+      const name = safeRelativePath(path);
+      const zipEntry = entries.get(name);
+      if (zipEntry === undefined || name.endsWith('/'))
+        throw rsError('RS_ZIP', `Package '${pkgUrl}' lacks the bitstream '${path}' of '${loc}'.`, {
+          url: pkgUrl,
+          loc,
+          path,
+        });
+      used.add(name);
+      const length = parseLength(item.md?.length);
+      const hashes = parseHashes(item.md?.hash).filter((h) => isKnownHashAlgorithm(h.algorithm));
+      if (length !== undefined && zipEntry.uncompressedSize !== length) {
+        throw rsError(
+          'RS_LENGTH_MISMATCH',
+          `ZIP entry '${name}' declares ${zipEntry.uncompressedSize} bytes, the manifest '${length}'.`,
+          { loc, path, expected: length, actual: zipEntry.uncompressedSize },
+        );
+      }
+      const limit = Math.min(length ?? zipEntry.uncompressedSize, zipEntry.uncompressedSize);
+      if (run.extractedTotal + limit > run.maxTotal) {
+        throw rsError('RS_LIMIT_BYTES', `ZIP entry '${name}' would pass the cap of ${run.maxTotal} extracted bytes.`, {
+          loc,
+          path,
+          limit: run.maxTotal,
+        });
+      }
+      run.extractedTotal += limit; // reserved before extraction starts
+      if (hashes.length === 0) report.unverified.push(loc);
+      work = async () => {
+        const stream = await openEntry(zip, zipEntry, tmp);
         let written = 0;
         const body = capped(stream, limit, name, (n) => {
           written += n;
-          run.extractedTotal += n;
-          opts.onProgress?.({ phase: 'extract', package: pkgUrl, bytes: written, files });
+          opts.onProgress?.({ phase: 'extract', package: pkgUrl, bytes: written, files: progress.files });
         });
-        const expected: { length: number; hashes?: HashValue[] } = { length: length ?? zipEntry.uncompressedSize };
+        const expected: { length: number; hashes?: HashValue[] } = {
+          length: length ?? zipEntry.uncompressedSize,
+        };
         if (hashes.length > 0) expected.hashes = hashes;
         const lastmod = item.lastmod === undefined ? undefined : parseW3CDatetime(item.lastmod, true);
         const result = await writeVerified({
           root: opts.dest,
-          relPath,
+          relPath: rel,
           body,
           expected,
           ...(lastmod ? { mtime: new Date(lastmod.ms) } : {}),
           ...(opts.fsync === undefined ? {} : { fsync: opts.fsync }),
         });
-        files++;
-        report.extracted++;
-        report.bytes += result.length;
-        if (change === 'updated') report.updated++;
-        else report.created++;
-        await opts.onResource?.({
-          loc,
-          relPath,
-          change,
-          applied: true,
-          length: result.length,
-          hashes: result.hashes,
-          ...(item.lastmod === undefined ? {} : { lastmod: item.lastmod }),
-          links: relatedLinks(item),
-          package: pkgUrl,
-        });
-      } catch (err) {
-        if (isResourceSyncError(err, 'RS_ABORTED')) throw err;
-        fail(run, pkgUrl, err, { loc, ...(item.md?.path === undefined ? {} : { path: item.md.path }) });
-      }
+        return async () => {
+          progress.files++;
+          report.extracted++;
+          report.bytes += result.length;
+          if (change === 'updated') report.updated++;
+          else report.created++;
+          await opts.onResource?.({
+            loc,
+            relPath: rel,
+            change,
+            applied: true,
+            length: result.length,
+            hashes: result.hashes,
+            ...(item.lastmod === undefined ? {} : { lastmod: item.lastmod }),
+            links: relatedLinks(item),
+            package: pkgUrl,
+          });
+        };
+      };
     }
+  }
+  return { relPath: rel, work };
+}
+
+async function extractPackage(run: Run, pkgUrl: string, tmp: string): Promise<void> {
+  const { opts, report, flavor } = run;
+  const zip = await openZip(tmp).catch((err: unknown) => {
+    throw rsError(
+      'RS_ZIP',
+      `Package '${pkgUrl}' is not a readable ZIP file: ${err instanceof Error ? err.message : String(err)}.`,
+      { url: pkgUrl },
+      err,
+    );
+  });
+  try {
+    const entries = await listEntries(zip, opts.maxEntries ?? 1_000_000, pkgUrl);
+    const manifestEntry = entries.get('manifest.xml');
+    if (manifestEntry === undefined)
+      throw rsError('RS_ZIP', `Package '${pkgUrl}' has no manifest.xml at its top level.`, { url: pkgUrl });
+    const used = new Set<string>(['manifest.xml']);
+    const manifestStream = await openEntry(zip, manifestEntry);
+    const reader = await readDocument(
+      capped(manifestStream, DOC_LIMITS.maxBytes, 'manifest.xml', () => {}),
+      {
+        limits: DOC_LIMITS,
+        ...(opts.signal ? { signal: opts.signal } : {}),
+      },
+    );
+    if (reader.kind?.id !== MANIFEST_KIND[flavor]) {
+      throw rsError(
+        'RS_INVALID_DOCUMENT',
+        `Package '${pkgUrl}' manifest.xml is not a ${flavor === 'resource' ? 'Resource Dump Manifest' : 'Change Dump Manifest'} (capability '${reader.header.md?.capability ?? ''}').`,
+        { url: pkgUrl },
+      );
+    }
+    // The manifest is read entry by entry while bitstreams are extracted (random access into the ZIP).
+    // Checks run in manifest order; up to `concurrency` extractions overlap (changes to one path stay in
+    // order); failures and `onResource` calls are reported in manifest order.
+    const concurrency = Math.max(1, opts.concurrency ?? 4);
+    const inFlight = new Set<Promise<void>>();
+    const lastForPath = new Map<string, Promise<void>>();
+    let turn: Promise<void> = Promise.resolve();
+    let aborted: Error | undefined;
+    const ctx: PackageCtx = { run, pkgUrl, tmp, zip, entries, used, progress: { files: 0 } };
+    try {
+      for await (const item of reader.entries) {
+        throwIfAborted(opts.signal);
+        if (aborted !== undefined) break;
+        const loc = item.loc;
+        const where = { loc, ...(item.md?.path === undefined ? {} : { path: item.md.path }) };
+        const myTurn = turn;
+        let release!: () => void;
+        turn = new Promise((r) => (release = r));
+        /** Waits for the previous item's report, reports this one, lets the next one report. */
+        const report1 = async (fn: () => void | Promise<void>): Promise<void> => {
+          await myTurn;
+          try {
+            await fn();
+          } finally {
+            release();
+          }
+        };
+        let work: Work;
+        let relPath: string | undefined;
+        try {
+          const prepared = prepareItem(ctx, item);
+          if (prepared === undefined) {
+            await report1(() => {
+              report.skippedBeforeCursor++;
+            });
+            continue;
+          }
+          ({ relPath, work } = prepared);
+        } catch (err) {
+          // A check failed: nothing to extract; report it in its turn.
+          await report1(() => fail(run, pkgUrl, err, where));
+          continue;
+        }
+        const before = relPath === undefined ? undefined : lastForPath.get(relPath);
+        const task: Promise<void> = (async () => {
+          await before;
+          let done: () => void | Promise<void>;
+          try {
+            done = await work();
+          } catch (err) {
+            if (isResourceSyncError(err, 'RS_ABORTED')) aborted ??= err;
+            done = () => fail(run, pkgUrl, err, where);
+          }
+          await report1(done);
+        })().catch((err: unknown) => {
+          aborted ??= err instanceof Error ? err : new Error(String(err)); // an onResource callback threw
+        });
+        if (relPath !== undefined) lastForPath.set(relPath, task);
+        inFlight.add(task);
+        void task.then(() => {
+          inFlight.delete(task);
+          if (relPath !== undefined && lastForPath.get(relPath) === task) lastForPath.delete(relPath);
+        });
+        while (inFlight.size >= concurrency) await Promise.race(inFlight);
+      }
+    } finally {
+      // Never leave extractions running behind an error or an abort (the package file is removed next).
+      await Promise.all(inFlight);
+    }
+    if (aborted !== undefined) throw aborted;
     for (const name of entries.keys()) {
       if (!used.has(name) && !name.endsWith('/')) report.ignoredEntries.push(`${pkgUrl}#${name}`);
     }
@@ -509,15 +803,26 @@ async function extractPackage(run: Run, pkgUrl: string, tmp: string): Promise<vo
   }
 }
 
-async function applyDeletion(run: Run, pkgUrl: string, item: Entry, relPath: string): Promise<void> {
+/** Removes a deleted resource's file (only with `delete: true`); returns what to report in its turn. */
+async function applyDeletion(run: Run, pkgUrl: string, item: Entry, relPath: string): Promise<() => Promise<void>> {
   const { opts, report } = run;
-  const base = { loc: item.loc, relPath, change: 'deleted' as const, links: relatedLinks(item), package: pkgUrl, ...(item.lastmod === undefined ? {} : { lastmod: item.lastmod }) };
+  const base = {
+    loc: item.loc,
+    relPath,
+    change: 'deleted' as const,
+    links: relatedLinks(item),
+    package: pkgUrl,
+    ...(item.lastmod === undefined ? {} : { lastmod: item.lastmod }),
+  };
   if (opts.delete !== true) {
-    report.deletionsNotApplied.push(item.loc);
-    await opts.onResource?.({ ...base, applied: false });
-    return;
+    return async () => {
+      report.deletionsNotApplied.push(item.loc);
+      await opts.onResource?.({ ...base, applied: false });
+    };
   }
   await rm(safeJoin(opts.dest, relPath), { force: true });
-  report.deleted++;
-  await opts.onResource?.({ ...base, applied: true });
+  return async () => {
+    report.deleted++;
+    await opts.onResource?.({ ...base, applied: true });
+  };
 }

@@ -10,7 +10,14 @@ import type { Entry } from '../core/model/types.js';
 import { startTestServer, type TestServer } from '../../test/helpers/test-server.js';
 import { createAuthority } from './authority.js';
 import { createHttpClient } from './http-client.js';
-import { fetchResource, linkPriority, mirrorLinks, patchLinks, relatedLinks, type FetchResourceOptions } from './links.js';
+import {
+  fetchResource,
+  linkPriority,
+  mirrorLinks,
+  patchLinks,
+  relatedLinks,
+  type FetchResourceOptions,
+} from './links.js';
 
 const md5 = (s: string | Buffer) => createHash('md5').update(s).digest('hex');
 const sha256 = (s: string | Buffer) => createHash('sha256').update(s).digest('hex');
@@ -65,7 +72,14 @@ void test('mirrorLinks orders by pri (absent = 999999), ties in document order; 
   };
   assert.deepEqual(
     mirrorLinks(entry).map((l) => l.href),
-    ['http://m.example/b', 'http://m.example/a', 'http://m.example/d', 'http://m.example/c', 'http://m.example/e', 'http://example.com/relative/f'],
+    [
+      'http://m.example/b',
+      'http://m.example/a',
+      'http://m.example/d',
+      'http://m.example/c',
+      'http://m.example/e',
+      'http://example.com/relative/f',
+    ],
   );
   assert.deepEqual(
     patchLinks(entry).map((l) => l.href),
@@ -83,7 +97,12 @@ void test('relatedLinks keeps alternate, canonical, memento, timegate, timemap, 
       { rel: 'alternate', href: 'http://example.com/res1.html', modified: '2013-01-03T18:00:00Z', type: 'text/html' },
       { rel: 'alternate', href: 'http://example.com/res1.pdf', type: 'application/pdf' },
       { rel: 'canonical', href: 'http://example.com/res1' },
-      { rel: 'memento', href: 'http://example.com/20130103070000/res1', hash: 'md5:1584abdf8ebdc9802ac0c6a7402c03b6', length: '8876' },
+      {
+        rel: 'memento',
+        href: 'http://example.com/20130103070000/res1',
+        hash: 'md5:1584abdf8ebdc9802ac0c6a7402c03b6',
+        length: '8876',
+      },
       { rel: 'timegate', href: 'http://example.com/timegate/http://example.com/res1' },
       { rel: 'timemap', href: 'http://example.com/timemap/http://example.com/res1', type: 'application/link-format' },
       { rel: 'describedby', href: '/res1_dc.xml' },
@@ -95,13 +114,25 @@ void test('relatedLinks keeps alternate, canonical, memento, timegate, timemap, 
     ],
   };
   const r = relatedLinks(entry);
-  assert.deepEqual(Object.keys(r).sort(), ['alternate', 'canonical', 'collection', 'describedby', 'describes', 'memento', 'timegate', 'timemap', 'via']);
+  assert.deepEqual(Object.keys(r).sort(), [
+    'alternate',
+    'canonical',
+    'collection',
+    'describedby',
+    'describes',
+    'memento',
+    'timegate',
+    'timemap',
+    'via',
+  ]);
   assert.deepEqual(r.alternate, [
     { href: 'http://example.com/res1.html', type: 'text/html', modified: '2013-01-03T18:00:00Z' },
     { href: 'http://example.com/res1.pdf', type: 'application/pdf' },
   ]);
   assert.deepEqual(r.describedby, [{ href: 'http://example.com/res1_dc.xml' }]);
-  assert.deepEqual(r.memento, [{ href: 'http://example.com/20130103070000/res1', hash: 'md5:1584abdf8ebdc9802ac0c6a7402c03b6', length: '8876' }]);
+  assert.deepEqual(r.memento, [
+    { href: 'http://example.com/20130103070000/res1', hash: 'md5:1584abdf8ebdc9802ac0c6a7402c03b6', length: '8876' },
+  ]);
   assert.equal(r.via?.[0]?.href, 'http://original.example.com/res1.html');
 });
 
@@ -180,7 +211,11 @@ void test('fetchResource: every candidate failing throws a recoverable error lis
   const e = await env();
   try {
     e.src.set('/res.json', 'abc');
-    const entry: Entry = { loc: `${e.src.origin}/res.json`, md: { length: '4' }, ln: [{ rel: 'duplicate', href: `${e.src.origin}/nope` }] };
+    const entry: Entry = {
+      loc: `${e.src.origin}/res.json`,
+      md: { length: '4' },
+      ln: [{ rel: 'duplicate', href: `${e.src.origin}/nope` }],
+    };
     await assert.rejects(fetchResource(entry, e.opts()), (err: unknown) => {
       assert.ok(isResourceSyncError(err));
       assert.equal(err.recoverable, true);
@@ -217,7 +252,15 @@ void test('fetchResource: a JSON Patch link is applied to the local copy and ver
       const entry: Entry = {
         loc: `${e.src.origin}/res.json`,
         md: { change: 'updated', hash: `md5:${md5(text)}`, length: String(Buffer.byteLength(text)) },
-        ln: [{ rel: REL_PATCH, href: `${e.src.origin}/patch-${name}`, type: 'application/json-patch+json', hash: `md5:${md5(patch)}`, length: String(patch.length) }],
+        ln: [
+          {
+            rel: REL_PATCH,
+            href: `${e.src.origin}/patch-${name}`,
+            type: 'application/json-patch+json',
+            hash: `md5:${md5(patch)}`,
+            length: String(patch.length),
+          },
+        ],
       };
       const r = await fetchResource(entry, e.opts({ localCopy: local }));
       assert.equal(r.via, 'patch', `${name}: ${JSON.stringify(r.attempts)}`);

@@ -35,6 +35,7 @@ export const KEPT_RELATIONS = [
   'via',
   'profile',
 ] as const;
+/** A relation type kept for the user. */
 export type KeptRelation = (typeof KEPT_RELATIONS)[number];
 
 /** One kept link: its absolute target and the attributes describing the related resource. */
@@ -156,6 +157,7 @@ export interface FetchResult {
   attempts: FetchAttempt[];
 }
 
+/** Options of `fetchResource`. */
 export interface FetchResourceOptions {
   http: HttpGet;
   authority: AuthorityCheck;
@@ -179,7 +181,8 @@ export interface FetchResourceOptions {
   headers?: Record<string, string>;
 }
 
-function once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
+/** One buffer as an async iterable body (for `writeVerified`). */
+export function once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
   return {
     [Symbol.asyncIterator]() {
       let done = false;
@@ -217,18 +220,26 @@ async function readCapped(body: AsyncIterable<Uint8Array>, max: number, url: str
   for await (const chunk of body) {
     total += chunk.byteLength;
     if (total > max) {
-      throw new ResourceSyncError('RS_LIMIT_BYTES', `Patch '${url}' is larger than ${max} bytes.`, { data: { url, max }, recoverable: true });
+      throw new ResourceSyncError('RS_LIMIT_BYTES', `Patch '${url}' is larger than ${max} bytes.`, {
+        data: { url, max },
+        recoverable: true,
+      });
     }
     chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
   }
   return Buffer.concat(chunks, total);
 }
 
-async function readFileCapped(path: string, max: number): Promise<Buffer> {
+/** Reads a whole file of at most `max` bytes, else throws `RS_LIMIT_BYTES`. */
+export async function readFileCapped(path: string, max: number): Promise<Buffer> {
   const fh = await open(path, 'r');
   try {
     const { size } = await fh.stat();
-    if (size > max) throw new ResourceSyncError('RS_LIMIT_BYTES', `Local copy '${path}' is larger than ${max} bytes for patching.`, { data: { path, max }, recoverable: true });
+    if (size > max)
+      throw new ResourceSyncError('RS_LIMIT_BYTES', `Local copy '${path}' is larger than ${max} bytes for patching.`, {
+        data: { path, max },
+        recoverable: true,
+      });
     const buf = Buffer.alloc(size);
     let off = 0;
     while (off < size) {
@@ -243,7 +254,11 @@ async function readFileCapped(path: string, max: number): Promise<Buffer> {
 }
 
 function digestMatches(bytes: Uint8Array, hashes: HashValue[]): boolean {
-  return hashes.every((h) => isKnownHashAlgorithm(h.algorithm) && createHash(nodeHashName(h.algorithm)).update(bytes).digest('hex') === h.digest);
+  return hashes.every(
+    (h) =>
+      isKnownHashAlgorithm(h.algorithm) &&
+      createHash(nodeHashName(h.algorithm)).update(bytes).digest('hex') === h.digest,
+  );
 }
 
 /**
@@ -287,15 +302,30 @@ export async function fetchResource(entry: Entry, options: FetchResourceOptions)
     try {
       scheme = new URL(url).protocol;
     } catch {
-      attempts.push({ url, kind, outcome: 'skipped', code: 'RS_INVALID_ARGUMENT', message: `URL '${url}' is not valid.` });
+      attempts.push({
+        url,
+        kind,
+        outcome: 'skipped',
+        code: 'RS_INVALID_ARGUMENT',
+        message: `URL '${url}' is not valid.`,
+      });
       return false;
     }
     if (scheme !== 'http:' && scheme !== 'https:') {
-      attempts.push({ url, kind, outcome: 'skipped', code: 'RS_INVALID_ARGUMENT', message: `URL '${url}' uses an unsupported scheme.` });
+      attempts.push({
+        url,
+        kind,
+        outcome: 'skipped',
+        code: 'RS_INVALID_ARGUMENT',
+        message: `URL '${url}' uses an unsupported scheme.`,
+      });
       return false;
     }
     try {
-      if (!options.authority.allows(url)) throw new ResourceSyncError('RS_AUTHORITY', `URL '${url}' is outside the Source's authority.`, { data: { url } });
+      if (!options.authority.allows(url))
+        throw new ResourceSyncError('RS_AUTHORITY', `URL '${url}' is outside the Source's authority.`, {
+          data: { url },
+        });
       options.authority.check(url);
     } catch (err) {
       attempts.push({ url, kind, outcome: 'skipped', code: codeOf(err), message: messageOf(err) });
@@ -309,11 +339,23 @@ export async function fetchResource(entry: Entry, options: FetchResourceOptions)
     for (const ln of patchLinks(entry)) {
       const url = ln.href!;
       if (!isJsonPatchMediaType(ln.type)) {
-        attempts.push({ url, kind: 'patch', outcome: 'skipped', code: 'RS_PATCH', message: `Patch '${url}' has media type '${ln.type ?? ''}', not JSON Patch.` });
+        attempts.push({
+          url,
+          kind: 'patch',
+          outcome: 'skipped',
+          code: 'RS_PATCH',
+          message: `Patch '${url}' has media type '${ln.type ?? ''}', not JSON Patch.`,
+        });
         continue;
       }
       if (options.localCopy === undefined || expected.hashes === undefined) {
-        attempts.push({ url, kind: 'patch', outcome: 'skipped', code: 'RS_PATCH', message: `Patch '${url}' cannot be verified or has no local copy to apply to.` });
+        attempts.push({
+          url,
+          kind: 'patch',
+          outcome: 'skipped',
+          code: 'RS_PATCH',
+          message: `Patch '${url}' cannot be verified or has no local copy to apply to.`,
+        });
         continue;
       }
       if (!allowed(url, 'patch')) continue;
@@ -336,11 +378,17 @@ export async function fetchResource(entry: Entry, options: FetchResourceOptions)
   for (const { url, kind } of order) {
     if (!allowed(url, kind)) continue;
     try {
-      const init = { ...(options.signal ? { signal: options.signal } : {}), ...(options.headers ? { headers: options.headers } : {}) };
+      const init = {
+        ...(options.signal ? { signal: options.signal } : {}),
+        ...(options.headers ? { headers: options.headers } : {}),
+      };
       const res = await options.http(url, init);
       if (res.status !== 200) {
         await res.discard();
-        throw new ResourceSyncError('RS_HTTP_STATUS', `URL '${url}' answered HTTP ${res.status}.`, { data: { url, status: res.status }, recoverable: true });
+        throw new ResourceSyncError('RS_HTTP_STATUS', `URL '${url}' answered HTTP ${res.status}.`, {
+          data: { url, status: res.status },
+          recoverable: true,
+        });
       }
       const written = await writeVerified({ ...common, body: res.body });
       attempts.push({ url, kind, outcome: 'ok' });
@@ -351,42 +399,97 @@ export async function fetchResource(entry: Entry, options: FetchResourceOptions)
     }
   }
   const last = attempts.filter((a) => a.outcome === 'failed').at(-1) ?? attempts.at(-1);
-  throw new ResourceSyncError(last?.code ?? 'RS_NETWORK', `Resource '${entry.loc}' could not be obtained from ${attempts.length} candidate(s).`, {
-    data: { url: entry.loc, attempts },
-    recoverable: true,
-  });
+  throw new ResourceSyncError(
+    last?.code ?? 'RS_NETWORK',
+    `Resource '${entry.loc}' could not be obtained from ${attempts.length} candidate(s).`,
+    {
+      data: { url: entry.loc, attempts },
+      recoverable: true,
+    },
+  );
 }
 
-async function applyPatchLink(url: string, ln: Ln, entry: Entry, options: FetchResourceOptions, hashes: HashValue[]): Promise<Buffer> {
+async function applyPatchLink(
+  url: string,
+  ln: Ln,
+  entry: Entry,
+  options: FetchResourceOptions,
+  hashes: HashValue[],
+): Promise<Buffer> {
   const max = options.maxPatchBytes ?? 16 * 1024 * 1024;
   const res = await options.http(url, options.signal ? { signal: options.signal } : {});
   if (res.status !== 200) {
     await res.discard();
-    throw new ResourceSyncError('RS_HTTP_STATUS', `Patch '${url}' answered HTTP ${res.status}.`, { data: { url, status: res.status }, recoverable: true });
+    throw new ResourceSyncError('RS_HTTP_STATUS', `Patch '${url}' answered HTTP ${res.status}.`, {
+      data: { url, status: res.status },
+      recoverable: true,
+    });
   }
   const patchBytes = await readCapped(res.body, max, url);
   const patchLength = parseLength(ln.length);
   if (patchLength !== undefined && patchLength !== patchBytes.length) {
-    throw new ResourceSyncError('RS_LENGTH_MISMATCH', `Patch '${url}' has ${patchBytes.length} bytes, not '${ln.length}'.`, { data: { url }, recoverable: true });
+    throw new ResourceSyncError(
+      'RS_LENGTH_MISMATCH',
+      `Patch '${url}' has ${patchBytes.length} bytes, not '${ln.length}'.`,
+      { data: { url }, recoverable: true },
+    );
   }
   const patchHashes = parseHashes(ln.hash).filter((h) => isKnownHashAlgorithm(h.algorithm));
   if (!digestMatches(patchBytes, patchHashes)) {
-    throw new ResourceSyncError('RS_HASH_MISMATCH', `Patch '${url}' does not match its hash.`, { data: { url }, recoverable: true });
+    throw new ResourceSyncError('RS_HASH_MISMATCH', `Patch '${url}' does not match its hash.`, {
+      data: { url },
+      recoverable: true,
+    });
   }
-  let patch: unknown;
+  const local = await readFileCapped(options.localCopy!, max);
+  return applyJsonPatchBytes(
+    local,
+    patchBytes,
+    { hashes, ...(parseLength(entry.md?.length) === undefined ? {} : { length: parseLength(entry.md?.length)! }) },
+    entry.loc,
+  );
+}
+
+/**
+ * Applies a JSON Patch document (bytes) to a JSON resource (bytes) and returns the new bytes, accepted
+ * only when they match `expected.hashes` (and `length`). JSON has no canonical form, so the compact and
+ * the usual indented serializations (2, 4 spaces, tab; with or without a final newline) are tried.
+ * Throws `RS_PATCH` (not JSON, a failing operation) or `RS_HASH_MISMATCH` (no serialization matches).
+ * @example const bytes = applyJsonPatchBytes(await readFile(local), patchBytes, { hashes: parseHashes(entry.md?.hash) }, entry.loc);
+ * @see Z39.99 §14.4; RFC 6902
+ */
+export function applyJsonPatchBytes(
+  local: Uint8Array,
+  patch: Uint8Array,
+  expected: { hashes: HashValue[]; length?: number },
+  what: string,
+): Buffer {
+  const hashes = expected.hashes.filter((h) => isKnownHashAlgorithm(h.algorithm));
+  if (hashes.length === 0) {
+    throw new ResourceSyncError('RS_PATCH', `Patch for '${what}' cannot be verified: no known hash.`, {
+      data: { loc: what },
+      recoverable: true,
+    });
+  }
+  let ops: unknown;
   let doc: JsonValue;
   try {
-    patch = JSON.parse(patchBytes.toString('utf8'));
-    doc = JSON.parse((await readFileCapped(options.localCopy!, max)).toString('utf8')) as JsonValue;
+    ops = JSON.parse(Buffer.from(patch).toString('utf8'));
+    doc = JSON.parse(Buffer.from(local).toString('utf8')) as JsonValue;
   } catch (err) {
-    if (isResourceSyncError(err)) throw err;
-    throw new ResourceSyncError('RS_PATCH', `Patch '${url}' or the local copy of '${entry.loc}' is not JSON.`, { data: { url }, cause: err, recoverable: true });
+    throw new ResourceSyncError('RS_PATCH', `Patch for '${what}' or its local copy is not JSON.`, {
+      data: { loc: what },
+      cause: err,
+      recoverable: true,
+    });
   }
-  const result = applyJsonPatch(doc, patch);
-  const length = parseLength(entry.md?.length);
+  const result = applyJsonPatch(doc, ops);
   for (const bytes of serializations(result)) {
-    if (length !== undefined && bytes.length !== length) continue;
+    if (expected.length !== undefined && bytes.length !== expected.length) continue;
     if (digestMatches(bytes, hashes)) return bytes;
   }
-  throw new ResourceSyncError('RS_HASH_MISMATCH', `Patched '${entry.loc}' does not match the entry's hash.`, { data: { url, loc: entry.loc }, recoverable: true });
+  throw new ResourceSyncError('RS_HASH_MISMATCH', `Patched '${what}' does not match the entry's hash.`, {
+    data: { loc: what },
+    recoverable: true,
+  });
 }

@@ -21,7 +21,7 @@
  */
 import { closeSync, fstatSync, openSync, readSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
-import { extname, join, sep } from 'node:path';
+import { join, sep } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { ResourceSyncError } from '../core/errors.js';
 import { REL_RESOURCESYNC, WELL_KNOWN_PATH } from '../core/constants.js';
@@ -33,6 +33,7 @@ import {
   parseRange,
   type ConditionalHeaders,
 } from './http-semantics.js';
+import { mediaType as sourceMediaType } from '../source/media-type.js';
 import { parseTarget } from './target.js';
 
 /** One set of resources served by the Source. @see Z39.99 §5.1 (sets of resources) */
@@ -70,7 +71,7 @@ export interface SourceServerOptions {
   cacheMs?: number;
   /** Clock for `cacheMs`. Default `performance.now`. */
   now?: () => number;
-  /** Media type for a file name. Default: a table of common extensions. */
+  /** Media type for a file name. Default: the Source's table (`src/source/media-type.ts`), so that Content-Type equals the listed `type`. */
   mediaType?: (fileName: string) => string;
   /** Called with unexpected errors that became 500 responses. */
   onError?: (error: unknown) => void;
@@ -115,33 +116,6 @@ export type CoreHandler = (request: CoreRequest) => CoreResponse | Promise<CoreR
 export interface SourceCore extends CoreHandler {
   /** Forgets every cached resolution, so that the next requests look at the file system again. */
   invalidate(): void;
-}
-
-const MEDIA_TYPES: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8',
-  '.htm': 'text/html; charset=utf-8',
-  '.txt': 'text/plain; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.mjs': 'text/javascript; charset=utf-8',
-  '.json': 'application/json',
-  '.xml': 'application/xml',
-  '.csv': 'text/csv; charset=utf-8',
-  '.md': 'text/markdown; charset=utf-8',
-  '.svg': 'image/svg+xml',
-  '.png': 'image/png',
-  '.jpg': 'image/jpeg',
-  '.jpeg': 'image/jpeg',
-  '.gif': 'image/gif',
-  '.webp': 'image/webp',
-  '.pdf': 'application/pdf',
-  '.zip': 'application/zip',
-  '.gz': 'application/gzip',
-};
-
-/** Default media type table: common extensions, `application/octet-stream` otherwise. */
-export function defaultMediaType(fileName: string): string {
-  return MEDIA_TYPES[extname(fileName).toLowerCase()] ?? 'application/octet-stream';
 }
 
 const XML = 'application/xml';
@@ -287,7 +261,7 @@ export function createSourceCore(options: SourceServerOptions): SourceCore {
   const cacheMax = options.cacheBytes ?? 16 * 1024 * 1024;
   const cacheMs = options.cacheMs ?? 1000;
   const clock = options.now ?? (() => performance.now());
-  const mediaType = options.mediaType ?? defaultMediaType;
+  const mediaType = options.mediaType ?? sourceMediaType;
   const onError = options.onError;
 
   const sets = new Map<string, { root: Root; link: string }>();

@@ -9,7 +9,6 @@
  */
 export {
   createSourceCore,
-  defaultMediaType,
   type CoreBody,
   type CoreHandler,
   type CoreRequest,

@@ -70,7 +70,14 @@ void test('publish writes a discoverable, valid document tree whose Resource Lis
     const files = { 'a.txt': 'alpha', 'dir with space/ü é.html': '<p>ü</p>', 'odd #1 %2.pdf': 'pdf', 'deep/er/x.json': '{}' };
     write(src.dir, files);
     write(src.dir, { '.hidden': 'no', '.git/config': 'no' });
-    const opts: PublishOptions = { sets: [{ name: 'data', dir: src.dir }], baseUrl: BASE, outDir: out.dir, hashes: ['md5', 'sha-256'], now: clock() };
+    const opts: PublishOptions = {
+      sets: [{ name: 'data', dir: src.dir, describedBy: `${BASE}about-data.html` }],
+      baseUrl: BASE,
+      outDir: out.dir,
+      hashes: ['md5', 'sha-256'],
+      describedBy: `${BASE}about.html`,
+      now: clock(),
+    };
     const r = await publish(opts);
     assert.equal(r.sourceDescription, `${BASE}.well-known/resourcesync`);
     assert.equal(r.resources, 4);
@@ -82,8 +89,11 @@ void test('publish writes a discoverable, valid document tree whose Resource Lis
     const sd = parseXml(readFileSync(join(out.dir, '.well-known', 'resourcesync'), 'utf8'));
     assert.equal(sd.md?.capability, 'description');
     assert.deepEqual(sd.entries.map((e) => e.loc), r.capabilityLists);
+    assert.equal(sd.ln.find((l) => l.rel === 'describedby')?.href, `${BASE}about.html`);
+    assert.equal(sd.entries[0]!.ln?.[0]?.href, `${BASE}about-data.html`);
     const cap = readDoc(out.dir, sd.entries[0]!.loc);
     assert.equal(cap.ln.find((l) => l.rel === 'up')?.href, r.sourceDescription);
+    assert.equal(cap.ln.find((l) => l.rel === 'describedby')?.href, `${BASE}about-data.html`);
     const rlLoc = cap.entries.find((e) => e.md?.capability === 'resourcelist')!.loc;
     assert.equal(rlLoc, r.resourceLists[0]);
     const rl = readDoc(out.dir, rlLoc);
@@ -354,6 +364,38 @@ void test('overlapping publish calls for the same set run one after the other', 
     assert.deepEqual([r1.changes.created, r2.changes.created, r3.changes.created], [1, 0, 0]);
     const cl = readDoc(out.dir, `${BASE}.resourcesync/data/changelist.xml`);
     assert.deepEqual(cl.entries.map((e) => urlToPath(BASE, e.loc)), ['b.txt']);
+  } finally {
+    await src.cleanup();
+    await out.cleanup();
+  }
+});
+
+void test('a file altered between the scan and its packaging drops that Resource Dump until the next run', async () => {
+  const src = await tempDir();
+  const out = await tempDir();
+  try {
+    write(src.dir, { 'a.txt': 'aaaa', 'b.txt': 'bbbb' });
+    let sabotage = true;
+    const opts: PublishOptions = {
+      sets: [{ name: 'data', dir: src.dir }],
+      baseUrl: BASE,
+      outDir: out.dir,
+      dumps: true,
+      now: clock(),
+      onProgress: (p) => {
+        if (p.phase === 'dumps' && sabotage) writeFileSync(join(src.dir, 'b.txt'), 'BBBB'); // same length, new content
+      },
+    };
+    await publish(opts);
+    const cap = readDoc(out.dir, `${BASE}.resourcesync/data/capabilitylist.xml`);
+    assert.ok(!cap.entries.some((e) => e.md?.capability === 'resourcedump'), 'no Resource Dump advertised yet');
+    assert.ok(!readdirSync(join(out.dir, '.resourcesync', 'data')).some((n) => n.endsWith('.zip')));
+    sabotage = false;
+    const r = await publish(opts);
+    assert.equal(r.changes.updated, 1);
+    const rd = readDoc(out.dir, `${BASE}.resourcesync/data/resourcedump.xml`);
+    assert.equal(rd.entries.length, 1);
+    await validateTree(out.dir);
   } finally {
     await src.cleanup();
     await out.cleanup();

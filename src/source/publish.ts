@@ -34,8 +34,8 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync } f
 import { copyFile, rename } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import type { HashAlgorithm } from '../core/constants.js';
-import { ResourceSyncError } from '../core/errors.js';
-import type { DocumentHeader, Entry } from '../core/model/types.js';
+import { isResourceSyncError, ResourceSyncError } from '../core/errors.js';
+import type { DocumentHeader, Entry, Ln } from '../core/model/types.js';
 import { writeDocument, writeDocumentSet } from '../core/xml/write-document.js';
 import { formatW3CDatetime } from '../core/w3c-datetime.js';
 import { fileSink, writeFileAtomic } from '../node/file-sink.js';
@@ -52,7 +52,7 @@ import {
   resourceEntry,
   snapshotEntry,
 } from './documents.js';
-import { SnapshotStore, type ChangePeriod, type ChangeRecord, type StoredResource } from './snapshot-store.js';
+import { SnapshotStore, type ChangePeriod, type ChangeRecord, type DumpRecord, type StoredResource } from './snapshot-store.js';
 import { DOCUMENTS_PREFIX, isValidSetName, normalizeBaseUrl, setBaseUrl } from './url-path.js';
 import { writeZipPackage, type PackageItem } from './zip-package.js';
 
@@ -70,7 +70,9 @@ export interface PublishProgress {
 /** Options of `publish`. */
 export interface PublishOptions {
   /** The sets of resources: one Capability List each. Names are URL segments (`[A-Za-z0-9_-][A-Za-z0-9._-]*`). */
-  sets: Array<{ name: string; dir: string }>;
+  sets: Array<{ name: string; dir: string; describedBy?: string }>;
+  /** URL of a document describing the Source: the Source Description's `rel="describedby"` link (§8). */
+  describedBy?: string;
   /** Where `outDir` is served, e.g. `https://example.com/` (a trailing `/` is added). */
   baseUrl: string;
   /** The publish folder. */
@@ -226,14 +228,19 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
   const results: SetResult[] = [];
   for (const set of options.sets) {
     if (ctx.signal?.aborted) throw new ResourceSyncError('RS_ABORTED', 'Publication aborted.', { cause: ctx.signal.reason });
-    results.push(await publishSet(ctx, { name: set.name, dir: resolve(set.dir) }));
+    results.push(await publishSet(ctx, { name: set.name, dir: resolve(set.dir), ...(set.describedBy !== undefined ? { describedBy: set.describedBy } : {}) }));
   }
 
   // Source Description (§8) at the well-known URI (§6.3.2), and robots.txt (§6.3.4)
   await writeDoc(
     join(outDir, '.well-known', 'resourcesync'),
-    header('urlset', { capability: 'description' }),
-    results.map((r) => capabilityEntry(r.capabilityList, 'capabilitylist')),
+    header('urlset', { capability: 'description' }, undefined, undefined, describedBy(options.describedBy)),
+    results.map((r, i) => {
+      const e = capabilityEntry(r.capabilityList, 'capabilitylist');
+      const d = options.sets[i]!.describedBy;
+      if (d !== undefined) e.ln = describedBy(d);
+      return e;
+    }),
   );
   const robots = `User-agent: *\nDisallow:\n\n${results.map((r) => `Sitemap: ${r.resourceList}\n`).join('')}`;
   await writeFileAtomic(join(outDir, 'robots.txt'), [Buffer.from(robots)]);
@@ -251,6 +258,10 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
     },
     resources: sum(results, 'resources'),
   };
+}
+
+function describedBy(href: string | undefined): Ln[] {
+  return href === undefined ? [] : [{ rel: 'describedby', href }];
 }
 
 function sum(rs: SetResult[], k: 'created' | 'updated' | 'deleted' | 'resources'): number {
@@ -280,7 +291,7 @@ export function storeFile(set: { name: string; dir: string }, stateDir?: string)
 /** Publications in progress, by store file: overlapping calls for the same set run one after the other. */
 const running = new Map<string, Promise<unknown>>();
 
-async function publishSet(ctx: Context, set: { name: string; dir: string }): Promise<SetResult> {
+async function publishSet(ctx: Context, set: { name: string; dir: string; describedBy?: string }): Promise<SetResult> {
   const key = storeFile(set, ctx.stateDir);
   const before = running.get(key) ?? Promise.resolve();
   const mine = before.then(
@@ -296,7 +307,7 @@ async function publishSet(ctx: Context, set: { name: string; dir: string }): Pro
   }
 }
 
-async function publishSetNow(ctx: Context, set: { name: string; dir: string }): Promise<SetResult> {
+async function publishSetNow(ctx: Context, set: { name: string; dir: string; describedBy?: string }): Promise<SetResult> {
   const docDir = join(ctx.outDir, DOCUMENTS_PREFIX, set.name);
   const docUrl = `${ctx.baseUrl}${DOCUMENTS_PREFIX}/${set.name}/`;
   const u = (name: string): string => docUrl + name;
@@ -435,12 +446,12 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string }): 
       progress('dumps');
       const rd = await resourceDump(ctx, store, set, { docUrl, capUrl, resBase, at: r.at, completed, rebuild: fresh || changed });
       documents.push(...rd.documents);
-      caps.push(capabilityEntry(u('resourcedump.xml'), 'resourcedump'));
+      if (rd.available) caps.push(capabilityEntry(u('resourcedump.xml'), 'resourcedump'));
       caps.push(capabilityEntry(indexUrl ?? u('changelist.xml'), 'changelist'));
       const cd = await changeDump(ctx, store, set, { docUrl, capUrl, resBase, bitDir, closed, open, fresh });
       documents.push(...cd);
       caps.push(capabilityEntry(u('changedump.xml'), 'changedump'));
-      caps.push(capabilityEntry(u('resourcedump-archive.xml'), 'resourcedump-archive'));
+      if (rd.available) caps.push(capabilityEntry(u('resourcedump-archive.xml'), 'resourcedump-archive'));
     } else {
       caps.push(capabilityEntry(indexUrl ?? u('changelist.xml'), 'changelist'));
     }
@@ -448,7 +459,7 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string }): 
     if (closed.length > 0) caps.push(capabilityEntry(u('changelist-archive.xml'), 'changelist-archive'));
 
     // 5. Capability List (§9)
-    await writeDoc(f('capabilitylist.xml'), header('urlset', { capability: 'capabilitylist' }, ctx.sdUrl), caps);
+    await writeDoc(f('capabilitylist.xml'), header('urlset', { capability: 'capabilitylist' }, ctx.sdUrl, undefined, describedBy(set.describedBy)), caps);
     documents.push(capUrl);
     store.setMeta('published_config', config);
     return { capabilityList: capUrl, resourceList: rlUrl, documents, created: r.created, updated: r.updated, deleted: r.deleted, resources: r.resources };
@@ -469,11 +480,11 @@ async function resourceDump(
   store: SnapshotStore,
   set: { name: string; dir: string },
   o: { docUrl: string; capUrl: string; resBase: string; at: number; completed: number; rebuild: boolean },
-): Promise<{ documents: string[] }> {
+): Promise<{ documents: string[]; available: boolean }> {
   const u = (name: string): string => o.docUrl + name;
   const f = (name: string): string => join(ctx.outDir, DOCUMENTS_PREFIX, set.name, name);
   let dumps = store.dumps('resourcedump');
-  if (o.rebuild || dumps.length === 0 || !existsSync(f('resourcedump.xml'))) {
+  if (o.rebuild || dumps.length === 0 || store.getMeta('rd_stale') === '1' || !existsSync(f('resourcedump.xml'))) {
     const n = Number(store.getMeta('rd_seq') ?? '0') + 1;
     store.setMeta('rd_seq', String(n));
     const prefix = `resourcedump-${n}`;
@@ -508,19 +519,29 @@ async function resourceDump(
     const maxPkg = ctx.dumps!.maxPackageBytes;
     const perPackage = Math.min(ctx.maxEntries, 50_000);
     // Streams the snapshot: nothing writes to the store until the loop ends.
-    for (const x of store.resources()) {
-      if (batch.length > 0 && (bytes + x.size > maxPkg || batch.length >= perPackage)) {
-        await flush();
+    try {
+      for (const x of store.resources()) {
+        if (batch.length > 0 && (bytes + x.size > maxPkg || batch.length >= perPackage)) {
+          await flush();
+        }
+        batch.push(x);
+        bytes += x.size;
       }
-      batch.push(x);
-      bytes += x.size;
+      if (batch.length > 0) await flush();
+    } catch (err) {
+      // A file changed or went away since the scan: drop this dump, keep the previous one, retry next run.
+      const gone = (err as { code?: string; cause?: { code?: string } }).cause?.code === 'ENOENT';
+      if (!isResourceSyncError(err, 'RS_HASH_MISMATCH') && !(isResourceSyncError(err, 'RS_ZIP') && gone)) throw err;
+      for (const name of [...files.zips, ...files.manifests]) rmSync(f(name), { force: true });
+      store.setMeta('rd_stale', '1');
+      return { documents: dumps.length > 0 ? dumpDocuments(dumps, u) : [], available: dumps.length > 0 };
     }
-    if (batch.length > 0) await flush();
     const done = ctx.now();
     const h = header('urlset', atMd('resourcedump', o.at, done), o.capUrl);
     await writeDoc(f(files.doc), h, entries);
     await writeDoc(f('resourcedump.xml'), h, entries);
     store.addDump({ kind: 'resourcedump', at: o.at, completed: done, data: JSON.stringify(files) });
+    store.setMeta('rd_stale', '0');
     dumps = store.dumps('resourcedump');
   }
   const keepDumps = ctx.retention ?? DEFAULT_SNAPSHOT_RETENTION;
@@ -541,12 +562,16 @@ async function resourceDump(
       return e;
     }),
   );
+  return { documents: dumpDocuments(dumps, u), available: true };
+}
+
+function dumpDocuments(dumps: DumpRecord[], u: (name: string) => string): string[] {
   const documents = [u('resourcedump.xml'), u('resourcedump-archive.xml')];
   for (const d of dumps) {
     const files = JSON.parse(d.data) as DumpFiles;
     documents.push(...[files.doc, ...files.zips, ...files.manifests].map(u));
   }
-  return { documents };
+  return documents;
 }
 
 interface ChangePackage {

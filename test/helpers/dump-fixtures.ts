@@ -21,13 +21,23 @@ function esc(s: string): string {
 }
 
 /** A Resource Dump Manifest or Change Dump Manifest. @see Z39.99 §11.2, §13.2 */
-export function manifestXml(capability: 'resourcedump-manifest' | 'changedump-manifest', items: ManifestItem[], up = 'http://127.0.0.1/capabilitylist.xml'): string {
+export function manifestXml(
+  capability: 'resourcedump-manifest' | 'changedump-manifest',
+  items: ManifestItem[],
+  up = 'http://127.0.0.1/capabilitylist.xml',
+): string {
   const time = capability === 'resourcedump-manifest' ? 'at="2013-01-03T09:00:00Z"' : 'from="2013-01-02T00:00:00Z"';
   const urls = items.map((it) => {
     const attrs: string[] = [];
     if (it.change) attrs.push(`change="${it.change}"`);
-    const hash = it.hash === undefined ? (it.data === undefined ? undefined : `md5:${md5(it.data)} sha-256:${sha256(it.data)}`) : it.hash;
-    const length = it.length === undefined ? (it.data === undefined ? undefined : String(Buffer.byteLength(it.data))) : it.length;
+    const hash =
+      it.hash === undefined
+        ? it.data === undefined
+          ? undefined
+          : `md5:${md5(it.data)} sha-256:${sha256(it.data)}`
+        : it.hash;
+    const length =
+      it.length === undefined ? (it.data === undefined ? undefined : String(Buffer.byteLength(it.data))) : it.length;
     if (hash !== null && hash !== undefined) attrs.push(`hash="${hash}"`);
     if (length !== null && length !== undefined) attrs.push(`length="${length}"`);
     if (it.path !== undefined) attrs.push(`path="${esc(it.path)}"`);
@@ -51,7 +61,11 @@ export interface PackageItem {
 }
 
 /** A Resource Dump / Change Dump (or their index with `root: 'sitemapindex'`). */
-export function dumpXml(capability: 'resourcedump' | 'changedump', packages: PackageItem[], root: 'urlset' | 'sitemapindex' = 'urlset'): string {
+export function dumpXml(
+  capability: 'resourcedump' | 'changedump',
+  packages: PackageItem[],
+  root: 'urlset' | 'sitemapindex' = 'urlset',
+): string {
   const time = capability === 'resourcedump' ? 'at="2013-01-03T09:00:00Z"' : 'from="2013-01-01T00:00:00Z"';
   const child = root === 'urlset' ? 'url' : 'sitemap';
   const urls = packages.map((p) => {
@@ -72,9 +86,12 @@ export function dumpXml(capability: 'resourcedump' | 'changedump', packages: Pac
 }
 
 /** A real ZIP written by yazl; `compress` per file (default true). */
-export async function yazlZip(files: Array<{ name: string; data: Uint8Array | string; compress?: boolean }>): Promise<Buffer> {
+export async function yazlZip(
+  files: Array<{ name: string; data: Uint8Array | string; compress?: boolean }>,
+): Promise<Buffer> {
   const zip = new yazl.ZipFile();
-  for (const f of files) zip.addBuffer(Buffer.from(f.data), f.name, { compress: f.compress ?? true, mtime: new Date(Date.UTC(2013, 0, 3)) });
+  for (const f of files)
+    zip.addBuffer(Buffer.from(f.data), f.name, { compress: f.compress ?? true, mtime: new Date(Date.UTC(2013, 0, 3)) });
   zip.end();
   const chunks: Buffer[] = [];
   for await (const c of zip.outputStream as AsyncIterable<Buffer>) chunks.push(c);

@@ -26,7 +26,9 @@ Options:
   --changelist-period S   close the open Change List after S seconds (checked at each run)
   --dumps                 also write a Resource Dump and a Change Dump (ZIP packages)
   --package-size BYTES    bytes of bitstreams per dump package (default 104857600)
-  --retention N           closed Change Lists and Resource Dumps kept (default: all)
+  --retention N           closed Change Lists, Resource Lists and Resource Dumps kept
+                          (default: every Change List, 5 Resource Lists, 5 Resource Dumps)
+  --described-by URL      a page describing the Source (rel="describedby" of the Source Description)
   --json                  print a JSON summary on stdout
   -h, --help              this help
 
@@ -81,6 +83,7 @@ export async function run(args: string[]): Promise<number> {
         dumps: { type: 'boolean' },
         'package-size': { type: 'string' },
         retention: { type: 'string' },
+        'described-by': { type: 'string' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -114,6 +117,7 @@ export async function run(args: string[]): Promise<number> {
       ...(values.state !== undefined ? { stateDir: values.state } : {}),
       ...(maxEntries !== undefined ? { maxEntries } : {}),
       ...(retention !== undefined ? { retention } : {}),
+      ...(values['described-by'] !== undefined ? { describedBy: values['described-by'] } : {}),
       ...(values.dumps === true ? { dumps: packageSize !== undefined ? { maxPackageBytes: packageSize } : true } : {}),
     };
   } catch (err) {

@@ -12,30 +12,7 @@ import { basename, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { createSourceCore, type CoreHandler, type CoreResponse, type SourceCore } from '../../server/core.js';
 import { serve, type RunningServer } from '../../server/node-adapter.js';
 import { watchSources, type SourceWatcher } from '../../server/watch.js';
-
-/** The contract of `src/source/publish.ts` (helper "source"). */
-interface PublishOptions {
-  sets: Array<{ name: string; dir: string }>;
-  baseUrl: string;
-  outDir: string;
-  stateDir?: string;
-  signal?: AbortSignal;
-}
-interface PublishResult {
-  sourceDescription: string;
-  capabilityLists: string[];
-  resourceLists: string[];
-  documents: string[];
-  changes: { created: number; updated: number; deleted: number };
-  resources: number;
-}
-type Publish = (options: PublishOptions) => Promise<PublishResult>;
-
-async function loadPublish(): Promise<Publish> {
-  const specifier = '../../source/publish.js';
-  const mod = (await import(specifier)) as { publish: Publish };
-  return mod.publish;
-}
+import { publish, type PublishOptions, type PublishResult } from '../../source/publish.js';
 
 const HELP = `Usage: resourcesync serve <dir>... [options]
 
@@ -149,7 +126,6 @@ export async function run(args: string[]): Promise<number> {
 
   const verbose = values.verbose === true;
   const log = (line: string): void => void process.stderr.write(`${line}\n`);
-  const publish = await loadPublish();
   const ac = new AbortController();
   const stop = (): void => ac.abort();
   process.once('SIGINT', stop);
@@ -211,13 +187,15 @@ export async function run(args: string[]): Promise<number> {
   if (watcher !== undefined) await watcher.flush();
   else await publishOnce().catch(() => undefined);
   if (first?.result === undefined) {
-    log(`resourcesync serve: publishing failed: ${message(first?.error ?? 'aborted')}`);
+    // a signal during the first publication is a clean stop, not a failure
+    const stopped = ac.signal.aborted;
+    if (!stopped) log(`resourcesync serve: publishing failed: ${message(first?.error ?? 'no result')}`);
     ac.abort();
     await running.closed;
     await watcher?.close();
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);
-    return 1;
+    return stopped ? 0 : 1;
   }
   const result = first.result;
   if (verbose) log(`published ${result.resources} resources (${result.documents.length} documents)`);

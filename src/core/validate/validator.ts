@@ -35,6 +35,8 @@ export interface Validator {
 export interface EntrySource {
   header: DocumentHeader;
   entries: AsyncIterable<Entry> | Iterable<Entry>;
+  /** The same entries in arrays (the parser's `batches`); used instead of `entries` when present. */
+  batches?: AsyncIterable<readonly Entry[]>;
   /** The parser's structural notes; read after the entries, as they grow while reading. */
   notes?: readonly ParseNote[];
 }
@@ -139,8 +141,16 @@ function isSingleKnownHash(v: string): boolean {
  */
 function fingerprint(s: string): number {
   let a = 0x811c9dc5 | 0;
-  let b = 0x01000193 ^ 0x5bd1e995;
-  for (let i = 0; i < s.length; i++) {
+  let b = 0x01000193 ^ 0x5bd1e995 ^ s.length;
+  const n = s.length - 1;
+  let i = 0;
+  // Two UTF-16 units per step: half the multiplications.
+  for (; i < n; i += 2) {
+    const c = s.charCodeAt(i) | (s.charCodeAt(i + 1) << 16);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x5bd1e995) ^ (b >>> 15);
+  }
+  if (i === n) {
     const c = s.charCodeAt(i);
     a = Math.imul(a ^ c, 0x01000193);
     b = Math.imul(b ^ c, 0x5bd1e995) ^ (b >>> 15);
@@ -783,9 +793,16 @@ export function validateDocument(doc: ResourceSyncDocument, options: ValidateOpt
 export async function validate(reader: EntrySource, options: ValidateOptions = {}): Promise<{ issues: ValidationIssue[]; entries: number }> {
   const v = createValidator(reader.header, options);
   let entries = 0;
-  for await (const e of reader.entries) {
-    v.entry(e);
-    entries++;
+  if (reader.batches !== undefined) {
+    for await (const batch of reader.batches) {
+      for (const e of batch) v.entry(e);
+      entries += batch.length;
+    }
+  } else {
+    for await (const e of reader.entries) {
+      v.entry(e);
+      entries++;
+    }
   }
   return { issues: v.end(reader.notes), entries };
 }

@@ -11,10 +11,10 @@ import type {
   ParseNoteCode,
 } from '../model/types.js';
 import { ForeignCapture } from './foreign-capture.js';
-import type { XmlElement, XmlHandler } from './xml-reader.js';
+import { scanEntry, type FastEntryContext } from './fast-entry.js';
+import type { XmlAttribute, XmlHandler } from './xml-reader.js';
+import type { ResolvedName } from './namespaces.js';
 
-const MD_KEYS = new Set<string>(['capability', 'at', 'completed', 'from', 'until', 'change', 'datetime', 'encoding', 'hash', 'length', 'path', 'type']);
-const LN_KEYS = new Set<string>(['rel', 'href', 'hash', 'length', 'modified', 'path', 'pri', 'type', 'encoding']);
 const ENTRY_FIELDS = new Set<string>(['loc', 'lastmod', 'changefreq', 'priority']);
 
 type Field = 'loc' | 'lastmod' | 'changefreq' | 'priority';
@@ -42,11 +42,16 @@ export class DocumentBuilder implements XmlHandler {
   private capture: ForeignCapture | undefined;
   private captureTarget: ForeignElement[] | undefined;
   private entryMdSeen = false;
+  /** Set when the root allows the fast path for entries (default namespace = Sitemaps). */
+  private fast: (FastEntryContext & { open: string }) | undefined;
 
   /** Set by the reader's owner: the line of an element's start tag (see XmlReader.lineAt). */
   lineAt: (pos: number) => number = () => 0;
 
-  constructor(private readonly maxEntries: number) {}
+  constructor(
+    private readonly maxEntries: number,
+    private readonly maxValueLength: number,
+  ) {}
 
   get wantsWhitespace(): boolean {
     return this.capture !== undefined;
@@ -56,60 +61,85 @@ export class DocumentBuilder implements XmlHandler {
     if (this.notes.length < 1000) this.notes.push({ code, line, message });
   }
 
-  start(el: XmlElement, selfClosing: boolean): void {
+  start(
+    el: ResolvedName,
+    attrs: XmlAttribute[],
+    decls: [string, string][] | undefined,
+    pos: number,
+    selfClosing: boolean,
+  ): void {
     const depth = this.depth++;
     if (this.capture) {
-      this.capture.start(el);
+      this.capture.start(el, attrs);
       return;
     }
     if (this.skipDepth > 0) {
       this.skipDepth++;
       return;
     }
-    if (depth === 0) return this.root(el);
-    if (depth === 1) return this.topLevel(el, selfClosing);
-    if (depth === 2 && this.entry) return this.entryChild(el);
+    if (depth === 0) return this.root(el, attrs, decls, pos);
+    if (depth === 1) return this.topLevel(el, attrs, pos, selfClosing);
+    if (depth === 2 && this.entry) return this.entryChild(el, attrs, pos);
     // Inside <loc> and friends.
-    this.note('unexpected-element', this.lineAt(el.pos), `<${el.qname}> inside <${this.field ?? 'entry'}> is ignored`);
+    this.note('unexpected-element', this.lineAt(pos), `<${el.qname}> inside <${this.field ?? 'entry'}> is ignored`);
     this.skipDepth = 1;
   }
 
-  private root(el: XmlElement): void {
+  private root(el: ResolvedName, attrs: XmlAttribute[], decls: [string, string][] | undefined, pos: number): void {
     const local = el.local;
     if (local !== 'urlset' && local !== 'sitemapindex') {
-      throw new ResourceSyncError('RS_NOT_RESOURCESYNC', `Line ${this.lineAt(el.pos)}: root element <${el.qname}> is not <urlset> or <sitemapindex>, so this is not a ResourceSync document.`, {
-        data: { line: this.lineAt(el.pos), root: el.qname },
-      });
+      throw new ResourceSyncError(
+        'RS_NOT_RESOURCESYNC',
+        `Line ${this.lineAt(pos)}: root element <${el.qname}> is not <urlset> or <sitemapindex>, so this is not a ResourceSync document.`,
+        {
+          data: { line: this.lineAt(pos), root: el.qname },
+        },
+      );
     }
     if (el.ns !== SITEMAP_NS) {
-      this.note('wrong-namespace', this.lineAt(el.pos), `root <${el.qname}> is in namespace '${el.ns}', not the Sitemap namespace '${SITEMAP_NS}'`);
+      this.note(
+        'wrong-namespace',
+        this.lineAt(pos),
+        `root <${el.qname}> is in namespace '${el.ns}', not the Sitemap namespace '${SITEMAP_NS}'`,
+      );
     }
     const header: DocumentHeader = { root: local, ln: [] };
-    if (el.decls) {
-      for (const [prefix, uri] of el.decls) {
+    if (decls) {
+      for (const [prefix, uri] of decls) {
         if (uri === SITEMAP_NS || uri === RS_NS) continue;
         (header.namespaces ??= {})[prefix] = uri;
       }
     }
-    if (el.attrs.length > 0) header.attributes = el.attrs.map(foreign);
+    if (attrs.length > 0) header.attributes = attrs.map(foreign);
     this.header = header;
+    if (el.ns === SITEMAP_NS && el.prefix === '') {
+      const element = header.root === 'urlset' ? 'url' : 'sitemap';
+      const rs = decls?.find(([prefix, uri]) => uri === RS_NS && prefix !== '')?.[0];
+      this.fast = {
+        element,
+        mdOpen: rs === undefined ? '' : `<${rs}:md`,
+        lnOpen: rs === undefined ? '' : `<${rs}:ln`,
+        maxValueLength: this.maxValueLength,
+        open: `<${element}>`,
+      };
+    }
   }
 
-  private topLevel(el: XmlElement, selfClosing: boolean): void {
+  private topLevel(el: ResolvedName, attrs: XmlAttribute[], pos: number, selfClosing: boolean): void {
     const header = this.header!;
     const ns = el.ns;
     if (ns === RS_NS && (el.local === 'md' || el.local === 'ln')) {
       if (this.headerReady && this.entryCount + (this.entry ? 1 : 0) > 0) {
-        this.note('header-after-entries', this.lineAt(el.pos), `top-level <${el.qname}> after the first entry`);
+        this.note('header-after-entries', this.lineAt(pos), `top-level <${el.qname}> after the first entry`);
       }
       if (el.local === 'md') {
-        if (header.md) this.note('md-repeated', this.lineAt(el.pos), 'a second top-level <rs:md> is ignored');
+        if (header.md) this.note('md-repeated', this.lineAt(pos), 'a second top-level <rs:md> is ignored');
         else {
-          header.md = this.md(el);
-          header.mdLine = this.lineAt(el.pos);
+          header.md = this.md(el, attrs, pos);
+          header.mdLine = this.lineAt(pos);
         }
       } else {
-        header.ln.push(this.ln(el));
+        header.ln.push(this.ln(el, attrs, pos));
       }
       if (!selfClosing) this.skipDepth = 1; // rs:md / rs:ln are empty; ignore any content
       return;
@@ -117,77 +147,167 @@ export class DocumentBuilder implements XmlHandler {
     if (ns === SITEMAP_NS && (el.local === 'url' || el.local === 'sitemap')) {
       const expected = header.root === 'urlset' ? 'url' : 'sitemap';
       if (el.local !== expected) {
-        this.note('child-element-mismatch', this.lineAt(el.pos), `<${el.qname}> in <${header.root}>: expected <${expected}>`);
+        this.note(
+          'child-element-mismatch',
+          this.lineAt(pos),
+          `<${el.qname}> in <${header.root}>: expected <${expected}>`,
+        );
       }
       this.headerReady = true;
-      this.entry = { loc: '', line: this.lineAt(el.pos) };
+      this.entry = { loc: '', line: this.lineAt(pos) };
       this.entryMdSeen = false;
       return;
     }
     if (ns === SITEMAP_NS || ns === RS_NS) {
-      this.note('unknown-element', this.lineAt(el.pos), `<${el.qname}> has no place at the top level; kept as an extension`);
+      this.note(
+        'unknown-element',
+        this.lineAt(pos),
+        `<${el.qname}> has no place at the top level; kept as an extension`,
+      );
     }
-    this.startCapture(el, (header.extensions ??= []));
+    this.startCapture(el, attrs, (header.extensions ??= []));
   }
 
-  private entryChild(el: XmlElement): void {
+  private entryChild(el: ResolvedName, attrs: XmlAttribute[], pos: number): void {
     const entry = this.entry!;
     const ns = el.ns;
     if (ns === SITEMAP_NS && ENTRY_FIELDS.has(el.local)) {
       const f = el.local as Field;
       if (f === 'loc' ? entry.loc !== '' : entry[f] !== undefined) {
-        this.note('element-repeated', this.lineAt(el.pos), `a second <${el.qname}> in one entry; the last one is kept`);
+        this.note('element-repeated', this.lineAt(pos), `a second <${el.qname}> in one entry; the last one is kept`);
       }
       this.field = f;
       this.fieldText = '';
       return;
     }
     if (ns === RS_NS && el.local === 'md') {
-      if (this.entryMdSeen) this.note('md-repeated', this.lineAt(el.pos), 'a second <rs:md> in one entry is ignored');
-      else entry.md = this.md(el);
+      if (this.entryMdSeen) this.note('md-repeated', this.lineAt(pos), 'a second <rs:md> in one entry is ignored');
+      else entry.md = this.md(el, attrs, pos);
       this.entryMdSeen = true;
       this.skipDepth = 1;
       return;
     }
     if (ns === RS_NS && el.local === 'ln') {
-      (entry.ln ??= []).push(this.ln(el));
+      (entry.ln ??= []).push(this.ln(el, attrs, pos));
       this.skipDepth = 1;
       return;
     }
     if (ns === SITEMAP_NS || ns === RS_NS) {
-      this.note('unknown-element', this.lineAt(el.pos), `<${el.qname}> has no place in an entry; kept as an extension`);
+      this.note('unknown-element', this.lineAt(pos), `<${el.qname}> has no place in an entry; kept as an extension`);
     }
-    this.startCapture(el, (entry.extensions ??= []));
+    this.startCapture(el, attrs, (entry.extensions ??= []));
   }
 
-  private startCapture(el: XmlElement, target: ForeignElement[]): void {
-    this.capture = new ForeignCapture(el);
+  private startCapture(el: ResolvedName, attrs: XmlAttribute[], target: ForeignElement[]): void {
+    this.capture = new ForeignCapture(el, attrs);
     this.captureTarget = target;
   }
 
-  private attributes<T extends Md | Ln>(el: XmlElement, keys: Set<string>, target: T): T {
-    const t = target as Record<string, unknown>;
-    for (const a of el.attrs) {
-      if (a.ns === '' && keys.has(a.local)) {
-        t[a.local] = a.value;
+  /** Anything but a ResourceSync attribute: kept in `extra`, noted when it looks like a mistake. */
+  private extra(target: Md | Ln, el: ResolvedName, a: XmlAttribute, pos: number): void {
+    if (a.ns === RS_NS) {
+      this.note('rs-attribute-prefixed', this.lineAt(pos), `attribute '${a.qname}' must not have a namespace prefix`);
+    } else if (a.ns === '') {
+      this.note('unknown-attribute', this.lineAt(pos), `attribute '${a.local}' is not defined on <${el.qname}>`);
+    }
+    (target.extra ??= []).push(foreign(a));
+  }
+
+  /** `rs:md`: the attributes of Z39.99 §7 Table 3, plus 1.1's `datetime`. */
+  private md(el: ResolvedName, attrs: XmlAttribute[], pos: number): Md {
+    const md: Md = {};
+    for (const a of attrs) {
+      const v = a.value;
+      if (a.ns !== '') {
+        this.extra(md, el, a, pos);
         continue;
       }
-      if (a.ns === RS_NS) {
-        this.note('rs-attribute-prefixed', this.lineAt(el.pos), `attribute '${a.qname}' must not have a namespace prefix`);
-      } else if (a.ns === '') {
-        this.note('unknown-attribute', this.lineAt(el.pos), `attribute '${a.local}' is not defined on <${el.qname}>`);
+      switch (a.local) {
+        case 'capability':
+          md.capability = v;
+          break;
+        case 'at':
+          md.at = v;
+          break;
+        case 'completed':
+          md.completed = v;
+          break;
+        case 'from':
+          md.from = v;
+          break;
+        case 'until':
+          md.until = v;
+          break;
+        case 'change':
+          md.change = v;
+          break;
+        case 'datetime':
+          md.datetime = v;
+          break;
+        case 'encoding':
+          md.encoding = v;
+          break;
+        case 'hash':
+          md.hash = v;
+          break;
+        case 'length':
+          md.length = v;
+          break;
+        case 'path':
+          md.path = v;
+          break;
+        case 'type':
+          md.type = v;
+          break;
+        default:
+          this.extra(md, el, a, pos);
       }
-      ((t.extra as ForeignAttribute[] | undefined) ?? (t.extra = [] as ForeignAttribute[])).push(foreign(a));
     }
-    return target;
+    return md;
   }
 
-  private md(el: XmlElement): Md {
-    return this.attributes(el, MD_KEYS, {});
-  }
-
-  private ln(el: XmlElement): Ln {
-    return this.attributes(el, LN_KEYS, {});
+  /** `rs:ln`: the attributes of Z39.99 §7 Table 3. */
+  private ln(el: ResolvedName, attrs: XmlAttribute[], pos: number): Ln {
+    const ln: Ln = {};
+    for (const a of attrs) {
+      const v = a.value;
+      if (a.ns !== '') {
+        this.extra(ln, el, a, pos);
+        continue;
+      }
+      switch (a.local) {
+        case 'rel':
+          ln.rel = v;
+          break;
+        case 'href':
+          ln.href = v;
+          break;
+        case 'hash':
+          ln.hash = v;
+          break;
+        case 'length':
+          ln.length = v;
+          break;
+        case 'modified':
+          ln.modified = v;
+          break;
+        case 'path':
+          ln.path = v;
+          break;
+        case 'pri':
+          ln.pri = v;
+          break;
+        case 'type':
+          ln.type = v;
+          break;
+        case 'encoding':
+          ln.encoding = v;
+          break;
+        default:
+          this.extra(ln, el, a, pos);
+      }
+    }
+    return ln;
   }
 
   text(value: string): void {
@@ -198,11 +318,37 @@ export class DocumentBuilder implements XmlHandler {
       return;
     }
     if (/\S/.test(value)) {
-      this.note('unexpected-text', this.entry?.line ?? 0, `text '${value.trim().slice(0, 40)}' where only elements belong`);
+      this.note(
+        'unexpected-text',
+        this.entry?.line ?? 0,
+        `text '${value.trim().slice(0, 40)}' where only elements belong`,
+      );
     }
   }
 
-  end(el: XmlElement): void {
+  /** The fast path for a whole entry (see fast-entry.ts); -1 leaves it to the events. */
+  fastChild(buf: string, pos: number): number {
+    const fast = this.fast;
+    if (fast === undefined || this.capture !== undefined || this.skipDepth > 0 || !buf.startsWith(fast.open, pos)) return -1;
+    const r = scanEntry(buf, pos, fast, this.lineAt(pos));
+    if (r === undefined) return -1;
+    this.headerReady = true;
+    this.accept(r.entry);
+    return r.end;
+  }
+
+  private accept(entry: Entry): void {
+    if (++this.entryCount > this.maxEntries) {
+      throw new ResourceSyncError(
+        'RS_LIMIT_ENTRIES',
+        `Line ${entry.line ?? 0}: more than ${this.maxEntries} entries (the Sitemaps limit adopted by Z39.99 §7; raise limits.maxEntries to read more).`,
+        { data: { line: entry.line, limit: this.maxEntries } },
+      );
+    }
+    this.queue.push(entry);
+  }
+
+  end(el: ResolvedName): void {
     const depth = --this.depth;
     if (this.capture) {
       if (this.capture.end(el)) {
@@ -225,12 +371,7 @@ export class DocumentBuilder implements XmlHandler {
     if (depth === 1 && this.entry) {
       const entry = this.entry;
       this.entry = undefined;
-      if (++this.entryCount > this.maxEntries) {
-        throw new ResourceSyncError('RS_LIMIT_ENTRIES', `Line ${entry.line ?? 0}: more than ${this.maxEntries} entries (the Sitemaps limit adopted by Z39.99 §7; raise limits.maxEntries to read more).`, {
-          data: { line: entry.line, limit: this.maxEntries },
-        });
-      }
-      this.queue.push(entry);
+      this.accept(entry);
       return;
     }
     if (depth === 0) this.headerReady = true;

@@ -1,5 +1,6 @@
 import type { ForeignElement } from '../model/types.js';
-import type { XmlElement } from './xml-reader.js';
+import type { XmlAttribute } from './xml-reader.js';
+import type { ResolvedName } from './namespaces.js';
 import { escapeAttribute, escapeText } from './escape.js';
 
 /**
@@ -11,14 +12,14 @@ export class ForeignCapture {
   private readonly parts: string[] = [];
   private depth = 0;
   private readonly scopes: Map<string, string>[] = [];
-  private readonly top: XmlElement;
+  private readonly top: ResolvedName;
 
-  constructor(el: XmlElement) {
+  constructor(el: ResolvedName, attrs: XmlAttribute[]) {
     this.top = el;
-    this.start(el);
+    this.start(el, attrs);
   }
 
-  start(el: XmlElement): void {
+  start(el: ResolvedName, attrs: XmlAttribute[]): void {
     this.depth++;
     const parentScope = this.scopes[this.scopes.length - 1];
     let scope = parentScope ?? new Map<string, string>([['', '']]);
@@ -31,10 +32,10 @@ export class ForeignCapture {
       decls += prefix === '' ? ` xmlns="${escapeAttribute(ns)}"` : ` xmlns:${prefix}="${escapeAttribute(ns)}"`;
     };
     need(el.prefix, el.ns);
-    for (const a of el.attrs) if (a.prefix !== '') need(a.prefix, a.ns);
+    for (const a of attrs) if (a.prefix !== '') need(a.prefix, a.ns);
     this.scopes.push(scope);
     let s = `<${el.qname}${decls}`;
-    for (const a of el.attrs) s += ` ${a.qname}="${escapeAttribute(a.value)}"`;
+    for (const a of attrs) s += ` ${a.qname}="${escapeAttribute(a.value)}"`;
     this.parts.push(`${s}>`);
   }
 
@@ -43,7 +44,7 @@ export class ForeignCapture {
   }
 
   /** Returns true when the captured element itself has ended. */
-  end(el: XmlElement): boolean {
+  end(el: ResolvedName): boolean {
     this.parts.push(`</${el.qname}>`);
     this.scopes.pop();
     return --this.depth === 0;

@@ -5,6 +5,8 @@ export const XMLNS_NS = 'http://www.w3.org/2000/xmlns/';
 
 /** A qualified name resolved in a scope. */
 export interface ResolvedName {
+  /** The qualified name as written. */
+  qname: string;
   prefix: string;
   local: string;
   ns: string;
@@ -37,12 +39,12 @@ export class NamespaceScope {
 
   private compute(qname: string): ResolvedName | null {
     const colon = qname.indexOf(':');
-    if (colon < 0) return { prefix: '', local: qname, ns: this.resolve('') ?? '' };
+    if (colon < 0) return { qname, prefix: '', local: qname, ns: this.resolve('') ?? '' };
     const prefix = qname.slice(0, colon);
     const local = qname.slice(colon + 1);
     if (prefix === '' || local === '' || local.includes(':') || notNcNameStart(local.charCodeAt(0))) return null;
     const ns = this.resolve(prefix);
-    return ns === undefined ? null : { prefix, local, ns };
+    return ns === undefined ? null : { qname, prefix, local, ns };
   }
 
   static empty(): NamespaceScope {

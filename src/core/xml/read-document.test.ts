@@ -173,3 +173,36 @@ test('every example of the standard parses', async () => {
     }
   }
 });
+
+test('the fast path for entries reads exactly what the general path reads', async () => {
+  const random = rng(7);
+  const pick = <T>(xs: T[]): T => xs[Math.floor(random() * xs.length)]!;
+  const space = (): string => pick(['', ' ', '\n  ', '\t', '\r\n ']);
+  const values = ['http://e.com/a', ' http://e.com/b ', 'x&amp;y', 'a]b', '<![CDATA[c]]>', 'é😀', '2013-01-01T00:00:00Z', ''];
+  const attrs = ['hash="md5:1584abdf8ebdc9802ac0c6a7402c03b6"', "length='12'", 'type="text/plain"', 'change="created"', 'path="/a"', 'x:y="1"', 'bogus="2"', 'rel="up"', 'href="h&amp;i"', 'pri="1"', 'at="a\tb"'];
+  const children = (): string => {
+    const parts: string[] = [];
+    const n = 1 + Math.floor(random() * 5);
+    for (let i = 0; i < n; i++) {
+      const kind = pick(['loc', 'loc', 'lastmod', 'changefreq', 'priority', 'md', 'ln', 'other', 'comment']);
+      if (kind === 'md' || kind === 'ln') {
+        const a = Array.from({ length: Math.floor(random() * 4) }, () => pick(attrs));
+        if (new Set(a.map((x) => x.split('=')[0])).size !== a.length) continue; // duplicates are not well-formed
+        parts.push(`<rs:${kind}${a.map((x) => ` ${x}`).join('')}${space()}/>`);
+      } else if (kind === 'other') parts.push('<x:e>v</x:e>');
+      else if (kind === 'comment') parts.push('<!-- c -->');
+      else parts.push(`<${kind}>${pick(values)}</${kind}>`);
+    }
+    return parts.map((p) => space() + p).join('') + space();
+  };
+  for (let round = 0; round < 300; round++) {
+    const entries = Array.from({ length: 1 + Math.floor(random() * 4) }, children);
+    const doc = (open: string): string =>
+      `<urlset xmlns="${SITEMAP_NS}" xmlns:rs="${RS_NS}" xmlns:x="http://x">\n<rs:md capability="resourcelist"/>\n` +
+      entries.map((e) => `${open}${e}</url>\n`).join('') +
+      '</urlset>';
+    const fast = await parseDocument(doc('<url>'));
+    const general = await parseDocument(doc('<url >')); // the fast path only takes '<url>'
+    assert.deepEqual(fast, general, doc('<url>'));
+  }
+});

@@ -21,6 +21,12 @@ export interface DocumentReader {
   kind: DocumentKind | undefined;
   /** Entries in document order; iterate once. Memory stays bounded whatever the number of entries. */
   entries: AsyncIterable<Entry>;
+  /**
+   * The same stream as `entries`, as arrays of the entries parsed from each chunk of input: one
+   * `await` per chunk instead of one per entry, for consumers that go through entries fast. Use
+   * either `entries` or `batches`.
+   */
+  batches: AsyncIterable<Entry[]>;
   /** Structural notes (Z39.99 §7 shape problems); grows while entries are read. */
   notes: ParseNote[];
   /** Entries read so far. */
@@ -40,7 +46,7 @@ export interface DocumentReader {
  */
 export async function readDocument(input: ByteInput, options: ReadOptions = {}): Promise<DocumentReader> {
   const limits: Limits = { ...LIMITS, ...options.limits };
-  const builder = new DocumentBuilder(limits.maxEntries);
+  const builder = new DocumentBuilder(limits.maxEntries, limits.maxValueLength);
   const xml = new XmlReader(builder, limits);
   builder.lineAt = (pos) => xml.lineAt(pos);
   const text = decodeInput(input, limits.maxBytes, options.signal);
@@ -69,12 +75,25 @@ export async function readDocument(input: ByteInput, options: ReadOptions = {}):
     throw new ResourceSyncError('RS_XML_MALFORMED', 'Document has no root element.');
   }
 
+  async function* batches(): AsyncGenerator<Entry[]> {
+    const queue = builder.queue;
+    try {
+      for (;;) {
+        // Take the whole queue at once: shifting one by one is quadratic.
+        if (queue.length > 0) yield queue.splice(0, queue.length);
+        else if (ended) return;
+        else await pump();
+      }
+    } finally {
+      if (!ended) await text.return(undefined);
+    }
+  }
+
   async function* entries(): AsyncGenerator<Entry> {
     const queue = builder.queue;
     try {
       for (;;) {
         if (queue.length > 0) {
-          // Take the whole batch at once: shifting one by one is quadratic.
           const batch = queue.splice(0, queue.length);
           for (const e of batch) yield e;
           continue;
@@ -88,16 +107,19 @@ export async function readDocument(input: ByteInput, options: ReadOptions = {}):
   }
 
   const iterator = entries();
+  const batchIterator = batches();
   return {
     header,
     kind: documentKind(header.root, header.md?.capability),
     entries: iterator,
+    batches: batchIterator,
     notes: builder.notes,
     get entryCount() {
       return builder.entryCount;
     },
     async close() {
       await iterator.return(undefined);
+      await batchIterator.return(undefined);
       if (!ended) await text.return(undefined);
     },
   };

@@ -1,7 +1,7 @@
 import { ResourceSyncError, type ErrorCode } from '../errors.js';
 import type { Limits } from '../constants.js';
 import { decodeReferences } from './references.js';
-import { NamespaceScope } from './namespaces.js';
+import { NamespaceScope, type ResolvedName } from './namespaces.js';
 
 /**
  * A strict, streaming, namespace-aware XML 1.0 reader for the XML that ResourceSync uses.
@@ -24,27 +24,24 @@ export interface XmlAttribute {
   value: string;
 }
 
-export interface XmlElement {
-  qname: string;
-  prefix: string;
-  local: string;
-  ns: string;
-  /** Attributes other than namespace declarations. */
-  attrs: XmlAttribute[];
-  /** Namespace declarations made on this element (prefix '' is the default namespace). */
-  decls: [string, string][] | undefined;
-  scope: NamespaceScope;
-  /** Offset of the start tag in the reader's buffer: valid only during the `start` call (see `XmlReader.lineAt`). */
-  pos: number;
-}
-
 export interface XmlHandler {
-  start(el: XmlElement, selfClosing: boolean): void;
-  end(el: XmlElement): void;
+  /**
+   * An element starts. `name` is shared by every element of that name in its scope (do not change
+   * it); `attrs` (namespace declarations excluded) and `decls` are the handler's to keep; `pos` is
+   * the tag's offset, valid for `XmlReader.lineAt` during this call only.
+   */
+  start(name: ResolvedName, attrs: XmlAttribute[], decls: [string, string][] | undefined, pos: number, selfClosing: boolean): void;
+  end(name: ResolvedName): void;
   /** Character data (references decoded, line ends normalised); may arrive in several pieces. */
   text(value: string): void;
   /** When false, runs of white space between elements are not reported (a fast path). */
   readonly wantsWhitespace: boolean;
+  /**
+   * Optional fast path for a whole child element of the root at `pos` ('<'): returns the offset
+   * past it when the handler has read all of it (with the same result as the events would give),
+   * or -1 to have it parsed event by event.
+   */
+  fastChild?(buf: string, pos: number): number;
 }
 
 const NO_ATTRIBUTES: XmlAttribute[] = [];
@@ -53,17 +50,17 @@ const ATTR_SPECIAL = /[<&\t\n\r]/;
 /** Characters that make character data need more than a slice. */
 const TEXT_SPECIAL = /[\]&\r]/;
 
-const NAME_ASCII = new Uint8Array(128);
-for (let c = 0; c < 128; c++) {
-  const ch = String.fromCharCode(c);
-  if (/[A-Za-z_:]/.test(ch)) NAME_ASCII[c] = 2; // start or later
-  else if (/[0-9.-]/.test(ch)) NAME_ASCII[c] = 1; // later only
-}
-// XML 1.0 (fifth edition) NameStartChar / NameChar for non-ASCII code points.
+// XML 1.0 (fifth edition) NameStartChar / NameChar; U+10000–U+EFFFF as surrogate pairs.
 const NAME_START_NON_ASCII =
   /[\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u02FF\u0370-\u037D\u037F-\u1FFF\u200C-\u200D\u2070-\u218F\u2C00-\u2FEF\u3001-\uD7FF\uF900-\uFDCF\uFDF0-\uFFFD]/;
 const NAME_NON_ASCII =
   /[\u00B7\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u037D\u037F-\u1FFF\u200C-\u200D\u203F\u2040\u2070-\u218F\u2C00-\u2FEF\u3001-\uD7FF\uF900-\uFDCF\uFDF0-\uFFFD]/;
+const ASTRAL_NAME_CHAR = '[\\uD800-\\uDB7F][\\uDC00-\\uDFFF]';
+/** An XML Name (sticky): a native regular expression is fast in every tier of the JIT. */
+const NAME = new RegExp(
+  `(?:[A-Za-z_:]|${NAME_START_NON_ASCII.source}|${ASTRAL_NAME_CHAR})(?:[A-Za-z0-9_:.\\-]|${NAME_NON_ASCII.source}|${ASTRAL_NAME_CHAR})*`,
+  'y',
+);
 /** Characters that may not appear anywhere in an XML 1.0 document (lone surrogates cannot survive UTF-8 decoding). */
 // eslint-disable-next-line no-control-regex
 const NOT_CHAR = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/;
@@ -97,7 +94,9 @@ export class XmlReader {
   private base = 0;
   private line = 1;
   private linePos = 0;
-  private readonly stack: XmlElement[] = [];
+  /** Open elements, innermost last, and the namespace scope of each. */
+  private readonly stack: ResolvedName[] = [];
+  private readonly scopes: NamespaceScope[] = [];
   private seenRoot = false;
   private rootClosed = false;
   private seenDecl = false;
@@ -146,7 +145,7 @@ export class XmlReader {
     return this.lineAt(this.pos);
   }
 
-  /** The 1-based line of a buffer offset; offsets must be asked in increasing order (e.g. `XmlElement.pos` during `start`). */
+  /** The 1-based line of a buffer offset; offsets must be asked in increasing order (e.g. the `pos` of `XmlHandler.start` during that call). */
   lineAt(pos: number): number {
     this.advanceLines(pos);
     return this.line;
@@ -195,6 +194,13 @@ export class XmlReader {
         this.textRun(p, lt);
         this.pos = lt;
         continue;
+      }
+      if (this.stack.length === 1 && this.handler.fastChild !== undefined) {
+        const end = this.handler.fastChild(buf, p);
+        if (end > 0) {
+          this.pos = end;
+          continue;
+        }
       }
       try {
         this.pos = this.markup(p);
@@ -321,29 +327,11 @@ export class XmlReader {
   /** End of an XML Name starting at p (p itself if there is none). */
   private nameEnd(p: number): number {
     const buf = this.buf;
-    const len = buf.length;
-    let i = p;
-    let first = true;
-    while (i < len) {
-      const c = buf.charCodeAt(i);
-      if (c < 128) {
-        const k = NAME_ASCII[c]!;
-        if (k === 0 || (first && k === 1)) break;
-      } else if (c >= 0xd800 && c <= 0xdb7f) {
-        // A surrogate pair: U+10000–U+EFFFF are all name characters.
-        const lo = buf.charCodeAt(i + 1);
-        if (Number.isNaN(lo)) throw NEED_MORE;
-        if (lo < 0xdc00 || lo > 0xdfff) break;
-        i++;
-      } else {
-        const ch = buf[i]!;
-        if (!(first ? NAME_START_NON_ASCII : NAME_NON_ASCII).test(ch)) break;
-      }
-      first = false;
-      i++;
-    }
-    if (i === len) throw NEED_MORE;
-    return i;
+    NAME.lastIndex = p;
+    const end = NAME.test(buf) ? NAME.lastIndex : p;
+    // A name running into the end of the buffer may go on in the next chunk.
+    if (end === buf.length) throw NEED_MORE;
+    return end;
   }
 
   /**
@@ -402,6 +390,7 @@ export class XmlReader {
       i = this.skipSpace(i + 1);
       const q = buf.charCodeAt(i);
       if (q !== QUOT && q !== APOS) this.malformedAt(i, `value of attribute '${aname}' is not quoted`);
+      // Native searches rather than a character loop: they are fast before the JIT warms up too.
       const close = buf.indexOf(q === QUOT ? '"' : "'", i + 1);
       if (close < 0 || close - i - 1 > this.limits.maxValueLength) {
         if (close >= 0 || buf.length - i > this.limits.maxValueLength) {
@@ -429,22 +418,22 @@ export class XmlReader {
       i = close + 1;
     }
     // The whole tag is in the buffer: now it is safe to act on it.
-    const parent = this.stack[this.stack.length - 1];
-    let scope = parent ? parent.scope : this.rootScope;
+    let scope = this.scopes.length > 0 ? this.scopes[this.scopes.length - 1]! : this.rootScope;
     if (decls) scope = scope.with(decls);
     if (prefixed) this.resolveAttributes(attrs, scope, p);
     const name = scope.name(qname);
     if (name === undefined) this.malformedAt(p, `'${qname}' is not a valid qualified name, or its prefix is not declared`);
-    const el: XmlElement = { qname, prefix: name.prefix, local: name.local, ns: name.ns, attrs, decls, scope, pos: p };
     this.seenRoot = true;
     this.started = true;
     if (this.stack.length >= this.limits.maxDepth) this.fail('RS_LIMIT_DEPTH', `elements nested deeper than ${this.limits.maxDepth}`);
-    this.stack.push(el);
-    this.handler.start(el, selfClosing);
+    this.stack.push(name);
+    this.scopes.push(scope);
+    this.handler.start(name, attrs, decls, p, selfClosing);
     if (selfClosing) {
       this.stack.pop();
+      this.scopes.pop();
       if (this.stack.length === 0) this.rootClosed = true;
-      this.handler.end(el);
+      this.handler.end(name);
     }
     return i;
   }
@@ -500,6 +489,7 @@ export class XmlReader {
     const gt = after === GT ? nameEnd : this.skipSpace(nameEnd);
     if (buf.charCodeAt(gt) !== GT) this.malformedAt(gt, "malformed end tag: expected '>'");
     this.stack.pop();
+    this.scopes.pop();
     if (this.stack.length === 0) this.rootClosed = true;
     this.handler.end(top);
     return gt + 1;
