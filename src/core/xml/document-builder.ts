@@ -121,6 +121,7 @@ export class DocumentBuilder implements XmlHandler {
         lnOpen: rs === undefined ? '' : `<${rs}:ln`,
         maxValueLength: this.maxValueLength,
         open: `<${element}>`,
+        close: `</${element}>`,
       };
     }
   }

@@ -17,6 +17,8 @@ export interface FastEntryContext {
   /** `<rs:md` and `<rs:ln` with the prefix bound to the ResourceSync namespace on the root; '' if none. */
   mdOpen: string;
   lnOpen: string;
+  /** `</url>` or `</sitemap>`. */
+  close: string;
   maxValueLength: number;
 }
 
@@ -26,9 +28,27 @@ export interface FastEntry {
   end: number;
 }
 
-/** Characters that make a text or attribute value need the general path. */
-const PLAIN_TEXT = /[&\r\]<]/;
-const PLAIN_ATTRIBUTE = /[&\t\n\r<]/;
+/**
+ * Characters that make an entry need the general path wherever they appear in it: references,
+ * carriage returns and tabs (normalised), and ']' (as in ']]>'). Searched once per stretch of the
+ * buffer, not once per value: `nextSpecial` caches where the next one is.
+ */
+const SPECIAL = /[&\r\t\]]/g;
+let specialBuf = '';
+let nextSpecial = -1;
+
+function specialFrom(buf: string, p: number): number {
+  if (buf !== specialBuf || nextSpecial < p) {
+    SPECIAL.lastIndex = p;
+    const m = SPECIAL.exec(buf);
+    nextSpecial = m === null ? buf.length : m.index;
+    specialBuf = buf;
+  }
+  return nextSpecial;
+}
+
+/** End offset of the last text or attributes read (saves a result object per value). */
+let readEnd = 0;
 
 function isSpace(c: number): boolean {
   return c === 32 || c === 10 || c === 9 || c === 13;
@@ -44,6 +64,10 @@ export function scanEntry(buf: string, p: number, ctx: FastEntryContext, line: n
   const md = ctx.mdOpen;
   const ln = ctx.lnOpen;
   const len = buf.length;
+  // The whole entry must be in the buffer and free of characters that need the general path.
+  const close = buf.indexOf(ctx.close, i);
+  if (close < 0 || specialFrom(buf, p) < close) return undefined;
+  let nl = -1;
   for (;;) {
     while (i < len && isSpace(buf.charCodeAt(i))) i++;
     if (i >= len || buf.charCodeAt(i) !== 60 /* < */) return undefined;
@@ -56,91 +80,106 @@ export function scanEntry(buf: string, p: number, ctx: FastEntryContext, line: n
     }
     if (c1 === 108 /* l */ && buf.startsWith('<loc>', i)) {
       if (haveLoc) return undefined;
-      const r = text(buf, i + 5, '</loc>', ctx.maxValueLength);
-      if (r === undefined) return undefined;
-      entry.loc = r.value;
+      const v = text(buf, i + 5, '</loc>', ctx.maxValueLength);
+      if (v === undefined) return undefined;
+      entry.loc = v;
       haveLoc = true;
-      i = r.end;
+      i = readEnd;
       continue;
     }
     if (c1 === 108 && buf.startsWith('<lastmod>', i)) {
       if (entry.lastmod !== undefined) return undefined;
-      const r = text(buf, i + 9, '</lastmod>', ctx.maxValueLength);
-      if (r === undefined) return undefined;
-      entry.lastmod = r.value;
-      i = r.end;
+      const v = text(buf, i + 9, '</lastmod>', ctx.maxValueLength);
+      if (v === undefined) return undefined;
+      entry.lastmod = v;
+      i = readEnd;
       continue;
     }
     if (c1 === 99 /* c */ && buf.startsWith('<changefreq>', i)) {
       if (entry.changefreq !== undefined) return undefined;
-      const r = text(buf, i + 12, '</changefreq>', ctx.maxValueLength);
-      if (r === undefined) return undefined;
-      entry.changefreq = r.value;
-      i = r.end;
+      const v = text(buf, i + 12, '</changefreq>', ctx.maxValueLength);
+      if (v === undefined) return undefined;
+      entry.changefreq = v;
+      i = readEnd;
       continue;
     }
     if (c1 === 112 /* p */ && buf.startsWith('<priority>', i)) {
       if (entry.priority !== undefined) return undefined;
-      const r = text(buf, i + 10, '</priority>', ctx.maxValueLength);
-      if (r === undefined) return undefined;
-      entry.priority = r.value;
-      i = r.end;
+      const v = text(buf, i + 10, '</priority>', ctx.maxValueLength);
+      if (v === undefined) return undefined;
+      entry.priority = v;
+      i = readEnd;
       continue;
     }
     if (md !== '' && buf.startsWith(md, i)) {
       if (haveMd) return undefined;
       const target: Md = {};
-      const end = attributes(buf, i + md.length, target, setMd, ctx.maxValueLength);
-      if (end < 0) return undefined;
+      if (nl < i) nl = buf.indexOf('\n', i);
+      if (!attributes(buf, i + md.length, target, setMd, ctx.maxValueLength, nl)) return undefined;
       entry.md = target;
       haveMd = true;
-      i = end;
+      i = readEnd;
       continue;
     }
     if (ln !== '' && buf.startsWith(ln, i)) {
       const target: Ln = {};
-      const end = attributes(buf, i + ln.length, target, setLn, ctx.maxValueLength);
-      if (end < 0) return undefined;
+      if (nl < i) nl = buf.indexOf('\n', i);
+      if (!attributes(buf, i + ln.length, target, setLn, ctx.maxValueLength, nl)) return undefined;
       (entry.ln ??= []).push(target);
-      i = end;
+      i = readEnd;
       continue;
     }
     return undefined;
   }
 }
 
-/** Plain character data up to `close`; undefined if it is not plain or not all in the buffer. */
-function text(buf: string, start: number, close: string, max: number): { value: string; end: number } | undefined {
+/** Plain character data up to `close` (trimmed); undefined if it is not plain or not all in the buffer. */
+function text(buf: string, start: number, close: string, max: number): string | undefined {
   const lt = buf.indexOf('<', start);
   if (lt < 0 || lt - start > max || !buf.startsWith(close, lt)) return undefined;
-  const raw = buf.slice(start, lt);
-  if (PLAIN_TEXT.test(raw)) return undefined;
-  return { value: raw.trim(), end: lt + close.length };
+  readEnd = lt + close.length;
+  if (lt === start) return '';
+  // Trim only when needed: most values have no surrounding white space.
+  return isSpace(buf.charCodeAt(start)) || isSpace(buf.charCodeAt(lt - 1)) ? buf.slice(start, lt).trim() : buf.slice(start, lt);
 }
 
 /**
- * Attributes of a self-closing element, from just after its name to past `/>`: returns the end
- * offset, or -1 to give up. Only known, unprefixed, non-repeated attributes with plain values.
+ * Attributes of a self-closing element, from just after its name to past `/>` (left in
+ * `readEnd`): false to give up. Only known, unprefixed, non-repeated attributes whose values hold
+ * no '<' and no line break (`nl` is the next line break at or after the element's start).
  */
-function attributes<T extends object>(buf: string, i: number, target: T, set: (t: T, name: string, value: string) => boolean, max: number): number {
+function attributes<T extends object>(
+  buf: string,
+  i: number,
+  target: T,
+  set: (t: T, name: string, value: string) => boolean,
+  max: number,
+  nl: number,
+): boolean {
   const len = buf.length;
+  let lt = -1;
   for (;;) {
     const before = i;
     while (i < len && isSpace(buf.charCodeAt(i))) i++;
-    if (i + 1 >= len) return -1;
+    if (i + 1 >= len) return false;
     const c = buf.charCodeAt(i);
-    if (c === 47 /* / */) return buf.charCodeAt(i + 1) === 62 ? i + 2 : -1;
-    if (i === before) return -1; // white space must separate attributes
+    if (c === 47 /* / */) {
+      readEnd = i + 2;
+      return buf.charCodeAt(i + 1) === 62;
+    }
+    if (i === before) return false; // white space must separate attributes
     const eq = buf.indexOf('=', i);
-    if (eq < 0 || eq - i > 12) return -1;
+    if (eq < 0 || eq - i > 12) return false;
     const name = buf.slice(i, eq);
     const q = buf.charCodeAt(eq + 1);
-    if (q !== 34 && q !== 39) return -1;
+    if (q !== 34 && q !== 39) return false;
     const close = buf.indexOf(q === 34 ? '"' : "'", eq + 2);
-    if (close < 0 || close - eq - 2 > max) return -1;
-    const value = buf.slice(eq + 2, close);
-    if (PLAIN_ATTRIBUTE.test(value)) return -1;
-    if (!set(target, name, value)) return -1;
+    if (close < 0 || close - eq - 2 > max) return false;
+    if (lt < eq) lt = buf.indexOf('<', eq);
+    if ((lt >= 0 && lt < close) || (nl > eq && nl < close)) return false;
+    if (nl >= 0 && nl < eq) nl = buf.indexOf('\n', eq);
+    if (nl > eq && nl < close) return false;
+    if (!set(target, name, buf.slice(eq + 2, close))) return false;
     i = close + 1;
   }
 }
