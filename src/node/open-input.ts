@@ -40,7 +40,7 @@ export async function* openInput(fileOrUrl: string, options: OpenInputOptions = 
     return;
   }
   const path = fileOrUrl.startsWith('file://') ? new URL(fileOrUrl) : fileOrUrl;
-  const stream = createReadStream(path, { highWaterMark: 256 * 1024, ...(options.signal ? { signal: options.signal } : {}) });
+  const stream = createReadStream(path, { highWaterMark: 64 * 1024, ...(options.signal ? { signal: options.signal } : {}) });
   try {
     for await (const chunk of stream as AsyncIterable<Buffer>) yield chunk;
   } catch (e) {
