@@ -20,7 +20,8 @@ async function* bytesOf(input: Exclude<ByteInput, string>): AsyncGenerator<Uint8
     if (!(chunk instanceof Uint8Array)) {
       throw new ResourceSyncError('RS_INVALID_ARGUMENT', `Input chunk is a ${typeof chunk}, expected bytes (Uint8Array).`);
     }
-    if (chunk.length > 0) yield chunk;
+    // Large chunks are cut: the reader's memory follows the size of the pieces it is given.
+    for (let i = 0; i < chunk.length; i += SLICE) yield chunk.length <= SLICE ? chunk : chunk.subarray(i, i + SLICE);
   }
 }
 
