@@ -1,0 +1,20 @@
+/**
+ * The Destination side of ResourceSync (Z39.99 §5.2): discover a Source, baseline and incremental
+ * sync into a directory, audit a mirror. Effects (HTTP, clock) are injectable; the defaults are an
+ * undici connection pool per origin and the system clock.
+ * @example
+ * import { sync, audit } from 'resourcesync/destination';
+ * const report = await sync({ source: 'https://example.org/', dest: './mirror', delete: true });
+ * const check = await audit({ source: 'https://example.org/', dest: './mirror' });
+ */
+export { sync, type SyncOptions, type SyncReport, type SyncProgress, type SyncFailure } from './sync.js';
+export { audit, type AuditOptions, type AuditReport, type AuditDifference } from './audit.js';
+export { discover, robotsSitemaps, htmlResourceSyncLinks, type Discovery, type DiscoverOptions } from './discover.js';
+export { applyResourceDump, applyChangeDump, type ApplyDumpOptions, type DumpReport } from './dump.js';
+export { fetchResource, mirrorLinks, patchLinks, relatedLinks, type FetchResult, type FetchResourceOptions } from './links.js';
+export { createHttpClient, type HttpClientOptions } from './http-client.js';
+export type { HttpGet, HttpResponse, HttpRequestInit } from './http.js';
+export { createAuthority, type Authority } from './authority.js';
+export { createMapper, type Mapper, type Mapping } from './mapper.js';
+export { writeVerified, type WriteVerifiedOptions, type WriteVerifiedResult } from './verified-write.js';
+export { StateStore, acquireLock, STATE_DIR, type ResourceRecord, type SyncCursor } from './state-store.js';
