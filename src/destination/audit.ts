@@ -5,11 +5,10 @@ import { ResourceSyncError, isResourceSyncError } from '../core/errors.js';
 import { nodeHashName } from '../core/hash.js';
 import type { HashAlgorithm } from '../core/constants.js';
 import { parseW3CDatetime } from '../core/w3c-datetime.js';
-import { createAuthority, originOf } from './authority.js';
 import { loadDocument, openDocument, resolveLoc, type DocumentContext, type RemoteDocument } from './documents.js';
-import { createHttpClient } from './http-client.js';
 import type { HttpGet } from './http.js';
-import { createMapper, type Mapping } from './mapper.js';
+import type { Mapping } from './mapper.js';
+import { connect } from './connection.js';
 import { changeTime, decide, orderChanges, sourceFacts, type LocalFacts, type SourceFacts } from './plan.js';
 import { StateStore, STATE_DIR } from './state-store.js';
 import { resolveSets } from './sync.js';
@@ -144,28 +143,8 @@ function localFile(full: string, source: SourceFacts): LocalFacts | undefined | 
 export async function audit(options: AuditOptions): Promise<AuditReport> {
   const started = Date.now();
   const dest = resolve(options.dest);
-  const sourceOrigin = originOf(options.source);
-  if (sourceOrigin === undefined) {
-    throw new ResourceSyncError('RS_INVALID_ARGUMENT', `Source '${options.source}' is not an http(s) URL.`, { data: { source: options.source } });
-  }
-  const origins = [sourceOrigin, ...(options.allowOrigins ?? [])];
-  for (const m of options.maps ?? []) {
-    const o = originOf(m.url);
-    if (o !== undefined) origins.push(o);
-  }
-  const authority = createAuthority({ origins });
-  const ownHttp =
-    options.http === undefined
-      ? createHttpClient({
-          authority,
-          ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
-          ...(options.retries !== undefined ? { retries: options.retries } : {}),
-          ...(options.signal !== undefined ? { signal: options.signal } : {}),
-          ...(options.auth !== undefined ? { auth: options.auth } : {}),
-        })
-      : undefined;
-  const http = options.http ?? ownHttp!;
-  const mapper = createMapper({ base: options.base ?? `${sourceOrigin}/`, ...(options.maps ? { maps: options.maps } : {}) });
+  const connection = connect(options);
+  const { authority, http, mapper } = connection;
   const ctx: DocumentContext = { http, authority, ...(options.signal ? { signal: options.signal } : {}) };
   const trust = options.trustState ?? false;
   const store = StateStore.open(dest, { readonly: true });
@@ -323,6 +302,6 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
     return report;
   } finally {
     store.close();
-    await ownHttp?.close();
+    await connection.close();
   }
 }

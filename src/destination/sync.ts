@@ -3,7 +3,6 @@ import { readdir, rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { ResourceSyncError } from '../core/errors.js';
 import type { Entry, ResourceSyncDocument } from '../core/model/types.js';
-import { createAuthority, originOf, type Authority } from './authority.js';
 import { checkDocument, loadDocument, validating, type DocumentContext, type RemoteDocument } from './documents.js';
 import { discover, type DiscoveredCapabilityList } from './discover.js';
 import { applyChangeDump, applyResourceDump, type DumpReport } from './dump.js';
@@ -11,9 +10,9 @@ import { fetchResource } from './links.js';
 import { Engine, runPool, type SyncFailure, type SyncProgress } from './engine.js';
 import { baseline } from './baseline.js';
 import { incremental } from './incremental.js';
-import { createHttpClient } from './http-client.js';
 import type { HttpGet } from './http.js';
-import { createMapper, type Mapping } from './mapper.js';
+import type { Mapping } from './mapper.js';
+import { connect } from './connection.js';
 import { StateStore, acquireLock, type SyncLock } from './state-store.js';
 import { cleanTemp } from './verified-write.js';
 
@@ -155,30 +154,9 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
   const started = Date.now();
   const dest = resolve(options.dest);
   const dryRun = options.dryRun ?? false;
-  const sourceOrigin = originOf(options.source);
-  if (sourceOrigin === undefined) {
-    throw new ResourceSyncError('RS_INVALID_ARGUMENT', `Source '${options.source}' is not an http(s) URL.`, { data: { source: options.source } });
-  }
-  const origins = [sourceOrigin, ...(options.allowOrigins ?? [])];
-  for (const m of options.maps ?? []) {
-    const o = originOf(m.url);
-    if (o !== undefined) origins.push(o);
-  }
-  const authority: Authority = createAuthority({ origins });
   const concurrency = options.concurrency ?? 16;
-  const ownHttp =
-    options.http === undefined
-      ? createHttpClient({
-          authority,
-          concurrency,
-          ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
-          ...(options.retries !== undefined ? { retries: options.retries } : {}),
-          ...(options.signal !== undefined ? { signal: options.signal } : {}),
-          ...(options.auth !== undefined ? { auth: options.auth } : {}),
-        })
-      : undefined;
-  const http: HttpGet = options.http ?? ownHttp!;
-  const mapper = createMapper({ base: options.base ?? `${sourceOrigin}/`, ...(options.maps ? { maps: options.maps } : {}) });
+  const connection = connect({ ...options, concurrency });
+  const { authority, http, mapper } = connection;
 
   let lock: SyncLock | undefined;
   let store: StateStore | undefined;
@@ -411,6 +389,6 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
   } finally {
     store?.close();
     lock?.release();
-    await ownHttp?.close();
+    await connection.close();
   }
 }

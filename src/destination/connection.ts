@@ -1,0 +1,73 @@
+import { ResourceSyncError } from '../core/errors.js';
+import { createAuthority, originOf, type Authority } from './authority.js';
+import { createHttpClient } from './http-client.js';
+import type { HttpGet } from './http.js';
+import { createMapper, type Mapper, type Mapping } from './mapper.js';
+
+/** What `sync` and `audit` need to reach a Source: the injected or default HTTP client and the URL rules. */
+export interface ConnectionOptions {
+  /** Starting URL of the Source (its origin is the one authority allowed by default). */
+  source: string;
+  /** Further origins that may be contacted (mirrors, patches). */
+  allowOrigins?: string[];
+  /** URL prefix → local folder mappings (their origins are allowed too). */
+  maps?: Mapping[];
+  /** Base URL mapped to the destination root; default the Source's origin. */
+  base?: string;
+  /** An HTTP effect to use instead of the default undici client. */
+  http?: HttpGet;
+  concurrency?: number;
+  timeoutMs?: number;
+  retries?: number;
+  auth?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+export interface Connection {
+  sourceOrigin: string;
+  /** Every URL followed passes this check (Z39.99 §5.2: only the Source and origins the user allows). */
+  authority: Authority;
+  http: HttpGet;
+  /** Maps a resource URL to its path under the destination. */
+  mapper: Mapper;
+  /** Closes the HTTP client if this connection created it. */
+  close(): Promise<void>;
+}
+
+/**
+ * The authority, HTTP client and URL → path mapper for one Source.
+ * @throws ResourceSyncError RS_INVALID_ARGUMENT when `source` is not an http(s) URL
+ */
+export function connect(options: ConnectionOptions): Connection {
+  const sourceOrigin = originOf(options.source);
+  if (sourceOrigin === undefined) {
+    throw new ResourceSyncError('RS_INVALID_ARGUMENT', `Source '${options.source}' is not an http(s) URL.`, { data: { source: options.source } });
+  }
+  const origins = [sourceOrigin, ...(options.allowOrigins ?? [])];
+  for (const m of options.maps ?? []) {
+    const o = originOf(m.url);
+    if (o !== undefined) origins.push(o);
+  }
+  const authority = createAuthority({ origins });
+  const own =
+    options.http === undefined
+      ? createHttpClient({
+          authority,
+          ...(options.concurrency !== undefined ? { concurrency: options.concurrency } : {}),
+          ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+          ...(options.retries !== undefined ? { retries: options.retries } : {}),
+          ...(options.signal !== undefined ? { signal: options.signal } : {}),
+          ...(options.auth !== undefined ? { auth: options.auth } : {}),
+        })
+      : undefined;
+  const mapper = createMapper({ base: options.base ?? `${sourceOrigin}/`, ...(options.maps ? { maps: options.maps } : {}) });
+  return {
+    sourceOrigin,
+    authority,
+    http: options.http ?? own!,
+    mapper,
+    close: async () => {
+      await own?.close();
+    },
+  };
+}
