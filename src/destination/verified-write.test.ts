@@ -70,3 +70,29 @@ void test('a mismatch is never committed and leaves no temporary file', async ()
     await rm(root, { recursive: true, force: true });
   }
 });
+
+void test('a symbolic link inside the destination never carries a write outside it', async () => {
+  const { mkdir: mkdirP, symlink, writeFile } = await import('node:fs/promises');
+  const base = await mkdtemp(join(tmpdir(), 'rs-vw-link-'));
+  try {
+    const root = join(base, 'mirror');
+    const outside = join(base, 'outside');
+    await mkdirP(root, { recursive: true });
+    await mkdirP(outside, { recursive: true });
+    await writeFile(join(outside, 'keep.txt'), 'keep');
+    await symlink(outside, join(root, 'escape'));
+    for (const relPath of ['escape/x.txt', 'escape/new/deeper/x.txt']) {
+      await assert.rejects(
+        writeVerified({ root, relPath, body: Readable.from([Buffer.from('evil')]), fsync: false }),
+        (e) => isResourceSyncError(e, 'RS_UNSAFE_PATH'),
+        relPath,
+      );
+    }
+    assert.deepEqual(await readdir(outside), ['keep.txt']);
+    // A real folder next to it is fine.
+    await writeVerified({ root, relPath: 'inside/x.txt', body: Readable.from([Buffer.from('ok')]), fsync: false });
+    assert.equal(await readFile(join(root, 'inside', 'x.txt'), 'utf8'), 'ok');
+  } finally {
+    await rm(base, { recursive: true, force: true });
+  }
+});

@@ -1,8 +1,8 @@
 import { createHash, randomBytes, type Hash } from 'node:crypto';
-import { closeSync, fsync as fsyncCallback, futimesSync, mkdirSync, open as openCallback, openSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsync as fsyncCallback, futimesSync, mkdirSync, open as openCallback, openSync, realpathSync, renameSync, writeSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { dirname, join, sep } from 'node:path';
 import { ResourceSyncError } from '../core/errors.js';
 import { isKnownHashAlgorithm, nodeHashName, type HashValue } from '../core/hash.js';
 import type { HashAlgorithm } from '../core/constants.js';
@@ -44,6 +44,37 @@ let counter = 0;
 const fsyncFd = promisify(fsyncCallback);
 const openFd = promisify(openCallback);
 const tag = `${process.pid}-${randomBytes(4).toString('hex')}`;
+
+const realRoots = new Map<string, string>();
+const confinedDirs = new Set<string>();
+
+/**
+ * Makes sure that `dir` is (or will be, once created) really inside `root`: a folder of the
+ * destination that is a symbolic link to elsewhere must not carry writes out of it. The deepest
+ * existing ancestor is resolved before anything is created, so `mkdir -p` never runs through a link.
+ * @throws ResourceSyncError RS_UNSAFE_PATH
+ */
+function confine(root: string, dir: string): void {
+  if (confinedDirs.has(dir)) return;
+  let realRoot = realRoots.get(root);
+  if (realRoot === undefined) {
+    mkdirSync(root, { recursive: true });
+    realRoot = realpathSync(root);
+    realRoots.set(root, realRoot);
+  }
+  let probe = dir;
+  while (!existsSync(probe) && dirname(probe) !== probe) probe = dirname(probe);
+  const real = realpathSync(probe);
+  if (real !== realRoot && !real.startsWith(realRoot + sep)) {
+    throw new ResourceSyncError('RS_UNSAFE_PATH', `Folder '${probe}' leads outside the destination '${root}' through a symbolic link.`, {
+      data: { path: probe, root },
+      recoverable: true,
+    });
+  }
+  if (probe !== dir) ensureDirSync(dir);
+  if (confinedDirs.size > 10_000) confinedDirs.clear();
+  confinedDirs.add(dir);
+}
 
 function ensureDirSync(dir: string): void {
   if (knownDirs.has(dir)) return;
@@ -168,6 +199,7 @@ function lengthMismatch(relPath: string, expected: number, actual: number, trunc
 export async function writeVerified(options: WriteVerifiedOptions): Promise<WriteVerifiedResult> {
   const { root, relPath } = options;
   const finalPath = safeJoin(root, relPath);
+  confine(root, dirname(finalPath));
   const expectedLength = options.expected?.length;
   const algs = new Set<HashAlgorithm>(['md5']);
   for (const h of options.expected?.hashes ?? []) if (isKnownHashAlgorithm(h.algorithm)) algs.add(h.algorithm);
