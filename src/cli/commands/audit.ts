@@ -1,9 +1,7 @@
 import { parseArgs } from 'node:util';
-import { stderr, stdout } from 'node:process';
-import { isResourceSyncError } from '../../core/errors.js';
+import { stdout } from 'node:process';
 import { audit, type AuditReport } from '../../destination/audit.js';
-import type { Mapping } from '../../destination/mapper.js';
-import { EXIT, exitCodeOf, parseMaps } from './sync.js';
+import { EXIT, MIRROR_OPTIONS, exitCodeOf, mirrorOptions, reportFailure, sourceAndDest, usageError, type MirrorOptions } from '../mirror-options.js';
 
 const HELP = `Usage: resourcesync audit <source-url> <dest-dir> [options]
 
@@ -51,61 +49,28 @@ export async function run(args: string[]): Promise<number> {
     parsed = parseArgs({
       args,
       allowPositionals: true,
-      options: {
-        json: { type: 'boolean' },
-        'trust-state': { type: 'boolean' },
-        'capability-list': { type: 'string' },
-        'allow-origin': { type: 'string', multiple: true },
-        base: { type: 'string' },
-        map: { type: 'string', multiple: true },
-        timeout: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
+      options: { ...MIRROR_OPTIONS, 'trust-state': { type: 'boolean' } },
     });
   } catch (err) {
-    stderr.write(`resourcesync audit: ${err instanceof Error ? err.message : String(err)}\n\n${HELP}`);
-    return EXIT.USAGE;
+    return usageError('audit', err, HELP);
   }
   const v = parsed.values;
-  if (v.help) {
-    stdout.write(HELP);
-    return EXIT.OK;
-  }
-  const [source, dest] = parsed.positionals;
-  if (source === undefined || dest === undefined || parsed.positionals.length > 2) {
-    stderr.write(`resourcesync audit: expected <source-url> <dest-dir>\n\n${HELP}`);
-    return EXIT.USAGE;
-  }
-  let maps: Mapping[];
-  let timeoutMs: number | undefined;
+  const positionals = sourceAndDest('audit', HELP, v.help, parsed.positionals);
+  if (typeof positionals === 'number') return positionals;
+  const [source, dest] = positionals;
+  let common: MirrorOptions;
   try {
-    maps = parseMaps(v.map);
-    if (v.timeout !== undefined) {
-      timeoutMs = Number(v.timeout);
-      if (!Number.isInteger(timeoutMs) || timeoutMs < 1) throw new Error(`--timeout '${v.timeout}' is not a positive integer`);
-    }
+    common = mirrorOptions(v);
   } catch (err) {
-    stderr.write(`resourcesync audit: ${err instanceof Error ? err.message : String(err)}\n`);
-    return EXIT.USAGE;
+    return usageError('audit', err);
   }
   try {
-    const report = await audit({
-      source,
-      dest,
-      trustState: v['trust-state'] ?? false,
-      maps,
-      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-      ...(v['capability-list'] !== undefined ? { capabilityList: v['capability-list'] } : {}),
-      ...(v['allow-origin'] !== undefined ? { allowOrigins: v['allow-origin'] } : {}),
-      ...(v.base !== undefined ? { base: v.base } : {}),
-    });
+    const report = await audit({ source, dest, trustState: v['trust-state'] ?? false, ...common });
     if (v.json) stdout.write(`${JSON.stringify(report)}\n`);
     else stdout.write(describeAudit(report));
     return report.inSync ? EXIT.OK : EXIT.INCOMPLETE;
   } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
-    if (v.json) stdout.write(`${JSON.stringify({ error: { code: isResourceSyncError(err) ? err.code : 'RS_IO', message } })}\n`);
-    stderr.write(`resourcesync audit: ${message}\n`);
+    reportFailure('audit', err, v.json);
     return exitCodeOf(err);
   }
 }

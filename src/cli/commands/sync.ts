@@ -1,12 +1,8 @@
 import { parseArgs } from 'node:util';
 import { stderr, stdout } from 'node:process';
-import { isResourceSyncError } from '../../core/errors.js';
 import { sync, type SyncReport } from '../../destination/sync.js';
-import type { Mapping } from '../../destination/mapper.js';
 import { ProgressBar } from '../progress.js';
-
-/** Exit codes of `sync` and `audit`. */
-export const EXIT = { OK: 0, INCOMPLETE: 1, USAGE: 2, ERROR: 3, LOCKED: 4, NETWORK: 5, ABORTED: 130 } as const;
+import { EXIT, MIRROR_OPTIONS, exitCodeOf, integerOption, mirrorOptions, reportFailure, sourceAndDest, usageError, type MirrorOptions } from '../mirror-options.js';
 
 const HELP = `Usage: resourcesync sync <source-url> <dest-dir> [options]
 
@@ -47,15 +43,6 @@ Exit codes:
   130 interrupted
 `;
 
-/** Parses repeated `URL=DIR` pairs. */
-export function parseMaps(values: string[] | undefined): Mapping[] {
-  return (values ?? []).map((v) => {
-    const i = v.lastIndexOf('=');
-    if (i <= 0) throw new Error(`--map '${v}' is not URL=DIR`);
-    return { url: v.slice(0, i), dir: v.slice(i + 1) };
-  });
-}
-
 /** Human summary of a sync report. */
 export function describeSync(r: SyncReport): string {
   const lines = [
@@ -70,15 +57,6 @@ export function describeSync(r: SyncReport): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** Maps an error to an exit code. */
-export function exitCodeOf(err: unknown): number {
-  if (isResourceSyncError(err, 'RS_LOCKED')) return EXIT.LOCKED;
-  if (isResourceSyncError(err, 'RS_ABORTED')) return EXIT.ABORTED;
-  if (isResourceSyncError(err, 'RS_NETWORK') || isResourceSyncError(err, 'RS_HTTP_TIMEOUT') || isResourceSyncError(err, 'RS_HTTP_STATUS')) return EXIT.NETWORK;
-  if (isResourceSyncError(err, 'RS_INVALID_ARGUMENT')) return EXIT.USAGE;
-  return EXIT.ERROR;
-}
-
 /** `resourcesync sync`. */
 export async function run(args: string[]): Promise<number> {
   let parsed;
@@ -87,51 +65,30 @@ export async function run(args: string[]): Promise<number> {
       args,
       allowPositionals: true,
       options: {
+        ...MIRROR_OPTIONS,
         delete: { type: 'boolean' },
         concurrency: { type: 'string' },
         'dry-run': { type: 'boolean' },
-        json: { type: 'boolean' },
-        'capability-list': { type: 'string' },
-        'allow-origin': { type: 'string', multiple: true },
-        base: { type: 'string' },
-        map: { type: 'string', multiple: true },
         'prefer-dump': { type: 'boolean' },
         'prefer-mirrors': { type: 'boolean' },
-        timeout: { type: 'string' },
         retries: { type: 'string' },
         'no-fsync': { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
       },
     });
   } catch (err) {
-    stderr.write(`resourcesync sync: ${err instanceof Error ? err.message : String(err)}\n\n${HELP}`);
-    return EXIT.USAGE;
+    return usageError('sync', err, HELP);
   }
   const v = parsed.values;
-  if (v.help) {
-    stdout.write(HELP);
-    return EXIT.OK;
-  }
-  const [source, dest] = parsed.positionals;
-  if (source === undefined || dest === undefined || parsed.positionals.length > 2) {
-    stderr.write(`resourcesync sync: expected <source-url> <dest-dir>\n\n${HELP}`);
-    return EXIT.USAGE;
-  }
-  const int = (name: string, value: string | undefined, min: number): number | undefined => {
-    if (value === undefined) return undefined;
-    const n = Number(value);
-    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} '${value}' is not an integer ≥ ${min}`);
-    return n;
-  };
-  let concurrency: number | undefined, timeoutMs: number | undefined, retries: number | undefined, maps: Mapping[];
+  const positionals = sourceAndDest('sync', HELP, v.help, parsed.positionals);
+  if (typeof positionals === 'number') return positionals;
+  const [source, dest] = positionals;
+  let concurrency: number | undefined, retries: number | undefined, common: MirrorOptions;
   try {
-    concurrency = int('concurrency', v.concurrency, 1);
-    timeoutMs = int('timeout', v.timeout, 1);
-    retries = int('retries', v.retries, 0);
-    maps = parseMaps(v.map);
+    concurrency = integerOption('concurrency', v.concurrency, 1);
+    retries = integerOption('retries', v.retries, 0);
+    common = mirrorOptions(v);
   } catch (err) {
-    stderr.write(`resourcesync sync: ${err instanceof Error ? err.message : String(err)}\n`);
-    return EXIT.USAGE;
+    return usageError('sync', err);
   }
   const controller = new AbortController();
   const onSignal = (): void => controller.abort();
@@ -148,13 +105,9 @@ export async function run(args: string[]): Promise<number> {
       preferMirrors: v['prefer-mirrors'] ?? false,
       fsync: !(v['no-fsync'] ?? false),
       signal: controller.signal,
-      maps,
+      ...common,
       ...(concurrency !== undefined ? { concurrency } : {}),
-      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
       ...(retries !== undefined ? { retries } : {}),
-      ...(v['capability-list'] !== undefined ? { capabilityList: v['capability-list'] } : {}),
-      ...(v['allow-origin'] !== undefined ? { allowOrigins: v['allow-origin'] } : {}),
-      ...(v.base !== undefined ? { base: v.base } : {}),
       onProgress: (p) => bar.update({ label: p.phase, done: p.done, ...(p.total !== undefined ? { total: p.total } : {}), bytes: p.bytes, failed: p.failed }),
     });
     bar.done();
@@ -163,11 +116,8 @@ export async function run(args: string[]): Promise<number> {
     return report.failed.length > 0 ? EXIT.INCOMPLETE : EXIT.OK;
   } catch (err) {
     bar.done();
-    const code = controller.signal.aborted ? EXIT.ABORTED : exitCodeOf(err);
-    const message = err instanceof Error ? err.message : String(err);
-    if (v.json) stdout.write(`${JSON.stringify({ error: { code: isResourceSyncError(err) ? err.code : 'RS_IO', message } })}\n`);
-    stderr.write(`resourcesync sync: ${message}\n`);
-    return code;
+    reportFailure('sync', err, v.json);
+    return controller.signal.aborted ? EXIT.ABORTED : exitCodeOf(err);
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

@@ -1,0 +1,100 @@
+import { stderr, stdout } from 'node:process';
+import { isResourceSyncError } from '../core/errors.js';
+import type { Mapping } from '../destination/mapper.js';
+
+/** Exit codes of `sync` and `audit`. */
+export const EXIT = { OK: 0, INCOMPLETE: 1, USAGE: 2, ERROR: 3, LOCKED: 4, NETWORK: 5, ABORTED: 130 } as const;
+
+/** Command-line options that `sync` and `audit` share: how to reach the Source and where resources land. */
+export const MIRROR_OPTIONS = {
+  json: { type: 'boolean' },
+  'capability-list': { type: 'string' },
+  'allow-origin': { type: 'string', multiple: true },
+  base: { type: 'string' },
+  map: { type: 'string', multiple: true },
+  timeout: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** The library options those command-line options stand for. */
+export interface MirrorOptions {
+  maps: Mapping[];
+  timeoutMs?: number;
+  capabilityList?: string;
+  allowOrigins?: string[];
+  base?: string;
+}
+
+/** Parses an integer option; throws a usage message when it is not an integer ≥ `min`. */
+export function integerOption(name: string, value: string | undefined, min: number): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} '${value}' is not an integer ≥ ${min}`);
+  return n;
+}
+
+/** Parses repeated `URL=DIR` pairs. */
+export function parseMaps(values: string[] | undefined): Mapping[] {
+  return (values ?? []).map((v) => {
+    const i = v.lastIndexOf('=');
+    if (i <= 0) throw new Error(`--map '${v}' is not URL=DIR`);
+    return { url: v.slice(0, i), dir: v.slice(i + 1) };
+  });
+}
+
+/** The shared options as library options; throws a usage message for malformed values. */
+export function mirrorOptions(v: {
+  map?: string[] | undefined;
+  timeout?: string | undefined;
+  'capability-list'?: string | undefined;
+  'allow-origin'?: string[] | undefined;
+  base?: string | undefined;
+}): MirrorOptions {
+  const timeoutMs = integerOption('timeout', v.timeout, 1);
+  return {
+    maps: parseMaps(v.map),
+    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+    ...(v['capability-list'] !== undefined ? { capabilityList: v['capability-list'] } : {}),
+    ...(v['allow-origin'] !== undefined ? { allowOrigins: v['allow-origin'] } : {}),
+    ...(v.base !== undefined ? { base: v.base } : {}),
+  };
+}
+
+/**
+ * The two positionals `<source-url> <dest-dir>` after `--help` is handled; writes the help or a
+ * usage message and returns the exit code when the command should stop there.
+ */
+export function sourceAndDest(command: string, help: string, wantsHelp: boolean | undefined, positionals: string[]): [string, string] | number {
+  if (wantsHelp) {
+    stdout.write(help);
+    return EXIT.OK;
+  }
+  const [source, dest] = positionals;
+  if (source === undefined || dest === undefined || positionals.length > 2) {
+    stderr.write(`resourcesync ${command}: expected <source-url> <dest-dir>\n\n${help}`);
+    return EXIT.USAGE;
+  }
+  return [source, dest];
+}
+
+/** Writes a usage error and returns the usage exit code. */
+export function usageError(command: string, err: unknown, help = ''): number {
+  stderr.write(`resourcesync ${command}: ${err instanceof Error ? err.message : String(err)}\n${help === '' ? '' : `\n${help}`}`);
+  return EXIT.USAGE;
+}
+
+/** Maps an error to an exit code. */
+export function exitCodeOf(err: unknown): number {
+  if (isResourceSyncError(err, 'RS_LOCKED')) return EXIT.LOCKED;
+  if (isResourceSyncError(err, 'RS_ABORTED')) return EXIT.ABORTED;
+  if (isResourceSyncError(err, 'RS_NETWORK') || isResourceSyncError(err, 'RS_HTTP_TIMEOUT') || isResourceSyncError(err, 'RS_HTTP_STATUS')) return EXIT.NETWORK;
+  if (isResourceSyncError(err, 'RS_INVALID_ARGUMENT')) return EXIT.USAGE;
+  return EXIT.ERROR;
+}
+
+/** Reports a failed run on stderr (and as JSON on stdout with `--json`). */
+export function reportFailure(command: string, err: unknown, json: boolean | undefined): void {
+  const message = err instanceof Error ? err.message : String(err);
+  if (json) stdout.write(`${JSON.stringify({ error: { code: isResourceSyncError(err) ? err.code : 'RS_IO', message } })}\n`);
+  stderr.write(`resourcesync ${command}: ${message}\n`);
+}
