@@ -122,6 +122,8 @@ export class DocumentBuilder implements XmlHandler {
         maxValueLength: this.maxValueLength,
         open: `<${element}>`,
         close: `</${element}>`,
+        specialBuf: '',
+        nextSpecial: -1,
       };
     }
   }

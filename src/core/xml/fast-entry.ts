@@ -20,6 +20,9 @@ export interface FastEntryContext {
   /** `</url>` or `</sitemap>`. */
   close: string;
   maxValueLength: number;
+  /** The buffer last searched for characters that need the general path, and where the next one is. */
+  specialBuf?: string;
+  nextSpecial?: number;
 }
 
 export interface FastEntry {
@@ -34,17 +37,16 @@ export interface FastEntry {
  * buffer, not once per value: `nextSpecial` caches where the next one is.
  */
 const SPECIAL = /[&\r\t\]]/g;
-let specialBuf = '';
-let nextSpecial = -1;
 
-function specialFrom(buf: string, p: number): number {
-  if (buf !== specialBuf || nextSpecial < p) {
+/** Where the next such character is at or after `p` (cached per reader in `ctx`). */
+function specialFrom(buf: string, p: number, ctx: FastEntryContext): number {
+  if (buf !== ctx.specialBuf || ctx.nextSpecial === undefined || ctx.nextSpecial < p) {
     SPECIAL.lastIndex = p;
     const m = SPECIAL.exec(buf);
-    nextSpecial = m === null ? buf.length : m.index;
-    specialBuf = buf;
+    ctx.nextSpecial = m === null ? buf.length : m.index;
+    ctx.specialBuf = buf;
   }
-  return nextSpecial;
+  return ctx.nextSpecial;
 }
 
 /** End offset of the last text or attributes read (saves a result object per value). */
@@ -66,7 +68,7 @@ export function scanEntry(buf: string, p: number, ctx: FastEntryContext, line: n
   const len = buf.length;
   // The whole entry must be in the buffer and free of characters that need the general path.
   const close = buf.indexOf(ctx.close, i);
-  if (close < 0 || specialFrom(buf, p) < close) return undefined;
+  if (close < 0 || specialFrom(buf, p, ctx) < close) return undefined;
   let nl = -1;
   for (;;) {
     while (i < len && isSpace(buf.charCodeAt(i))) i++;
