@@ -38,6 +38,7 @@ export function tempDir(root: string): string {
 }
 
 const SMALL = 256 * 1024;
+const WRITE_BATCH = 1024 * 1024;
 const knownDirs = new Set<string>();
 let counter = 0;
 const openFd = promisify(openCallback);
@@ -150,8 +151,20 @@ export async function writeVerified(options: WriteVerifiedOptions): Promise<Writ
 
   let length = 0;
   let handle: FileHandle | undefined;
+  let inflight: Promise<unknown> | undefined;
   const small: Uint8Array[] = [];
   try {
+    // Large bodies: chunks are gathered into writes of about 1 MiB, one in flight while the next is hashed.
+    let gathered: Uint8Array[] = [];
+    let gatheredBytes = 0;
+    const flushGathered = async (): Promise<void> => {
+      const data = gathered.length === 1 ? gathered[0]! : Buffer.concat(gathered, gatheredBytes);
+      gathered = [];
+      gatheredBytes = 0;
+      await inflight;
+      inflight = handle!.write(data);
+      inflight.catch(() => undefined); // awaited later; never unhandled
+    };
     for await (const chunk of options.body) {
       length += chunk.byteLength;
       if (expectedLength !== undefined && length > expectedLength) throw lengthMismatch(relPath, expectedLength, length, true);
@@ -164,11 +177,15 @@ export async function writeVerified(options: WriteVerifiedOptions): Promise<Writ
         handle = await open(tmp, 'wx', 0o644).catch((e: unknown) => {
           throw ioError(tmp, 'cannot be created', e);
         });
-        for (const c of small) await handle.write(c);
-        small.length = 0;
+        gathered = small.splice(0);
+        gatheredBytes = length - chunk.byteLength;
       }
-      await handle.write(chunk);
+      gathered.push(chunk);
+      gatheredBytes += chunk.byteLength;
+      if (gatheredBytes >= WRITE_BATCH) await flushGathered();
     }
+    if (handle !== undefined && gatheredBytes > 0) await flushGathered();
+    await inflight;
     if (expectedLength !== undefined && length !== expectedLength) throw lengthMismatch(relPath, expectedLength, length);
     const hashes: Record<string, string> = {};
     for (const [a, h] of hashers) hashes[a] = h.digest('hex');
@@ -197,6 +214,7 @@ export async function writeVerified(options: WriteVerifiedOptions): Promise<Writ
     await renameInto(tmp, finalPath);
     return { path: finalPath, length, hashes };
   } catch (err) {
+    await inflight?.catch(() => undefined);
     if (handle !== undefined) await handle.close().catch(() => undefined);
     await rm(tmp, { force: true }).catch(() => undefined);
     throw err;
