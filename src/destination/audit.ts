@@ -261,10 +261,12 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
         }
       }
       const each = async (doc: RemoteDocument): Promise<void> => {
-        for await (const e of doc.entries) {
-          if (overlay.has(e.loc)) continue;
-          const pending = compare(sourceFacts(e));
-          if (pending !== undefined) await pending;
+        for await (const batch of doc.batches) {
+          for (const e of batch) {
+            if (overlay.has(e.loc)) continue;
+            const pending = compare(sourceFacts(e));
+            if (pending !== undefined) await pending;
+          }
         }
       };
       for (const d of docs) await each(d);

@@ -14,8 +14,10 @@ export interface RemoteDocument {
   finalUrl: string;
   header: DocumentHeader;
   kind: DocumentKind | undefined;
-  /** Single pass, streamed. */
+  /** Single pass, streamed. Read either `entries` or `batches`. */
   entries: AsyncIterable<Entry>;
+  /** The same entries in the parser's chunks (one await per chunk). */
+  batches: AsyncIterable<Entry[]>;
 }
 
 /** What a document fetch needs. */
@@ -55,7 +57,7 @@ async function get(ctx: DocumentContext, url: string): Promise<{ finalUrl: strin
 export async function openDocument(ctx: DocumentContext, url: string): Promise<RemoteDocument> {
   const { finalUrl, body } = await get(ctx, url);
   const reader = await readDocument(body, ctx.signal ? { signal: ctx.signal } : {});
-  return { url, finalUrl, header: reader.header, kind: kindOf(reader.header), entries: reader.entries };
+  return { url, finalUrl, header: reader.header, kind: kindOf(reader.header), entries: reader.entries, batches: reader.batches };
 }
 
 /** Fetches a (small) document whole: a Capability List, an index, a Change List. */
@@ -95,9 +97,11 @@ export function issueWarnings(url: string, issues: readonly ValidationIssue[]): 
  */
 export async function* validating(doc: RemoteDocument, warn: (message: string) => void): AsyncGenerator<Entry> {
   const v = createValidator(doc.header, { mode: 'lenient' });
-  for await (const e of doc.entries) {
-    v.entry(e);
-    yield e;
+  for await (const batch of doc.batches) {
+    for (const e of batch) {
+      v.entry(e);
+      yield e;
+    }
   }
   for (const w of issueWarnings(doc.url, v.end())) warn(w);
 }

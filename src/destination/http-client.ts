@@ -39,6 +39,8 @@ export interface HttpClientOptions {
 }
 
 const MAX_REDIRECTS = 5;
+/** Printable ASCII without `#` or `\`: a request target the URL parser would leave as it is. */
+const PLAIN_TARGET = /^[\x21-\x22\x24-\x5b\x5d-\x7e]+$/;
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
 let cachedVersion: string | undefined;
@@ -174,6 +176,15 @@ export function createHttpClient(options: HttpClientOptions): HttpGet & { close(
     if (norm !== undefined) auth[norm] = v;
   }
   const pools = new Map<string, Pool>();
+  const prefixes = options.authority.origins.map((o) => `${o}/`);
+  /** Origin and request target; URLs written with an allowed origin as normalised skip the URL parser. */
+  const split = (url: string): { origin: string; path: string } => {
+    for (const p of prefixes) {
+      if (url.startsWith(p) && PLAIN_TARGET.test(url) && !url.includes('/.')) return { origin: p.slice(0, -1), path: url.slice(p.length - 1) };
+    }
+    const u = new URL(url);
+    return { origin: u.origin, path: `${u.pathname}${u.search}` };
+  };
   let closed = false;
 
   const poolFor = (origin: string): Pool => {
@@ -198,8 +209,7 @@ export function createHttpClient(options: HttpClientOptions): HttpGet & { close(
   };
 
   const once = async (url: string, init: HttpRequestInit | undefined, signal: AbortSignal | undefined): Promise<HttpResponse> => {
-    const u = new URL(url);
-    const origin = u.origin;
+    const { origin, path } = split(url);
     const headers: Record<string, string> = {
       'user-agent': userAgent,
       'accept-encoding': 'gzip, deflate, br',
@@ -210,7 +220,7 @@ export function createHttpClient(options: HttpClientOptions): HttpGet & { close(
     let res;
     try {
       res = await poolFor(origin).request({
-        path: `${u.pathname}${u.search}`,
+        path,
         method: init?.method ?? 'GET',
         headers,
         signal: signal ?? null,
