@@ -555,6 +555,31 @@ function prepareItem(ctx: PackageCtx, item: Entry): { relPath: string; work: Wor
     if (at !== undefined && at <= run.afterMs) return undefined;
   }
   const rel = safeRelativePath(opts.mapPath(loc));
+  /** Writes a verified bitstream to `rel`, with the entry's lastmod as mtime. */
+  const write = (body: AsyncIterable<Uint8Array>, expected: { length: number; hashes?: HashValue[] }) => {
+    const lastmod = item.lastmod === undefined ? undefined : parseW3CDatetime(item.lastmod, true);
+    return writeVerified({
+      root: opts.dest,
+      relPath: rel,
+      body,
+      expected,
+      ...(lastmod ? { mtime: new Date(lastmod.ms) } : {}),
+      ...(opts.fsync === undefined ? {} : { fsync: opts.fsync }),
+    });
+  };
+  /** Tells the caller (the state store) what was written. */
+  const applied = (result: { length: number; hashes: Record<string, string> }) =>
+    opts.onResource?.({
+      loc,
+      relPath: rel,
+      change,
+      applied: true,
+      length: result.length,
+      hashes: result.hashes,
+      ...(item.lastmod === undefined ? {} : { lastmod: item.lastmod }),
+      links: relatedLinks(item),
+      package: pkgUrl,
+    });
   if (change === 'deleted') {
     work = () => applyDeletion(run, pkgUrl, item, rel);
   } else {
@@ -592,32 +617,14 @@ function prepareItem(ctx: PackageCtx, item: Entry): { relPath: string; work: Wor
           { hashes, ...(length === undefined ? {} : { length }) },
           loc,
         );
-        const lastmod = item.lastmod === undefined ? undefined : parseW3CDatetime(item.lastmod, true);
-        const result = await writeVerified({
-          root: opts.dest,
-          relPath: rel,
-          body: once(bytes),
-          expected: { length: bytes.length, hashes },
-          ...(lastmod ? { mtime: new Date(lastmod.ms) } : {}),
-          ...(opts.fsync === undefined ? {} : { fsync: opts.fsync }),
-        });
+        const result = await write(once(bytes), { length: bytes.length, hashes });
         return async () => {
           progress.files++;
           report.extracted++;
           report.patched++;
           report.updated++;
           report.bytes += result.length;
-          await opts.onResource?.({
-            loc,
-            relPath: rel,
-            change,
-            applied: true,
-            length: result.length,
-            hashes: result.hashes,
-            ...(item.lastmod === undefined ? {} : { lastmod: item.lastmod }),
-            links: relatedLinks(item),
-            package: pkgUrl,
-          });
+          await applied(result);
         };
       };
     } else {
@@ -661,32 +668,14 @@ function prepareItem(ctx: PackageCtx, item: Entry): { relPath: string; work: Wor
           length: length ?? zipEntry.uncompressedSize,
         };
         if (hashes.length > 0) expected.hashes = hashes;
-        const lastmod = item.lastmod === undefined ? undefined : parseW3CDatetime(item.lastmod, true);
-        const result = await writeVerified({
-          root: opts.dest,
-          relPath: rel,
-          body,
-          expected,
-          ...(lastmod ? { mtime: new Date(lastmod.ms) } : {}),
-          ...(opts.fsync === undefined ? {} : { fsync: opts.fsync }),
-        });
+        const result = await write(body, expected);
         return async () => {
           progress.files++;
           report.extracted++;
           report.bytes += result.length;
           if (change === 'updated') report.updated++;
           else report.created++;
-          await opts.onResource?.({
-            loc,
-            relPath: rel,
-            change,
-            applied: true,
-            length: result.length,
-            hashes: result.hashes,
-            ...(item.lastmod === undefined ? {} : { lastmod: item.lastmod }),
-            links: relatedLinks(item),
-            package: pkgUrl,
-          });
+          await applied(result);
         };
       };
     }

@@ -7,7 +7,7 @@ import { checkDocument, loadDocument, validating, type DocumentContext, type Rem
 import { discover, type DiscoveredCapabilityList } from './discover.js';
 import { applyChangeDump, applyResourceDump, type DumpReport } from './dump.js';
 import { fetchResource } from './links.js';
-import { Engine, runPool, type SyncFailure, type SyncProgress } from './engine.js';
+import { Engine, runPool, type SyncCounts, type SyncProgress } from './engine.js';
 import { baseline } from './baseline.js';
 import { incremental } from './incremental.js';
 import type { HttpGet } from './http.js';
@@ -59,22 +59,12 @@ export interface SyncOptions {
 }
 
 /** The outcome of a sync. */
-export interface SyncReport {
+export interface SyncReport extends SyncCounts {
   /** 'baseline' when any capability set was (re)built from a Resource List, else 'incremental'. */
   mode: 'baseline' | 'incremental';
   source: string;
   dest: string;
   dryRun: boolean;
-  created: number;
-  updated: number;
-  deleted: number;
-  unchanged: number;
-  failed: SyncFailure[];
-  /** Deletions reported but not applied (no `delete` option); at most 1,000 listed. */
-  deletionsSkipped: string[];
-  deletionsSkippedCount: number;
-  bytes: number;
-  warnings: string[];
   /** Capability sets processed, with what was done for each. */
   sets: { key: string; mode: 'baseline' | 'incremental'; documents: string[] }[];
   durationMs: number;
