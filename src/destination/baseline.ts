@@ -45,9 +45,9 @@ export async function baseline(options: BaselineOptions, url: string): Promise<B
 
   const run = async (doc: RemoteDocument): Promise<void> => {
     engine.phase('baseline', undefined, doc.url);
-    await runPool(entriesOf(doc), concurrency, async (entry) => {
+    await runPool(entriesOf(doc), concurrency, async (entry, release) => {
       result.seen.add(entry.loc);
-      await engine.apply(entry);
+      await engine.apply(entry, release);
     });
     engine.flush();
   };

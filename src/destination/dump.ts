@@ -23,6 +23,7 @@ import {
   type RelatedLinks,
 } from './links.js';
 import { isJsonPatchMediaType } from '../core/json-patch.js';
+import type { GroupCommit } from './group-commit.js';
 import { writeVerified } from './verified-write.js';
 
 /**
@@ -123,8 +124,10 @@ export interface ApplyDumpOptions {
   maxTotalBytes?: number;
   /** Cap on the ZIP entries of one package. Default 1,000,000. */
   maxEntries?: number;
-  /** fsync each file written. Passed to `writeVerified`. */
+  /** Make each file written durable. Passed to `writeVerified`. */
   fsync?: boolean;
+  /** Passed to `writeVerified`: files made durable in batches; an extraction frees its slot once staged. */
+  groupCommit?: GroupCommit;
   /** Change Dumps: skip packages whose `until` is at or before this W3C Datetime (the cursor), and the changes at or before it in the others. */
   after?: string;
   /** Bitstreams extracted at the same time (changes to one path stay in order). Default 4. */
@@ -532,8 +535,11 @@ interface PackageCtx {
   progress: { files: number };
 }
 
-/** The effect of one manifest entry; it returns what to report (in manifest order) once done. */
-type Work = () => Promise<() => void | Promise<void>>;
+/**
+ * The effect of one manifest entry; it returns what to report (in manifest order) once done. `staged` is
+ * called when it no longer needs its extraction slot (its file only waits for a group commit).
+ */
+type Work = (staged: () => void) => Promise<() => void | Promise<void>>;
 
 /**
  * Checks one manifest entry (change type, mapped path, bitstream present, sizes, cap) and returns its
@@ -556,15 +562,17 @@ function prepareItem(ctx: PackageCtx, item: Entry): { relPath: string; work: Wor
   }
   const rel = safeRelativePath(opts.mapPath(loc));
   /** Writes a verified bitstream to `rel`, with the entry's lastmod as mtime. */
-  const write = (body: AsyncIterable<Uint8Array>, expected: { length: number; hashes?: HashValue[] }) => {
+  const write = (body: AsyncIterable<Uint8Array>, expected: { length: number; hashes?: HashValue[] }, staged: () => void) => {
     const lastmod = item.lastmod === undefined ? undefined : parseW3CDatetime(item.lastmod, true);
     return writeVerified({
       root: opts.dest,
       relPath: rel,
       body,
       expected,
+      onStaged: staged,
       ...(lastmod ? { mtime: new Date(lastmod.ms) } : {}),
       ...(opts.fsync === undefined ? {} : { fsync: opts.fsync }),
+      ...(opts.groupCommit === undefined ? {} : { groupCommit: opts.groupCommit }),
     });
   };
   /** Tells the caller (the state store) what was written. */
@@ -604,7 +612,7 @@ function prepareItem(ctx: PackageCtx, item: Entry): { relPath: string; work: Wor
         });
       const hashes = parseHashes(item.md?.hash).filter((h) => isKnownHashAlgorithm(h.algorithm));
       const length = parseLength(item.md?.length);
-      work = async () => {
+      work = async (staged) => {
         const chunks: Buffer[] = [];
         for await (const c of capped(await openEntry(zip, patchEntry, tmp), patchLimit, patchName, () => {}))
           chunks.push(Buffer.from(c));
@@ -617,7 +625,7 @@ function prepareItem(ctx: PackageCtx, item: Entry): { relPath: string; work: Wor
           { hashes, ...(length === undefined ? {} : { length }) },
           loc,
         );
-        const result = await write(once(bytes), { length: bytes.length, hashes });
+        const result = await write(once(bytes), { length: bytes.length, hashes }, staged);
         return async () => {
           progress.files++;
           report.extracted++;
@@ -657,7 +665,7 @@ function prepareItem(ctx: PackageCtx, item: Entry): { relPath: string; work: Wor
       }
       run.extractedTotal += limit; // reserved before extraction starts
       if (hashes.length === 0) report.unverified.push(loc);
-      work = async () => {
+      work = async (staged) => {
         const stream = await openEntry(zip, zipEntry, tmp);
         let written = 0;
         const body = capped(stream, limit, name, (n) => {
@@ -668,7 +676,7 @@ function prepareItem(ctx: PackageCtx, item: Entry): { relPath: string; work: Wor
           length: length ?? zipEntry.uncompressedSize,
         };
         if (hashes.length > 0) expected.hashes = hashes;
-        const result = await write(body, expected);
+        const result = await write(body, expected, staged);
         return async () => {
           progress.files++;
           report.extracted++;
@@ -719,6 +727,9 @@ async function extractPackage(run: Run, pkgUrl: string, tmp: string): Promise<vo
     // order); failures and `onResource` calls are reported in manifest order.
     const concurrency = Math.max(1, opts.concurrency ?? 4);
     const inFlight = new Set<Promise<void>>();
+    /** Extractions holding a slot: not yet staged for a group commit (or not done). */
+    const active = new Set<Promise<void>>();
+    const maxInFlight = concurrency * 64;
     const lastForPath = new Map<string, Promise<void>>();
     let turn: Promise<void> = Promise.resolve();
     let aborted: Error | undefined;
@@ -758,11 +769,15 @@ async function extractPackage(run: Run, pkgUrl: string, tmp: string): Promise<vo
           continue;
         }
         const before = relPath === undefined ? undefined : lastForPath.get(relPath);
+        let staged!: () => void;
+        const slot = new Promise<void>((r) => (staged = r));
+        active.add(slot);
+        void slot.then(() => active.delete(slot));
         const task: Promise<void> = (async () => {
           await before;
           let done: () => void | Promise<void>;
           try {
-            done = await work();
+            done = await work(staged);
           } catch (err) {
             if (isResourceSyncError(err, 'RS_ABORTED')) aborted ??= err;
             done = () => fail(run, pkgUrl, err, where);
@@ -774,10 +789,12 @@ async function extractPackage(run: Run, pkgUrl: string, tmp: string): Promise<vo
         if (relPath !== undefined) lastForPath.set(relPath, task);
         inFlight.add(task);
         void task.then(() => {
+          staged();
           inFlight.delete(task);
           if (relPath !== undefined && lastForPath.get(relPath) === task) lastForPath.delete(relPath);
         });
-        while (inFlight.size >= concurrency) await Promise.race(inFlight);
+        while (active.size >= concurrency) await Promise.race(active);
+        while (inFlight.size >= maxInFlight) await Promise.race(inFlight);
       }
     } finally {
       // Never leave extractions running behind an error or an abort (the package file is removed next).

@@ -12,6 +12,7 @@ import type { HttpGet } from './http.js';
 import type { Mapper } from './mapper.js';
 import { decide, sourceFacts, type LocalFacts, type PlanDecision } from './plan.js';
 import type { ResourceRecord, StateStore } from './state-store.js';
+import type { GroupCommit } from './group-commit.js';
 import { writeVerified } from './verified-write.js';
 
 /** A resource that could not be brought in line with the Source. */
@@ -60,6 +61,8 @@ export interface EngineOptions {
   dryRun: boolean;
   applyDeletes: boolean;
   fsync: boolean;
+  /** Makes files durable in batches instead of an fsync each (with `fsync`). */
+  groupCommit?: GroupCommit;
   /** Attempts per resource after a failed verification or a broken body. Default 2 more. */
   verifyRetries: number;
   signal?: AbortSignal;
@@ -230,9 +233,11 @@ export class Engine {
    * Brings one resource in line with an entry of a Resource List or a created/updated change: maps it,
    * compares with the state (and the file), fetches (conditionally when only an ETag can tell), verifies,
    * writes, records. Never throws for a per-resource problem: it is counted in `failed`.
+   * @param release called once the resource no longer needs its slot of the concurrency limit: downloaded and
+   *   verified, only waiting for durability (see `runPool`)
    * @returns the decision taken ('unchanged' also after a 304), or undefined when it failed
    */
-  async apply(entry: Entry): Promise<PlanDecision['action'] | undefined> {
+  async apply(entry: Entry, release?: () => void): Promise<PlanDecision['action'] | undefined> {
     const url = entry.loc;
     try {
       if (this.#o.signal?.aborted) throw new ResourceSyncError('RS_ABORTED', `Sync of '${url}' aborted.`, { data: { url } });
@@ -267,7 +272,8 @@ export class Engine {
         this.counts[action === 'create' ? 'created' : 'updated']++;
         return action;
       }
-      const outcome = await this.#fetch(entry, relPath, full, present && decision.reason !== 'hash' && decision.reason !== 'length' ? record?.etag : undefined, present);
+      const etag = present && decision.reason !== 'hash' && decision.reason !== 'length' ? record?.etag : undefined;
+      const outcome = await this.#fetch(entry, relPath, full, etag, present, release);
       if (outcome === 'not-modified') {
         if (this.#o.hasPending?.(url)) this.#resolved.push(url);
         this.#record({ ...record!, ...(entry.lastmod !== undefined ? { lastmod: entry.lastmod } : {}) });
@@ -311,7 +317,7 @@ export class Engine {
     return undefined;
   }
 
-  async #fetch(entry: Entry, relPath: string, full: string, etag: string | undefined, present: boolean): Promise<'written' | 'not-modified'> {
+  async #fetch(entry: Entry, relPath: string, full: string, etag: string | undefined, present: boolean, release?: () => void): Promise<'written' | 'not-modified'> {
     const url = entry.loc;
     const lastmod = entry.lastmod === undefined ? undefined : parseW3CDatetime(entry.lastmod, true);
     const mtime = lastmod === undefined ? undefined : new Date(lastmod.ms);
@@ -353,6 +359,8 @@ export class Engine {
           expected,
           fsync: this.#o.fsync,
           ...(mtime !== undefined ? { mtime } : {}),
+          ...(this.#o.groupCommit !== undefined ? { groupCommit: this.#o.groupCommit } : {}),
+          ...(release !== undefined ? { onStaged: release } : {}),
         });
         this.counts.bytes += written.length;
         this.#record(this.#toRecord(url, relPath, entry, written, res.headers['etag']));
@@ -460,31 +468,63 @@ export class Engine {
 
 /**
  * Runs `fn` over `items` with at most `concurrency` at a time, pulling the next item only when a slot is free
- * (so a streamed list is never read ahead of the work). Rejects with the first error `fn` throws.
+ * (so a streamed list is never read ahead of the work). `fn` may give its slot back early by calling `release`
+ * (its download is done and it only waits for a group commit): the next item starts while it finishes, up to
+ * `maxOutstanding` unfinished calls in all. Rejects with the first error `fn` throws, once the calls under way
+ * have finished.
  */
-export async function runPool<T>(items: AsyncIterable<T> | Iterable<T>, concurrency: number, fn: (item: T) => Promise<unknown>): Promise<void> {
-  const it = Symbol.asyncIterator in items ? items[Symbol.asyncIterator]() : (items)[Symbol.iterator]();
+export async function runPool<T>(
+  items: AsyncIterable<T> | Iterable<T>,
+  concurrency: number,
+  fn: (item: T, release: () => void) => Promise<unknown>,
+  maxOutstanding = Math.max(1, concurrency) * 64,
+): Promise<void> {
+  const it = Symbol.asyncIterator in items ? items[Symbol.asyncIterator]() : items[Symbol.iterator]();
+  const slots = Math.max(1, concurrency);
+  const most = Math.max(slots, maxOutstanding);
+  let active = 0;
+  let outstanding = 0;
   let failed: unknown;
-  let done = false;
-  const worker = async (): Promise<void> => {
-    while (!done && failed === undefined) {
+  let wake: (() => void) | undefined;
+  const changed = (): void => {
+    const w = wake;
+    wake = undefined;
+    w?.();
+  };
+  while (failed === undefined) {
+    while (active >= slots || outstanding >= most) await new Promise<void>((r) => (wake = r));
+    if (failed !== undefined) break;
+    let next: IteratorResult<T>;
+    try {
+      next = await it.next();
+    } catch (err) {
+      failed = err;
+      break;
+    }
+    if (next.done === true) break;
+    active++;
+    outstanding++;
+    let released = false;
+    const release = (): void => {
+      if (released) return;
+      released = true;
+      active--;
+      changed();
+    };
+    const item = next.value;
+    void (async () => {
       try {
-        const next = await it.next();
-        if (next.done === true) {
-          done = true;
-          return;
-        }
-        await fn(next.value);
+        await fn(item, release);
       } catch (err) {
         failed ??= err;
-        return;
+      } finally {
+        release();
+        outstanding--;
+        changed();
       }
-    }
-  };
-  // Pulling from one iterator by several workers is safe: `it.next()` calls are queued by async generators.
-  const workers: Promise<void>[] = [];
-  for (let i = 0; i < Math.max(1, concurrency); i++) workers.push(worker());
-  await Promise.all(workers);
+    })();
+  }
+  while (outstanding > 0) await new Promise<void>((r) => (wake = r));
   if (failed !== undefined) {
     await Promise.resolve(it.return?.()).catch(() => undefined);
     throw toError(failed);

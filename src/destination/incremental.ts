@@ -134,9 +134,9 @@ export async function incremental(options: IncrementalOptions, url: string): Pro
     const last = lastChangePerResource(pending.map((p) => ({ loc: p.entry.loc, p })));
     engine.phase('incremental', last.length, list.url);
     let firstFailed: { index: number; time: number | undefined } | undefined;
-    await runPool(last, concurrency, async ({ p }) => {
+    await runPool(last, concurrency, async ({ p }, release) => {
       const change = p.entry.md?.change;
-      const ok = change === 'deleted' ? await engine.remove(p.entry.loc) : (await engine.apply(p.entry)) !== undefined;
+      const ok = change === 'deleted' ? await engine.remove(p.entry.loc) : (await engine.apply(p.entry, release)) !== undefined;
       if (change !== undefined && change !== 'created' && change !== 'updated' && change !== 'deleted') {
         engine.warn(`Change List '${list.url}' has change '${change}' for '${p.entry.loc}'; treated as an update.`);
       }

@@ -8,6 +8,7 @@ import type { Entry, Ln } from '../core/model/types.js';
 import type { Authority } from './authority.js';
 import type { HttpGet } from './http.js';
 import { safeJoin } from '../node/safe-path.js';
+import type { GroupCommit } from './group-commit.js';
 import { writeVerified } from './verified-write.js';
 
 /**
@@ -173,7 +174,10 @@ export interface FetchResourceOptions {
   usePatches?: boolean;
   /** Modification time to set on the file (from `lastmod`). */
   mtime?: Date;
+  /** Passed to `writeVerified`. */
   fsync?: boolean;
+  /** Passed to `writeVerified`. */
+  groupCommit?: GroupCommit;
   signal?: AbortSignal;
   /** Largest patch document and local copy read for patching, bytes. Default 16 MiB. */
   maxPatchBytes?: number;
@@ -296,6 +300,7 @@ export async function fetchResource(entry: Entry, options: FetchResourceOptions)
     expected,
     ...(options.mtime === undefined ? {} : { mtime: options.mtime }),
     ...(options.fsync === undefined ? {} : { fsync: options.fsync }),
+    ...(options.groupCommit === undefined ? {} : { groupCommit: options.groupCommit }),
   };
   const allowed = (url: string, kind: FetchAttempt['kind']): boolean => {
     let scheme: string;

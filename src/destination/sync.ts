@@ -15,6 +15,8 @@ import type { Mapping } from './mapper.js';
 import { connect } from './connection.js';
 import { StateStore, acquireLock, type SyncLock } from './state-store.js';
 import { cleanTemp } from './verified-write.js';
+import { GroupCommit } from './group-commit.js';
+import type { DurabilityBarrier } from '../node/sync-file-system.js';
 
 export type { SyncProgress, SyncFailure } from './engine.js';
 
@@ -52,8 +54,15 @@ export interface SyncOptions {
   retries?: number;
   /** Extra attempts after a failed verification or a broken body. Default 2. */
   verifyRetries?: number;
-  /** fsync each file before renaming it into place. Default true. */
+  /** Make each file durable before renaming it into place. Default true. */
   fsync?: boolean;
+  /**
+   * How files are made durable (with `fsync`): `'batch'` (default) one durability barrier per batch of files
+   * (group commit: one `syncfs` on Linux, see `GroupCommit`), `'file'` an fsync of each file on its own.
+   */
+  fsyncMethod?: 'batch' | 'file';
+  /** The barrier of `fsyncMethod: 'batch'`. Default `syncFileSystem` (src/node/sync-file-system.ts). */
+  barrier?: DurabilityBarrier;
   /** Authorization header values per origin (see `createHttpClient`). */
   auth?: Record<string, string>;
 }
@@ -158,6 +167,12 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
     }
     store = StateStore.open(dest, { readonly: dryRun });
     const fresh = store.count() === 0 && (await isEmptyDir(dest));
+    const fsync = options.fsync ?? true;
+    const groupCommit =
+      fsync && !dryRun && (options.fsyncMethod ?? 'batch') === 'batch'
+        ? new GroupCommit(options.barrier !== undefined ? { barrier: options.barrier } : {})
+        : undefined;
+    const durability = { fsync, ...(groupCommit !== undefined ? { groupCommit } : {}) };
     const pendingUrls = new Set<string>();
     const engine = new Engine({
       dest,
@@ -167,7 +182,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
       store,
       dryRun,
       applyDeletes: options.delete ?? false,
-      fsync: options.fsync ?? true,
+      ...durability,
       verifyRetries: options.verifyRetries ?? 2,
       adopt: !fresh,
       fresh,
@@ -181,7 +196,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
           relPath,
           preferMirrors: how.preferMirrors,
           usePatches: how.usePatches,
-          fsync: options.fsync ?? true,
+          ...durability,
           ...(localCopy !== undefined ? { localCopy } : {}),
           ...(mtime !== undefined ? { mtime } : {}),
           ...(options.signal ? { signal: options.signal } : {}),
@@ -226,7 +241,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
       dest,
       mapPath: (loc) => mapper.toPath(loc),
       delete: options.delete ?? false,
-      fsync: options.fsync ?? true,
+      ...durability,
       ...(after !== undefined ? { after } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
       onResource: (r) => {
@@ -292,7 +307,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
           const still = dryRun ? pendingBefore : st.pending(set.key).filter((e) => pendingUrls.has(e.loc));
           if (still.length > 0) {
             engine.phase('incremental', still.length, 'resources that failed before');
-            await runPool(still, concurrency, (e) => engine.apply(e));
+            await runPool(still, concurrency, (e, release) => engine.apply(e, release));
             engine.flush();
           }
         } else {
@@ -358,6 +373,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
         await runPool(gone, concurrency, (u) => engine.remove(u));
       }
     }
+    await groupCommit?.settle();
     engine.flush();
     if (!dryRun) await rm(`${dest}/.resourcesync/tmp`, { recursive: true, force: true });
     const c = engine.counts;

@@ -7,6 +7,7 @@ import { ResourceSyncError } from '../core/errors.js';
 import { isKnownHashAlgorithm, nodeHashName, type HashValue } from '../core/hash.js';
 import type { HashAlgorithm } from '../core/constants.js';
 import { safeJoin } from '../node/safe-path.js';
+import type { GroupCommit } from './group-commit.js';
 
 /** Options of {@link writeVerified}. */
 export interface WriteVerifiedOptions {
@@ -19,8 +20,18 @@ export interface WriteVerifiedOptions {
   expected?: { length?: number; hashes?: HashValue[] };
   /** Set as the file's modification (and access) time, e.g. the resource's `lastmod`. */
   mtime?: Date;
-  /** fsync the file before the rename. Default true. */
+  /** Make the file durable before the rename. Default true. */
   fsync?: boolean;
+  /**
+   * With `fsync`: make a small file (a body up to 256 KiB) durable together with others (one barrier for a
+   * batch, see {@link GroupCommit}) instead of with an fsync of its own. Larger files keep their own fsync.
+   */
+  groupCommit?: GroupCommit;
+  /**
+   * Called (with a group commit) once the body is received, verified and in its temporary file, before the
+   * wait for durability and the rename: the caller may start its next download meanwhile.
+   */
+  onStaged?: () => void;
 }
 
 /** What was written. */
@@ -90,20 +101,25 @@ function ensureDirSync(dir: string): void {
 /**
  * Writes a small, already verified body. Without fsync every step is a synchronous call (create, write, time,
  * close, rename: for 1 KB each costs less than a thread-pool round trip, and on a busy or single-core machine
- * the thread pool buys no parallelism for this in-memory file-system work). With fsync the create, the fsync and
- * the rename run on the thread pool (they can wait for the journal and the disk; several overlap) while the
- * write, the time and the close stay synchronous: three round trips per file instead of six.
+ * the thread pool buys no parallelism for this in-memory file-system work). With an fsync of its own the create,
+ * the fsync and the rename run on the thread pool (they can wait for the journal and the disk; several overlap)
+ * while the write, the time and the close stay synchronous: three round trips per file instead of six.
  */
 async function commitSmall(tmp: string, finalPath: string, data: Uint8Array, mtime: Date | undefined, fsync: boolean): Promise<void> {
+  if (!fsync) {
+    stageSmall(tmp, data, mtime);
+    renameIntoSync(tmp, finalPath);
+    return;
+  }
   let fd: number;
   try {
-    fd = fsync ? await openFd(tmp, 'wx', 0o644) : openSync(tmp, 'wx', 0o644);
+    fd = await openFd(tmp, 'wx', 0o644);
   } catch (err) {
     if ((err as { code?: string }).code !== 'ENOENT') throw ioError(tmp, 'cannot be created', err);
     knownDirs.delete(dirname(tmp)); // removed under us: create it again
     ensureDirSync(dirname(tmp));
     try {
-      fd = fsync ? await openFd(tmp, 'wx', 0o644) : openSync(tmp, 'wx', 0o644);
+      fd = await openFd(tmp, 'wx', 0o644);
     } catch (again) {
       throw ioError(tmp, 'cannot be created', again);
     }
@@ -112,18 +128,43 @@ async function commitSmall(tmp: string, finalPath: string, data: Uint8Array, mti
     let off = 0;
     while (off < data.byteLength) off += writeSync(fd, data, off, data.byteLength - off);
     if (mtime !== undefined) futimesSync(fd, mtime, mtime);
-    if (fsync) await fsyncFd(fd);
+    await fsyncFd(fd);
   } catch (err) {
     closeSync(fd); // the caller removes the temporary file
     throw ioError(tmp, 'cannot be written', err);
   }
   closeSync(fd);
-  if (fsync) await renameInto(tmp, finalPath);
-  else renameIntoSync(tmp, finalPath);
+  await renameInto(tmp, finalPath);
+}
+
+/** Writes a small, already verified body to its temporary file with synchronous calls, without fsync. */
+function stageSmall(tmp: string, data: Uint8Array, mtime: Date | undefined): void {
+  let fd: number;
+  try {
+    fd = openSync(tmp, 'wx', 0o644);
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'ENOENT') throw ioError(tmp, 'cannot be created', err);
+    knownDirs.delete(dirname(tmp)); // removed under us: create it again
+    ensureDirSync(dirname(tmp));
+    try {
+      fd = openSync(tmp, 'wx', 0o644);
+    } catch (again) {
+      throw ioError(tmp, 'cannot be created', again);
+    }
+  }
+  try {
+    let off = 0;
+    while (off < data.byteLength) off += writeSync(fd, data, off, data.byteLength - off);
+    if (mtime !== undefined) futimesSync(fd, mtime, mtime);
+  } catch (err) {
+    throw ioError(tmp, 'cannot be written', err);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** {@link renameInto} with a synchronous rename (small files). */
-function renameIntoSync(tmp: string, finalPath: string): void {
+export function renameIntoSync(tmp: string, finalPath: string): void {
   const parent = dirname(finalPath);
   ensureDirSync(parent);
   try {
@@ -270,9 +311,18 @@ export async function writeVerified(options: WriteVerifiedOptions): Promise<Writ
     }
     if (handle === undefined) {
       const data = small.length === 1 ? small[0]! : Buffer.concat(small);
-      await commitSmall(tmp, finalPath, data, mtime, fsync);
+      const group = fsync ? options.groupCommit : undefined;
+      if (group === undefined) {
+        await commitSmall(tmp, finalPath, data, mtime, fsync);
+      } else {
+        stageSmall(tmp, data, mtime);
+        options.onStaged?.();
+        await group.commit(tmp, finalPath, () => renameIntoSync(tmp, finalPath));
+      }
       return { path: finalPath, length, hashes };
     }
+    // A large file is synced on its own even with a group commit: its fsync costs about what writing its bytes
+    // costs anyway, and it overlaps with the other downloads instead of waiting for a batch.
     if (mtime !== undefined) await handle.utimes(mtime, mtime);
     if (fsync) await handle.sync();
     await handle.close();

@@ -26,7 +26,11 @@ Options:
   --prefer-mirrors         try rel="duplicate" mirrors before the primary URL
   --timeout MS             HTTP connect/headers/body-idle timeout (default 30000)
   --retries N              HTTP retries on 5xx, 429 and network errors (default 3)
-  --no-fsync               do not fsync files before renaming them (faster, less durable)
+  --fsync-method M         how files are made durable before they are renamed into place:
+                           batch (default: one flush per batch of files, syncfs on Linux)
+                           or file (an fsync of each file)
+  --no-fsync               do not make files durable before renaming them (faster, not
+                           safe against a power cut)
   -h, --help               show this help
 
 Credentials: RESOURCESYNC_BEARER=<token> or RESOURCESYNC_BASIC=<user:password> for the Source's
@@ -73,6 +77,7 @@ export async function run(args: string[]): Promise<number> {
         'prefer-mirrors': { type: 'boolean' },
         retries: { type: 'string' },
         'no-fsync': { type: 'boolean' },
+        'fsync-method': { type: 'string' },
       },
     });
   } catch (err) {
@@ -87,9 +92,13 @@ export async function run(args: string[]): Promise<number> {
     concurrency = integerOption('concurrency', v.concurrency, 1);
     retries = integerOption('retries', v.retries, 0);
     common = mirrorOptions(v);
+    if (v['fsync-method'] !== undefined && v['fsync-method'] !== 'batch' && v['fsync-method'] !== 'file') {
+      throw new Error(`--fsync-method must be 'batch' or 'file', not '${v['fsync-method']}'`);
+    }
   } catch (err) {
     return usageError('sync', err);
   }
+  const fsyncMethod = v['fsync-method'];
   const controller = new AbortController();
   const onSignal = (): void => controller.abort();
   process.once('SIGINT', onSignal);
@@ -104,6 +113,7 @@ export async function run(args: string[]): Promise<number> {
       preferDump: v['prefer-dump'] ?? false,
       preferMirrors: v['prefer-mirrors'] ?? false,
       fsync: !(v['no-fsync'] ?? false),
+      ...(fsyncMethod !== undefined ? { fsyncMethod } : {}),
       signal: controller.signal,
       ...common,
       ...(concurrency !== undefined ? { concurrency } : {}),

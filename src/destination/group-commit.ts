@@ -1,0 +1,120 @@
+/**
+ * Group commit of verified files, as databases commit many transactions with one log flush (and as git's
+ * `core.fsyncMethod=batch` does for objects): temporary files are written without an fsync each; one
+ * durability barrier makes a whole batch durable, then every file of the batch is renamed into place. A file
+ * is never visible under its final name before its bytes are durable, exactly as with an fsync per file, but
+ * thousands of small files cost a handful of barriers instead of thousands of fsyncs.
+ *
+ * At most one barrier runs at a time. A batch is closed when it holds `maxBatch` files or when its first
+ * file has waited `gatherMs`: a barrier is a journal commit and a disk flush, and while it runs file creation
+ * on the same file system stalls, so a few large batches beat many small ones (measured here: back-to-back
+ * barriers of ~15 files each held a 5,000-file sync to ~1,700 files/s).
+ */
+
+import { dirname } from 'node:path';
+import { syncFileSystem, type DurabilityBarrier } from '../node/sync-file-system.js';
+
+interface Staged {
+  tmp: string;
+  finalPath: string;
+  place: () => void;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+/** Options of {@link GroupCommit}. */
+export interface GroupCommitOptions {
+  /** Makes a batch durable. Default {@link syncFileSystem} (one `syncfs` on Linux, else an fsync per file). */
+  barrier?: DurabilityBarrier;
+  /** Most files in one batch. Default 1,024. */
+  maxBatch?: number;
+  /** Longest wait of a batch's first file before the batch is closed, ms. Default 50. */
+  gatherMs?: number;
+}
+
+/**
+ * Commits staged files in batches behind one durability barrier each.
+ * @example
+ * const group = new GroupCommit();
+ * await group.commit(tmpPath, finalPath, () => renameSync(tmpPath, finalPath)); // resolves once durable and renamed
+ * await group.settle(); // one more barrier for the renames themselves
+ */
+export class GroupCommit {
+  readonly #barrier: DurabilityBarrier;
+  readonly #maxBatch: number;
+  readonly #gatherMs: number;
+  #queue: Staged[] = [];
+  /** Ends the current gathering wait early (the batch is full). */
+  #full: (() => void) | undefined;
+  #running: Promise<void> | undefined;
+  /** Folders that received files since the last barrier (their new entries are not yet known durable). */
+  #touchedDirs = new Set<string>();
+  /** Barriers run (for tests and reports). */
+  barriers = 0;
+
+  constructor(options: GroupCommitOptions = {}) {
+    this.#barrier = options.barrier ?? syncFileSystem;
+    this.#maxBatch = Math.max(1, options.maxBatch ?? 1024);
+    this.#gatherMs = Math.max(0, options.gatherMs ?? 50);
+  }
+
+  /**
+   * Queues a finished temporary file; `place` (its rename to `finalPath`) runs after the barrier that covers it.
+   * Rejects when the barrier or `place` fails; the temporary file is then the caller's to remove.
+   */
+  commit(tmp: string, finalPath: string, place: () => void): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.#queue.push({ tmp, finalPath, place, resolve, reject });
+      if (this.#queue.length >= this.#maxBatch) this.#full?.();
+      this.#running ??= this.#run();
+    });
+  }
+
+  async #run(): Promise<void> {
+    while (this.#queue.length > 0) {
+      if (this.#queue.length < this.#maxBatch && this.#gatherMs > 0) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, this.#gatherMs);
+          this.#full = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        this.#full = undefined;
+      }
+      const batch = this.#queue.splice(0, this.#maxBatch);
+      const files = batch.map((s) => s.tmp);
+      try {
+        await this.#barrier(dirname(files[0]!), files);
+        this.barriers++;
+      } catch (err) {
+        for (const s of batch) s.reject(err);
+        continue;
+      }
+      this.#touchedDirs.clear();
+      for (const s of batch) {
+        try {
+          s.place();
+          this.#touchedDirs.add(dirname(s.finalPath));
+          s.resolve();
+        } catch (err) {
+          s.reject(err);
+        }
+      }
+    }
+    this.#running = undefined;
+  }
+
+  /**
+   * Waits for every staged file, then runs one last barrier when files were renamed since the previous one,
+   * so that the renames too are durable before the caller reports the work done.
+   */
+  async settle(): Promise<void> {
+    while (this.#running !== undefined) await this.#running;
+    if (this.#touchedDirs.size === 0) return;
+    const dirs = [...this.#touchedDirs];
+    this.#touchedDirs.clear();
+    await this.#barrier(dirs[0]!, dirs);
+    this.barriers++;
+  }
+}
