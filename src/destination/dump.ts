@@ -1,6 +1,6 @@
 import { createHash, randomUUID, type Hash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, open, rm, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { once as onceEvent } from 'node:events';
 import { Readable } from 'node:stream';
@@ -24,7 +24,7 @@ import {
 } from './links.js';
 import { isJsonPatchMediaType } from '../core/json-patch.js';
 import type { GroupCommit } from './group-commit.js';
-import { writeVerified } from './verified-write.js';
+import { writeVerified, type ByteSource } from './verified-write.js';
 
 /**
  * Applying Resource Dumps (baseline) and Change Dumps (incremental): download each ZIP package,
@@ -453,6 +453,38 @@ function listEntries(zip: yauzl.ZipFile, max: number, pkg: string): Promise<Map<
   });
 }
 
+/** A stored (not compressed, not encrypted) entry, read straight from its byte range. */
+function isStored(entry: yauzl.Entry): boolean {
+  return entry.compressionMethod === 0 && !entry.isEncrypted();
+}
+
+/**
+ * A stored entry's bytes as a `ByteSource` over the package's open file: `writeVerified` reads them into its
+ * pooled buffers (no allocation, no stream per entry). Exactly the entry's declared size is read.
+ */
+async function storedSource(ctx: PackageCtx, entry: yauzl.Entry, onBytes: (n: number) => void): Promise<ByteSource> {
+  if (entry.compressedSize !== entry.uncompressedSize) {
+    throw rsError('RS_ZIP', `ZIP entry '${entry.fileName}' is stored but its sizes differ.`, { path: entry.fileName });
+  }
+  const { fileDataStart } = await ctx.zip.readLocalFileHeaderPromise(entry, { minimal: true });
+  const file = await ctx.file();
+  let position = fileDataStart;
+  let left = entry.compressedSize;
+  return {
+    async read(into: Uint8Array): Promise<number> {
+      if (left === 0) return 0;
+      const { bytesRead } = await file.read(into, 0, Math.min(into.byteLength, left), position);
+      if (bytesRead === 0) {
+        throw rsError('RS_ZIP', `ZIP entry '${entry.fileName}' is cut short.`, { path: entry.fileName });
+      }
+      position += bytesRead;
+      left -= bytesRead;
+      onBytes(bytesRead);
+      return bytesRead;
+    },
+  };
+}
+
 /**
  * Opens an entry's stream. An error listener is attached at once: yauzl's size check and inflate
  * errors can fire before the stream is consumed (`capped` re-throws them).
@@ -532,6 +564,8 @@ interface PackageCtx {
   entries: Map<string, yauzl.Entry>;
   /** ZIP entry names the manifest refers to. */
   used: Set<string>;
+  /** The package file, opened once for every stored entry read from it. */
+  file: () => Promise<FileHandle>;
   progress: { files: number };
 }
 
@@ -562,7 +596,7 @@ function prepareItem(ctx: PackageCtx, item: Entry): { relPath: string; work: Wor
   }
   const rel = safeRelativePath(opts.mapPath(loc));
   /** Writes a verified bitstream to `rel`, with the entry's lastmod as mtime. */
-  const write = (body: AsyncIterable<Uint8Array>, expected: { length: number; hashes?: HashValue[] }, staged: () => void) => {
+  const write = (body: AsyncIterable<Uint8Array> | ByteSource, expected: { length: number; hashes?: HashValue[] }, staged: () => void) => {
     const lastmod = item.lastmod === undefined ? undefined : parseW3CDatetime(item.lastmod, true);
     return writeVerified({
       root: opts.dest,
@@ -666,12 +700,14 @@ function prepareItem(ctx: PackageCtx, item: Entry): { relPath: string; work: Wor
       run.extractedTotal += limit; // reserved before extraction starts
       if (hashes.length === 0) report.unverified.push(loc);
       work = async (staged) => {
-        const stream = await openEntry(zip, zipEntry, tmp);
         let written = 0;
-        const body = capped(stream, limit, name, (n) => {
+        const onBytes = (n: number): void => {
           written += n;
           opts.onProgress?.({ phase: 'extract', package: pkgUrl, bytes: written, files: progress.files });
-        });
+        };
+        const body = isStored(zipEntry)
+          ? await storedSource(ctx, zipEntry, onBytes)
+          : capped(await openEntry(zip, zipEntry, tmp), limit, name, onBytes);
         const expected: { length: number; hashes?: HashValue[] } = {
           length: length ?? zipEntry.uncompressedSize,
         };
@@ -701,6 +737,7 @@ async function extractPackage(run: Run, pkgUrl: string, tmp: string): Promise<vo
       err,
     );
   });
+  let packageFile: Promise<FileHandle> | undefined;
   try {
     const entries = await listEntries(zip, opts.maxEntries ?? 1_000_000, pkgUrl);
     const manifestEntry = entries.get('manifest.xml');
@@ -733,7 +770,7 @@ async function extractPackage(run: Run, pkgUrl: string, tmp: string): Promise<vo
     const lastForPath = new Map<string, Promise<void>>();
     let turn: Promise<void> = Promise.resolve();
     let aborted: Error | undefined;
-    const ctx: PackageCtx = { run, pkgUrl, tmp, zip, entries, used, progress: { files: 0 } };
+    const ctx: PackageCtx = { run, pkgUrl, tmp, zip, entries, used, progress: { files: 0 }, file: () => (packageFile ??= open(tmp, 'r')) };
     try {
       for await (const item of reader.entries) {
         throwIfAborted(opts.signal);
@@ -806,6 +843,7 @@ async function extractPackage(run: Run, pkgUrl: string, tmp: string): Promise<vo
     }
   } finally {
     zip.close();
+    await packageFile?.then((h) => h.close()).catch(() => undefined);
   }
 }
 

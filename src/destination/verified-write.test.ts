@@ -96,3 +96,52 @@ void test('a symbolic link inside the destination never carries a write outside 
     await rm(base, { recursive: true, force: true });
   }
 });
+
+/** A ByteSource over a buffer, handing out at most `step` bytes per read. */
+function byteSource(data: Buffer, step: number): { read(into: Uint8Array): Promise<number> } {
+  let pos = 0;
+  return {
+    read(into: Uint8Array): Promise<number> {
+      const n = Math.min(step, into.byteLength, data.length - pos);
+      data.copy(into, 0, pos, pos + n);
+      pos += n;
+      return Promise.resolve(n);
+    },
+  };
+}
+
+void test('a ByteSource body (read into pooled buffers): small and large, short reads, lengths checked', async () => {
+  const root = await mkdtemp(join(tmpdir(), 'rs-vw-'));
+  try {
+    for (const size of [0, 100, 200 * 1024, 3 * 1024 * 1024 + 5]) {
+      const data = Buffer.alloc(size);
+      for (let i = 0; i < size; i += 4096) data.writeUInt32LE(i ^ size, i);
+      for (const expected of [{ length: size, hashes: [{ algorithm: 'sha-256', digest: sha256(data) }] }, undefined]) {
+        const r = await writeVerified({ root, relPath: `bs/${size}-${expected ? 'k' : 'u'}.bin`, body: byteSource(data, 700_000), ...(expected ? { expected } : {}) });
+        assert.equal(r.length, size);
+        assert.equal(r.hashes['md5'], md5(data));
+        assert.ok((await readFile(r.path)).equals(data), `content of ${size}`);
+      }
+    }
+    // a second large file from the same pooled buffers: no bytes of the first leak into it
+    const other = Buffer.alloc(2 * 1024 * 1024 + 3, 9);
+    const r2 = await writeVerified({ root, relPath: 'bs/other.bin', body: byteSource(other, 1 << 20) });
+    assert.ok((await readFile(r2.path)).equals(other));
+    // longer and shorter than declared: refused, nothing left behind
+    const body = Buffer.alloc(300 * 1024, 1);
+    for (const length of [body.length - 1, body.length + 1, 10]) {
+      await assert.rejects(
+        writeVerified({ root, relPath: `bs/bad-${length}.bin`, body: byteSource(body, 64 * 1024), expected: { length } }),
+        (e: unknown) => isResourceSyncError(e, 'RS_LENGTH_MISMATCH'),
+      );
+    }
+    await assert.rejects(
+      writeVerified({ root, relPath: 'bs/bad-hash.bin', body: byteSource(body, 1 << 20), expected: { hashes: [{ algorithm: 'md5', digest: '0'.repeat(32) }] } }),
+      (e: unknown) => isResourceSyncError(e, 'RS_HASH_MISMATCH'),
+    );
+    assert.deepEqual((await readdir(join(root, 'bs'))).filter((n) => n.startsWith('bad')), []);
+    assert.deepEqual(await readdir(tempDir(root)), []);
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+});

@@ -9,13 +9,46 @@ import type { HashAlgorithm } from '../core/constants.js';
 import { safeJoin } from '../node/safe-path.js';
 import type { GroupCommit } from './group-commit.js';
 
+/**
+ * A body that reads into the caller's buffer (like a BYOB reader): no buffer is allocated per chunk, which
+ * keeps large extractions free of garbage-collection work. `read` resolves the number of bytes placed at the
+ * start of `into`, 0 at the end; it is never called again before the previous call resolved.
+ */
+export interface ByteSource {
+  read(into: Uint8Array): Promise<number>;
+}
+
+function isByteSource(body: AsyncIterable<Uint8Array> | ByteSource): body is ByteSource {
+  return typeof (body as Partial<ByteSource>).read === 'function' && !(Symbol.asyncIterator in body);
+}
+
+const POOLED = 1024 * 1024;
+const pool: Buffer[] = [];
+
+/** A 1 MiB buffer from the pool (kept across files: reading a large dump allocates nothing per chunk). */
+function takeBuffer(): Buffer {
+  return pool.pop() ?? Buffer.allocUnsafeSlow(POOLED);
+}
+
+function giveBack(bufs: readonly Buffer[]): void {
+  for (const b of bufs) if (pool.length < 32) pool.push(b);
+}
+
+async function writeFully(h: FileHandle, data: Uint8Array): Promise<void> {
+  for (let off = 0; off < data.byteLength; ) {
+    const { bytesWritten } = await h.write(data, off, data.byteLength - off);
+    off += bytesWritten;
+  }
+}
+
 /** Options of {@link writeVerified}. */
 export interface WriteVerifiedOptions {
   /** The destination directory. */
   root: string;
   /** Untrusted relative path (`a/b.txt`); it goes through `safeJoin`. */
   relPath: string;
-  body: AsyncIterable<Uint8Array>;
+  /** The bytes: chunks (an HTTP body), or a {@link ByteSource} that reads into pooled buffers. */
+  body: AsyncIterable<Uint8Array> | ByteSource;
   /** What the Source declared: `length` and `hash` of `rs:md` (unknown algorithms are ignored). */
   expected?: { length?: number; hashes?: HashValue[] };
   /** Set as the file's modification (and access) time, e.g. the resource's `lastmod`. */
@@ -276,19 +309,60 @@ export async function writeVerified(options: WriteVerifiedOptions): Promise<Writ
       },
     );
   };
+  const openTemp = async (): Promise<FileHandle> =>
+    open(tmp, 'wx', 0o644).catch((e: unknown) => {
+      throw ioError(tmp, 'cannot be created', e);
+    });
   try {
-    for await (const chunk of options.body) {
+    const source = isByteSource(options.body) ? options.body : undefined;
+    if (source !== undefined && expectedLength !== undefined && expectedLength <= SMALL) {
+      // a small body read whole into one buffer (one byte more than declared, to catch a longer body)
+      const buf = Buffer.allocUnsafe(expectedLength + 1);
+      while (length < buf.length) {
+        const n = await source.read(buf.subarray(length));
+        if (n === 0) break;
+        length += n;
+      }
+      if (length > expectedLength) throw lengthMismatch(relPath, expectedLength, length, true);
+      const data = buf.subarray(0, length);
+      for (const [, h] of hashers) h.update(data);
+      small.push(data);
+    } else if (source !== undefined) {
+      // two pooled buffers: one is read into and hashed while the other is written; no allocation per chunk
+      const bufs = [takeBuffer(), takeBuffer()] as const;
+      try {
+        for (let k = 0; ; k++) {
+          const buf = k % 2 === 0 ? bufs[0] : bufs[1];
+          const n = await source.read(buf);
+          if (n === 0) break;
+          const view = buf.subarray(0, n);
+          length += n;
+          if (expectedLength !== undefined && length > expectedLength) throw lengthMismatch(relPath, expectedLength, length, true);
+          for (const [, h] of hashers) h.update(view);
+          handle ??= await openTemp();
+          if (inFlight !== undefined) await inFlight; // the other buffer's write is done before it is read into again
+          if (writeError !== undefined) throw ioError(tmp, 'cannot be written', writeError);
+          inFlight = writeFully(handle, view).catch((e: unknown) => {
+            writeError = e;
+          });
+        }
+        await inFlight;
+      } finally {
+        if (inFlight !== undefined) await inFlight;
+        inFlight = undefined;
+        giveBack(bufs);
+      }
+      if (writeError !== undefined) throw ioError(tmp, 'cannot be written', writeError);
+      handle ??= await openTemp(); // an empty body
+    }
+    for await (const chunk of source === undefined ? (options.body as AsyncIterable<Uint8Array>) : []) {
       length += chunk.byteLength;
       if (expectedLength !== undefined && length > expectedLength) throw lengthMismatch(relPath, expectedLength, length, true);
       for (const [, h] of hashers) h.update(chunk);
       small.push(chunk);
       pending += chunk.byteLength;
       if (handle === undefined && length <= SMALL) continue;
-      if (handle === undefined) {
-        handle = await open(tmp, 'wx', 0o644).catch((e: unknown) => {
-          throw ioError(tmp, 'cannot be created', e);
-        });
-      }
+      handle ??= await openTemp();
       if (pending >= WRITE_BATCH || small.length >= 256) await writeBatch(handle);
     }
     if (handle !== undefined) {
