@@ -1,3 +1,4 @@
+import * as crypto from 'node:crypto';
 import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve, sep } from 'node:path';
@@ -90,6 +91,12 @@ export function listFiles(dest: string): string[] {
 
 const READ_BUFFER = Buffer.allocUnsafe(1024 * 1024);
 
+/** One-shot digest: `crypto.hash` where Node has it (20.12+; no Hash object per file), else createHash. */
+const oneShot = (crypto as { hash?: (algorithm: string, data: Uint8Array, encoding: 'hex') => string }).hash;
+function digestHex(algorithm: string, data: Uint8Array): string {
+  return oneShot !== undefined ? oneShot(algorithm, data, 'hex') : createHash(algorithm).update(data).digest('hex');
+}
+
 /**
  * Local facts of a file for the algorithms the Source offers, read with synchronous calls into one reused
  * buffer (open, fstat, read, close: the fastest way to hash many small files here). Undefined when the file is
@@ -110,13 +117,15 @@ function localFile(full: string, source: SourceFacts): LocalFacts | undefined | 
       return st.isFile() ? { length: st.size, hashes: {}, lastmod: st.mtimeMs } : undefined;
     }
     // With hashes to check, the bytes decide: read them (a file that fills the buffer is streamed instead).
+    // A read that returns less than asked for has met the end of a regular file: no second read to see 0.
     let n = 0;
     try {
       for (;;) {
-        const got = readSync(fd, READ_BUFFER, n, READ_BUFFER.length - n, null);
-        if (got === 0) break;
+        const want = READ_BUFFER.length - n;
+        const got = readSync(fd, READ_BUFFER, n, want, null);
         n += got;
         if (n === READ_BUFFER.length) return 'large';
+        if (got === 0 || got < want) break;
       }
     } catch (err) {
       if ((err as { code?: string }).code === 'EISDIR') return undefined;
@@ -125,7 +134,7 @@ function localFile(full: string, source: SourceFacts): LocalFacts | undefined | 
     const facts: LocalFacts = { length: n, hashes: {} };
     if (source.length !== undefined && source.length !== n) return facts;
     const data = READ_BUFFER.subarray(0, n);
-    for (const h of source.hashes) facts.hashes[h.algorithm] ??= createHash(nodeHashName(h.algorithm as HashAlgorithm)).update(data).digest('hex');
+    for (const h of source.hashes) facts.hashes[h.algorithm] ??= digestHex(nodeHashName(h.algorithm as HashAlgorithm), data);
     return facts;
   } finally {
     closeSync(fd);
