@@ -132,27 +132,23 @@ function ensureDirSync(dir: string): void {
 }
 
 /**
- * Writes a small, already verified body. Without fsync every step is a synchronous call (create, write, time,
- * close, rename: for 1 KB each costs less than a thread-pool round trip, and on a busy or single-core machine
- * the thread pool buys no parallelism for this in-memory file-system work). With an fsync of its own the create,
- * the fsync and the rename run on the thread pool (they can wait for the journal and the disk; several overlap)
- * while the write, the time and the close stay synchronous: three round trips per file instead of six.
+ * Writes a small, already verified body to its temporary file. Without fsync every step is a synchronous call
+ * (create, write, time, close: for 1 KB each costs less than a thread-pool round trip, and on a busy or
+ * single-core machine the thread pool buys no parallelism for this in-memory file-system work). With an fsync
+ * of its own the create and the fsync run on the thread pool (they can wait for the journal and the disk;
+ * several overlap) while the write, the time and the close stay synchronous.
  */
-async function commitSmall(tmp: string, finalPath: string, data: Uint8Array, mtime: Date | undefined, fsync: boolean): Promise<void> {
-  if (!fsync) {
-    stageSmall(tmp, data, mtime);
-    renameIntoSync(tmp, finalPath);
-    return;
-  }
+async function writeSmallTemp(tmp: string, data: Uint8Array, mtime: Date | undefined, fsync: boolean): Promise<void> {
+  const create = (): number | Promise<number> => (fsync ? openFd(tmp, 'wx', 0o644) : openSync(tmp, 'wx', 0o644));
   let fd: number;
   try {
-    fd = await openFd(tmp, 'wx', 0o644);
+    fd = await create();
   } catch (err) {
     if ((err as { code?: string }).code !== 'ENOENT') throw ioError(tmp, 'cannot be created', err);
     knownDirs.delete(dirname(tmp)); // removed under us: create it again
     ensureDirSync(dirname(tmp));
     try {
-      fd = await openFd(tmp, 'wx', 0o644);
+      fd = await create();
     } catch (again) {
       throw ioError(tmp, 'cannot be created', again);
     }
@@ -161,36 +157,9 @@ async function commitSmall(tmp: string, finalPath: string, data: Uint8Array, mti
     let off = 0;
     while (off < data.byteLength) off += writeSync(fd, data, off, data.byteLength - off);
     if (mtime !== undefined) futimesSync(fd, mtime, mtime);
-    await fsyncFd(fd);
+    if (fsync) await fsyncFd(fd);
   } catch (err) {
-    closeSync(fd); // the caller removes the temporary file
-    throw ioError(tmp, 'cannot be written', err);
-  }
-  closeSync(fd);
-  await renameInto(tmp, finalPath);
-}
-
-/** Writes a small, already verified body to its temporary file with synchronous calls, without fsync. */
-function stageSmall(tmp: string, data: Uint8Array, mtime: Date | undefined): void {
-  let fd: number;
-  try {
-    fd = openSync(tmp, 'wx', 0o644);
-  } catch (err) {
-    if ((err as { code?: string }).code !== 'ENOENT') throw ioError(tmp, 'cannot be created', err);
-    knownDirs.delete(dirname(tmp)); // removed under us: create it again
-    ensureDirSync(dirname(tmp));
-    try {
-      fd = openSync(tmp, 'wx', 0o644);
-    } catch (again) {
-      throw ioError(tmp, 'cannot be created', again);
-    }
-  }
-  try {
-    let off = 0;
-    while (off < data.byteLength) off += writeSync(fd, data, off, data.byteLength - off);
-    if (mtime !== undefined) futimesSync(fd, mtime, mtime);
-  } catch (err) {
-    throw ioError(tmp, 'cannot be written', err);
+    throw ioError(tmp, 'cannot be written', err); // the caller removes the temporary file
   } finally {
     closeSync(fd);
   }
@@ -386,10 +355,11 @@ export async function writeVerified(options: WriteVerifiedOptions): Promise<Writ
     if (handle === undefined) {
       const data = small.length === 1 ? small[0]! : Buffer.concat(small);
       const group = fsync ? options.groupCommit : undefined;
+      await writeSmallTemp(tmp, data, mtime, fsync && group === undefined);
       if (group === undefined) {
-        await commitSmall(tmp, finalPath, data, mtime, fsync);
+        if (fsync) await renameInto(tmp, finalPath);
+        else renameIntoSync(tmp, finalPath);
       } else {
-        stageSmall(tmp, data, mtime);
         options.onStaged?.();
         await group.commit(tmp, finalPath, () => renameIntoSync(tmp, finalPath));
       }
