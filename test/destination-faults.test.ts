@@ -115,7 +115,8 @@ void test('the CLI exit code says when resources failed', async () => {
     assert.equal(report.created, 1);
     assert.deepEqual(report.failed.map((f) => f.code), ['RS_HASH_MISMATCH']);
     server.fault = undefined;
-    const ok = await run(['sync', src.capabilityList, dest, '--json', '--no-fsync']);
+    assert.equal((await run(['sync', src.capabilityList, dest, '--fsync-method', 'sometimes'])).code, 2, 'an unknown fsync method is a usage error');
+    const ok = await run(['sync', src.capabilityList, dest, '--json', '--fsync-method', 'file']);
     assert.equal(ok.code, 0);
     const audited = await run(['audit', src.capabilityList, dest, '--json']);
     assert.equal(audited.code, 0, audited.stdout);
