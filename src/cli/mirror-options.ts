@@ -1,9 +1,10 @@
 import { stderr, stdout } from 'node:process';
 import { isResourceSyncError } from '../core/errors.js';
 import type { Mapping } from '../destination/mapper.js';
+import { USAGE_EXIT, usageError } from './command-args.js';
 
 /** Exit codes of `sync` and `audit`. */
-export const EXIT = { OK: 0, INCOMPLETE: 1, USAGE: 2, ERROR: 3, LOCKED: 4, NETWORK: 5, ABORTED: 130 } as const;
+export const EXIT = { OK: 0, INCOMPLETE: 1, USAGE: USAGE_EXIT, ERROR: 3, LOCKED: 4, NETWORK: 5, ABORTED: 130 } as const;
 
 /** Command-line options that `sync` and `audit` share: how to reach the Source and where resources land. */
 export const MIRROR_OPTIONS = {
@@ -13,7 +14,6 @@ export const MIRROR_OPTIONS = {
   base: { type: 'string' },
   map: { type: 'string', multiple: true },
   timeout: { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
 } as const;
 
 /** The library options those command-line options stand for. */
@@ -60,27 +60,11 @@ export function mirrorOptions(v: {
   };
 }
 
-/**
- * The two positionals `<source-url> <dest-dir>` after `--help` is handled; writes the help or a
- * usage message and returns the exit code when the command should stop there.
- */
-export function sourceAndDest(command: string, help: string, wantsHelp: boolean | undefined, positionals: string[]): [string, string] | number {
-  if (wantsHelp) {
-    stdout.write(help);
-    return EXIT.OK;
-  }
+/** The two positionals `<source-url> <dest-dir>`, or the usage exit code after saying what is wrong. */
+export function sourceAndDest(command: string, help: string, positionals: string[]): [string, string] | number {
   const [source, dest] = positionals;
-  if (source === undefined || dest === undefined || positionals.length > 2) {
-    stderr.write(`resourcesync ${command}: expected <source-url> <dest-dir>\n\n${help}`);
-    return EXIT.USAGE;
-  }
+  if (source === undefined || dest === undefined || positionals.length > 2) return usageError(command, 'expected <source-url> <dest-dir>', help);
   return [source, dest];
-}
-
-/** Writes a usage error and returns the usage exit code. */
-export function usageError(command: string, err: unknown, help = ''): number {
-  stderr.write(`resourcesync ${command}: ${err instanceof Error ? err.message : String(err)}\n${help === '' ? '' : `\n${help}`}`);
-  return EXIT.USAGE;
 }
 
 /** Maps an error to an exit code. */

@@ -1,7 +1,7 @@
-import { parseArgs } from 'node:util';
 import { stdout } from 'node:process';
 import { audit, type AuditReport } from '../../destination/audit.js';
-import { EXIT, MIRROR_OPTIONS, exitCodeOf, mirrorOptions, reportFailure, sourceAndDest, usageError, type MirrorOptions } from '../mirror-options.js';
+import { EXIT, MIRROR_OPTIONS, exitCodeOf, mirrorOptions, reportFailure, sourceAndDest, type MirrorOptions } from '../mirror-options.js';
+import { parseCommandArgs, usageError } from '../command-args.js';
 
 const HELP = `Usage: resourcesync audit <source-url> <dest-dir> [options]
 
@@ -44,18 +44,10 @@ export function describeAudit(r: AuditReport): string {
 
 /** `resourcesync audit`. */
 export async function run(args: string[]): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args,
-      allowPositionals: true,
-      options: { ...MIRROR_OPTIONS, 'trust-state': { type: 'boolean' } },
-    });
-  } catch (err) {
-    return usageError('audit', err, HELP);
-  }
+  const parsed = parseCommandArgs('audit', args, { ...MIRROR_OPTIONS, 'trust-state': { type: 'boolean' } }, HELP);
+  if (typeof parsed === 'number') return parsed;
   const v = parsed.values;
-  const positionals = sourceAndDest('audit', HELP, v.help, parsed.positionals);
+  const positionals = sourceAndDest('audit', HELP, parsed.positionals);
   if (typeof positionals === 'number') return positionals;
   const [source, dest] = positionals;
   let common: MirrorOptions;

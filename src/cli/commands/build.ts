@@ -4,7 +4,7 @@
  * snapshot on each run.
  */
 import { basename, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseCommandArgs, usageError } from '../command-args.js';
 import { HASH_ALGORITHMS, type HashAlgorithm } from '../../core/constants.js';
 import { isResourceSyncError } from '../../core/errors.js';
 import { publish, type PublishOptions, type PublishProgress } from '../../source/publish.js';
@@ -40,7 +40,8 @@ class UsageError extends Error {}
 
 function posInt(value: string | undefined, name: string): number | undefined {
   if (value === undefined) return undefined;
-  if (!/^\d+$/.test(value) || Number(value) < 1 || !Number.isSafeInteger(Number(value))) throw new UsageError(`--${name} '${value}' is not a positive integer`);
+  if (!/^\d+$/.test(value) || Number(value) < 1 || !Number.isSafeInteger(Number(value)))
+    throw new UsageError(`--${name} '${value}' is not a positive integer`);
   return Number(value);
 }
 
@@ -50,9 +51,15 @@ export function setNames(dirs: string[], given: string[]): string[] {
   return dirs.map((dir, i) => {
     let name = given[i];
     if (name !== undefined) {
-      if (!isValidSetName(name)) throw new UsageError(`--name '${name}' is not a valid set name (letters, digits, '.', '_', '-'; not starting with '.')`);
+      if (!isValidSetName(name))
+        throw new UsageError(
+          `--name '${name}' is not a valid set name (letters, digits, '.', '_', '-'; not starting with '.')`,
+        );
     } else {
-      name = basename(resolve(dir)).replace(/[^A-Za-z0-9._-]/g, '-').replace(/^[.]+/, '').slice(0, 80);
+      name = basename(resolve(dir))
+        .replace(/[^A-Za-z0-9._-]/g, '-')
+        .replace(/^[.]+/, '')
+        .slice(0, 80);
       if (!isValidSetName(name)) name = 'resources';
       const base = name;
       for (let k = 2; used.has(name); k++) name = `${base}-${k}`;
@@ -67,39 +74,45 @@ export function setNames(dirs: string[], given: string[]): string[] {
 export async function run(args: string[]): Promise<number> {
   let opts: PublishOptions;
   let json: boolean;
+  const parsed = parseCommandArgs(
+    'build',
+    args,
+    {
+      'base-url': { type: 'string' },
+      out: { type: 'string' },
+      hashes: { type: 'string' },
+      state: { type: 'string' },
+      name: { type: 'string', multiple: true },
+      'max-entries': { type: 'string' },
+      'changelist-max': { type: 'string' },
+      'changelist-period': { type: 'string' },
+      dumps: { type: 'boolean' },
+      'package-size': { type: 'string' },
+      retention: { type: 'string' },
+      'described-by': { type: 'string' },
+      json: { type: 'boolean' },
+    },
+    HELP,
+  );
+  if (typeof parsed === 'number') return parsed;
+  const { values, positionals } = parsed;
   try {
-    const { values, positionals } = parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        'base-url': { type: 'string' },
-        out: { type: 'string' },
-        hashes: { type: 'string' },
-        state: { type: 'string' },
-        name: { type: 'string', multiple: true },
-        'max-entries': { type: 'string' },
-        'changelist-max': { type: 'string' },
-        'changelist-period': { type: 'string' },
-        dumps: { type: 'boolean' },
-        'package-size': { type: 'string' },
-        retention: { type: 'string' },
-        'described-by': { type: 'string' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-    if (values.help === true) {
-      process.stdout.write(HELP);
-      return 0;
-    }
     json = values.json === true;
     if (positionals.length === 0) throw new UsageError('give at least one directory');
     if (values['base-url'] === undefined) throw new UsageError('--base-url is required');
     if (values.out === undefined) throw new UsageError('--out is required');
     const baseUrl = normalizeBaseUrl(values['base-url']);
-    if (baseUrl === undefined) throw new UsageError(`--base-url '${values['base-url']}' is not an absolute http(s) URL without query or fragment`);
-    const hashes = (values.hashes ?? 'md5').split(',').map((h) => h.trim().toLowerCase()).filter((h) => h !== '');
-    for (const h of hashes) if (!Object.hasOwn(HASH_ALGORITHMS, h)) throw new UsageError(`--hashes: unknown algorithm '${h}' (md5, sha-1, sha-256)`);
+    if (baseUrl === undefined)
+      throw new UsageError(
+        `--base-url '${values['base-url']}' is not an absolute http(s) URL without query or fragment`,
+      );
+    const hashes = (values.hashes ?? 'md5')
+      .split(',')
+      .map((h) => h.trim().toLowerCase())
+      .filter((h) => h !== '');
+    for (const h of hashes)
+      if (!Object.hasOwn(HASH_ALGORITHMS, h))
+        throw new UsageError(`--hashes: unknown algorithm '${h}' (md5, sha-1, sha-256)`);
     const given = values.name ?? [];
     if (given.length > positionals.length) throw new UsageError('more --name options than directories');
     const names = setNames(positionals, given);
@@ -113,7 +126,10 @@ export async function run(args: string[]): Promise<number> {
       baseUrl,
       outDir: values.out,
       hashes: [...new Set(hashes)] as HashAlgorithm[],
-      changeList: { ...(clMax !== undefined ? { maxEntries: clMax } : {}), ...(period !== undefined ? { periodMs: period * 1000 } : {}) },
+      changeList: {
+        ...(clMax !== undefined ? { maxEntries: clMax } : {}),
+        ...(period !== undefined ? { periodMs: period * 1000 } : {}),
+      },
       ...(values.state !== undefined ? { stateDir: values.state } : {}),
       ...(maxEntries !== undefined ? { maxEntries } : {}),
       ...(retention !== undefined ? { retention } : {}),
@@ -121,10 +137,8 @@ export async function run(args: string[]): Promise<number> {
       ...(values.dumps === true ? { dumps: packageSize !== undefined ? { maxPackageBytes: packageSize } : true } : {}),
     };
   } catch (err) {
-    if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true) {
-      process.stderr.write(`resourcesync build: ${(err as Error).message}\nRun 'resourcesync build --help' for the options.\n`);
-      return 2;
-    }
+    if (err instanceof UsageError)
+      return usageError('build', `${err.message}\nRun 'resourcesync build --help' for the options.`);
     throw err;
   }
 
@@ -138,7 +152,8 @@ export async function run(args: string[]): Promise<number> {
     const t = Date.now();
     if (t - last < 100 && p.phase === 'scan') return;
     last = t;
-    const what = p.phase === 'scan' ? `scanned ${p.files} files (${(p.bytes / 1e6).toFixed(1)} MB)` : `writing ${p.phase}`;
+    const what =
+      p.phase === 'scan' ? `scanned ${p.files} files (${(p.bytes / 1e6).toFixed(1)} MB)` : `writing ${p.phase}`;
     process.stderr.write(`\r\x1b[K${p.set}: ${what}`);
   };
   const started = Date.now();
@@ -147,7 +162,9 @@ export async function run(args: string[]): Promise<number> {
     if (tty) process.stderr.write('\r\x1b[K');
     const ms = Date.now() - started;
     if (json) {
-      process.stdout.write(`${JSON.stringify({ ok: true, ...result, sets: opts.sets.map((s) => s.name), durationMs: ms })}\n`);
+      process.stdout.write(
+        `${JSON.stringify({ ok: true, ...result, sets: opts.sets.map((s) => s.name), durationMs: ms })}\n`,
+      );
     } else {
       const c = result.changes;
       process.stdout.write(

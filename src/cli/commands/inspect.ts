@@ -5,10 +5,10 @@
  * a Capability List or Source Description.
  * @see Z39.99 §6.1 (structure), §7 (document formats)
  */
-import { parseArgs } from 'node:util';
 import { stderr, stdout } from 'node:process';
 import { errorIssue, openDocument } from '../documents.js';
 import { formatIssue } from './validate.js';
+import { parseCommandArgs, usageError } from '../command-args.js';
 
 const HELP = `Usage: resourcesync inspect [--json] <file-or-url>
 
@@ -98,27 +98,10 @@ function describe(i: Inspection): string {
 
 /** Runs the command; returns the exit status. */
 export async function run(args: string[]): Promise<number> {
-  let values: { json?: boolean; help?: boolean };
-  let positionals: string[];
-  try {
-    ({ values, positionals } = parseArgs({
-      args,
-      options: { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
-      allowPositionals: true,
-      strict: true,
-    }));
-  } catch (err) {
-    stderr.write(`resourcesync inspect: ${(err as Error).message}\n\n${HELP}`);
-    return 2;
-  }
-  if (values.help) {
-    stdout.write(HELP);
-    return 0;
-  }
-  if (positionals.length !== 1) {
-    stderr.write(`resourcesync inspect: give exactly one document\n\n${HELP}`);
-    return 2;
-  }
+  const parsed = parseCommandArgs('inspect', args, { json: { type: 'boolean' } }, HELP);
+  if (typeof parsed === 'number') return parsed;
+  const { values, positionals } = parsed;
+  if (positionals.length !== 1) return usageError('inspect', 'give exactly one document', HELP);
   const input = positionals[0]!;
   try {
     const info = await inspectInput(input);

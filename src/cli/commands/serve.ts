@@ -6,7 +6,7 @@
  * shut it down cleanly (exit 0).
  * @see Z39.99 §6.3 (discovery), §12 (Change List)
  */
-import { parseArgs } from 'node:util';
+import { parseCommandArgs, usageError } from '../command-args.js';
 import { stat } from 'node:fs/promises';
 import { basename, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { createSourceCore, type CoreHandler, type CoreResponse, type SourceCore } from '../../server/core.js';
@@ -55,47 +55,31 @@ function insideVisibly(child: string, parent: string): boolean {
 
 /** Runs `resourcesync serve`; resolves with the exit code once the server has shut down. */
 export async function run(args: string[]): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        port: { type: 'string' },
-        host: { type: 'string' },
-        'base-url': { type: 'string' },
-        state: { type: 'string' },
-        'no-watch': { type: 'boolean' },
-        verbose: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (error) {
-    process.stderr.write(`resourcesync serve: ${message(error)}\n\n${HELP}`);
-    return 2;
-  }
+  const parsed = parseCommandArgs(
+    'serve',
+    args,
+    {
+      port: { type: 'string' },
+      host: { type: 'string' },
+      'base-url': { type: 'string' },
+      state: { type: 'string' },
+      'no-watch': { type: 'boolean' },
+      verbose: { type: 'boolean' },
+    },
+    HELP,
+  );
+  if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
-  if (values.help === true) {
-    process.stdout.write(HELP);
-    return 0;
-  }
-  if (positionals.length === 0) {
-    process.stderr.write(`resourcesync serve: a directory is needed.\n\n${HELP}`);
-    return 2;
-  }
+  if (positionals.length === 0) return usageError('serve', 'a directory is needed.', HELP);
   const port = values.port === undefined ? 8080 : Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    process.stderr.write(`resourcesync serve: --port '${values.port}' is not a port number.\n`);
-    return 2;
-  }
+  if (!Number.isInteger(port) || port < 0 || port > 65535) return usageError('serve', `--port '${values.port}' is not a port number.`);
   const host = values.host ?? '127.0.0.1';
   if (values['base-url'] !== undefined) {
     try {
       const u = new URL(values['base-url']);
       if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('not http(s)');
     } catch {
-      process.stderr.write(`resourcesync serve: --base-url '${values['base-url']}' is not an http(s) URL.\n`);
-      return 2;
+      return usageError('serve', `--base-url '${values['base-url']}' is not an http(s) URL.`);
     }
   }
 
@@ -104,13 +88,11 @@ export async function run(args: string[]): Promise<number> {
   for (const dir of dirs) {
     const st = await stat(dir).catch(() => undefined);
     if (st?.isDirectory() !== true) {
-      process.stderr.write(`resourcesync serve: '${dir}' is not a directory.\n`);
-      return 2;
+      return usageError('serve', `'${dir}' is not a directory.`);
     }
     const name = setName(basename(dir));
     if (sets.some((s) => s.name === name)) {
-      process.stderr.write(`resourcesync serve: '${dir}' gives the set name '${name}', which is already used.\n`);
-      return 2;
+      return usageError('serve', `'${dir}' gives the set name '${name}', which is already used.`);
     }
     sets.push({ name, dir });
   }
@@ -119,8 +101,7 @@ export async function run(args: string[]): Promise<number> {
   const outDir = join(stateDir ?? join(dirs[0]!, '.resourcesync'), 'publish');
   for (const dir of dirs) {
     if (stateDir !== undefined && insideVisibly(stateDir, dir)) {
-      process.stderr.write(`resourcesync serve: --state '${stateDir}' would be published inside '${dir}'; use a hidden folder or one outside.\n`);
-      return 2;
+      return usageError('serve', `--state '${stateDir}' would be published inside '${dir}'; use a hidden folder or one outside.`);
     }
   }
 

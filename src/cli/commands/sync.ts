@@ -1,8 +1,8 @@
-import { parseArgs } from 'node:util';
 import { stderr, stdout } from 'node:process';
 import { sync, type SyncReport } from '../../destination/sync.js';
 import { ProgressBar } from '../progress.js';
-import { EXIT, MIRROR_OPTIONS, exitCodeOf, integerOption, mirrorOptions, reportFailure, sourceAndDest, usageError, type MirrorOptions } from '../mirror-options.js';
+import { EXIT, MIRROR_OPTIONS, exitCodeOf, integerOption, mirrorOptions, reportFailure, sourceAndDest, type MirrorOptions } from '../mirror-options.js';
+import { parseCommandArgs, usageError } from '../command-args.js';
 
 const HELP = `Usage: resourcesync sync <source-url> <dest-dir> [options]
 
@@ -63,28 +63,25 @@ export function describeSync(r: SyncReport): string {
 
 /** `resourcesync sync`. */
 export async function run(args: string[]): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        ...MIRROR_OPTIONS,
-        delete: { type: 'boolean' },
-        concurrency: { type: 'string' },
-        'dry-run': { type: 'boolean' },
-        'prefer-dump': { type: 'boolean' },
-        'prefer-mirrors': { type: 'boolean' },
-        retries: { type: 'string' },
-        'no-fsync': { type: 'boolean' },
-        'fsync-method': { type: 'string' },
-      },
-    });
-  } catch (err) {
-    return usageError('sync', err, HELP);
-  }
+  const parsed = parseCommandArgs(
+    'sync',
+    args,
+    {
+      ...MIRROR_OPTIONS,
+      delete: { type: 'boolean' },
+      concurrency: { type: 'string' },
+      'dry-run': { type: 'boolean' },
+      'prefer-dump': { type: 'boolean' },
+      'prefer-mirrors': { type: 'boolean' },
+      retries: { type: 'string' },
+      'no-fsync': { type: 'boolean' },
+      'fsync-method': { type: 'string' },
+    },
+    HELP,
+  );
+  if (typeof parsed === 'number') return parsed;
   const v = parsed.values;
-  const positionals = sourceAndDest('sync', HELP, v.help, parsed.positionals);
+  const positionals = sourceAndDest('sync', HELP, parsed.positionals);
   if (typeof positionals === 'number') return positionals;
   const [source, dest] = positionals;
   let concurrency: number | undefined, retries: number | undefined, common: MirrorOptions;

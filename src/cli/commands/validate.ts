@@ -6,10 +6,10 @@
  * Exit status: 0 when no document has errors, 1 when one has errors or is not a readable ResourceSync
  * document, 2 on usage errors. `--json` prints `{ documents: [{ input, kind, entries, issues, valid }] }`.
  */
-import { parseArgs } from 'node:util';
-import { stderr, stdout } from 'node:process';
+import { stdout } from 'node:process';
 import { validate } from '../../core/validate/index.js';
 import { errorIssue, openDocument, type CliIssue } from '../documents.js';
+import { parseCommandArgs, usageError } from '../command-args.js';
 
 const HELP = `Usage: resourcesync validate [--spec 1.0|1.1] [--json] [--lenient] <file-or-url>...
 
@@ -60,37 +60,12 @@ function plural(n: number, word: string): string {
 
 /** Runs the command; returns the exit status. */
 export async function run(args: string[]): Promise<number> {
-  let values: { spec?: string; json?: boolean; lenient?: boolean; help?: boolean };
-  let positionals: string[];
-  try {
-    ({ values, positionals } = parseArgs({
-      args,
-      options: {
-        spec: { type: 'string' },
-        json: { type: 'boolean' },
-        lenient: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      allowPositionals: true,
-      strict: true,
-    }));
-  } catch (err) {
-    stderr.write(`resourcesync validate: ${(err as Error).message}\n\n${HELP}`);
-    return 2;
-  }
-  if (values.help) {
-    stdout.write(HELP);
-    return 0;
-  }
+  const parsed = parseCommandArgs('validate', args, { spec: { type: 'string' }, json: { type: 'boolean' }, lenient: { type: 'boolean' } }, HELP);
+  if (typeof parsed === 'number') return parsed;
+  const { values, positionals } = parsed;
   const spec = values.spec ?? '1.1';
-  if (spec !== '1.0' && spec !== '1.1') {
-    stderr.write(`resourcesync validate: --spec must be 1.0 or 1.1, not '${spec}'\n`);
-    return 2;
-  }
-  if (positionals.length === 0) {
-    stderr.write(`resourcesync validate: no document given\n\n${HELP}`);
-    return 2;
-  }
+  if (spec !== '1.0' && spec !== '1.1') return usageError('validate', `--spec must be 1.0 or 1.1, not '${spec}'`);
+  if (positionals.length === 0) return usageError('validate', 'no document given', HELP);
 
   const reports: DocumentReport[] = [];
   for (const input of positionals) {
