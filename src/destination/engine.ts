@@ -50,6 +50,11 @@ export interface SyncCounts {
   warnings: string[];
 }
 
+/** Counters of a sync that has done nothing yet. */
+export function emptyCounts(): SyncCounts {
+  return { created: 0, updated: 0, deleted: 0, unchanged: 0, failed: [], deletionsSkipped: [], deletionsSkippedCount: 0, bytes: 0, warnings: [] };
+}
+
 /** What the engine needs; built by `sync()`. */
 export interface EngineOptions {
   dest: string;
@@ -135,17 +140,7 @@ function keptLinks(entry: Entry): Ln[] | undefined {
  * transactions) and the counters. One engine serves one sync.
  */
 export class Engine {
-  readonly counts: SyncCounts = {
-    created: 0,
-    updated: 0,
-    deleted: 0,
-    unchanged: 0,
-    failed: [],
-    deletionsSkipped: [],
-    deletionsSkippedCount: 0,
-    bytes: 0,
-    warnings: [],
-  };
+  readonly counts: SyncCounts = emptyCounts();
   readonly #o: EngineOptions;
   #pending: ResourceRecord[] = [];
   #pendingDeletes: string[] = [];

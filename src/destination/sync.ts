@@ -7,7 +7,7 @@ import { checkDocument, loadDocument, validating, type DocumentContext, type Rem
 import { discover, type DiscoveredCapabilityList } from './discover.js';
 import { applyChangeDump, applyResourceDump, type DumpReport } from './dump.js';
 import { fetchResource } from './links.js';
-import { Engine, runPool, type SyncCounts, type SyncProgress } from './engine.js';
+import { Engine, emptyCounts, runPool, type SyncCounts, type SyncProgress } from './engine.js';
 import { baseline } from './baseline.js';
 import { incremental } from './incremental.js';
 import type { HttpGet } from './http.js';
@@ -216,15 +216,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
       source: options.source,
       dest,
       dryRun,
-      created: 0,
-      updated: 0,
-      deleted: 0,
-      unchanged: 0,
-      failed: [],
-      deletionsSkipped: [],
-      deletionsSkippedCount: 0,
-      bytes: 0,
-      warnings: [],
+      ...emptyCounts(),
       sets: [],
       durationMs: 0,
     };
@@ -378,19 +370,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
     if (!dryRun) await rm(`${dest}/.resourcesync/tmp`, { recursive: true, force: true });
     const c = engine.counts;
     engine.progress(true);
-    Object.assign(report, {
-      mode: anyBaseline ? 'baseline' : 'incremental',
-      created: c.created,
-      updated: c.updated,
-      deleted: c.deleted,
-      unchanged: c.unchanged,
-      failed: c.failed,
-      deletionsSkipped: c.deletionsSkipped,
-      deletionsSkippedCount: c.deletionsSkippedCount,
-      bytes: c.bytes,
-      warnings: c.warnings,
-      durationMs: Date.now() - started,
-    });
+    Object.assign(report, c, { mode: anyBaseline ? 'baseline' : 'incremental', durationMs: Date.now() - started });
     return report;
   } finally {
     store?.close();
