@@ -10,6 +10,7 @@ import { createAuthority } from './authority.js';
 import { createHttpClient } from './http-client.js';
 import { createMapper } from './mapper.js';
 import { applyChangeDump, applyResourceDump, type ApplyDumpOptions, type DumpResource } from './dump.js';
+import { GroupCommit } from './group-commit.js';
 
 interface Env {
   s: TestServer;
@@ -122,6 +123,49 @@ void test('Resource Dump: packages downloaded and verified, manifests checked, b
     assert.ok(seen[0]!.hashes?.['sha-256']);
     assert.ok(progress.includes('download') && progress.includes('extract'));
     assert.ok(!e.s.requests.some((r) => r.url.includes('manifest')), 'the contents link is not fetched');
+    await noTemp(e.dest);
+  } finally {
+    await e.close();
+  }
+});
+
+void test('Resource Dump in ZIP64 format: stored entries larger than the read buffers, deflated ones, all verified', async () => {
+  const e = await env();
+  try {
+    const o = e.s.origin;
+    const big = Buffer.alloc(2 * 1024 * 1024 + 12_345);
+    for (let i = 0; i + 4 <= big.length; i += 4) big.writeUInt32LE((i * 2654435761) >>> 0, i);
+    const small = 'a small stored file';
+    const deflated = 'z'.repeat(50_000);
+    const zip = await yazlZip(
+      [
+        {
+          name: 'manifest.xml',
+          data: manifestXml('resourcedump-manifest', [
+            { loc: `${o}/big.bin`, path: '/big', data: big },
+            { loc: `${o}/small.txt`, path: '/small', data: small },
+            { loc: `${o}/deflated.txt`, path: '/deflated', data: deflated },
+          ]),
+        },
+        { name: 'big', data: big, compress: false },
+        { name: 'small', data: small, compress: false },
+        { name: 'deflated', data: deflated },
+      ],
+      { zip64: true },
+    );
+    assert.ok(zip.includes(Buffer.from([0x50, 0x4b, 0x06, 0x06])), 'the package has a ZIP64 end of central directory record');
+    e.s.set('/p.zip', zip);
+    e.s.set('/resourcedump.xml', dumpXml('resourcedump', [{ loc: `${o}/p.zip`, zip }]));
+    // durable, as a sync writes by default: the small files through a group commit, the big one with its own fsync
+    const groupCommit = new GroupCommit();
+    const report = await applyResourceDump(e.opts(`${o}/resourcedump.xml`, { fsync: true, groupCommit }));
+    await groupCommit.settle();
+    assert.deepEqual(report.failures, []);
+    assert.equal(report.extracted, 3);
+    assert.ok(groupCommit.barriers >= 1);
+    assert.ok((await readFile(join(e.dest, 'big.bin'))).equals(big));
+    assert.equal(await readFile(join(e.dest, 'small.txt'), 'utf8'), small);
+    assert.equal(await readFile(join(e.dest, 'deflated.txt'), 'utf8'), deflated);
     await noTemp(e.dest);
   } finally {
     await e.close();

@@ -88,11 +88,13 @@ export function dumpXml(
 /** A real ZIP written by yazl; `compress` per file (default true). */
 export async function yazlZip(
   files: Array<{ name: string; data: Uint8Array | string; compress?: boolean }>,
+  options: { zip64?: boolean } = {},
 ): Promise<Buffer> {
   const zip = new yazl.ZipFile();
+  const forceZip64Format = options.zip64 === true;
   for (const f of files)
-    zip.addBuffer(Buffer.from(f.data), f.name, { compress: f.compress ?? true, mtime: new Date(Date.UTC(2013, 0, 3)) });
-  zip.end();
+    zip.addBuffer(Buffer.from(f.data), f.name, { compress: f.compress ?? true, mtime: new Date(Date.UTC(2013, 0, 3)), forceZip64Format });
+  zip.end({ forceZip64Format, comment: '' });
   const chunks: Buffer[] = [];
   for await (const c of zip.outputStream as AsyncIterable<Buffer>) chunks.push(c);
   return Buffer.concat(chunks);
