@@ -18,6 +18,8 @@ import { Pool } from 'undici';
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const DATA = join(ROOT, 'bench', '.data', 'destination');
 const WWW = join(DATA, 'www');
+/** Every measured run's destination; removed once all runs are done. */
+const RUNS = join(DATA, 'runs');
 const SMALL = 5000;
 const LARGE_COUNT = 4;
 const LARGE_SIZE = 32 * 1024 * 1024;
@@ -203,13 +205,16 @@ async function bareLoop(origin, items, dir) {
   return { seconds, bytes };
 }
 
-/** Flushes what earlier runs wrote and removed: no run pays for another's write-back. */
+/**
+ * Flushes what earlier runs wrote: no run pays for another's write-back. Nothing is removed between runs (every
+ * run writes into a new folder under RUNS, removed at the end): on this machine's disk, creating files right
+ * after many were removed is several times slower (the removal's discards), which would tax whichever run came next.
+ */
 function settle() {
   spawnSync('sync');
 }
 
 async function ours(source, dest, options) {
-  rmSync(dest, { recursive: true, force: true });
   settle();
   const t0 = performance.now();
   const r = await sync({ source, dest, concurrency: CONCURRENCY, ...options });
@@ -223,6 +228,12 @@ const verdict = (ok) => (ok ? 'met' : 'MISSED');
 
 const started = performance.now();
 const { small, large, auditItems } = generate();
+if (existsSync(RUNS)) {
+  // left by an interrupted bench: removed, then a pause for the removal's discards before anything is measured
+  rmSync(RUNS, { recursive: true, force: true });
+  settle();
+  spawnSync('sleep', ['3']);
+}
 const port = await freePort();
 const server = has('nginx') ? await startNginx(port) : await startNodeStatic(port);
 const origin = `http://127.0.0.1:${port}`;
@@ -247,13 +258,10 @@ try {
   let mineFile = Infinity;
   for (let round = 0; round < ROUNDS; round++) {
     settle();
-    bare = Math.min(bare, (await bareLoop(origin, small, join(DATA, `bare-${round}`))).seconds);
-    mine = Math.min(mine, (await ours(`${origin}/small-list.xml`, join(DATA, `mirror-small-${round}`), { fsync: false })).seconds);
-    mineFsync = Math.min(mineFsync, (await ours(`${origin}/small-list.xml`, join(DATA, `mirror-fsync-${round}`), {})).seconds);
-    if (round === 0) {
-      mineFile = (await ours(`${origin}/small-list.xml`, join(DATA, `mirror-file`), { fsyncMethod: 'file' })).seconds;
-    }
-    for (const d of [`bare-${round}`, `mirror-small-${round}`, `mirror-fsync-${round}`, 'mirror-file']) rmSync(join(DATA, d), { recursive: true, force: true });
+    bare = Math.min(bare, (await bareLoop(origin, small, join(RUNS, `bare-${round}`))).seconds);
+    mine = Math.min(mine, (await ours(`${origin}/small-list.xml`, join(RUNS, `mirror-small-${round}`), { fsync: false })).seconds);
+    mineFsync = Math.min(mineFsync, (await ours(`${origin}/small-list.xml`, join(RUNS, `mirror-fsync-${round}`), {})).seconds);
+    if (round === 0) mineFile = (await ours(`${origin}/small-list.xml`, join(RUNS, 'mirror-file'), { fsyncMethod: 'file' })).seconds;
   }
   const bareRate = SMALL / bare;
   const rate = SMALL / mine;
@@ -267,18 +275,15 @@ try {
   const load = (await import('node:os')).loadavg()[0];
   console.log(`  (load average during the run: ${fmt(load, 1)} on ${(await import('node:os')).cpus().length} CPUs)`);
 
-  // 2. large files: ours with the default durability (an fsync per large file) and without fsync
-  rmSync(join(DATA, 'bare'), { recursive: true, force: true });
+  // 2. large files: ours with the default durability (an fsync per large file) and without fsync, two rounds
+  // each, the best of each
   settle();
-  const bareLarge = await bareLoop(origin, large, join(DATA, 'bare'));
-  rmSync(join(DATA, 'bare'), { recursive: true, force: true });
-  // two rounds each, the best of each
+  const bareLarge = await bareLoop(origin, large, join(RUNS, 'bare-large'));
   const bestOf = (a, b) => (a.seconds <= b.seconds ? a : b);
-  let mineLarge = await ours(`${origin}/large-list.xml`, join(DATA, 'mirror-large'), {});
-  let mineLargeNoFsync = await ours(`${origin}/large-list.xml`, join(DATA, 'mirror-large'), { fsync: false });
-  mineLarge = bestOf(mineLarge, await ours(`${origin}/large-list.xml`, join(DATA, 'mirror-large'), {}));
-  mineLargeNoFsync = bestOf(mineLargeNoFsync, await ours(`${origin}/large-list.xml`, join(DATA, 'mirror-large'), { fsync: false }));
-  rmSync(join(DATA, 'mirror-large'), { recursive: true, force: true });
+  let mineLarge = await ours(`${origin}/large-list.xml`, join(RUNS, 'mirror-large-0'), {});
+  let mineLargeNoFsync = await ours(`${origin}/large-list.xml`, join(RUNS, 'mirror-large-nofsync-0'), { fsync: false });
+  mineLarge = bestOf(mineLarge, await ours(`${origin}/large-list.xml`, join(RUNS, 'mirror-large-1'), {}));
+  mineLargeNoFsync = bestOf(mineLargeNoFsync, await ours(`${origin}/large-list.xml`, join(RUNS, 'mirror-large-nofsync-1'), { fsync: false }));
   const mbBare = bareLarge.bytes / 1048576 / bareLarge.seconds;
   const mb = mineLarge.bytes / 1048576 / mineLarge.seconds;
   const mbNoFsync = mineLargeNoFsync.bytes / 1048576 / mineLargeNoFsync.seconds;
@@ -303,10 +308,6 @@ try {
   console.log(`  target ≤3 s: ${verdict(a.seconds <= 3)}`);
 } finally {
   await server.stop();
-  rmSync(join(DATA, 'bare'), { recursive: true, force: true });
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const d of [`bare-${round}`, `mirror-small-${round}`, `mirror-fsync-${round}`]) rmSync(join(DATA, d), { recursive: true, force: true });
-  }
-  for (const d of ['mirror-file', 'mirror-large']) rmSync(join(DATA, d), { recursive: true, force: true });
+  rmSync(RUNS, { recursive: true, force: true });
 }
 console.log(`bench time: ${fmt((performance.now() - started) / 1000, 1)} s`);
