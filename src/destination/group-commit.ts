@@ -6,7 +6,7 @@
  * thousands of small files cost a handful of barriers instead of thousands of fsyncs.
  *
  * At most one barrier runs at a time. A batch is closed when it holds `maxBatch` files or when its first
- * file has waited `gatherMs`: a barrier is a journal commit and a disk flush, and while it runs file creation
+ * file has waited `gatherMs` (or more, while the previous barrier ran): a barrier is a journal commit and a disk flush, and while it runs file creation
  * on the same file system stalls, so a few large batches beat many small ones (measured here: back-to-back
  * barriers of ~15 files each held a 5,000-file sync to ~1,700 files/s).
  */
@@ -15,6 +15,8 @@ import { dirname } from 'node:path';
 import { syncFileSystem, type DurabilityBarrier } from '../node/sync-file-system.js';
 
 interface Staged {
+  /** When it was staged (`performance.now()`). */
+  at: number;
   tmp: string;
   finalPath: string;
   place: () => void;
@@ -47,8 +49,10 @@ export class GroupCommit {
   /** Ends the current gathering wait early (the batch is full). */
   #full: (() => void) | undefined;
   #running: Promise<void> | undefined;
-  /** Folders that received files since the last barrier (their new entries are not yet known durable). */
+  /** Folders that received files (their new entries are made durable by `settle`). */
   #touchedDirs = new Set<string>();
+  /** Files placed since the last `settle`. */
+  #placedSince = 0;
   /** Barriers run (for tests and reports). */
   barriers = 0;
 
@@ -64,7 +68,7 @@ export class GroupCommit {
    */
   commit(tmp: string, finalPath: string, place: () => void): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.#queue.push({ tmp, finalPath, place, resolve, reject });
+      this.#queue.push({ at: performance.now(), tmp, finalPath, place, resolve, reject });
       if (this.#queue.length >= this.#maxBatch) this.#full?.();
       this.#running ??= this.#run();
     });
@@ -72,9 +76,10 @@ export class GroupCommit {
 
   async #run(): Promise<void> {
     while (this.#queue.length > 0) {
-      if (this.#queue.length < this.#maxBatch && this.#gatherMs > 0) {
+      const wait = this.#gatherMs - (performance.now() - this.#queue[0]!.at);
+      if (this.#queue.length < this.#maxBatch && wait > 0) {
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, this.#gatherMs);
+          const timer = setTimeout(resolve, wait);
           this.#full = () => {
             clearTimeout(timer);
             resolve();
@@ -91,10 +96,10 @@ export class GroupCommit {
         for (const s of batch) s.reject(err);
         continue;
       }
-      this.#touchedDirs.clear();
       for (const s of batch) {
         try {
           s.place();
+          this.#placedSince++;
           this.#touchedDirs.add(dirname(s.finalPath));
           s.resolve();
         } catch (err) {
@@ -106,14 +111,16 @@ export class GroupCommit {
   }
 
   /**
-   * Waits for every staged file, then runs one last barrier when files were renamed since the previous one,
-   * so that the renames too are durable before the caller reports the work done.
+   * Waits for every staged file, then, when files were renamed since the last `settle`, runs one last barrier
+   * over every folder that received files, so that the renames too are durable before the caller reports the
+   * work done. (With `syncfs` one barrier covers everything; the fallback fsyncs each folder: POSIX does not
+   * promise that an fsync of one file makes another file's rename durable.)
    */
   async settle(): Promise<void> {
     while (this.#running !== undefined) await this.#running;
-    if (this.#touchedDirs.size === 0) return;
+    if (this.#placedSince === 0 || this.#touchedDirs.size === 0) return;
     const dirs = [...this.#touchedDirs];
-    this.#touchedDirs.clear();
+    this.#placedSince = 0;
     await this.#barrier(dirs[0]!, dirs);
     this.barriers++;
   }
