@@ -230,10 +230,12 @@ function lengthMismatch(relPath: string, expected: number, actual: number, trunc
 /**
  * Streams a resource to disk with its fixity checked on the way: the bytes go to a temporary file in
  * `<root>/.resourcesync/tmp/` while md5 (always, for the state) and every other known algorithm the Source
- * declared are computed; length and each declared hash are compared; the file is fsynced, given `mtime` and
- * renamed into place (`safeJoin(root, relPath)`, parents created). A mismatch throws `RS_LENGTH_MISMATCH`
- * or `RS_HASH_MISMATCH` (recoverable) and leaves nothing behind: an unverified copy is never committed.
- * Bodies that fit in 256 KiB are buffered and written with one call; larger ones in batches of about 1 MiB.
+ * declared are computed; length and each declared hash are compared; the file is made durable (an fsync of
+ * its own, or with a `groupCommit` one barrier for a batch of small files), given `mtime` and renamed into
+ * place (`safeJoin(root, relPath)`, parents created). A mismatch throws `RS_LENGTH_MISMATCH` or
+ * `RS_HASH_MISMATCH` (recoverable) and leaves nothing behind: an unverified copy is never committed.
+ * Bodies that fit in 256 KiB are buffered and written with one call; larger ones in batches of about 1 MiB;
+ * a {@link ByteSource} is read into two pooled 1 MiB buffers, one written while the other is filled.
  * @see Z39.99 §7 (`hash`, `length`), §5.2 (audit relies on them)
  * @example
  * const r = await writeVerified({ root: '/mirror', relPath: 'a/b.txt', body: res.body,
