@@ -22,6 +22,7 @@ void test('group commit: files appear only after the barrier that covers them, m
     const group = new GroupCommit({
       maxBatch: 50,
       gatherMs: 60_000, // the batch closes when full
+      idleMs: 60_000,
       barrier: async (_dir, files) => {
         batches.push([...files]);
         // every file of the batch is staged (in the temporary folder), none is in place yet
@@ -101,6 +102,7 @@ void test('group commit: a verification failure never reaches the batch; a full 
     const group = new GroupCommit({
       maxBatch: 4,
       gatherMs: 60_000,
+      idleMs: 60_000,
       barrier: async (_d, files) => {
         sizes.push(files.length);
       },
@@ -129,7 +131,7 @@ void test('large bodies keep an fsync of their own: no barrier, no wait for a ba
   const root = await mkdtemp(join(tmpdir(), 'rs-gc-'));
   try {
     let barriers = 0;
-    const group = new GroupCommit({ gatherMs: 60_000, barrier: async () => void barriers++ });
+    const group = new GroupCommit({ gatherMs: 60_000, idleMs: 60_000, barrier: async () => void barriers++ });
     const data = Buffer.alloc(300 * 1024, 7);
     const r = await writeVerified({ root, relPath: 'big.bin', body: Readable.from([data]), groupCommit: group });
     assert.equal(r.length, data.length);
@@ -210,6 +212,20 @@ void test('syncFileSystem and fsyncEach make real files and folders durable; a m
     await syncFileSystem(root, files.slice(0, 2)); // few files: fsyncs
     await fsyncEach([root, ...files]); // a folder among them
     await assert.rejects(fsyncEach([join(root, 'missing')]), /ENOENT/);
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+});
+
+void test('group commit: a batch closes once no file came for idleMs, long before gatherMs', async () => {
+  const root = await mkdtemp(join(tmpdir(), 'rs-gc-'));
+  try {
+    const sizes: number[] = [];
+    const group = new GroupCommit({ gatherMs: 60_000, idleMs: 200, barrier: async (_d, files) => void sizes.push(files.length) });
+    const t0 = Date.now();
+    await Promise.all([1, 2, 3].map((i) => writeVerified({ root, relPath: `f${i}.txt`, body: body('x'), groupCommit: group })));
+    assert.ok(Date.now() - t0 < 30_000, 'not held for gatherMs');
+    assert.deepEqual(sizes, [3]);
   } finally {
     await rm(root, { recursive: true, force: true });
   }

@@ -5,8 +5,9 @@
  * is never visible under its final name before its bytes are durable, exactly as with an fsync per file, but
  * thousands of small files cost a handful of barriers instead of thousands of fsyncs.
  *
- * At most one barrier runs at a time. A batch is closed when it holds `maxBatch` files or when its first
- * file has waited `gatherMs` (or more, while the previous barrier ran): a barrier is a journal commit and a disk flush, and while it runs file creation
+ * At most one barrier runs at a time. A batch is closed when it holds `maxBatch` files, when its first file
+ * has waited `gatherMs` (or more, while the previous barrier ran), or when no file came for `idleMs` (the end
+ * of a list, or a slow Source): a barrier is a journal commit and a disk flush, and while it runs file creation
  * on the same file system stalls, so a few large batches beat many small ones (measured here: back-to-back
  * barriers of ~15 files each held a 5,000-file sync to ~1,700 files/s).
  */
@@ -32,6 +33,8 @@ export interface GroupCommitOptions {
   maxBatch?: number;
   /** Longest wait of a batch's first file before the batch is closed, ms. Default 50. */
   gatherMs?: number;
+  /** A batch is closed early when no file was staged for this long, ms. Default 10. */
+  idleMs?: number;
 }
 
 /**
@@ -45,6 +48,7 @@ export class GroupCommit {
   readonly #barrier: DurabilityBarrier;
   readonly #maxBatch: number;
   readonly #gatherMs: number;
+  readonly #idleMs: number;
   #queue: Staged[] = [];
   /** Ends the current gathering wait early (the batch is full). */
   #full: (() => void) | undefined;
@@ -60,6 +64,7 @@ export class GroupCommit {
     this.#barrier = options.barrier ?? syncFileSystem;
     this.#maxBatch = Math.max(1, options.maxBatch ?? 1024);
     this.#gatherMs = Math.max(0, options.gatherMs ?? 50);
+    this.#idleMs = Math.max(0, options.idleMs ?? 10);
   }
 
   /**
@@ -76,10 +81,15 @@ export class GroupCommit {
 
   async #run(): Promise<void> {
     while (this.#queue.length > 0) {
-      const wait = this.#gatherMs - (performance.now() - this.#queue[0]!.at);
-      if (this.#queue.length < this.#maxBatch && wait > 0) {
+      // gather: until the batch is full, its first file has waited gatherMs, or no file came for idleMs
+      // (the producer is done or stalled: waiting longer would only add latency)
+      while (this.#queue.length < this.#maxBatch) {
+        const now = performance.now();
+        const left = this.#gatherMs - (now - this.#queue[0]!.at);
+        const idle = now - this.#queue[this.#queue.length - 1]!.at;
+        if (left <= 0 || idle >= this.#idleMs) break;
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, wait);
+          const timer = setTimeout(resolve, Math.min(left, this.#idleMs - idle));
           this.#full = () => {
             clearTimeout(timer);
             resolve();
