@@ -209,6 +209,13 @@ void test('syncFileSystem and fsyncEach make real files and folders durable; a m
       }),
     );
     await syncFileSystem(root, files); // syncfs on Linux (6 files), fsyncs elsewhere
+    await syncFileSystem(root, files); // the helper shell is reused
+    const odd = join(root, 'a\nfolder'); // a name the helper's line protocol cannot carry: sync -f run directly
+    const { mkdir } = await import('node:fs/promises');
+    await mkdir(odd);
+    await syncFileSystem(odd, files);
+    await assert.rejects(syncFileSystem(join(root, 'gone'), [...files, join(root, 'gone', 'x')]), /ENOENT/, 'a folder that is gone: the fsyncs report it');
+    await syncFileSystem(root, files); // and syncfs still serves afterwards
     await syncFileSystem(root, files.slice(0, 2)); // few files: fsyncs
     await fsyncEach([root, ...files]); // a folder among them
     await assert.rejects(fsyncEach([join(root, 'missing')]), /ENOENT/);
