@@ -10,7 +10,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
-import { createServer as createNetServer } from 'node:net';
+import { freePort, has } from './support.js';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
@@ -42,18 +42,6 @@ if (process.argv[2] === '--audit-child') {
 
 const md5 = (b) => createHash('md5').update(b).digest('hex');
 const iso = (t) => new Date(t).toISOString().replace('.000Z', 'Z');
-const has = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createNetServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function resourceList(origin, items, at) {
   const urls = items.map((i) => `<url><loc>${origin}/${i.path}</loc><lastmod>${at}</lastmod><rs:md hash="md5:${i.md5}" length="${i.length}"/></url>`);

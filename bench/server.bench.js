@@ -3,10 +3,10 @@
 // next to two baselines measured in the same run: nginx (1 worker) serving the same directory, and a bare
 // node:http server answering from memory. Target: ≥15,000 req/s. Needs `wrk` and `nginx` on PATH; prints
 // that a comparison was skipped when one is missing. Bounded: about 5 s per measurement.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { createServer as createNetServer } from 'node:net';
+import { freePort, has } from './support.js';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -21,21 +21,6 @@ const TARGET = 15000;
 
 const { createSourceCore } = await import(join(ROOT, 'dist/src/server/core.js'));
 const { serve } = await import(join(ROOT, 'dist/src/server/node-adapter.js'));
-
-function has(cmd) {
-  return spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createNetServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function generate() {
   rmSync(DATA, { recursive: true, force: true });
