@@ -1,18 +1,19 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, readFileSync } from 'node:fs';
 import { rmdir, stat, unlink } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import { ResourceSyncError, isResourceSyncError, type ErrorCode } from '../core/errors.js';
-import { isKnownHashAlgorithm, nodeHashName, parseHashes, parseLength, type HashValue } from '../core/hash.js';
+import { isKnownHashAlgorithm, nodeHashName, type HashValue } from '../core/hash.js';
 import type { Entry, Ln } from '../core/model/types.js';
 import { parseW3CDatetime } from '../core/w3c-datetime.js';
 import { REL_PATCH, type HashAlgorithm } from '../core/constants.js';
 import type { Authority } from './authority.js';
 import type { HttpGet } from './http.js';
 import type { Mapper } from './mapper.js';
-import { decide, sourceFacts, type LocalFacts, type PlanDecision } from './plan.js';
+import { decide, sourceFacts, type LocalFacts, type PlanDecision, type SourceFacts } from './plan.js';
 import type { ResourceRecord, StateStore } from './state-store.js';
 import type { GroupCommit } from './group-commit.js';
+import { safeJoin } from '../node/safe-path.js';
 import { writeVerified } from './verified-write.js';
 
 /** A resource that could not be brought in line with the Source. */
@@ -238,7 +239,7 @@ export class Engine {
       if (this.#o.signal?.aborted) throw new ResourceSyncError('RS_ABORTED', `Sync of '${url}' aborted.`, { data: { url } });
       this.#o.authority.check(url);
       const relPath = this.#o.mapper.toPath(url);
-      const full = join(this.#o.dest, ...relPath.split('/'));
+      const full = safeJoin(this.#o.dest, relPath);
       const facts = sourceFacts(entry);
       const record = this.#o.fresh === true ? undefined : this.#o.store.get(url);
       let local: LocalFacts | undefined;
@@ -268,7 +269,7 @@ export class Engine {
         return action;
       }
       const etag = present && decision.reason !== 'hash' && decision.reason !== 'length' ? record?.etag : undefined;
-      const outcome = await this.#fetch(entry, relPath, full, etag, present, release);
+      const outcome = await this.#fetch(entry, facts, relPath, full, etag, present, release);
       if (outcome === 'not-modified') {
         if (this.#o.hasPending?.(url)) this.#resolved.push(url);
         this.#record({ ...record!, ...(entry.lastmod !== undefined ? { lastmod: entry.lastmod } : {}) });
@@ -312,15 +313,20 @@ export class Engine {
     return undefined;
   }
 
-  async #fetch(entry: Entry, relPath: string, full: string, etag: string | undefined, present: boolean, release?: () => void): Promise<'written' | 'not-modified'> {
+  async #fetch(
+    entry: Entry,
+    facts: SourceFacts,
+    relPath: string,
+    full: string,
+    etag: string | undefined,
+    present: boolean,
+    release?: () => void,
+  ): Promise<'written' | 'not-modified'> {
     const url = entry.loc;
-    const lastmod = entry.lastmod === undefined ? undefined : parseW3CDatetime(entry.lastmod, true);
-    const mtime = lastmod === undefined ? undefined : new Date(lastmod.ms);
+    const mtime = facts.lastmod === undefined ? undefined : new Date(facts.lastmod);
     const expected: { length?: number; hashes?: HashValue[] } = {};
-    const length = parseLength(entry.md?.length);
-    if (length !== undefined) expected.length = length;
-    const hashes = parseHashes(entry.md?.hash).filter((h) => isKnownHashAlgorithm(h.algorithm));
-    if (hashes.length > 0) expected.hashes = hashes;
+    if (facts.length !== undefined) expected.length = facts.length;
+    if (facts.hashes.length > 0) expected.hashes = facts.hashes;
     const viaLinks = this.#o.fetchViaLinks;
     const hasMirrors = entry.ln?.some((l) => l.rel === 'duplicate') ?? false;
     const hasPatch = entry.ln?.some((l) => l.rel === REL_PATCH) ?? false;
@@ -424,7 +430,7 @@ export class Engine {
         relPath = this.#o.mapper.tryPath(url);
       }
       if (relPath === undefined) return true;
-      const full = join(this.#o.dest, ...relPath.split('/'));
+      const full = safeJoin(this.#o.dest, relPath);
       const exists = await stat(full).then((s) => s.isFile(), () => false);
       if (!exists && record === undefined) return true;
       if (this.#o.dryRun) {

@@ -76,9 +76,17 @@ export interface WriteVerifiedResult {
   hashes: Record<string, string>;
 }
 
+const tempDirs = new Map<string, string>();
+
 /** Folder (inside the destination, so on the same file system) for temporary files. */
 export function tempDir(root: string): string {
-  return join(root, '.resourcesync', 'tmp');
+  let dir = tempDirs.get(root);
+  if (dir === undefined) {
+    dir = join(root, '.resourcesync', 'tmp');
+    if (tempDirs.size > 64) tempDirs.clear();
+    tempDirs.set(root, dir);
+  }
+  return dir;
 }
 
 const SMALL = 256 * 1024;
@@ -253,7 +261,7 @@ export async function writeVerified(options: WriteVerifiedOptions): Promise<Writ
 
   const tmpDir = tempDir(root);
   if (!knownDirs.has(tmpDir)) await ensureDir(tmpDir);
-  const tmp = join(tmpDir, `${tag}-${(counter++).toString(36)}.tmp`);
+  const tmp = `${tmpDir}${sep}${tag}-${(counter++).toString(36)}.tmp`;
   const mtime = options.mtime !== undefined && !Number.isNaN(options.mtime.getTime()) ? options.mtime : undefined;
 
   let length = 0;

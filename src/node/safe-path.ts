@@ -1,5 +1,26 @@
-import { isAbsolute, join, relative, sep } from 'node:path';
+import { isAbsolute, join, normalize, relative, sep } from 'node:path';
 import { ResourceSyncError } from '../core/errors.js';
+
+/**
+ * The common case decided by one linear match: ASCII segments of letters, digits, `.`, `_`, `~` and `-`,
+ * none starting with `.` (so no `.`, `..` or `.resourcesync`), none empty, no leading `/`. Anything else takes
+ * the full checks of {@link safeRelativePath}.
+ */
+const PLAIN_RELATIVE = /^(?:[A-Za-z0-9_~-][A-Za-z0-9._~-]*\/)*[A-Za-z0-9_~-][A-Za-z0-9._~-]*$/;
+
+/** `root` normalised, with a trailing separator; a few roots are kept (a sync has one). */
+const rootPrefixes = new Map<string, string>();
+
+function rootPrefix(root: string): string {
+  let p = rootPrefixes.get(root);
+  if (p === undefined) {
+    const n = normalize(root === '' ? '.' : root);
+    p = n.endsWith(sep) ? n : n + sep;
+    if (rootPrefixes.size > 64) rootPrefixes.clear();
+    rootPrefixes.set(root, p);
+  }
+  return p;
+}
 
 /**
  * Turns an untrusted relative path (from a URL, a manifest `path`, a ZIP entry name) into a path
@@ -11,16 +32,17 @@ import { ResourceSyncError } from '../core/errors.js';
  */
 export function safeJoin(root: string, untrusted: string): string {
   const rel = safeRelativePath(untrusted);
+  // `rel` has no empty, `.` or `..` segment and no backslash: appended to the normalised root it stays inside it
+  if (sep === '/' && root !== '' && root !== '.') return rootPrefix(root) + rel;
   const full = join(root, ...rel.split('/'));
   const back = relative(root, full);
-  if (back === '' || back.startsWith(`..${sep}`) || back === '..' || isAbsolute(back)) {
-    throw unsafe(untrusted, 'leaves the destination');
-  }
+  if (back === '' || back.startsWith(`..${sep}`) || back === '..' || isAbsolute(back)) throw unsafe(untrusted, 'leaves the destination');
   return full;
 }
 
 /** Validates and returns a normalised `a/b/c` relative path (see `safeJoin`), or throws `RS_UNSAFE_PATH`. */
 export function safeRelativePath(untrusted: string): string {
+  if (PLAIN_RELATIVE.test(untrusted)) return untrusted;
   let p = untrusted;
   if (p.startsWith('/')) p = p.replace(/^\/+/, ''); // manifest paths start with a slash (Z39.99 §11.2)
   if (p === '') throw unsafe(untrusted, 'is empty');
