@@ -133,3 +133,46 @@ void test('credentials from the environment and Retry-After parsing', () => {
   assert.equal(retryAfterMs(new Date(10_000).toUTCString(), 4_000), 6000);
   assert.equal(retryAfterMs('soon'), undefined);
 });
+
+void test('bodies: small declared ones read whole, large and chunked ones streamed; a cut body is a body-phase network error', async () => {
+  const s = await startTestServer();
+  const http = createHttpClient({ authority: createAuthority({ origins: [s.origin] }), retries: 0, env: {} });
+  try {
+    const big = 'x'.repeat(300 * 1024);
+    s.set('/small', 'small body');
+    s.set('/big', big);
+    s.set('/empty', '');
+    s.fault = (req, res) => {
+      if (req.url === '/chunked') {
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        res.write('part one, ');
+        setTimeout(() => res.end('part two'), 5);
+        return true;
+      }
+      if (req.url === '/cut') {
+        res.writeHead(200, { 'content-length': '100' });
+        res.write('only forty bytes of the hundred declared');
+        setTimeout(() => res.socket?.destroy(), 5);
+        return true;
+      }
+      return false;
+    };
+    const chunks = async (url: string): Promise<Uint8Array[]> => {
+      const out: Uint8Array[] = [];
+      for await (const c of (await http(`${s.origin}${url}`)).body) out.push(c);
+      return out;
+    };
+    const small = await chunks('/small');
+    assert.equal(small.length, 1, 'a small declared body is one chunk');
+    assert.equal(Buffer.from(small[0]!).toString(), 'small body');
+    assert.deepEqual(await chunks('/empty'), []);
+    assert.equal(Buffer.concat(await chunks('/big')).toString(), big);
+    assert.equal(Buffer.concat(await chunks('/chunked')).toString(), 'part one, part two');
+    await assert.rejects(chunks('/cut'), (e: unknown) => isResourceSyncError(e, 'RS_NETWORK') && e.data['phase'] === 'body');
+    // the connection pool still serves after the cut
+    assert.equal(await text((await http(`${s.origin}/small`)).body), 'small body');
+  } finally {
+    await http.close();
+    await s.close();
+  }
+});

@@ -134,6 +134,38 @@ async function* guarded(body: AsyncIterable<Uint8Array>, url: string): AsyncGene
   }
 }
 
+/** Bodies with a declared Content-Length up to this size are read in one piece (no stream iterator per response). */
+const WHOLE_BODY = 256 * 1024;
+
+/**
+ * A small body read whole with undici's `bytes()` (the length is declared, so the memory is bounded) and handed
+ * out as one chunk; a failure reads as `guarded`'s. Cheaper per response than a stream's async iterator.
+ */
+function wholeBody(raw: { bytes(): Promise<Uint8Array> }, url: string): AsyncIterable<Uint8Array> {
+  return {
+    [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+      let done = false;
+      return {
+        async next(): Promise<IteratorResult<Uint8Array>> {
+          if (done) return { done: true, value: undefined };
+          done = true;
+          let bytes: Uint8Array;
+          try {
+            bytes = await raw.bytes();
+          } catch (err) {
+            throw wrapError(err, url, 'body');
+          }
+          return bytes.byteLength === 0 ? { done: true, value: undefined } : { done: false, value: bytes };
+        },
+        return(): Promise<IteratorResult<Uint8Array>> {
+          done = true;
+          return Promise.resolve({ done: true, value: undefined });
+        },
+      };
+    },
+  };
+}
+
 function decoder(encoding: string | undefined): Transform | undefined {
   switch (encoding?.trim().toLowerCase()) {
     case 'gzip':
@@ -237,11 +269,13 @@ export function createHttpClient(options: HttpClientOptions): HttpGet & { close(
       body = raw.pipe(dec);
       delete h['content-length'];
     }
+    const declared = h['content-length'];
+    const whole = dec === undefined && declared !== undefined && /^\d{1,6}$/.test(declared) && Number(declared) <= WHOLE_BODY;
     return {
       url,
       status: res.statusCode,
       headers: h,
-      body: guarded(body, url),
+      body: whole ? wholeBody(raw, url) : guarded(body, url),
       discard: async () => {
         try {
           dec?.destroy();
