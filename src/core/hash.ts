@@ -12,12 +12,13 @@ export interface HashValue {
 }
 
 const HEX = /^[0-9a-fA-F]+$/;
+const WHITESPACE = /\s/;
 
 /** Splits a hash attribute into its values. Malformed tokens (no `:`) are returned with algorithm ''. */
 export function parseHashes(value: string | undefined): HashValue[] {
   if (value === undefined) return [];
   const out: HashValue[] = [];
-  for (const token of value.split(/\s+/)) {
+  for (const token of WHITESPACE.test(value) ? value.split(/\s+/) : [value]) {
     if (token === '') continue;
     const colon = token.indexOf(':');
     if (colon <= 0) {

@@ -235,9 +235,12 @@ export function createHttpClient(options: HttpClientOptions): HttpGet & { close(
     return p;
   };
 
+  /** The client's signal and the request's; one combined signal only when they differ (the sync passes the same). */
   const signals = (init?: HttpRequestInit): AbortSignal | undefined => {
-    const list = [options.signal, init?.signal].filter((s): s is AbortSignal => s !== undefined);
-    return list.length === 0 ? undefined : list.length === 1 ? list[0] : AbortSignal.any(list);
+    const a = options.signal;
+    const b = init?.signal;
+    if (a === undefined || a === b) return b ?? a;
+    return b === undefined ? a : AbortSignal.any([a, b]);
   };
 
   const once = async (url: string, init: HttpRequestInit | undefined, signal: AbortSignal | undefined): Promise<HttpResponse> => {

@@ -83,10 +83,11 @@ export class StateStore {
       CREATE TABLE IF NOT EXISTS resources (
         url TEXT PRIMARY KEY, path TEXT NOT NULL, length INTEGER NOT NULL, hashes TEXT NOT NULL,
         lastmod TEXT, etag TEXT, links TEXT);
-      CREATE INDEX IF NOT EXISTS resources_path ON resources(path);
       CREATE TABLE IF NOT EXISTS cursors (key TEXT PRIMARY KEY, datetime TEXT NOT NULL, change_list TEXT, position INTEGER);
       CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS pending (url TEXT PRIMARY KEY, set_key TEXT NOT NULL, entry TEXT NOT NULL, code TEXT);`);
+    // states written before 0.1 had an index on `path` that no query uses; it cost a B-tree insert per resource
+    if (!readonly) db.exec('DROP INDEX IF EXISTS resources_path');
     this.#get = db.prepare<[string], Row>('SELECT url, path, length, hashes, lastmod, etag, links FROM resources WHERE url = ?');
     this.#put = db.prepare(
       'INSERT OR REPLACE INTO resources (url, path, length, hashes, lastmod, etag, links) VALUES (?, ?, ?, ?, ?, ?, ?)',
