@@ -360,7 +360,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
         engine.warn('A Resource List could not be read in full: no deletions were inferred.');
       } else if (report.sets.every((s) => s.mode === 'baseline')) {
         const gone: string[] = [];
-        for (const u of st.urls()) if (!seenAll.has(u)) gone.push(u);
+        if (!fresh) for (const u of st.urls()) if (!seenAll.has(u)) gone.push(u); // fresh: every record is from the lists just read
         engine.phase('baseline', gone.length);
         await runPool(gone, concurrency, (u) => engine.remove(u));
       }

@@ -19,13 +19,14 @@ const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 void test('writes small and large bodies atomically with verified length and hashes', async () => {
   const root = await mkdtemp(join(tmpdir(), 'rs-vw-'));
   try {
-    for (const size of [0, 10, 300 * 1024 + 7]) {
+    // one chunk (hashed at the end in one shot), a small body in several chunks, a large streamed one
+    for (const [size, chunk] of [[0, 64 * 1024], [10, 64 * 1024], [1000, 64], [300 * 1024 + 7, 64 * 1024]] as const) {
       const data = Buffer.alloc(size, 'abc');
       const mtime = new Date('2013-01-02T13:00:00Z');
       const r = await writeVerified({
         root,
         relPath: `n${size}/file ${size}.bin`,
-        body: chunks(data, 64 * 1024),
+        body: chunks(data, chunk),
         expected: { length: size, hashes: [{ algorithm: 'sha-256', digest: sha256(data) }, { algorithm: 'x-unknown', digest: 'zz' }] },
         mtime,
       });

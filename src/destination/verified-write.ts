@@ -1,4 +1,4 @@
-import { createHash, randomBytes, type Hash } from 'node:crypto';
+import { createHash, hash, randomBytes, type Hash } from 'node:crypto';
 import { closeSync, existsSync, fsync as fsyncCallback, futimesSync, mkdirSync, open as openCallback, openSync, realpathSync, renameSync, writeSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
@@ -41,6 +41,48 @@ async function writeFully(h: FileHandle, data: Uint8Array): Promise<void> {
     off += bytesWritten;
   }
 }
+
+/**
+ * The digests of a body. A body that comes in one chunk (most small resources) is hashed at the end with one-shot
+ * `crypto.hash`, which costs a fraction of a `Hash` object for a few KB; a longer body is streamed through `Hash`
+ * objects. A chunk kept for later must not change meanwhile: pass `now` for a buffer that will be reused.
+ */
+class BodyDigests {
+  readonly #algs: readonly HashAlgorithm[];
+  #hashers: [HashAlgorithm, Hash][] | undefined;
+  #first: Uint8Array | undefined;
+
+  constructor(algs: Iterable<HashAlgorithm>) {
+    this.#algs = [...algs];
+  }
+
+  update(chunk: Uint8Array, now = false): void {
+    if (this.#hashers === undefined) {
+      if (this.#first === undefined && !now) {
+        this.#first = chunk;
+        return;
+      }
+      this.#hashers = this.#algs.map((a) => [a, createHash(nodeHashName(a))]);
+      if (this.#first !== undefined) for (const [, h] of this.#hashers) h.update(this.#first);
+      this.#first = undefined;
+    }
+    for (const [, h] of this.#hashers) h.update(chunk);
+  }
+
+  /** Lower-case hex digests by algorithm. */
+  digest(): Record<string, string> {
+    const out: Record<string, string> = {};
+    if (this.#hashers !== undefined) {
+      for (const [a, h] of this.#hashers) out[a] = h.digest('hex');
+    } else {
+      const data = this.#first ?? EMPTY;
+      for (const a of this.#algs) out[a] = hash(nodeHashName(a), data, 'hex');
+    }
+    return out;
+  }
+}
+
+const EMPTY = new Uint8Array(0);
 
 /** Options of {@link writeVerified}. */
 export interface WriteVerifiedOptions {
@@ -261,7 +303,7 @@ export async function writeVerified(options: WriteVerifiedOptions): Promise<Writ
   const expectedLength = options.expected?.length;
   const algs = new Set<HashAlgorithm>(['md5']);
   for (const h of options.expected?.hashes ?? []) if (isKnownHashAlgorithm(h.algorithm)) algs.add(h.algorithm);
-  const hashers = [...algs].map((a) => [a, createHash(nodeHashName(a))] as [HashAlgorithm, Hash]);
+  const digests = new BodyDigests(algs);
   const fsync = options.fsync ?? true;
 
   const tmpDir = tempDir(root);
@@ -309,7 +351,7 @@ export async function writeVerified(options: WriteVerifiedOptions): Promise<Writ
       }
       if (length > expectedLength) throw lengthMismatch(relPath, expectedLength, length, true);
       const data = buf.subarray(0, length);
-      for (const [, h] of hashers) h.update(data);
+      digests.update(data);
       small.push(data);
     } else if (source !== undefined) {
       // two pooled buffers: one is read into and hashed while the other is written; no allocation per chunk
@@ -322,7 +364,7 @@ export async function writeVerified(options: WriteVerifiedOptions): Promise<Writ
           const view = buf.subarray(0, n);
           length += n;
           if (expectedLength !== undefined && length > expectedLength) throw lengthMismatch(relPath, expectedLength, length, true);
-          for (const [, h] of hashers) h.update(view);
+          digests.update(view, true); // the pooled buffer is read into again: hashed now
           handle ??= await openTemp();
           if (inFlight !== undefined) await inFlight; // the other buffer's write is done before it is read into again
           if (writeError !== undefined) throw ioError(tmp, 'cannot be written', writeError);
@@ -342,7 +384,7 @@ export async function writeVerified(options: WriteVerifiedOptions): Promise<Writ
     for await (const chunk of source === undefined ? (options.body as AsyncIterable<Uint8Array>) : []) {
       length += chunk.byteLength;
       if (expectedLength !== undefined && length > expectedLength) throw lengthMismatch(relPath, expectedLength, length, true);
-      for (const [, h] of hashers) h.update(chunk);
+      digests.update(chunk);
       small.push(chunk);
       pending += chunk.byteLength;
       if (handle === undefined && length <= SMALL) continue;
@@ -356,8 +398,7 @@ export async function writeVerified(options: WriteVerifiedOptions): Promise<Writ
       if (writeError !== undefined) throw ioError(tmp, 'cannot be written', writeError);
     }
     if (expectedLength !== undefined && length !== expectedLength) throw lengthMismatch(relPath, expectedLength, length);
-    const hashes: Record<string, string> = {};
-    for (const [a, h] of hashers) hashes[a] = h.digest('hex');
+    const hashes = digests.digest();
     for (const e of options.expected?.hashes ?? []) {
       const actual = hashes[e.algorithm];
       if (actual !== undefined && actual !== e.digest.toLowerCase()) {
