@@ -8,7 +8,6 @@ import { isKnownHashAlgorithm, nodeHashName, type HashValue } from '../core/hash
 import type { HashAlgorithm } from '../core/constants.js';
 import { safeJoin } from '../node/safe-path.js';
 import type { GroupCommit } from './group-commit.js';
-import { CreatePace } from './create-pace.js';
 
 /**
  * A body that reads into the caller's buffer (like a BYOB reader): no buffer is allocated per chunk, which
@@ -139,8 +138,6 @@ let counter = 0;
 const fsyncFd = promisify(fsyncCallback);
 const openFd = promisify(openCallback);
 const tag = `${process.pid}-${randomBytes(4).toString('hex')}`;
-/** Synchronous creates while they are quick, the thread pool while they stall. */
-const createPace = new CreatePace();
 
 const realRoots = new Map<string, string>();
 const confinedDirs = new Set<string>();
@@ -187,14 +184,12 @@ function ensureDirSync(dir: string): void {
 /**
  * Writes a small, already verified body to its temporary file. Without fsync every step is a synchronous call
  * (create, write, time, close: for 1 KB each costs less than a thread-pool round trip, and on a busy or
- * single-core machine the thread pool buys no parallelism for this in-memory file-system work), except the create
- * while creates stall ({@link CreatePace}): then it goes to the thread pool so downloads go on. With an fsync
+ * single-core machine the thread pool buys no parallelism for this in-memory file-system work). With an fsync
  * of its own the create and the fsync run on the thread pool (they can wait for the journal and the disk;
  * several overlap) while the write, the time and the close stay synchronous.
  */
 async function writeSmallTemp(tmp: string, data: Uint8Array, mtime: Date | undefined, fsync: boolean): Promise<void> {
-  const create = (): number | Promise<number> =>
-    fsync || createPace.threadPool ? openFd(tmp, 'wx', 0o644) : createPace.timed(() => openSync(tmp, 'wx', 0o644));
+  const create = (): number | Promise<number> => (fsync ? openFd(tmp, 'wx', 0o644) : openSync(tmp, 'wx', 0o644));
   let fd: number;
   try {
     fd = await create();
