@@ -26,7 +26,7 @@ const WWW = join(DATA, 'www');
  * (measured: 1,800–2,900 creates/s under DATA, 56,000–97,000/s in a sibling folder outside it). That measured
  * the file system's allocator, not the sync (and hit single-threaded creates hardest).
  */
-const RUNS = mkdtempSync(join(tmpdir(), 'resourcesync-bench-destination-'));
+const RUNS = process.argv[2] === '--audit-child' ? '' : mkdtempSync(join(tmpdir(), 'resourcesync-bench-destination-'));
 const SMALL = 5000;
 const LARGE_COUNT = 4;
 const LARGE_SIZE = 32 * 1024 * 1024;
