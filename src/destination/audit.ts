@@ -1,11 +1,9 @@
-import * as crypto from 'node:crypto';
-import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve, sep } from 'node:path';
 import { ResourceSyncError, isResourceSyncError } from '../core/errors.js';
-import { nodeHashName } from '../core/hash.js';
 import type { HashAlgorithm } from '../core/constants.js';
 import { parseW3CDatetime } from '../core/w3c-datetime.js';
+import { digestHex } from '../node/digest.js';
 import { loadDocument, openDocument, resolveLoc, type DocumentContext, type RemoteDocument } from './documents.js';
 import type { HttpGet } from './http.js';
 import type { Mapping } from './mapper.js';
@@ -91,12 +89,6 @@ export function listFiles(dest: string): string[] {
 
 const READ_BUFFER = Buffer.allocUnsafe(1024 * 1024);
 
-/** One-shot digest: `crypto.hash` where Node has it (20.12+; no Hash object per file), else createHash. */
-const oneShot = (crypto as { hash?: (algorithm: string, data: Uint8Array, encoding: 'hex') => string }).hash;
-function digestHex(algorithm: string, data: Uint8Array): string {
-  return oneShot !== undefined ? oneShot(algorithm, data, 'hex') : createHash(algorithm).update(data).digest('hex');
-}
-
 /**
  * Local facts of a file for the algorithms the Source offers, read with synchronous calls into one reused
  * buffer (open, fstat, read, close: the fastest way to hash many small files here). Undefined when the file is
@@ -134,7 +126,7 @@ function localFile(full: string, source: SourceFacts): LocalFacts | undefined | 
     const facts: LocalFacts = { length: n, hashes: {} };
     if (source.length !== undefined && source.length !== n) return facts;
     const data = READ_BUFFER.subarray(0, n);
-    for (const h of source.hashes) facts.hashes[h.algorithm] ??= digestHex(nodeHashName(h.algorithm as HashAlgorithm), data);
+    for (const h of source.hashes) facts.hashes[h.algorithm] ??= digestHex(h.algorithm as HashAlgorithm, data);
     return facts;
   } finally {
     closeSync(fd);

@@ -13,6 +13,7 @@ import type { Mapper } from './mapper.js';
 import { decide, sourceFacts, type LocalFacts, type PlanDecision, type SourceFacts } from './plan.js';
 import type { ResourceRecord, StateStore } from './state-store.js';
 import type { GroupCommit } from './group-commit.js';
+import { digestHex } from '../node/digest.js';
 import { safeJoin } from '../node/safe-path.js';
 import { writeVerified } from './verified-write.js';
 
@@ -100,12 +101,11 @@ export async function hashFile(path: string, algorithms: Iterable<string>): Prom
   const algs = new Set<HashAlgorithm>(['md5']);
   for (const a of algorithms) if (isKnownHashAlgorithm(a)) algs.add(a);
   const st = await stat(path);
-  const hashers = [...algs].map((a) => [a, createHash(nodeHashName(a))] as const);
   if (st.size <= 1024 * 1024) {
     const data = readFileSync(path);
-    for (const [, h] of hashers) h.update(data);
-    return { length: data.length, hashes: Object.fromEntries(hashers.map(([a, h]) => [a, h.digest('hex')])) };
+    return { length: data.length, hashes: Object.fromEntries([...algs].map((a) => [a, digestHex(a, data)])) };
   }
+  const hashers = [...algs].map((a) => [a, createHash(nodeHashName(a))] as const);
   let length = 0;
   for await (const chunk of createReadStream(path, { highWaterMark: 1024 * 1024 }) as AsyncIterable<Buffer>) {
     length += chunk.length;

@@ -5,6 +5,7 @@ import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { Transform } from 'node:stream';
 import { Pool } from 'undici';
 import { ResourceSyncError, isResourceSyncError } from '../core/errors.js';
+import { parseLength } from '../core/hash.js';
 import { originOf, type Authority } from './authority.js';
 import type { HttpGet, HttpRequestInit, HttpResponse } from './http.js';
 
@@ -272,8 +273,8 @@ export function createHttpClient(options: HttpClientOptions): HttpGet & { close(
       body = raw.pipe(dec);
       delete h['content-length'];
     }
-    const declared = h['content-length'];
-    const whole = dec === undefined && declared !== undefined && /^\d{1,6}$/.test(declared) && Number(declared) <= WHOLE_BODY;
+    const declared = parseLength(h['content-length']);
+    const whole = dec === undefined && declared !== undefined && declared <= WHOLE_BODY;
     return {
       url,
       status: res.statusCode,

@@ -1,4 +1,4 @@
-import { createHash, hash, randomBytes, type Hash } from 'node:crypto';
+import { createHash, randomBytes, type Hash } from 'node:crypto';
 import { closeSync, existsSync, fsync as fsyncCallback, futimesSync, mkdirSync, open as openCallback, openSync, realpathSync, renameSync, writeSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
@@ -6,6 +6,7 @@ import { dirname, join, sep } from 'node:path';
 import { ResourceSyncError } from '../core/errors.js';
 import { isKnownHashAlgorithm, nodeHashName, type HashValue } from '../core/hash.js';
 import type { HashAlgorithm } from '../core/constants.js';
+import { digestHex } from '../node/digest.js';
 import { safeJoin } from '../node/safe-path.js';
 import type { GroupCommit } from './group-commit.js';
 
@@ -42,9 +43,8 @@ async function writeFully(h: FileHandle, data: Uint8Array): Promise<void> {
 }
 
 /**
- * The digests of a body. A body that comes in one chunk (most small resources) is hashed at the end with one-shot
- * `crypto.hash`, which costs a fraction of a `Hash` object for a few KB; a longer body is streamed through `Hash`
- * objects. A chunk kept for later must not change meanwhile: pass `now` for a buffer that will be reused.
+ * The digests of a body. A body that comes in one chunk (most small resources) is hashed at the end in one shot
+ * ({@link digestHex}); a longer body is streamed through `Hash` objects. A chunk kept for later must not change meanwhile: pass `now` for a buffer that will be reused.
  */
 class BodyDigests {
   readonly #algs: readonly HashAlgorithm[];
@@ -75,7 +75,7 @@ class BodyDigests {
       for (const [a, h] of this.#hashers) out[a] = h.digest('hex');
     } else {
       const data = this.#first ?? EMPTY;
-      for (const a of this.#algs) out[a] = hash(nodeHashName(a), data, 'hex');
+      for (const a of this.#algs) out[a] = digestHex(a, data);
     }
     return out;
   }
