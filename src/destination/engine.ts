@@ -230,7 +230,7 @@ export class Engine {
    * compares with the state (and the file), fetches (conditionally when only an ETag can tell), verifies,
    * writes, records. Never throws for a per-resource problem: it is counted in `failed`.
    * @param release called once the resource no longer needs its slot of the concurrency limit: downloaded and
-   *   verified, only waiting for durability (see `runPool`)
+   *   verified, only waiting for the disk (the small-file thread, a group commit; see `runPool`)
    * @returns the decision taken ('unchanged' also after a 304), or undefined when it failed
    */
   async apply(entry: Entry, release?: () => void): Promise<PlanDecision['action'] | undefined> {
@@ -470,7 +470,7 @@ export class Engine {
 /**
  * Runs `fn` over `items` with at most `concurrency` at a time, pulling the next item only when a slot is free
  * (so a streamed list is never read ahead of the work). `fn` may give its slot back early by calling `release`
- * (its download is done and it only waits for a group commit): the next item starts while it finishes, up to
+ * (its download is done and it only waits for the disk): the next item starts while it finishes, up to
  * `maxOutstanding` unfinished calls in all. Rejects with the first error `fn` throws, once the calls under way
  * have finished.
  */

@@ -20,7 +20,7 @@ interface Staged {
   at: number;
   tmp: string;
   finalPath: string;
-  place: () => void;
+  place: () => void | Promise<void>;
   resolve: () => void;
   reject: (err: unknown) => void;
 }
@@ -68,10 +68,11 @@ export class GroupCommit {
   }
 
   /**
-   * Queues a finished temporary file; `place` (its rename to `finalPath`) runs after the barrier that covers it.
+   * Queues a finished temporary file; `place` (its rename to `finalPath`, synchronous or not) runs after the
+   * barrier that covers it; the renames of a batch are started together.
    * Rejects when the barrier or `place` fails; the temporary file is then the caller's to remove.
    */
-  commit(tmp: string, finalPath: string, place: () => void): Promise<void> {
+  commit(tmp: string, finalPath: string, place: () => void | Promise<void>): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.#queue.push({ at: performance.now(), tmp, finalPath, place, resolve, reject });
       if (this.#queue.length >= this.#maxBatch) this.#full?.();
@@ -106,16 +107,19 @@ export class GroupCommit {
         for (const s of batch) s.reject(err);
         continue;
       }
-      for (const s of batch) {
-        try {
-          s.place();
-          this.#placedSince++;
-          this.#touchedDirs.add(dirname(s.finalPath));
-          s.resolve();
-        } catch (err) {
-          s.reject(err);
-        }
-      }
+      // every rename of the batch is started before any is awaited (a worker takes them as one batch)
+      await Promise.all(
+        batch.map(async (s) => {
+          try {
+            await s.place();
+            this.#placedSince++;
+            this.#touchedDirs.add(dirname(s.finalPath));
+            s.resolve();
+          } catch (err) {
+            s.reject(err);
+          }
+        }),
+      );
     }
     this.#running = undefined;
   }

@@ -1,12 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { writeVerified, tempDir } from './verified-write.js';
 import { isResourceSyncError } from '../core/errors.js';
+import { GroupCommit } from './group-commit.js';
+import { SmallFileWriter } from '../node/small-file-writer.js';
 
 function chunks(data: Buffer, size: number): AsyncIterable<Uint8Array> {
   const parts: Buffer[] = [];
@@ -36,6 +38,54 @@ void test('writes small and large bodies atomically with verified length and has
       assert.deepEqual(await readFile(join(root, `n${size}`, `file ${size}.bin`)), data);
       assert.equal((await stat(r.path)).mtime.getTime(), mtime.getTime());
     }
+    assert.deepEqual(await readdir(tempDir(root)), []);
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+});
+
+void test('small bodies without an fsync of their own: on the small-file thread, on this thread, or here when the thread stopped', async () => {
+  const root = await mkdtemp(join(tmpdir(), 'rs-vw-'));
+  const stopped = new SmallFileWriter(new URL('./no-such-thread.js', import.meta.url));
+  try {
+    const mtime = new Date('2013-01-02T13:00:00Z');
+    const ways = [
+      ['thread', {}],
+      ['here', { smallFiles: false as const }],
+      ['stopped', { smallFiles: stopped }],
+    ] as const;
+    for (const [name, how] of ways) {
+      for (const grouped of [false, true]) {
+        const group = grouped ? new GroupCommit({ barrier: async () => undefined, gatherMs: 1, idleMs: 1 }) : undefined;
+        const data = Buffer.from(`${name} ${grouped}`);
+        let staged = 0;
+        const r = await writeVerified({
+          root,
+          relPath: `${name}/${grouped ? 'grouped' : 'plain'}.txt`,
+          body: chunks(data, 64),
+          expected: { length: data.length, hashes: [{ algorithm: 'md5', digest: md5(data) }] },
+          mtime,
+          ...(group === undefined ? { fsync: false } : { groupCommit: group }),
+          onStaged: () => staged++,
+          ...how,
+        });
+        assert.deepEqual(await readFile(r.path), data, `${name}, grouped ${grouped}`);
+        assert.equal((await stat(r.path)).mtime.getTime(), mtime.getTime());
+        if (grouped) assert.equal(staged, 1, 'onStaged is called once');
+        // the same path again: the new bytes replace the old ones
+        const again = Buffer.from(`${name} ${grouped} again`);
+        await writeVerified({ root, relPath: `${name}/${grouped ? 'grouped' : 'plain'}.txt`, body: chunks(again, 64), ...(group === undefined ? { fsync: false } : { groupCommit: group }), ...how });
+        assert.deepEqual(await readFile(r.path), again);
+        await group?.settle();
+      }
+    }
+    assert.ok(stopped.stopped);
+    // an error of the file system on the thread is a recoverable RS_IO, and leaves no temporary file
+    await writeFile(join(root, 'blocker'), 'a file where a folder should be');
+    await assert.rejects(
+      writeVerified({ root, relPath: 'blocker/x.txt', body: chunks(Buffer.from('x'), 64), fsync: false }),
+      (e: unknown) => isResourceSyncError(e, 'RS_IO') && e.recoverable,
+    );
     assert.deepEqual(await readdir(tempDir(root)), []);
   } finally {
     await rm(root, { recursive: true, force: true });

@@ -1,5 +1,5 @@
 import { createHash, randomBytes, type Hash } from 'node:crypto';
-import { closeSync, existsSync, fsync as fsyncCallback, futimesSync, mkdirSync, open as openCallback, openSync, realpathSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsync as fsyncCallback, futimesSync, mkdirSync, open as openCallback, openSync, realpathSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { dirname, join, sep } from 'node:path';
@@ -9,6 +9,7 @@ import type { HashAlgorithm } from '../core/constants.js';
 import { digestHex } from '../node/digest.js';
 import { safeJoin } from '../node/safe-path.js';
 import type { GroupCommit } from './group-commit.js';
+import { SmallFileWriter, SmallFileWriterStopped } from '../node/small-file-writer.js';
 
 /**
  * A body that reads into the caller's buffer (like a BYOB reader): no buffer is allocated per chunk, which
@@ -103,10 +104,16 @@ export interface WriteVerifiedOptions {
    */
   groupCommit?: GroupCommit;
   /**
-   * Called (with a group commit) once the body is received, verified and in its temporary file, before the
-   * wait for durability and the rename: the caller may start its next download meanwhile.
+   * Called once, for a small body, when it is received and verified and needs only the disk: handed to the
+   * small-file thread, or in its temporary file waiting for a group commit's barrier and the rename. The caller may
+   * start its next download meanwhile.
    */
   onStaged?: () => void;
+  /**
+   * Where small bodies are written when they need no fsync of their own (`fsync: false`, or a `groupCommit`): by
+   * default the process's {@link SmallFileWriter} thread; `false` writes them on the caller's thread.
+   */
+  smallFiles?: SmallFileWriter | false;
 }
 
 /** What was written. */
@@ -132,6 +139,8 @@ export function tempDir(root: string): string {
 }
 
 const SMALL = 256 * 1024;
+/** Most bytes handed to the small-file thread before a caller's slot is released early (see `onStaged`). */
+const HANDED_OVER_MAX = 16 * 1024 * 1024;
 const WRITE_BATCH = 1024 * 1024;
 const knownDirs = new Set<string>();
 let counter = 0;
@@ -182,9 +191,9 @@ function ensureDirSync(dir: string): void {
 }
 
 /**
- * Writes a small, already verified body to its temporary file. Without fsync every step is a synchronous call
- * (create, write, time, close: for 1 KB each costs less than a thread-pool round trip, and on a busy or
- * single-core machine the thread pool buys no parallelism for this in-memory file-system work). With an fsync
+ * Writes a small, already verified body to its temporary file on this thread: with an fsync of its own, or
+ * without one when there is no small-file thread ({@link writeSmallOnThread}). Without fsync every step is a
+ * synchronous call (create, write, time, close: for 1 KB each costs less than a thread-pool round trip). With an fsync
  * of its own the create and the fsync run on the thread pool (they can wait for the journal and the disk;
  * several overlap) while the write, the time and the close stay synchronous.
  */
@@ -212,6 +221,43 @@ async function writeSmallTemp(tmp: string, data: Uint8Array, mtime: Date | undef
     throw ioError(tmp, 'cannot be written', err); // the caller removes the temporary file
   } finally {
     closeSync(fd);
+  }
+}
+
+/**
+ * Hands a small, verified body to the small-file thread: written to `tmp` and, with `to`, renamed there. Calls
+ * `onStaged` as soon as it is handed over (while the thread holds less than {@link HANDED_OVER_MAX}; otherwise once
+ * written). Resolves false when the thread has stopped (nothing is left behind; the caller writes the file itself).
+ */
+async function writeSmallOnThread(
+  writer: SmallFileWriter,
+  tmp: string,
+  data: Uint8Array,
+  mtime: Date | undefined,
+  to: string | undefined,
+  onStaged: () => void,
+): Promise<boolean> {
+  const written = writer.run({ tmp, data, ...(mtime !== undefined ? { mtime: mtime.getTime() } : {}), ...(to !== undefined ? { to } : {}) });
+  const early = writer.pendingBytes <= HANDED_OVER_MAX;
+  if (early) onStaged();
+  try {
+    await written;
+  } catch (err) {
+    if (!(err instanceof SmallFileWriterStopped)) throw ioError(tmp, 'cannot be written', err);
+    rmSync(tmp, { force: true });
+    return false;
+  }
+  if (!early) onStaged();
+  return true;
+}
+
+/** Renames a staged temporary file into place on the small-file thread (here when the thread has stopped). */
+async function placeOnThread(writer: SmallFileWriter, tmp: string, to: string): Promise<void> {
+  try {
+    await writer.run({ tmp, to });
+  } catch (err) {
+    if (!(err instanceof SmallFileWriterStopped)) throw ioError(to, 'cannot be written', err);
+    renameIntoSync(tmp, to);
   }
 }
 
@@ -284,8 +330,9 @@ function lengthMismatch(relPath: string, expected: number, actual: number, trunc
  * its own, or with a `groupCommit` one barrier for a batch of small files), given `mtime` and renamed into
  * place (`safeJoin(root, relPath)`, parents created). A mismatch throws `RS_LENGTH_MISMATCH` or
  * `RS_HASH_MISMATCH` (recoverable) and leaves nothing behind: an unverified copy is never committed.
- * Bodies that fit in 256 KiB are buffered and written with one call; larger ones in batches of about 1 MiB;
- * a {@link ByteSource} is read into two pooled 1 MiB buffers, one written while the other is filled.
+ * Bodies that fit in 256 KiB are buffered and, unless each needs an fsync of its own, handed to the
+ * {@link SmallFileWriter} thread, which writes and renames them in batches; larger ones are written here in
+ * batches of about 1 MiB; a {@link ByteSource} is read into two pooled 1 MiB buffers, one written while the other is filled.
  * @see Z39.99 §7 (`hash`, `length`), §5.2 (audit relies on them)
  * @example
  * const r = await writeVerified({ root: '/mirror', relPath: 'a/b.txt', body: res.body,
@@ -301,6 +348,12 @@ export async function writeVerified(options: WriteVerifiedOptions): Promise<Writ
   const digests = new BodyDigests(algs);
   const fsync = options.fsync ?? true;
 
+  let staged = false;
+  const onStaged = (): void => {
+    if (staged) return;
+    staged = true;
+    options.onStaged?.();
+  };
   const tmpDir = tempDir(root);
   if (!knownDirs.has(tmpDir)) await ensureDir(tmpDir);
   const tmp = `${tmpDir}${sep}${tag}-${(counter++).toString(36)}.tmp`;
@@ -406,12 +459,17 @@ export async function writeVerified(options: WriteVerifiedOptions): Promise<Writ
     if (handle === undefined) {
       const data = small.length === 1 ? small[0]! : Buffer.concat(small);
       const group = fsync ? options.groupCommit : undefined;
+      const writer = fsync && group === undefined ? undefined : options.smallFiles === false ? undefined : (options.smallFiles ?? SmallFileWriter.shared());
+      if (writer !== undefined && (await writeSmallOnThread(writer, tmp, data, mtime, group === undefined ? finalPath : undefined, onStaged))) {
+        if (group !== undefined) await group.commit(tmp, finalPath, () => placeOnThread(writer, tmp, finalPath));
+        return { path: finalPath, length, hashes };
+      }
       await writeSmallTemp(tmp, data, mtime, fsync && group === undefined);
       if (group === undefined) {
         if (fsync) await renameInto(tmp, finalPath);
         else renameIntoSync(tmp, finalPath);
       } else {
-        options.onStaged?.();
+        onStaged();
         await group.commit(tmp, finalPath, () => renameIntoSync(tmp, finalPath));
       }
       return { path: finalPath, length, hashes };

@@ -1,0 +1,75 @@
+/**
+ * The worker thread of `SmallFileWriter` (small-file-writer.ts): runs each batch of small-file operations with
+ * synchronous calls, in order, and answers it with one message. A failed operation does not stop the batch.
+ */
+
+import { closeSync, futimesSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { parentPort } from 'node:worker_threads';
+import type { SmallFileBatch, SmallFileFailure, SmallFileReply } from './small-file-writer.js';
+
+function code(err: unknown): string | undefined {
+  return (err as { code?: string }).code;
+}
+
+function failure(err: unknown): SmallFileFailure {
+  const f: SmallFileFailure = { message: err instanceof Error ? err.message : String(err) };
+  const c = code(err);
+  const syscall = (err as { syscall?: string }).syscall;
+  if (typeof c === 'string') f.code = c;
+  if (typeof syscall === 'string') f.syscall = syscall;
+  return f;
+}
+
+/** Creates `tmp` (new, mode 0644), writes `data`, sets the time and closes it. A missing folder is created. */
+function write(tmp: string, data: Uint8Array, mtime: number | undefined): void {
+  let fd: number;
+  try {
+    fd = openSync(tmp, 'wx', 0o644);
+  } catch (err) {
+    if (code(err) !== 'ENOENT') throw err;
+    mkdirSync(dirname(tmp), { recursive: true });
+    fd = openSync(tmp, 'wx', 0o644);
+  }
+  try {
+    for (let off = 0; off < data.byteLength; ) off += writeSync(fd, data, off, data.byteLength - off);
+    if (mtime !== undefined) futimesSync(fd, mtime / 1000, mtime / 1000);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Renames `tmp` to `to`, creating the parent folders when they are missing (removed meanwhile, or new). */
+function place(tmp: string, to: string): void {
+  try {
+    renameSync(tmp, to);
+  } catch (err) {
+    if (code(err) !== 'ENOENT') throw err;
+    mkdirSync(dirname(to), { recursive: true });
+    renameSync(tmp, to);
+  }
+}
+
+parentPort?.on('message', ({ nums, paths, bytes }: SmallFileBatch) => {
+  const reply: SmallFileReply = [];
+  const names = paths.split('\0');
+  let name = 0;
+  let at = 0;
+  for (let i = 0; i < nums.length; i += 4) {
+    const id = nums[i]!;
+    const length = nums[i + 1]!;
+    const mtime = nums[i + 2]!;
+    const tmp = names[name++]!;
+    const to = nums[i + 3] === 1 ? names[name++] : undefined;
+    const data = length >= 0 ? new Uint8Array(bytes, at, length) : undefined;
+    if (length > 0) at += length;
+    try {
+      if (data !== undefined) write(tmp, data, Number.isNaN(mtime) ? undefined : mtime);
+      if (to !== undefined) place(tmp, to);
+      reply.push(id);
+    } catch (err) {
+      reply.push(id, failure(err));
+    }
+  }
+  parentPort?.postMessage(reply);
+});
