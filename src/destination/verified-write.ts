@@ -261,6 +261,20 @@ async function placeOnThread(writer: SmallFileWriter, tmp: string, to: string): 
   }
 }
 
+/**
+ * Waits for a staged file's group commit (`place` renames it after the barrier); on failure removes the
+ * temporary file. Holds only what it needs: a batch keeps hundreds of files waiting.
+ */
+async function committed<T>(group: GroupCommit, tmp: string, finalPath: string, place: () => void | Promise<void>, result: T): Promise<T> {
+  try {
+    await group.commit(tmp, finalPath, place);
+  } catch (err) {
+    await rm(tmp, { force: true }).catch(() => undefined);
+    throw err;
+  }
+  return result;
+}
+
 /** {@link renameInto} with a synchronous rename (small files). */
 export function renameIntoSync(tmp: string, finalPath: string): void {
   const parent = dirname(finalPath);
@@ -460,19 +474,19 @@ export async function writeVerified(options: WriteVerifiedOptions): Promise<Writ
       const data = small.length === 1 ? small[0]! : Buffer.concat(small);
       const group = fsync ? options.groupCommit : undefined;
       const writer = fsync && group === undefined ? undefined : options.smallFiles === false ? undefined : (options.smallFiles ?? SmallFileWriter.shared());
+      const result = { path: finalPath, length, hashes };
       if (writer !== undefined && (await writeSmallOnThread(writer, tmp, data, mtime, group === undefined ? finalPath : undefined, onStaged))) {
-        if (group !== undefined) await group.commit(tmp, finalPath, () => placeOnThread(writer, tmp, finalPath));
-        return { path: finalPath, length, hashes };
+        // returned, not awaited: this call's frame (body, digests, closures) is let go while the batch gathers
+        return group === undefined ? result : committed(group, tmp, finalPath, () => placeOnThread(writer, tmp, finalPath), result);
       }
       await writeSmallTemp(tmp, data, mtime, fsync && group === undefined);
       if (group === undefined) {
         if (fsync) await renameInto(tmp, finalPath);
         else renameIntoSync(tmp, finalPath);
-      } else {
-        onStaged();
-        await group.commit(tmp, finalPath, () => renameIntoSync(tmp, finalPath));
+        return result;
       }
-      return { path: finalPath, length, hashes };
+      onStaged();
+      return committed(group, tmp, finalPath, () => renameIntoSync(tmp, finalPath), result);
     }
     // A large file is synced on its own even with a group commit: its fsync costs about what writing its bytes
     // costs anyway, and it overlaps with the other downloads instead of waiting for a batch.
