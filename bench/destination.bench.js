@@ -21,20 +21,48 @@ const DATA = join(ROOT, 'bench', '.data', 'destination');
 const WWW = join(DATA, 'www');
 /**
  * Every measured run's destination (removed once all runs are done), in a new folder of the system's temporary
- * directory, not under DATA: the 100,000 files of the audit mirror fill the ext4 block group of DATA's folders,
- * and a folder there is given its inodes only after a search costing about 400 µs of kernel time per create
- * (measured: 1,800–2,900 creates/s under DATA, 56,000–97,000/s in a sibling folder outside it). That measured
- * the file system's allocator, not the sync (and hit single-threaded creates hardest).
+ * directory, marked with the ext4 attribute `T` (`chattr +T`, where available): each run's folder is then placed
+ * by the Orlov allocator in a block group with free inodes, instead of beside its parent (here /tmp, whose
+ * groups hold tens of thousands of test folders).
  */
 const RUNS = process.argv[2] === '--audit-child' ? '' : mkdtempSync(join(tmpdir(), 'resourcesync-bench-destination-'));
-/**
- * The same trap at any depth: a new folder goes to its parent's block group, and where that group's inodes are
- * used up (here /tmp, with about 43,000 entries: 2,200–2,900 creates/s there, 54,000–62,000/s in a folder marked
- * +T beside it) every create pays for the search. The ext4 attribute `T` (`chattr +T`) marks RUNS as the top of
- * a hierarchy: each run's folder goes to a block group with free inodes (Orlov). Elsewhere (not ext4, no
- * chattr) nothing changes, and the bench says so.
- */
 const SPREAD = RUNS !== '' && spawnSync('chattr', ['+T', RUNS], { stdio: 'ignore' }).status === 0;
+/**
+ * This machine's root file system is ext4 without a journal, which does not reuse an inode deleted less than
+ * 60 s ago (300 s while its inode table block is dirty, as it stays while files are created beside it): each
+ * create checks every such inode of the block group whose inode table block is still in the buffer cache.
+ * After a mass deletion (a test suite's temporary folders, an earlier bench's runs) a create in those groups
+ * costs 100–500 µs of kernel time instead of about 20 (perf: ext4_create → recently_deleted →
+ * find_get_block_common, 40% of all samples; bare loop 1,700–3,000 files/s instead of 7,000–10,000), for
+ * minutes. That measures the kernel's caution, not a sync: when the bench may (as root), it flushes and drops
+ * the clean page cache first (the check skips blocks that are not cached: they were written out), then reads
+ * the served files back. Each run's folder is probed (200 creates of 1 KB beside the destination, in the same
+ * block group) and the bench prints the median.
+ */
+function dropCleanCaches() {
+  spawnSync('sync');
+  try {
+    writeFileSync('/proc/sys/vm/drop_caches', '1');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const probeUs = [];
+
+/** A new run folder (`RUNS/<name>`), probed; returns its destination folder. */
+function runDir(name) {
+  const dir = join(RUNS, name);
+  const probe = join(dir, 'probe');
+  mkdirSync(probe, { recursive: true });
+  const b = Buffer.alloc(1024, 97);
+  const t = performance.now();
+  for (let i = 0; i < 200; i++) writeFileSync(join(probe, `f${i}`), b);
+  probeUs.push(((performance.now() - t) * 1000) / 200);
+  return join(dir, 'dest');
+}
+
 const SMALL = 5000;
 const LARGE_COUNT = 4;
 const LARGE_SIZE = 32 * 1024 * 1024;
@@ -190,6 +218,7 @@ async function bareLoop(origin, items, dir) {
   for (const d of new Set(items.map((i) => dirname(join(dir, i.path))))) mkdirSync(d, { recursive: true });
   let next = 0;
   let bytes = 0;
+  const cpu0 = cpuTimes();
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
@@ -204,14 +233,15 @@ async function bareLoop(origin, items, dir) {
     }),
   );
   const seconds = (performance.now() - t0) / 1000;
+  if (items.length === SMALL) spent(cpu0);
   await pool.close();
   return { seconds, bytes };
 }
 
 /**
  * Flushes what earlier runs wrote: no run pays for another's write-back. Nothing is removed between runs (every
- * run writes into a new folder under RUNS, removed at the end): on this machine's disk, creating files right
- * after many were removed is several times slower (the removal's discards), which would tax whichever run came next.
+ * run writes into a new folder under RUNS, removed at the end): a removal would slow the next runs' creates (see
+ * {@link SLOW_CREATE_US}).
  */
 function settle() {
   spawnSync('sync');
@@ -219,9 +249,11 @@ function settle() {
 
 async function ours(source, dest, options) {
   settle();
+  const cpu0 = cpuTimes();
   const t0 = performance.now();
   const r = await sync({ source, dest, concurrency: CONCURRENCY, ...options });
   const seconds = (performance.now() - t0) / 1000;
+  if (source.endsWith('/small-list.xml')) spent(cpu0);
   if (r.failed.length > 0) throw new Error(`sync failed: ${JSON.stringify(r.failed.slice(0, 3))}`);
   return { seconds, bytes: r.bytes, created: r.created };
 }
@@ -235,10 +267,18 @@ function cpuTimes() {
   }
 }
 
-/** How the CPUs' time went between two {@link cpuTimes}, as text. */
-function cpuShares(a, b) {
-  if (a === undefined || b === undefined) return 'CPU times not available';
-  const d = b.map((v, i) => v - a[i]);
+/** CPU times spent during the timed small-file runs (not during flushes and probes). */
+let cpuSpent = cpuTimes()?.map(() => 0);
+
+/** Adds the machine's CPU times since `a` (a {@link cpuTimes}) to {@link cpuSpent}. */
+function spent(a) {
+  const b = cpuTimes();
+  if (a !== undefined && b !== undefined && cpuSpent !== undefined) cpuSpent = cpuSpent.map((v, i) => v + b[i] - a[i]);
+}
+
+/** How the CPUs' time went, as text, from summed {@link cpuTimes} deltas. */
+function cpuShares(d) {
+  if (d === undefined) return 'CPU times not available';
   const total = d.reduce((s, v) => s + v, 0) || 1;
   const pct = (v) => `${Math.round((100 * v) / total)}%`;
   return `busy ${pct(d[0] + d[1] + d[2] + d[5] + d[6])}, idle ${pct(d[3] + d[4])}, stolen by the host ${pct(d[7])}`;
@@ -258,7 +298,7 @@ if (existsSync(join(DATA, 'runs'))) {
 const port = await freePort();
 const server = has('nginx') ? await startNginx(port) : await startNodeStatic(port);
 const origin = `http://127.0.0.1:${port}`;
-console.log(`server: ${server.kind} on ${origin}; runs in ${RUNS}${SPREAD ? ' (chattr +T: each run in a block group with free inodes)' : ' (chattr +T not available: runs placed by the file system)'}`);
+console.log(`server: ${server.kind} on ${origin}; runs in ${RUNS}${SPREAD ? ' (chattr +T: run folders spread over block groups)' : ' (chattr +T not available: run folders placed by the file system)'}`);
 try {
   const at = iso(Date.UTC(2024, 0, 1));
   writeFileSync(join(WWW, 'small-list.xml'), resourceList(origin, small, at));
@@ -270,33 +310,23 @@ try {
   }
   writeFileSync(join(WWW, 'audit-index.xml'), resourceListIndex(origin, parts, at));
 
-  // 0. the file system's own pace: creates of 1 KB files (open, write, close; no network, no hashing) in RUNS
-  const createRate = (n) => {
-    const dir = join(RUNS, `probe-${performance.now()}`);
-    mkdirSync(dir);
-    const b = Buffer.alloc(1024, 97);
-    const t = performance.now();
-    for (let i = 0; i < n; i++) writeFileSync(join(dir, `f${i}`), b);
-    return n / ((performance.now() - t) / 1000);
-  };
-  settle();
-  console.log(`file system: ${fmt(createRate(2000))} creates/s of 1 KB files in the runs folder (synchronous, one at a time)`);
+  const dropped = dropCleanCaches();
+  for (const it of small) readFileSync(join(WWW, it.path)); // served from memory again
 
   // 1. small files: bare loop, ours without fsync and ours with the default durability, one after the other,
-  // four rounds; the best of each (file creation on this machine's disk varies 3-fold from run to run). Every run writes into a new folder, after the
-  // previous runs' writes and removals were flushed (`sync`), so no run pays for another's clean-up.
-  const cpuBefore = cpuTimes();
-  let bare = Infinity;
-  let mine = Infinity;
-  let mineFsync = Infinity;
-  let mineFile = Infinity;
+  // four rounds; the best of each (this machine's CPU time varies 2-fold from run to run). Every run writes into a
+  // new folder, after the previous runs' writes were flushed (`sync`), so no run pays for another's write-back.
+  const rounds = { bare: [], nofsync: [], durable: [] };
   for (let round = 0; round < ROUNDS; round++) {
     settle();
-    bare = Math.min(bare, (await bareLoop(origin, small, join(RUNS, `bare-${round}`))).seconds);
-    mine = Math.min(mine, (await ours(`${origin}/small-list.xml`, join(RUNS, `mirror-small-${round}`), { fsync: false })).seconds);
-    mineFsync = Math.min(mineFsync, (await ours(`${origin}/small-list.xml`, join(RUNS, `mirror-fsync-${round}`), {})).seconds);
-    if (round === 0) mineFile = (await ours(`${origin}/small-list.xml`, join(RUNS, 'mirror-file'), { fsyncMethod: 'file' })).seconds;
+    rounds.bare.push((await bareLoop(origin, small, runDir(`bare-${round}`))).seconds);
+    rounds.nofsync.push((await ours(`${origin}/small-list.xml`, runDir(`mirror-small-${round}`), { fsync: false })).seconds);
+    rounds.durable.push((await ours(`${origin}/small-list.xml`, runDir(`mirror-fsync-${round}`), {})).seconds);
   }
+  const mineFile = (await ours(`${origin}/small-list.xml`, runDir('mirror-file'), { fsyncMethod: 'file' })).seconds;
+  const bare = Math.min(...rounds.bare);
+  const mine = Math.min(...rounds.nofsync);
+  const mineFsync = Math.min(...rounds.durable);
   const bareRate = SMALL / bare;
   const rate = SMALL / mine;
   const rateFsync = SMALL / mineFsync;
@@ -306,18 +336,25 @@ try {
   console.log(`baseline sync 5,000 x 1 KB, the default (durable: group commit, one syncfs per batch): ${fmt(rateFsync)} files/s (${fmt(rateFsync / bareRate, 2)} x bare loop)`);
   console.log(`  target ≥4,000 files/s: ${verdict(rateFsync >= 4000)}; target ≥0.7 x bare loop: ${verdict(rateFsync / bareRate >= 0.7)}`);
   console.log(`baseline sync 5,000 x 1 KB, --fsync-method file (an fsync per file, one run): ${fmt(SMALL / mineFile)} files/s (${fmt(SMALL / mineFile / bareRate, 2)} x bare loop)`);
-  const cpu = cpuShares(cpuBefore, cpuTimes());
+  const cpu = cpuShares(cpuSpent);
+  const perRound = (xs) => xs.map((t) => fmt(SMALL / t)).join(' / ');
+  console.log(`  (each round, files/s: bare loop ${perRound(rounds.bare)}; --no-fsync ${perRound(rounds.nofsync)}; durable ${perRound(rounds.durable)})`);
+  const sortedProbe = [...probeUs].sort((x, y) => x - y);
+  const probeMedian = sortedProbe[sortedProbe.length >> 1];
+  console.log(
+    `  (creates of 1 KB in the run folders before each run: median ${fmt(probeMedian, 0)} µs${probeMedian > 60 ? ' (slow: the file system is avoiding recently deleted inodes; every figure above suffers)' : ''}; page cache ${dropped ? 'flushed and dropped first' : 'not dropped (needs root)'})`,
+  );
   console.log(`  (during the small-file runs, of ${cpus().length} CPUs' time: ${cpu}; time stolen by the host slows every figure, the bare loop's too)`);
 
   // 2. large files: ours with the default durability (an fsync per large file) and without fsync, two rounds
   // each, the best of each
   settle();
-  const bareLarge = await bareLoop(origin, large, join(RUNS, 'bare-large'));
+  const bareLarge = await bareLoop(origin, large, runDir('bare-large'));
   const bestOf = (a, b) => (a.seconds <= b.seconds ? a : b);
-  let mineLarge = await ours(`${origin}/large-list.xml`, join(RUNS, 'mirror-large-0'), {});
-  let mineLargeNoFsync = await ours(`${origin}/large-list.xml`, join(RUNS, 'mirror-large-nofsync-0'), { fsync: false });
-  mineLarge = bestOf(mineLarge, await ours(`${origin}/large-list.xml`, join(RUNS, 'mirror-large-1'), {}));
-  mineLargeNoFsync = bestOf(mineLargeNoFsync, await ours(`${origin}/large-list.xml`, join(RUNS, 'mirror-large-nofsync-1'), { fsync: false }));
+  let mineLarge = await ours(`${origin}/large-list.xml`, runDir('mirror-large-0'), {});
+  let mineLargeNoFsync = await ours(`${origin}/large-list.xml`, runDir('mirror-large-nofsync-0'), { fsync: false });
+  mineLarge = bestOf(mineLarge, await ours(`${origin}/large-list.xml`, runDir('mirror-large-1'), {}));
+  mineLargeNoFsync = bestOf(mineLargeNoFsync, await ours(`${origin}/large-list.xml`, runDir('mirror-large-nofsync-1'), { fsync: false }));
   const mbBare = bareLarge.bytes / 1048576 / bareLarge.seconds;
   const mb = mineLarge.bytes / 1048576 / mineLarge.seconds;
   const mbNoFsync = mineLargeNoFsync.bytes / 1048576 / mineLargeNoFsync.seconds;

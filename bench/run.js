@@ -13,7 +13,7 @@ const files = readdirSync(dir)
 let failed = 0;
 for (const file of files) {
   console.log(`# ${file}`);
-  const r = spawnSync(process.execPath, [join(dir, file)], { stdio: 'inherit', timeout: 120_000 });
+  const r = spawnSync(process.execPath, [join(dir, file)], { stdio: 'inherit', timeout: 240_000 });
   if (r.status !== 0) {
     failed++;
     console.log(`# ${file} failed (${r.error?.message ?? `exit ${r.status ?? r.signal}`})`);
