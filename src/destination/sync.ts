@@ -16,7 +16,6 @@ import { connect } from './connection.js';
 import { StateStore, acquireLock, type SyncLock } from './state-store.js';
 import { cleanTemp } from './verified-write.js';
 import { GroupCommit } from './group-commit.js';
-import { SmallFileWriter } from '../node/small-file-writer.js';
 import type { DurabilityBarrier } from '../node/sync-file-system.js';
 
 export type { SyncProgress, SyncFailure } from './engine.js';
@@ -162,8 +161,6 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
   let store: StateStore | undefined;
   try {
     if (!dryRun) {
-      // the small-file thread boots (30–80 ms) while discovery runs, not when the first file arrives
-      SmallFileWriter.shared();
       mkdirSync(dest, { recursive: true });
       lock = acquireLock(dest);
       await cleanTemp(dest);
