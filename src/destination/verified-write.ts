@@ -473,7 +473,7 @@ export async function writeVerified(options: WriteVerifiedOptions): Promise<Writ
     if (handle === undefined) {
       const data = small.length === 1 ? small[0]! : Buffer.concat(small);
       const group = fsync ? options.groupCommit : undefined;
-      const writer = fsync && group === undefined ? undefined : options.smallFiles === false ? undefined : (options.smallFiles ?? SmallFileWriter.shared());
+      const writer = fsync && group === undefined ? undefined : options.smallFiles === false ? undefined : options.smallFiles ?? (fsync ? undefined : SmallFileWriter.shared());
       const result = { path: finalPath, length, hashes };
       if (writer !== undefined && (await writeSmallOnThread(writer, tmp, data, mtime, group === undefined ? finalPath : undefined, onStaged))) {
         // returned, not awaited: this call's frame (body, digests, closures) is let go while the batch gathers
