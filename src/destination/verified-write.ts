@@ -110,8 +110,9 @@ export interface WriteVerifiedOptions {
    */
   onStaged?: () => void;
   /**
-   * Where small bodies are written when they need no fsync of their own (`fsync: false`, or a `groupCommit`): by
-   * default the process's {@link SmallFileWriter} thread; `false` writes them on the caller's thread.
+   * Where small bodies are written when they need no fsync of their own (`fsync: false`, or a `groupCommit`): a
+   * {@link SmallFileWriter}, or `false` for the caller's thread. By default the process's shared thread without
+   * fsync, the caller's thread with a group commit.
    */
   smallFiles?: SmallFileWriter | false;
 }
@@ -191,8 +192,8 @@ function ensureDirSync(dir: string): void {
 }
 
 /**
- * Writes a small, already verified body to its temporary file on this thread: with an fsync of its own, or
- * without one when there is no small-file thread ({@link writeSmallOnThread}). Without fsync every step is a
+ * Writes a small, already verified body to its temporary file on this thread (with an fsync of its own, staged
+ * for a group commit, or without fsync when no small-file thread is used: {@link smallFileWriterFor}). Without fsync every step is a
  * synchronous call (create, write, time, close: for 1 KB each costs less than a thread-pool round trip). With an fsync
  * of its own the create and the fsync run on the thread pool (they can wait for the journal and the disk;
  * several overlap) while the write, the time and the close stay synchronous.
@@ -222,6 +223,17 @@ async function writeSmallTemp(tmp: string, data: Uint8Array, mtime: Date | undef
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * The thread that writes a small body, or undefined to write it here: never with an fsync of its own; `smallFiles`
+ * when given; by default the shared thread without fsync only (with a group commit, a fresh process would wait
+ * for the thread to boot before its first commit, and a kill soon after start would find nothing in place).
+ */
+function smallFileWriterFor(given: SmallFileWriter | false | undefined, fsync: boolean, grouped: boolean): SmallFileWriter | undefined {
+  if (fsync && !grouped) return undefined;
+  if (given !== undefined) return given === false ? undefined : given;
+  return fsync ? undefined : SmallFileWriter.shared();
 }
 
 /**
@@ -344,8 +356,8 @@ function lengthMismatch(relPath: string, expected: number, actual: number, trunc
  * its own, or with a `groupCommit` one barrier for a batch of small files), given `mtime` and renamed into
  * place (`safeJoin(root, relPath)`, parents created). A mismatch throws `RS_LENGTH_MISMATCH` or
  * `RS_HASH_MISMATCH` (recoverable) and leaves nothing behind: an unverified copy is never committed.
- * Bodies that fit in 256 KiB are buffered and, unless each needs an fsync of its own, handed to the
- * {@link SmallFileWriter} thread, which writes and renames them in batches; larger ones are written here in
+ * Bodies that fit in 256 KiB are buffered and written with one call (without fsync by default on the
+ * {@link SmallFileWriter} thread, which writes and renames them in batches); larger ones are written here in
  * batches of about 1 MiB; a {@link ByteSource} is read into two pooled 1 MiB buffers, one written while the other is filled.
  * @see Z39.99 §7 (`hash`, `length`), §5.2 (audit relies on them)
  * @example
@@ -473,7 +485,7 @@ export async function writeVerified(options: WriteVerifiedOptions): Promise<Writ
     if (handle === undefined) {
       const data = small.length === 1 ? small[0]! : Buffer.concat(small);
       const group = fsync ? options.groupCommit : undefined;
-      const writer = fsync && group === undefined ? undefined : options.smallFiles === false ? undefined : options.smallFiles ?? (fsync ? undefined : SmallFileWriter.shared());
+      const writer = smallFileWriterFor(options.smallFiles, fsync, group !== undefined);
       const result = { path: finalPath, length, hashes };
       if (writer !== undefined && (await writeSmallOnThread(writer, tmp, data, mtime, group === undefined ? finalPath : undefined, onStaged))) {
         // returned, not awaited: this call's frame (body, digests, closures) is let go while the batch gathers

@@ -179,13 +179,14 @@ export class SmallFileWriter {
     for (let i = 0; i < reply.length; i++) {
       const id = reply[i] as number;
       const next = reply[i + 1];
+      const failure = typeof next === 'object' ? next : undefined;
+      if (failure !== undefined) i++;
       const w = this.#waiters.get(id);
-      if (w === undefined) continue;
+      if (w === undefined) continue; // answered already (the thread stopped meanwhile)
       this.#waiters.delete(id);
       this.#pendingBytes -= w.size;
-      if (typeof next === 'object') {
-        i++;
-        w.reject(Object.assign(new Error(next.message), next.code === undefined ? {} : { code: next.code }, next.syscall === undefined ? {} : { syscall: next.syscall }));
+      if (failure !== undefined) {
+        w.reject(Object.assign(new Error(failure.message), failure.code === undefined ? {} : { code: failure.code }, failure.syscall === undefined ? {} : { syscall: failure.syscall }));
       } else {
         w.resolve();
       }
