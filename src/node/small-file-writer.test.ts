@@ -81,3 +81,32 @@ void test('small-file thread: one that cannot start, or is closed, rejects every
     await rm(root, { recursive: true, force: true });
   }
 });
+
+void test('small-file thread: a process whose writer was started, used or not, exits by itself', async () => {
+  const { spawn } = await import('node:child_process');
+  const root = await mkdtemp(join(tmpdir(), 'rs-sfw-'));
+  const writer = new URL('./small-file-writer.js', import.meta.url).href;
+  try {
+    for (const use of [false, true]) {
+      // the writer is started and, in the second round, used once; nothing else keeps the process alive
+      const script = `import { SmallFileWriter } from ${JSON.stringify(writer)};
+const w = SmallFileWriter.shared();
+if (${use}) await w.run({ tmp: ${JSON.stringify(join(root, 'f.tmp'))}, data: new Uint8Array([1]) });`;
+      const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: 'ignore' });
+      const code = await new Promise<number | string>((resolve) => {
+        const timer = setTimeout(() => {
+          child.kill('SIGKILL');
+          resolve('still running after 10 s');
+        }, 10_000);
+        child.on('exit', (c) => {
+          clearTimeout(timer);
+          resolve(c ?? 'killed');
+        });
+      });
+      assert.equal(code, 0, use ? 'used once' : 'never used');
+    }
+    assert.equal(existsSync(join(root, 'f.tmp')), true);
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+});

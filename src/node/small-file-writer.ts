@@ -106,11 +106,14 @@ export class SmallFileWriter {
 
   /** @param script the thread's module (tests pass another) */
   constructor(script: URL = new URL('./small-file-thread.js', import.meta.url)) {
-    this.#worker = new Worker(script);
-    this.#worker.unref();
+    // no flags of this process: the thread needs none, and some fail in a thread (`--input-type` outside `-e`)
+    this.#worker = new Worker(script, { execArgv: [] });
     this.#worker.on('message', (reply: SmallFileReply) => this.#answer(reply));
     this.#worker.on('error', (err) => this.#stop(err.message));
     this.#worker.on('exit', (code) => this.#stop(`exit code ${code}`));
+    // after the listeners: adding the first 'message' listener refs the thread's port again, and a writer that
+    // was started but never used would then keep the process alive for ever
+    this.#worker.unref();
   }
 
   /** True once the thread failed or was closed: every operation rejects with a {@link SmallFileWriterStopped}. */
