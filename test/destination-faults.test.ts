@@ -148,10 +148,12 @@ void test('kill -9 at random points of a baseline, then resume: identical tree, 
     const resourceRequests = (): number => server.requests.filter((q) => !q.url.endsWith('.xml')).length;
     for (let round = 0; round < 3; round++) {
       const child = spawn(process.execPath, [CLI, 'sync', src.capabilityList, dest, '--concurrency', '4'], { stdio: 'ignore' });
-      // kill once a random number of resources has been asked for (bounded wait)
+      // kill once a random number of resources has been asked for (bounded wait); the last round also waits for
+      // a first file in place, so that the resume has something complete to keep (earlier rounds may kill before)
       const start = resourceRequests();
       const target = start + 5 + Math.floor(Math.random() * 30);
-      for (let i = 0; i < 1000 && resourceRequests() < target && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 10));
+      const ready = (): boolean => resourceRequests() >= target && (round < 2 || listFiles(dest).some((p) => p.startsWith('k/')));
+      for (let i = 0; i < 1000 && !ready() && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 10));
       child.kill('SIGKILL');
       await new Promise((r) => child.once('close', r));
     }

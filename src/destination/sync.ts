@@ -14,7 +14,7 @@ import type { HttpGet } from './http.js';
 import type { Mapping } from './mapper.js';
 import { connect } from './connection.js';
 import { StateStore, acquireLock, type SyncLock } from './state-store.js';
-import { cleanTemp } from './verified-write.js';
+import { cleanTemp, defaultSmallFileWriter } from './verified-write.js';
 import { GroupCommit } from './group-commit.js';
 import type { DurabilityBarrier } from '../node/sync-file-system.js';
 
@@ -173,6 +173,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
         ? new GroupCommit(options.barrier !== undefined ? { barrier: options.barrier } : {})
         : undefined;
     const durability = { fsync, ...(groupCommit !== undefined ? { groupCommit } : {}) };
+    if (!dryRun) defaultSmallFileWriter(fsync, groupCommit !== undefined); // boots while discovery runs
     const pendingUrls = new Set<string>();
     const engine = new Engine({
       dest,

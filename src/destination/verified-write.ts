@@ -111,8 +111,7 @@ export interface WriteVerifiedOptions {
   onStaged?: () => void;
   /**
    * Where small bodies are written when they need no fsync of their own (`fsync: false`, or a `groupCommit`): a
-   * {@link SmallFileWriter}, or `false` for the caller's thread. By default the process's shared thread without
-   * fsync, the caller's thread with a group commit.
+   * {@link SmallFileWriter}, or `false` for the caller's thread. By default the process's shared thread.
    */
   smallFiles?: SmallFileWriter | false;
 }
@@ -193,8 +192,8 @@ function ensureDirSync(dir: string): void {
 
 /**
  * Writes a small, already verified body to its temporary file on this thread (with an fsync of its own, staged
- * for a group commit, or without fsync when no small-file thread is used: {@link smallFileWriterFor}). Without fsync every step is a
- * synchronous call (create, write, time, close: for 1 KB each costs less than a thread-pool round trip). With an fsync
+ * for a group commit, or without fsync when no small-file thread is used: {@link smallFileWriterFor}). Without fsync
+ * every step is a synchronous call (create, write, time, close: for 1 KB each costs less than a thread-pool round trip). With an fsync
  * of its own the create and the fsync run on the thread pool (they can wait for the journal and the disk;
  * several overlap) while the write, the time and the close stay synchronous.
  */
@@ -227,13 +226,22 @@ async function writeSmallTemp(tmp: string, data: Uint8Array, mtime: Date | undef
 
 /**
  * The thread that writes a small body, or undefined to write it here: never with an fsync of its own; `smallFiles`
- * when given; by default the shared thread without fsync only (with a group commit, a fresh process would wait
- * for the thread to boot before its first commit, and a kill soon after start would find nothing in place).
+ * when given; by default {@link defaultSmallFileWriter}.
  */
 function smallFileWriterFor(given: SmallFileWriter | false | undefined, fsync: boolean, grouped: boolean): SmallFileWriter | undefined {
   if (fsync && !grouped) return undefined;
   if (given !== undefined) return given === false ? undefined : given;
-  return fsync ? undefined : SmallFileWriter.shared();
+  return defaultSmallFileWriter(fsync, grouped);
+}
+
+/**
+ * The process's shared small-file thread when small bodies need no fsync of their own (`fsync: false`, or a group
+ * commit), started on first call. A sync calls it when it starts, so that the thread boots (30–80 ms) while
+ * discovery runs: a fresh process would otherwise hold its first files that long, and with a group commit a kill
+ * soon after start would find nothing in place.
+ */
+export function defaultSmallFileWriter(fsync: boolean, grouped: boolean): SmallFileWriter | undefined {
+  return fsync && !grouped ? undefined : SmallFileWriter.shared();
 }
 
 /**
@@ -356,8 +364,8 @@ function lengthMismatch(relPath: string, expected: number, actual: number, trunc
  * its own, or with a `groupCommit` one barrier for a batch of small files), given `mtime` and renamed into
  * place (`safeJoin(root, relPath)`, parents created). A mismatch throws `RS_LENGTH_MISMATCH` or
  * `RS_HASH_MISMATCH` (recoverable) and leaves nothing behind: an unverified copy is never committed.
- * Bodies that fit in 256 KiB are buffered and written with one call (without fsync by default on the
- * {@link SmallFileWriter} thread, which writes and renames them in batches); larger ones are written here in
+ * Bodies that fit in 256 KiB are buffered and written with one call (without fsync of their own, by default
+ * on the {@link SmallFileWriter} thread, which writes and renames them in batches); larger ones are written here in
  * batches of about 1 MiB; a {@link ByteSource} is read into two pooled 1 MiB buffers, one written while the other is filled.
  * @see Z39.99 §7 (`hash`, `length`), §5.2 (audit relies on them)
  * @example
