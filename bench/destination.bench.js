@@ -68,7 +68,7 @@ const LARGE_COUNT = 4;
 const LARGE_SIZE = 32 * 1024 * 1024;
 const AUDIT_COUNT = 100_000;
 const CONCURRENCY = 16;
-const ROUNDS = 4;
+const ROUNDS = 6;
 
 const { sync } = await import(join(ROOT, 'dist/src/destination/sync.js'));
 const { audit } = await import(join(ROOT, 'dist/src/destination/audit.js'));
@@ -314,14 +314,22 @@ try {
   for (const it of small) readFileSync(join(WWW, it.path)); // served from memory again
 
   // 1. small files: bare loop, ours without fsync and ours with the default durability, one after the other,
-  // four rounds; the best of each (this machine's CPU time varies 2-fold from run to run). Every run writes into a
-  // new folder, after the previous runs' writes were flushed (`sync`), so no run pays for another's write-back.
+  // six rounds, each starting with the next of the three (so no mode always runs first or last); the best of each,
+  // the bare loop's too (this machine's CPU time varies 2-fold from run to run, and the host steals up to a third
+  // of it). Every run writes into a new folder, after the previous runs' writes were flushed (`sync`), so no run
+  // pays for another's write-back.
   const rounds = { bare: [], nofsync: [], durable: [] };
+  const runs = [
+    ['bare', (round) => bareLoop(origin, small, runDir(`bare-${round}`))],
+    ['nofsync', (round) => ours(`${origin}/small-list.xml`, runDir(`mirror-small-${round}`), { fsync: false })],
+    ['durable', (round) => ours(`${origin}/small-list.xml`, runDir(`mirror-fsync-${round}`), {})],
+  ];
   for (let round = 0; round < ROUNDS; round++) {
-    settle();
-    rounds.bare.push((await bareLoop(origin, small, runDir(`bare-${round}`))).seconds);
-    rounds.nofsync.push((await ours(`${origin}/small-list.xml`, runDir(`mirror-small-${round}`), { fsync: false })).seconds);
-    rounds.durable.push((await ours(`${origin}/small-list.xml`, runDir(`mirror-fsync-${round}`), {})).seconds);
+    for (let k = 0; k < runs.length; k++) {
+      const [mode, run] = runs[(round + k) % runs.length];
+      settle();
+      rounds[mode].push((await run(round)).seconds);
+    }
   }
   const mineFile = (await ours(`${origin}/small-list.xml`, runDir('mirror-file'), { fsyncMethod: 'file' })).seconds;
   const bare = Math.min(...rounds.bare);
