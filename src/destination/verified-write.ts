@@ -191,11 +191,11 @@ function ensureDirSync(dir: string): void {
 }
 
 /**
- * Writes a small, already verified body to its temporary file on this thread (with an fsync of its own, staged
- * for a group commit, or without fsync when no small-file thread is used: {@link smallFileWriterFor}). Without fsync
- * every step is a synchronous call (create, write, time, close: for 1 KB each costs less than a thread-pool round trip). With an fsync
- * of its own the create and the fsync run on the thread pool (they can wait for the journal and the disk;
- * several overlap) while the write, the time and the close stay synchronous.
+ * Writes a small, already verified body to its temporary file on this thread (with an fsync of its own, or
+ * staged for a group commit or without fsync when no small-file thread is used: {@link smallFileWriterFor}).
+ * Without an fsync every step is a synchronous call (create, write, time, close: for 1 KB each costs less than a
+ * thread-pool round trip). With an fsync of its own the create and the fsync run on the thread pool (they can
+ * wait for the journal and the disk; several overlap) while the write, the time and the close stay synchronous.
  */
 async function writeSmallTemp(tmp: string, data: Uint8Array, mtime: Date | undefined, fsync: boolean): Promise<void> {
   const create = (): number | Promise<number> => (fsync ? openFd(tmp, 'wx', 0o644) : openSync(tmp, 'wx', 0o644));
@@ -365,8 +365,9 @@ function lengthMismatch(relPath: string, expected: number, actual: number, trunc
  * place (`safeJoin(root, relPath)`, parents created). A mismatch throws `RS_LENGTH_MISMATCH` or
  * `RS_HASH_MISMATCH` (recoverable) and leaves nothing behind: an unverified copy is never committed.
  * Bodies that fit in 256 KiB are buffered and written with one call (without fsync of their own, by default
- * on the {@link SmallFileWriter} thread, which writes and renames them in batches); larger ones are written here in
- * batches of about 1 MiB; a {@link ByteSource} is read into two pooled 1 MiB buffers, one written while the other is filled.
+ * on the {@link SmallFileWriter} thread, which writes and renames them in batches); larger ones are written
+ * here in batches of about 1 MiB; a {@link ByteSource} is read into two pooled 1 MiB buffers, one written while
+ * the other is filled.
  * @see Z39.99 §7 (`hash`, `length`), §5.2 (audit relies on them)
  * @example
  * const r = await writeVerified({ root: '/mirror', relPath: 'a/b.txt', body: res.body,
