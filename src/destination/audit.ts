@@ -165,7 +165,8 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
     warnings: [],
     durationMs: 0,
   };
-  const expectedPaths = new Set<string>();
+  // What is on offer, to find the extra: by URL against the state store (trustState), else by path against the
+  // files. One set only: each holds an entry per resource (100,000 strings for a list of 100,000).
   const onOffer = new Set<string>();
   let checked = 0;
 
@@ -180,8 +181,7 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
       if (report.failed.length < MAX_LISTED) report.failed.push({ url: source.url, code: isResourceSyncError(err) ? err.code : 'RS_IO', message: err instanceof Error ? err.message : String(err) });
       return;
     }
-    expectedPaths.add(path);
-    onOffer.add(source.url);
+    onOffer.add(trust ? source.url : path);
     let local: LocalFacts | undefined;
     if (trust) {
       const r = store.get(source.url);
@@ -293,7 +293,7 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
       }
     } else {
       for (const p of listFiles(dest)) {
-        if (!expectedPaths.has(p)) {
+        if (!onOffer.has(p)) {
           report.counts.extra++;
           if (report.extra.length < MAX_LISTED) report.extra.push(p);
         }
