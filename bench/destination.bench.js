@@ -216,6 +216,7 @@ async function waitForPort(port, why) {
 async function bareLoop(origin, items, dir) {
   const pool = new Pool(origin, { connections: CONCURRENCY, pipelining: 1 });
   for (const d of new Set(items.map((i) => dirname(join(dir, i.path))))) mkdirSync(d, { recursive: true });
+  settle();
   let next = 0;
   let bytes = 0;
   const cpu0 = cpuTimes();
@@ -327,8 +328,7 @@ try {
   for (let round = 0; round < ROUNDS; round++) {
     for (let k = 0; k < runs.length; k++) {
       const [mode, run] = runs[(round + k) % runs.length];
-      settle();
-      rounds[mode].push((await run(round)).seconds);
+      rounds[mode].push((await run(round)).seconds); // each run flushes what came before it (settle)
     }
   }
   const mineFile = (await ours(`${origin}/small-list.xml`, runDir('mirror-file'), { fsyncMethod: 'file' })).seconds;
@@ -356,7 +356,6 @@ try {
 
   // 2. large files: ours with the default durability (an fsync per large file) and without fsync, two rounds
   // each, the best of each
-  settle();
   const bareLarge = await bareLoop(origin, large, runDir('bare-large'));
   const bestOf = (a, b) => (a.seconds <= b.seconds ? a : b);
   let mineLarge = await ours(`${origin}/large-list.xml`, runDir('mirror-large-0'), {});

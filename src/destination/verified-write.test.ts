@@ -47,11 +47,13 @@ void test('writes small and large bodies atomically with verified length and has
 void test('small bodies without an fsync of their own: by default, on the small-file thread, on this thread, or here when the thread stopped', async () => {
   const root = await mkdtemp(join(tmpdir(), 'rs-vw-'));
   const stopped = new SmallFileWriter(new URL('./no-such-thread.js', import.meta.url));
+  const thread = SmallFileWriter.shared();
+  assert.ok(thread !== undefined, 'the shared small-file thread starts');
   try {
     const mtime = new Date('2013-01-02T13:00:00Z');
     const ways = [
       ['default', {}],
-      ['thread', { smallFiles: SmallFileWriter.shared() ?? (false as const) }],
+      ['thread', { smallFiles: thread }],
       ['here', { smallFiles: false as const }],
       ['stopped', { smallFiles: stopped }],
     ] as const;

@@ -45,7 +45,8 @@ async function writeFully(h: FileHandle, data: Uint8Array): Promise<void> {
 
 /**
  * The digests of a body. A body that comes in one chunk (most small resources) is hashed at the end in one shot
- * ({@link digestHex}); a longer body is streamed through `Hash` objects. A chunk kept for later must not change meanwhile: pass `now` for a buffer that will be reused.
+ * ({@link digestHex}); a longer body is streamed through `Hash` objects. A chunk kept for later must not change
+ * meanwhile: pass `now` for a buffer that will be reused.
  */
 class BodyDigests {
   readonly #algs: readonly HashAlgorithm[];
