@@ -10,7 +10,7 @@ import { createAuthority } from './authority.js';
 import { createHttpClient } from './http-client.js';
 import { createMapper } from './mapper.js';
 import { applyChangeDump, applyResourceDump, type ApplyDumpOptions, type DumpResource } from './dump.js';
-import { GroupCommit } from './group-commit.js';
+import { GroupCommit } from '../node/group-commit.js';
 
 interface Env {
   s: TestServer;

@@ -23,7 +23,7 @@ import {
   type RelatedLinks,
 } from './links.js';
 import { isJsonPatchMediaType } from '../core/json-patch.js';
-import type { GroupCommit } from './group-commit.js';
+import type { GroupCommit } from '../node/group-commit.js';
 import { writeVerified, type ByteSource } from './verified-write.js';
 
 /**

@@ -12,7 +12,7 @@ import type { HttpGet } from './http.js';
 import type { Mapper } from './mapper.js';
 import { decide, sourceFacts, type LocalFacts, type PlanDecision, type SourceFacts } from './plan.js';
 import type { ResourceRecord, StateStore } from './state-store.js';
-import type { GroupCommit } from './group-commit.js';
+import type { GroupCommit } from '../node/group-commit.js';
 import { digestHex } from '../node/digest.js';
 import { safeJoin } from '../node/safe-path.js';
 import { writeVerified } from './verified-write.js';

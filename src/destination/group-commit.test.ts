@@ -5,7 +5,7 @@ import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { GroupCommit } from './group-commit.js';
+import { GroupCommit } from '../node/group-commit.js';
 import { runPool } from './engine.js';
 import { tempDir, writeVerified } from './verified-write.js';
 import { isResourceSyncError } from '../core/errors.js';

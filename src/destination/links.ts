@@ -8,7 +8,7 @@ import type { Entry, Ln } from '../core/model/types.js';
 import type { Authority } from './authority.js';
 import type { HttpGet } from './http.js';
 import { safeJoin } from '../node/safe-path.js';
-import type { GroupCommit } from './group-commit.js';
+import type { GroupCommit } from '../node/group-commit.js';
 import { writeVerified } from './verified-write.js';
 
 /**

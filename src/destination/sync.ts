@@ -15,7 +15,7 @@ import type { Mapping } from './mapper.js';
 import { connect } from './connection.js';
 import { StateStore, acquireLock, type SyncLock } from './state-store.js';
 import { cleanTemp, defaultSmallFileWriter } from './verified-write.js';
-import { GroupCommit } from './group-commit.js';
+import { GroupCommit } from '../node/group-commit.js';
 import type { DurabilityBarrier } from '../node/sync-file-system.js';
 
 export type { SyncProgress, SyncFailure } from './engine.js';

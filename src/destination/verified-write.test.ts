@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { writeVerified, tempDir } from './verified-write.js';
 import { isResourceSyncError } from '../core/errors.js';
-import { GroupCommit } from './group-commit.js';
+import { GroupCommit } from '../node/group-commit.js';
 import { SmallFileWriter } from '../node/small-file-writer.js';
 
 function chunks(data: Buffer, size: number): AsyncIterable<Uint8Array> {
@@ -58,13 +58,16 @@ void test('small bodies without an fsync of their own: by default, on the small-
       ['stopped', { smallFiles: stopped }],
     ] as const;
     for (const [name, how] of ways) {
-      for (const grouped of [false, true]) {
-        const group = grouped ? new GroupCommit({ barrier: async () => undefined, gatherMs: 1, idleMs: 1 }) : undefined;
+      // no group commit (no fsync); one with a given barrier (it stays here); one with the default barrier (the
+      // thread commits the file itself, and this one only makes the rename durable when it settles)
+      for (const grouped of [false, 'given', 'default'] as const) {
+        const group =
+          grouped === 'given' ? new GroupCommit({ barrier: async () => undefined, gatherMs: 1, idleMs: 1 }) : grouped === 'default' ? new GroupCommit() : undefined;
         const data = Buffer.from(`${name} ${grouped}`);
         let staged = 0;
         const r = await writeVerified({
           root,
-          relPath: `${name}/${grouped ? 'grouped' : 'plain'}.txt`,
+          relPath: `${name}/${grouped === false ? 'plain' : grouped}.txt`,
           body: chunks(data, 64),
           expected: { length: data.length, hashes: [{ algorithm: 'md5', digest: md5(data) }] },
           mtime,
@@ -74,12 +77,16 @@ void test('small bodies without an fsync of their own: by default, on the small-
         });
         assert.deepEqual(await readFile(r.path), data, `${name}, grouped ${grouped}`);
         assert.equal((await stat(r.path)).mtime.getTime(), mtime.getTime());
-        if (grouped) assert.equal(staged, 1, 'onStaged is called once');
+        if (grouped !== false) assert.equal(staged, 1, 'onStaged is called once');
         // the same path again: the new bytes replace the old ones
         const again = Buffer.from(`${name} ${grouped} again`);
-        await writeVerified({ root, relPath: `${name}/${grouped ? 'grouped' : 'plain'}.txt`, body: chunks(again, 64), ...(group === undefined ? { fsync: false } : { groupCommit: group }), ...how });
+        await writeVerified({ root, relPath: `${name}/${grouped === false ? 'plain' : grouped}.txt`, body: chunks(again, 64), ...(group === undefined ? { fsync: false } : { groupCommit: group }), ...how });
         assert.deepEqual(await readFile(r.path), again);
-        await group?.settle();
+        if (group !== undefined) {
+          const before = group.barriers;
+          await group.settle();
+          assert.equal(group.barriers, before + 1, `${name}, ${grouped}: settle makes the renames durable`);
+        }
       }
     }
     assert.ok(stopped.stopped);
@@ -88,6 +95,11 @@ void test('small bodies without an fsync of their own: by default, on the small-
     await assert.rejects(
       writeVerified({ root, relPath: 'blocker/x.txt', body: chunks(Buffer.from('x'), 64), fsync: false }),
       (e: unknown) => isResourceSyncError(e, 'RS_IO') && e.recoverable,
+    );
+    // …and so is a rename that fails after the thread's own group commit
+    await assert.rejects(
+      writeVerified({ root, relPath: 'blocker/y.txt', body: chunks(Buffer.from('y'), 64), groupCommit: new GroupCommit() }),
+      (e: unknown) => isResourceSyncError(e, 'RS_IO') && e.recoverable && /ENOTDIR/.test(e.message),
     );
     assert.deepEqual(await readdir(tempDir(root)), []);
   } finally {

@@ -8,8 +8,8 @@ import { isKnownHashAlgorithm, nodeHashName, type HashValue } from '../core/hash
 import type { HashAlgorithm } from '../core/constants.js';
 import { digestHex } from '../node/digest.js';
 import { safeJoin } from '../node/safe-path.js';
-import type { GroupCommit } from './group-commit.js';
-import { SmallFileWriter, SmallFileWriterStopped } from '../node/small-file-writer.js';
+import type { GroupCommit } from '../node/group-commit.js';
+import { SmallFileWriter, SmallFileWriterStopped, type SmallFileOp } from '../node/small-file-writer.js';
 
 /**
  * A body that reads into the caller's buffer (like a BYOB reader): no buffer is allocated per chunk, which
@@ -101,7 +101,9 @@ export interface WriteVerifiedOptions {
   fsync?: boolean;
   /**
    * With `fsync`: make a small file (a body up to 256 KiB) durable together with others (one barrier for a
-   * batch, see {@link GroupCommit}) instead of with an fsync of its own. Larger files keep their own fsync.
+   * batch, see {@link GroupCommit}) instead of with an fsync of its own. Larger files keep their own fsync. With
+   * the default barrier, the small-file thread commits the file with its own group commit and this one's `settle`
+   * makes the renames durable; with a given barrier, every file goes through this one.
    */
   groupCommit?: GroupCommit;
   /**
@@ -257,8 +259,13 @@ async function writeSmallOnThread(
   mtime: Date | undefined,
   to: string | undefined,
   onStaged: () => void,
+  durable = false,
 ): Promise<boolean> {
-  const written = writer.run({ tmp, data, ...(mtime !== undefined ? { mtime: mtime.getTime() } : {}), ...(to !== undefined ? { to } : {}) });
+  const op: SmallFileOp = { tmp, data };
+  if (mtime !== undefined) op.mtime = mtime.getTime();
+  if (to !== undefined) op.to = to;
+  if (durable) op.durable = true;
+  const written = writer.run(op);
   const early = writer.pendingBytes <= HANDED_OVER_MAX;
   if (early) onStaged();
   try {
@@ -304,6 +311,37 @@ async function committed<T>(group: GroupCommit, tmp: string, finalPath: string, 
     throw err;
   }
   return result;
+}
+
+/**
+ * Hands a small, verified body to the small-file thread, which writes it, makes it durable with its own group
+ * commit and renames it (`SmallFileOp.durable`); the rename is then recorded in `group`, whose `settle` makes it
+ * durable. When the thread has stopped, the file is written here and committed through `group`. On failure the
+ * temporary file is removed. Made outside `writeVerified` (see {@link placer}): it holds only what it needs while
+ * the batch gathers.
+ */
+async function committedOnThread<T>(
+  writer: SmallFileWriter,
+  group: GroupCommit,
+  tmp: string,
+  data: Uint8Array,
+  mtime: Date | undefined,
+  finalPath: string,
+  onStaged: () => void,
+  result: T,
+): Promise<T> {
+  try {
+    if (await writeSmallOnThread(writer, tmp, data, mtime, finalPath, onStaged, true)) {
+      group.placed(finalPath);
+      return result;
+    }
+    await writeSmallTemp(tmp, data, mtime, false);
+  } catch (err) {
+    await rm(tmp, { force: true }).catch(() => undefined);
+    throw err;
+  }
+  onStaged();
+  return committed(group, tmp, finalPath, placer(undefined, tmp, finalPath), result);
 }
 
 /** {@link renameInto} with a synchronous rename (small files). */
@@ -507,6 +545,10 @@ export async function writeVerified(options: WriteVerifiedOptions): Promise<Writ
       const group = fsync ? options.groupCommit : undefined;
       const writer = smallFileWriterFor(options.smallFiles, fsync, group !== undefined);
       const result = { path: finalPath, length, hashes };
+      if (writer !== undefined && group?.defaultBarrier === true) {
+        // returned, not awaited: this call's frame is let go while the thread's batch gathers
+        return committedOnThread(writer, group, tmp, data, mtime, finalPath, onStaged, result);
+      }
       if (writer !== undefined && (await writeSmallOnThread(writer, tmp, data, mtime, group === undefined ? finalPath : undefined, onStaged))) {
         // returned, not awaited: this call's frame (body, digests, closures) is let go while the batch gathers
         return group === undefined ? result : committed(group, tmp, finalPath, placer(writer, tmp, finalPath), result);

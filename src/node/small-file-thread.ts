@@ -1,12 +1,30 @@
 /**
  * The worker thread of `SmallFileWriter` (small-file-writer.ts): runs each batch of small-file operations with
  * synchronous calls, in order, and answers it with one message. A failed operation does not stop the batch.
+ * A durable operation's temporary file is committed by this thread's own {@link GroupCommit} (one `syncfs` for
+ * a batch, then the renames) and answered later, with the others of its batch in one message.
  */
 
 import { closeSync, futimesSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parentPort } from 'node:worker_threads';
+import { GroupCommit } from './group-commit.js';
 import type { SmallFileBatch, SmallFileFailure, SmallFileReply } from './small-file-writer.js';
+
+/** The thread's group commit, made at the first durable operation (default barrier: `syncfs`). */
+let group: GroupCommit | undefined;
+/** Answers of durable operations not sent yet: sent together once the current batch's renames are done. */
+let later: SmallFileReply = [];
+
+function answerLater(id: number, f?: SmallFileFailure): void {
+  if (later.length === 0) setImmediate(() => {
+    const reply = later;
+    later = [];
+    parentPort?.postMessage(reply);
+  });
+  later.push(id);
+  if (f !== undefined) later.push(f);
+}
 
 function code(err: unknown): string | undefined {
   return (err as { code?: string }).code;
@@ -60,16 +78,25 @@ parentPort?.on('message', ({ nums, paths, bytes }: SmallFileBatch) => {
     const length = nums[i + 1]!;
     const mtime = nums[i + 2]!;
     const tmp = names[name++]!;
-    const to = nums[i + 3] === 1 ? names[name++] : undefined;
+    const how = nums[i + 3]!;
+    const to = how !== 0 ? names[name++] : undefined;
     const data = length >= 0 ? new Uint8Array(bytes, at, length) : undefined;
     if (length > 0) at += length;
     try {
       if (data !== undefined) write(tmp, data, Number.isNaN(mtime) ? undefined : mtime);
+      if (to !== undefined && how === 2) {
+        const dest = to;
+        (group ??= new GroupCommit({ remember: false })).commit(tmp, dest, () => place(tmp, dest)).then(
+          () => answerLater(id),
+          (err: unknown) => answerLater(id, failure(err)),
+        );
+        continue;
+      }
       if (to !== undefined) place(tmp, to);
       reply.push(id);
     } catch (err) {
       reply.push(id, failure(err));
     }
   }
-  parentPort?.postMessage(reply);
+  if (reply.length > 0) parentPort?.postMessage(reply);
 });

@@ -63,6 +63,35 @@ void test('small-file thread: a failed operation rejects with the file-system er
   }
 });
 
+void test('small-file thread: durable operations are committed by its own group commit, then renamed; a failure rejects', async () => {
+  const root = await mkdtemp(join(tmpdir(), 'rs-sfw-'));
+  const w = new SmallFileWriter();
+  try {
+    writeFileSync(join(root, 'file'), 'not a folder');
+    const mtime = Date.UTC(2013, 0, 2, 13, 0, 0);
+    const n = 150; // several messages, and one batch of the thread's group commit or more
+    const ops = Array.from({ length: n }, (_, i) =>
+      w.run({ tmp: join(root, 'tmp', `${i}.tmp`), data: Buffer.from(`file ${i}`), mtime, to: join(root, `d${i % 7}`, `f${i}.txt`), durable: true }),
+    );
+    const bad = w.run({ tmp: join(root, 'tmp', 'bad.tmp'), data: Buffer.from('bad'), to: join(root, 'file', 'bad.txt'), durable: true });
+    const results = await Promise.allSettled([...ops, bad]);
+    assert.deepEqual(results.slice(0, n).map((r) => r.status), Array.from({ length: n }, () => 'fulfilled'));
+    const last = results[n] as PromiseRejectedResult;
+    assert.equal(last.status, 'rejected');
+    assert.equal((last.reason as { code?: string }).code, 'ENOTDIR', 'the rename after the barrier failed');
+    for (const i of [0, 64, 149]) {
+      const p = join(root, `d${i % 7}`, `f${i}.txt`);
+      assert.equal(await readFile(p, 'utf8'), `file ${i}`);
+      assert.equal((await stat(p)).mtime.getTime(), mtime);
+    }
+    assert.deepEqual(await readdir(join(root, 'tmp')), ['bad.tmp'], 'renamed, but for the failed one, left to its caller');
+    assert.equal(w.pendingBytes, 0);
+  } finally {
+    await w.close();
+    await rm(root, { recursive: true, force: true });
+  }
+});
+
 void test('small-file thread: one that cannot start, or is closed, rejects every operation as stopped', async () => {
   const broken = new SmallFileWriter(new URL('./no-such-thread.js', import.meta.url));
   await assert.rejects(broken.run({ tmp: join(tmpdir(), 'never.tmp'), data: Buffer.from('x') }), SmallFileWriterStopped);

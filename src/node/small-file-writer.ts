@@ -8,6 +8,11 @@
  * costs as much again: waking an idle thread took about 50 µs on this machine. So operations are gathered
  * into batches (64 operations, 4 MiB, or 2 ms after the first), sent as one message whose bodies travel in one
  * transferred buffer, run in order with synchronous calls on the other core, and answered with one message.
+ *
+ * Durable small files (`SmallFileOp.durable`) are committed on the thread too, by its own group commit: it writes
+ * the temporary file, runs the batch's barrier and renames, and answers the batch with one message. Measured
+ * against a group commit on the main thread that sent each rename back to this thread (30 interleaved pairs of a
+ * 5,000-file sync): 6% faster (20 of 29 pairs), 6% less main-thread CPU.
  */
 
 import { Worker } from 'node:worker_threads';
@@ -21,11 +26,18 @@ export interface SmallFileOp {
   data?: Uint8Array;
   mtime?: number;
   to?: string;
+  /**
+   * With `to`: the rename waits until `tmp`'s bytes are durable, committed by the thread's own group commit (see
+   * `GroupCommit`: one `syncfs` for the files of about 50 ms, then their renames), and the operation resolves once
+   * renamed. The rename itself becomes durable with the caller's next barrier (`GroupCommit.placed`, `settle`).
+   * Everything stays on the thread: no second message per file for the rename, no promise per waiting file here.
+   */
+  durable?: boolean;
 }
 
 /**
  * A batch as sent to the thread, packed so that it is cloned cheaply: per operation four numbers in `nums`
- * (id, data length or -1 without data, mtime or NaN, 1 with a rename), the paths joined by NUL in `paths` (`tmp`,
+ * (id, data length or -1 without data, mtime or NaN, 0 without a rename, 1 with one, 2 with a durable one), the paths joined by NUL in `paths` (`tmp`,
  * then `to` with a rename), and every body one after the other in `bytes` (transferred, not copied). A NUL
  * cannot occur in a path the file system accepts.
  */
@@ -165,7 +177,7 @@ export class SmallFileWriter {
       nums[i * 4] = firstId + i;
       nums[i * 4 + 1] = op.data === undefined ? -1 : op.data.byteLength;
       nums[i * 4 + 2] = op.mtime ?? NaN;
-      nums[i * 4 + 3] = op.to === undefined ? 0 : 1;
+      nums[i * 4 + 3] = op.to === undefined ? 0 : op.durable === true ? 2 : 1;
       paths.push(op.tmp);
       if (op.to !== undefined) paths.push(op.to);
       if (op.data !== undefined) {

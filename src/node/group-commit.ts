@@ -13,7 +13,7 @@
  */
 
 import { dirname } from 'node:path';
-import { syncFileSystem, type DurabilityBarrier } from '../node/sync-file-system.js';
+import { syncFileSystem, type DurabilityBarrier } from './sync-file-system.js';
 
 interface Staged {
   /** When it was staged (`performance.now()`). */
@@ -35,6 +35,12 @@ export interface GroupCommitOptions {
   gatherMs?: number;
   /** A batch is closed early when no file was staged for this long, ms. Default 10. */
   idleMs?: number;
+  /**
+   * Remember the folders that received files, for {@link GroupCommit.settle}. Default true; false for a group
+   * commit whose renames another one settles (the small-file thread's, whose files the sync's own group commit
+   * learns of through {@link GroupCommit.placed}): a long-lived thread would otherwise remember every folder.
+   */
+  remember?: boolean;
 }
 
 /**
@@ -49,6 +55,7 @@ export class GroupCommit {
   readonly #maxBatch: number;
   readonly #gatherMs: number;
   readonly #idleMs: number;
+  readonly #remember: boolean;
   #queue: Staged[] = [];
   /** Ends the current gathering wait early (the batch is full). */
   #full: (() => void) | undefined;
@@ -59,12 +66,21 @@ export class GroupCommit {
   #placedSince = 0;
   /** Barriers run (for tests and reports). */
   barriers = 0;
+  /**
+   * True when no barrier was given: the default one, `syncfs`, which the small-file thread runs too. Small files
+   * may then be committed by that thread's own group commit (`SmallFileOp.durable`); their renames are reported
+   * here with {@link placed}, so that {@link settle} makes them durable. A given barrier (a test's, a caller's)
+   * cannot cross to the thread: every file then goes through this object.
+   */
+  readonly defaultBarrier: boolean;
 
   constructor(options: GroupCommitOptions = {}) {
+    this.defaultBarrier = options.barrier === undefined;
     this.#barrier = options.barrier ?? syncFileSystem;
     this.#maxBatch = Math.max(1, options.maxBatch ?? 1024);
     this.#gatherMs = Math.max(0, options.gatherMs ?? 50);
     this.#idleMs = Math.max(0, options.idleMs ?? 10);
+    this.#remember = options.remember ?? true;
   }
 
   /**
@@ -112,8 +128,7 @@ export class GroupCommit {
         batch.map(async (s) => {
           try {
             await s.place();
-            this.#placedSince++;
-            this.#touchedDirs.add(dirname(s.finalPath));
+            if (this.#remember) this.placed(s.finalPath);
             s.resolve();
           } catch (err) {
             s.reject(err);
@@ -122,6 +137,15 @@ export class GroupCommit {
       );
     }
     this.#running = undefined;
+  }
+
+  /**
+   * Records a file renamed into place by another group commit of the same file system (the small-file thread's,
+   * after its own barrier): {@link settle} makes that rename durable too.
+   */
+  placed(finalPath: string): void {
+    this.#placedSince++;
+    this.#touchedDirs.add(dirname(finalPath));
   }
 
   /**
@@ -134,8 +158,17 @@ export class GroupCommit {
     while (this.#running !== undefined) await this.#running;
     if (this.#placedSince === 0 || this.#touchedDirs.size === 0) return;
     const dirs = [...this.#touchedDirs];
+    const placed = this.#placedSince;
+    this.#touchedDirs.clear();
     this.#placedSince = 0;
-    await this.#barrier(dirs[0]!, dirs);
+    try {
+      await this.#barrier(dirs[0]!, dirs);
+    } catch (err) {
+      // not durable: the next settle tries these folders again
+      for (const d of dirs) this.#touchedDirs.add(d);
+      this.#placedSince += placed;
+      throw err;
+    }
     this.barriers++;
   }
 }
