@@ -11,8 +11,23 @@ import { parentPort } from 'node:worker_threads';
 import { GroupCommit } from './group-commit.js';
 import type { SmallFileBatch, SmallFileFailure, SmallFileReply } from './small-file-writer.js';
 
-/** The thread's group commit, made at the first durable operation (default barrier: `syncfs`). */
-let group: GroupCommit | undefined;
+/**
+ * The thread's group commits, one per temporary folder (one per destination): a barrier syncs the file system of
+ * its batch's first file, so a batch must not mix destinations, which may sit on different file systems.
+ */
+const groups = new Map<string, GroupCommit>();
+
+function groupOf(tmp: string): GroupCommit {
+  const dir = dirname(tmp);
+  let group = groups.get(dir);
+  if (group === undefined) {
+    // forgetting a group under way is harmless: it finishes its batches; the next file starts another one
+    if (groups.size >= 64) groups.clear();
+    group = new GroupCommit({ remember: false });
+    groups.set(dir, group);
+  }
+  return group;
+}
 /** Answers of durable operations not sent yet: sent together once the current batch's renames are done. */
 let later: SmallFileReply = [];
 
@@ -86,7 +101,7 @@ parentPort?.on('message', ({ nums, paths, bytes }: SmallFileBatch) => {
       if (data !== undefined) write(tmp, data, Number.isNaN(mtime) ? undefined : mtime);
       if (to !== undefined && how === 2) {
         const dest = to;
-        (group ??= new GroupCommit({ remember: false })).commit(tmp, dest, () => place(tmp, dest)).then(
+        groupOf(tmp).commit(tmp, dest, () => place(tmp, dest)).then(
           () => answerLater(id),
           (err: unknown) => answerLater(id, failure(err)),
         );

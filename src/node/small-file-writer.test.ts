@@ -65,6 +65,7 @@ void test('small-file thread: a failed operation rejects with the file-system er
 
 void test('small-file thread: durable operations are committed by its own group commit, then renamed; a failure rejects', async () => {
   const root = await mkdtemp(join(tmpdir(), 'rs-sfw-'));
+  const roots = [root];
   const w = new SmallFileWriter();
   try {
     writeFileSync(join(root, 'file'), 'not a folder');
@@ -74,7 +75,14 @@ void test('small-file thread: durable operations are committed by its own group 
       w.run({ tmp: join(root, 'tmp', `${i}.tmp`), data: Buffer.from(`file ${i}`), mtime, to: join(root, `d${i % 7}`, `f${i}.txt`), durable: true }),
     );
     const bad = w.run({ tmp: join(root, 'tmp', 'bad.tmp'), data: Buffer.from('bad'), to: join(root, 'file', 'bad.txt'), durable: true });
+    // a second destination at the same time, in its own batches (its own file system where /dev/shm exists)
+    const other = await mkdtemp(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'rs-sfw-'));
+    roots.push(other);
+    const others = Array.from({ length: 20 }, (_, i) => w.run({ tmp: join(other, 'tmp', `${i}.tmp`), data: Buffer.from(`other ${i}`), to: join(other, `o${i}.txt`), durable: true }));
     const results = await Promise.allSettled([...ops, bad]);
+    await Promise.all(others);
+    assert.equal(await readFile(join(other, 'o19.txt'), 'utf8'), 'other 19');
+    assert.deepEqual(await readdir(join(other, 'tmp')), []);
     assert.deepEqual(results.slice(0, n).map((r) => r.status), Array.from({ length: n }, () => 'fulfilled'));
     const last = results[n] as PromiseRejectedResult;
     assert.equal(last.status, 'rejected');
@@ -88,7 +96,7 @@ void test('small-file thread: durable operations are committed by its own group 
     assert.equal(w.pendingBytes, 0);
   } finally {
     await w.close();
-    await rm(root, { recursive: true, force: true });
+    for (const r of roots) await rm(r, { recursive: true, force: true });
   }
 });
 
