@@ -344,6 +344,19 @@ async function committedOnThread<T>(
   return committed(group, tmp, finalPath, placer(undefined, tmp, finalPath), result);
 }
 
+/**
+ * `fn`, called at most once. Made outside `writeVerified`: a closure made there would hold that call's whole scope
+ * (its body chunks among it) for as long as a small file waits for its group commit.
+ */
+function once(fn: (() => void) | undefined): () => void {
+  let called = fn === undefined;
+  return () => {
+    if (called) return;
+    called = true;
+    fn!();
+  };
+}
+
 /** {@link renameInto} with a synchronous rename (small files). */
 export function renameIntoSync(tmp: string, finalPath: string): void {
   const parent = dirname(finalPath);
@@ -432,12 +445,7 @@ export async function writeVerified(options: WriteVerifiedOptions): Promise<Writ
   const digests = new BodyDigests(algs);
   const fsync = options.fsync ?? true;
 
-  let staged = false;
-  const onStaged = (): void => {
-    if (staged) return;
-    staged = true;
-    options.onStaged?.();
-  };
+  const onStaged = once(options.onStaged);
   const tmpDir = tempDir(root);
   if (!knownDirs.has(tmpDir)) await ensureDir(tmpDir);
   const tmp = `${tmpDir}${sep}${tag}-${(counter++).toString(36)}.tmp`;
