@@ -10,6 +10,7 @@ import type { DocumentHeader, Entry, ForeignAttribute, Ln, Md, ParseNote, Resour
 import { parseW3CDatetime, type W3CDatetime } from '../w3c-datetime.js';
 import type { IssueCode, ValidateOptions, ValidationIssue } from './codes.js';
 import { formatMessage, MESSAGES, type MessageParams } from './messages.js';
+import { LocFingerprints } from './loc-fingerprints.js';
 
 /** Note codes the validator derives from the model itself (with a path), so notes would repeat them. */
 const NOTES_COVERED: ReadonlySet<string> = new Set(['rs-attribute-prefixed', 'unknown-attribute']);
@@ -134,30 +135,6 @@ function isSingleKnownHash(v: string): boolean {
   }
 }
 
-/**
- * A 52-bit fingerprint of a string (two 26-bit FNV-1a variants), exact as a double. Keeping these
- * instead of the strings keeps memory flat: parsed strings may be slices that pin whole chunks.
- * Two different locs collide with probability about n²/2^53 (3·10⁻⁷ for 50,000 entries).
- */
-function fingerprint(s: string): number {
-  let a = 0x811c9dc5 | 0;
-  let b = 0x01000193 ^ 0x5bd1e995 ^ s.length;
-  const n = s.length - 1;
-  let i = 0;
-  // Two UTF-16 units per step: half the multiplications.
-  for (; i < n; i += 2) {
-    const c = s.charCodeAt(i) | (s.charCodeAt(i + 1) << 16);
-    a = Math.imul(a ^ c, 0x01000193);
-    b = Math.imul(b ^ c, 0x5bd1e995) ^ (b >>> 15);
-  }
-  if (i === n) {
-    const c = s.charCodeAt(i);
-    a = Math.imul(a ^ c, 0x01000193);
-    b = Math.imul(b ^ c, 0x5bd1e995) ^ (b >>> 15);
-  }
-  return (a >>> 6) * 67_108_864 + (b >>> 6);
-}
-
 function isDigits(s: string): boolean {
   if (s.length === 0) return false;
   for (let i = 0; i < s.length; i++) {
@@ -232,7 +209,7 @@ class StreamingValidator implements Validator {
   private lastOrderText = '';
   private outOfOrder = 0;
   private capabilities: Set<string> | undefined;
-  private locs: Set<number> | undefined;
+  private locs: LocFingerprints | undefined;
   private ended = false;
 
   constructor(header: DocumentHeader, options: ValidateOptions) {
@@ -277,7 +254,7 @@ class StreamingValidator implements Validator {
               ? 'archive'
               : undefined;
     this.trackLocs = id === 'resource-list' || id === 'resource-dump-manifest';
-    if (this.trackLocs) this.locs = new Set();
+    if (this.trackLocs) this.locs = new LocFingerprints(50_000);
     if (this.capabilityRule === 'list') this.capabilities = new Set();
 
     const md = header.md;
@@ -530,12 +507,7 @@ class StreamingValidator implements Validator {
       this.report('loc-missing', {}, '/loc', line);
     } else {
       if (!ABSOLUTE_URI.test(loc)) this.report('loc-not-absolute', { value: loc }, '/loc', line);
-      const locs = this.locs;
-      if (locs !== undefined) {
-        const f = fingerprint(loc);
-        if (locs.has(f)) this.report('loc-duplicate', { value: loc }, '/loc', line);
-        else if (locs.size < 50_000) locs.add(f);
-      }
+      if (this.locs?.seen(loc) === true) this.report('loc-duplicate', { value: loc }, '/loc', line);
     }
 
     let lastmod: W3CDatetime | undefined;
