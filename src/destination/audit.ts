@@ -3,6 +3,7 @@ import { join, resolve, sep } from 'node:path';
 import { ResourceSyncError, isResourceSyncError } from '../core/errors.js';
 import type { HashAlgorithm } from '../core/constants.js';
 import { parseW3CDatetime } from '../core/w3c-datetime.js';
+import { FingerprintSet } from '../core/fingerprint-set.js';
 import { digestHex } from '../node/digest.js';
 import { loadDocument, openDocument, resolveLoc, type DocumentContext, type RemoteDocument } from './documents.js';
 import type { HttpGet } from './http.js';
@@ -166,8 +167,9 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
     durationMs: 0,
   };
   // What is on offer, to find the extra: by URL against the state store (trustState), else by path against the
-  // files. One set only: each holds an entry per resource (100,000 strings for a list of 100,000).
-  const onOffer = new Set<string>();
+  // files. Fingerprints, not strings: 16 bytes a resource at most, where a string (a slice of the list that
+  // pins it) cost about 200 (live heap after 95,000 resources: 31 MB with strings).
+  const onOffer = new FingerprintSet();
   let checked = 0;
 
   const compare = (source: SourceFacts): Promise<void> | undefined => {
@@ -181,7 +183,7 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
       if (report.failed.length < MAX_LISTED) report.failed.push({ url: source.url, code: isResourceSyncError(err) ? err.code : 'RS_IO', message: err instanceof Error ? err.message : String(err) });
       return;
     }
-    onOffer.add(trust ? source.url : path);
+    onOffer.seen(trust ? source.url : path);
     let local: LocalFacts | undefined;
     if (trust) {
       const r = store.get(source.url);

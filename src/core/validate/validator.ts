@@ -10,7 +10,7 @@ import type { DocumentHeader, Entry, ForeignAttribute, Ln, Md, ParseNote, Resour
 import { parseW3CDatetime, type W3CDatetime } from '../w3c-datetime.js';
 import type { IssueCode, ValidateOptions, ValidationIssue } from './codes.js';
 import { formatMessage, MESSAGES, type MessageParams } from './messages.js';
-import { LocFingerprints } from './loc-fingerprints.js';
+import { FingerprintSet } from '../fingerprint-set.js';
 
 /** Note codes the validator derives from the model itself (with a path), so notes would repeat them. */
 const NOTES_COVERED: ReadonlySet<string> = new Set(['rs-attribute-prefixed', 'unknown-attribute']);
@@ -209,7 +209,7 @@ class StreamingValidator implements Validator {
   private lastOrderText = '';
   private outOfOrder = 0;
   private capabilities: Set<string> | undefined;
-  private locs: LocFingerprints | undefined;
+  private locs: FingerprintSet | undefined;
   private ended = false;
 
   constructor(header: DocumentHeader, options: ValidateOptions) {
@@ -254,7 +254,7 @@ class StreamingValidator implements Validator {
               ? 'archive'
               : undefined;
     this.trackLocs = id === 'resource-list' || id === 'resource-dump-manifest';
-    if (this.trackLocs) this.locs = new LocFingerprints(50_000);
+    if (this.trackLocs) this.locs = new FingerprintSet({ capacity: 50_000 });
     if (this.capabilityRule === 'list') this.capabilities = new Set();
 
     const md = header.md;
