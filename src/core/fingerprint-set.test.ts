@@ -18,6 +18,8 @@ void test('fingerprint set: a repeated string is seen, distinct ones are not, wh
     assert.equal(set.seen(loc), true, JSON.stringify(loc));
   }
   assert.equal(set.seen('http://example.com/E'), false, 'case matters');
+  set.add('added');
+  assert.equal(set.has('added'), true);
 });
 
 void test('fingerprint set: beyond the capacity, later strings are looked up but not added', () => {

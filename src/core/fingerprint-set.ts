@@ -41,6 +41,11 @@ export class FingerprintSet {
     return this.#slot(fpA, fpB) < 0;
   }
 
+  /** Adds `s` (while fewer than the capacity are held). */
+  add(s: string): void {
+    this.seen(s);
+  }
+
   /** True when `s` was added before; otherwise adds it (while fewer than the capacity are) and returns false. */
   seen(s: string): boolean {
     fingerprint(s);

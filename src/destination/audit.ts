@@ -183,7 +183,7 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
       if (report.failed.length < MAX_LISTED) report.failed.push({ url: source.url, code: isResourceSyncError(err) ? err.code : 'RS_IO', message: err instanceof Error ? err.message : String(err) });
       return;
     }
-    onOffer.seen(trust ? source.url : path);
+    onOffer.add(trust ? source.url : path);
     let local: LocalFacts | undefined;
     if (trust) {
       const r = store.get(source.url);

@@ -1,5 +1,6 @@
 import { ResourceSyncError, isResourceSyncError } from '../core/errors.js';
 import type { Entry } from '../core/model/types.js';
+import { FingerprintSet } from '../core/fingerprint-set.js';
 import { openDocument, resolveLoc, type DocumentContext, type RemoteDocument } from './documents.js';
 import { runPool, type Engine } from './engine.js';
 
@@ -10,14 +11,19 @@ export interface BaselineOptions extends DocumentContext {
   concurrency?: number;
   /** Called with each document as it is opened (for lenient validation and reporting). */
   onDocument?: (doc: RemoteDocument) => AsyncIterable<Entry>;
+  /** Where the resources on offer are added (several capability sets share one); default a new set. */
+  seen?: FingerprintSet;
 }
 
 /** What a baseline saw. */
 export interface BaselineResult {
   /** The Resource List's (or Index's) `at`, as written: changes after it are for incremental sync. */
   at?: string;
-  /** Every resource URI on offer. */
-  seen: Set<string>;
+  /**
+   * Every resource URI on offer, as fingerprints (16 bytes each, where the strings would pin the list's text): a
+   * collision can only hide a deletion, never cause one.
+   */
+  seen: FingerprintSet;
   /** False when a part of the list could not be read: deletions must not be inferred. */
   complete: boolean;
   /** Documents read, in order. */
@@ -34,7 +40,7 @@ export interface BaselineResult {
 export async function baseline(options: BaselineOptions, url: string): Promise<BaselineResult> {
   const { engine } = options;
   const concurrency = options.concurrency ?? 16;
-  const result: BaselineResult = { seen: new Set(), complete: true, documents: [] };
+  const result: BaselineResult = { seen: options.seen ?? new FingerprintSet(), complete: true, documents: [] };
   const top = await openDocument(options, url);
   result.documents.push(url);
   if (top.kind?.id !== 'resource-list' && top.kind?.id !== 'resource-list-index') {

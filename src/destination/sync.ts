@@ -3,6 +3,7 @@ import { readdir, rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { ResourceSyncError } from '../core/errors.js';
 import type { Entry, ResourceSyncDocument } from '../core/model/types.js';
+import { FingerprintSet } from '../core/fingerprint-set.js';
 import { checkDocument, loadDocument, validating, type DocumentContext, type RemoteDocument } from './documents.js';
 import { discover, type DiscoveredCapabilityList } from './discover.js';
 import { applyChangeDump, applyResourceDump, type DumpReport } from './dump.js';
@@ -222,12 +223,13 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
       durationMs: 0,
     };
     const st = store;
-    const seenAll = new Set<string>();
+    // the resources on offer in every Resource List read in full, to infer deletions (fingerprints: see baseline)
+    const seenAll = new FingerprintSet();
     let baselineComplete = true;
     let anyBaseline = false;
     const onDocument = (doc: RemoteDocument): AsyncIterable<Entry> => validating(doc, (w) => engine.warn(w));
     const onWholeDocument = (url: string, doc: ResourceSyncDocument): void => checkDocument(url, doc, (w) => engine.warn(w));
-    const dumpOptions = (dumpUrl: string, after: string | undefined, seen?: Set<string>): Parameters<typeof applyResourceDump>[0] => ({
+    const dumpOptions = (dumpUrl: string, after: string | undefined, seen?: FingerprintSet): Parameters<typeof applyResourceDump>[0] => ({
       dumpUrl,
       http,
       authority,
@@ -312,14 +314,12 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
         st.clearPending(set.key);
         engine.phase('baseline', undefined, set.resourceDump);
         const head = await loadDocument(ctx, set.resourceDump);
-        const seenHere = new Set<string>();
-        const rep = await applyResourceDump(dumpOptions(set.resourceDump, undefined, seenHere));
+        const rep = await applyResourceDump(dumpOptions(set.resourceDump, undefined, seenAll));
         absorb(rep);
         engine.flush();
         mode = 'baseline';
         anyBaseline = true;
         documents.push(set.resourceDump);
-        for (const u of seenHere) seenAll.add(u);
         if (rep.failures.length > 0) baselineComplete = false;
         const at = head.md?.at ?? new Date(started).toISOString();
         st.setMeta(metaKey, at);
@@ -329,11 +329,10 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
       }
       if (mode === undefined && set.resourceList !== undefined) {
         if (!dryRun) st.clearPending(set.key);
-        const b = await baseline({ ...ctx, engine, concurrency, onDocument }, set.resourceList);
+        const b = await baseline({ ...ctx, engine, concurrency, onDocument, seen: seenAll }, set.resourceList);
         mode = 'baseline';
         anyBaseline = true;
         documents.push(...b.documents);
-        for (const u of b.seen) seenAll.add(u);
         if (!b.complete) baselineComplete = false;
         if (!dryRun) {
           engine.flush();
