@@ -68,24 +68,27 @@ const MAX_LISTED = 1000;
 
 /** Every file under `dest` (relative `/` paths), the state folder aside. */
 export function listFiles(dest: string): string[] {
-  const out: string[] = [];
-  const walk = (dir: string, rel: string): void => {
+  return [...walkFiles(dest)];
+}
+
+/** The files under `dest` (relative paths with `/`), one at a time, outside the state folder; none when it is missing. */
+export function* walkFiles(dest: string): Generator<string> {
+  function* walk(dir: string, rel: string): Generator<string> {
     for (const d of readdirSync(dir, { withFileTypes: true })) {
       const r = rel === '' ? d.name : `${rel}/${d.name}`;
       if (d.isDirectory()) {
         if (rel === '' && d.name === STATE_DIR) continue;
-        walk(`${dir}${sep}${d.name}`, r);
+        yield* walk(`${dir}${sep}${d.name}`, r);
       } else if (d.isFile() || d.isSymbolicLink()) {
-        out.push(r);
+        yield r;
       }
     }
-  };
+  }
   try {
-    walk(dest, '');
+    yield* walk(dest, '');
   } catch (err) {
     if ((err as { code?: string }).code !== 'ENOENT') throw err;
   }
-  return out;
 }
 
 const READ_BUFFER = Buffer.allocUnsafe(1024 * 1024);
@@ -294,7 +297,7 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
         }
       }
     } else {
-      for (const p of listFiles(dest)) {
+      for (const p of walkFiles(dest)) {
         if (!onOffer.has(p)) {
           report.counts.extra++;
           if (report.extra.length < MAX_LISTED) report.extra.push(p);
