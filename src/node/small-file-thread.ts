@@ -28,15 +28,18 @@ function groupOf(tmp: string): GroupCommit {
   }
   return group;
 }
+
 /** Answers of durable operations not sent yet: sent together once the current batch's renames are done. */
 let later: SmallFileReply = [];
 
 function answerLater(id: number, f?: SmallFileFailure): void {
-  if (later.length === 0) setImmediate(() => {
-    const reply = later;
-    later = [];
-    parentPort?.postMessage(reply);
-  });
+  if (later.length === 0) {
+    setImmediate(() => {
+      const reply = later;
+      later = [];
+      parentPort?.postMessage(reply);
+    });
+  }
   later.push(id);
   if (f !== undefined) later.push(f);
 }

@@ -30,16 +30,17 @@ export interface SmallFileOp {
    * With `to`: the rename waits until `tmp`'s bytes are durable, committed by the thread's own group commit (see
    * `GroupCommit`: one `syncfs` for the files of about 50 ms, then their renames), and the operation resolves once
    * renamed. The rename itself becomes durable with the caller's next barrier (`GroupCommit.placed`, `settle`).
-   * Everything stays on the thread: no second message per file for the rename, no promise per waiting file here.
+   * Everything stays on the thread: no second message per file for the rename, and one promise per waiting file
+   * here instead of the several of a group commit on the caller's thread.
    */
   durable?: boolean;
 }
 
 /**
  * A batch as sent to the thread, packed so that it is cloned cheaply: per operation four numbers in `nums`
- * (id, data length or -1 without data, mtime or NaN, 0 without a rename, 1 with one, 2 with a durable one), the paths joined by NUL in `paths` (`tmp`,
- * then `to` with a rename), and every body one after the other in `bytes` (transferred, not copied). A NUL
- * cannot occur in a path the file system accepts.
+ * (id, data length or -1 without data, mtime or NaN, and 0 without a rename, 1 with one, 2 with a durable one),
+ * the paths joined by NUL in `paths` (`tmp`, then `to` with a rename), and every body one after the other in
+ * `bytes` (transferred, not copied). A NUL cannot occur in a path the file system accepts.
  */
 export interface SmallFileBatch {
   nums: Float64Array;
