@@ -107,6 +107,61 @@ void test('small bodies without an fsync of their own: by default, on the small-
   }
 });
 
+void test('a durable small file whose thread stops before or during its group commit is written here instead', async () => {
+  const root = await mkdtemp(join(tmpdir(), 'rs-vw-'));
+  // a thread that writes each temporary file and then hangs, as one stuck in its group commit would
+  const hung = new URL(
+    `data:text/javascript,${encodeURIComponent(`import { writeFileSync } from 'node:fs';
+import { parentPort } from 'node:worker_threads';
+parentPort.on('message', ({ nums, paths, bytes }) => {
+  const names = paths.split('\\0');
+  let name = 0;
+  let at = 0;
+  for (let i = 0; i < nums.length; i += 4) {
+    const tmp = names[name++];
+    if (nums[i + 3] !== 0) name++;
+    writeFileSync(tmp, new Uint8Array(bytes, at, nums[i + 1]));
+    at += nums[i + 1];
+  }
+});`)}`,
+  );
+  try {
+    // 'queued': the thread stops while the file waits in this side's batch; 'held': once the thread has written
+    // the temporary file and holds it
+    for (const when of ['queued', 'held'] as const) {
+      const writer = new SmallFileWriter(when === 'queued' ? undefined : hung);
+      const group = new GroupCommit();
+      const data = Buffer.from(`stopped while ${when}`);
+      let stop: Promise<void> | undefined;
+      const written = writeVerified({
+        root,
+        relPath: `${when}.txt`,
+        body: chunks(data, 64),
+        expected: { length: data.length, hashes: [{ algorithm: 'md5', digest: md5(data) }] },
+        groupCommit: group,
+        smallFiles: writer,
+        onStaged: () => {
+          if (when === 'queued') stop ??= writer.close();
+        },
+      });
+      if (when === 'held') {
+        while ((await readdir(tempDir(root))).length === 0) await new Promise((r) => setTimeout(r, 2));
+        assert.equal(writer.stopped, false, 'the temporary file was written by the thread');
+        stop = writer.close();
+      }
+      const r = await written;
+      await stop;
+      assert.ok(writer.stopped);
+      assert.deepEqual(await readFile(r.path), data, when);
+      assert.equal(group.barriers, 1, `${when}: committed on this side, by its own group commit`);
+      await group.settle();
+      assert.deepEqual(await readdir(tempDir(root)), [], `${when}: no temporary file left`);
+    }
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+});
+
 void test('a mismatch is never committed and leaves no temporary file', async () => {
   const root = await mkdtemp(join(tmpdir(), 'rs-vw-'));
   try {
