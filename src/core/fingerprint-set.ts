@@ -1,6 +1,7 @@
 /**
  * A set of strings kept as 64-bit fingerprints in an open-addressing table of two `Int32Array`s: the locs seen
- * in a document (the validator's duplicate check, Z39.99 §10.1), the resources on offer during an audit.
+ * in a document (the validator's duplicate check, Z39.99 §10.1), the resources on offer during an audit and after
+ * a sync's baseline (to infer deletions).
  *
  * Fingerprints, not the strings: parsed strings may be slices that pin whole chunks of the document, and a
  * list of millions of resources would keep them all; here each costs 16 bytes at most. Typed arrays, not a

@@ -335,6 +335,27 @@ async function committedOnThread<T>(
       group.placed(finalPath);
       return result;
     }
+  } catch (err) {
+    await rm(tmp, { force: true }).catch(() => undefined);
+    throw err;
+  }
+  return committedHere(group, tmp, data, mtime, finalPath, onStaged, result);
+}
+
+/**
+ * Writes a small, verified body to its temporary file here (no small-file thread, or it stopped) and commits it
+ * through `group`. On failure the temporary file is removed.
+ */
+async function committedHere<T>(
+  group: GroupCommit,
+  tmp: string,
+  data: Uint8Array,
+  mtime: Date | undefined,
+  finalPath: string,
+  onStaged: () => void,
+  result: T,
+): Promise<T> {
+  try {
     await writeSmallTemp(tmp, data, mtime, false);
   } catch (err) {
     await rm(tmp, { force: true }).catch(() => undefined);
@@ -561,14 +582,11 @@ export async function writeVerified(options: WriteVerifiedOptions): Promise<Writ
         // returned, not awaited: this call's frame (body, digests, closures) is let go while the batch gathers
         return group === undefined ? result : committed(group, tmp, finalPath, placer(writer, tmp, finalPath), result);
       }
-      await writeSmallTemp(tmp, data, mtime, fsync && group === undefined);
-      if (group === undefined) {
-        if (fsync) await renameInto(tmp, finalPath);
-        else renameIntoSync(tmp, finalPath);
-        return result;
-      }
-      onStaged();
-      return committed(group, tmp, finalPath, placer(undefined, tmp, finalPath), result);
+      if (group !== undefined) return committedHere(group, tmp, data, mtime, finalPath, onStaged, result);
+      await writeSmallTemp(tmp, data, mtime, fsync);
+      if (fsync) await renameInto(tmp, finalPath);
+      else renameIntoSync(tmp, finalPath);
+      return result;
     }
     // A large file is synced on its own even with a group commit: its fsync costs about what writing its bytes
     // costs anyway, and it overlaps with the other downloads instead of waiting for a batch.
