@@ -176,3 +176,96 @@ void test('bodies: small declared ones read whole, large and chunked ones stream
     await s.close();
   }
 });
+
+/** A raw server answering every request with `head` + `body`, then closing the connection (HTTP/1.0 style). */
+async function closingServer(head: (body: Buffer) => string, body: Buffer): Promise<{ origin: string; close(): Promise<void> }> {
+  const { createServer } = await import('node:net');
+  const srv = createServer((sock) => {
+    sock.on('error', () => undefined);
+    sock.once('data', () => {
+      sock.write(head(body));
+      sock.end(body);
+    });
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const { port } = srv.address() as { port: number };
+  return { origin: `http://127.0.0.1:${port}`, close: () => new Promise<void>((r) => srv.close(() => r())) };
+}
+
+for (const [name, head] of [
+  ['HTTP/1.0 close-delimited', (): string => 'HTTP/1.0 200 OK\r\n\r\n'],
+  ['Connection: close with a length', (b: Buffer): string => `HTTP/1.1 200 OK\r\nContent-Length: ${b.length}\r\nConnection: close\r\n\r\n`],
+] as const) {
+  void test(`${name}: slow readers of bodies larger than the queue, 16 at once, never crash and read every byte`, async () => {
+    const body = Buffer.alloc(3 * 1024 * 1024 + 17, 0x61);
+    const s = await closingServer(head, body);
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => void warnings.push(w.name);
+    process.on('warning', onWarning);
+    const ac = new AbortController();
+    const http = createHttpClient({ authority: createAuthority({ origins: [s.origin] }), signal: ac.signal, retries: 0, env: {} });
+    try {
+      const lengths = await Promise.all(
+        Array.from({ length: 48 }, async (_, i) => {
+          const res = await http(`${s.origin}/r${i}`, { signal: ac.signal });
+          let n = 0;
+          for await (const c of res.body) {
+            n += c.length;
+            await new Promise((r) => setTimeout(r, 1));
+          }
+          return n;
+        }),
+      );
+      assert.deepEqual(new Set(lengths), new Set([body.length]));
+      assert.deepEqual(warnings, []);
+    } finally {
+      process.off('warning', onWarning);
+      await http.close();
+      await s.close();
+    }
+  });
+}
+
+void test('a body cut short under its Content-Length by a closing server rejects as RS_NETWORK, never as complete', async () => {
+  const body = Buffer.alloc(2 * 1024 * 1024, 0x62);
+  const s = await closingServer((b) => `HTTP/1.1 200 OK\r\nContent-Length: ${b.length + 100}\r\nConnection: close\r\n\r\n`, body);
+  const http = createHttpClient({ authority: createAuthority({ origins: [s.origin] }), retries: 0, env: {} });
+  try {
+    const res = await http(`${s.origin}/cut`);
+    await assert.rejects(text(res.body), (e: unknown) => isResourceSyncError(e, 'RS_NETWORK') && e.recoverable);
+  } finally {
+    await http.close();
+    await s.close();
+  }
+});
+
+void test('--rate paces requests to an origin; a Retry-After on a 503 holds every request to that origin', async () => {
+  const s = await startTestServer();
+  const http = createHttpClient({ authority: createAuthority({ origins: [s.origin] }), retries: 1, retryBaseMs: 1, rate: 20, env: {} });
+  try {
+    s.set('/a', 'a');
+    s.set('/b', 'b');
+    const seen: number[] = [];
+    s.fault = (req, res, n) => {
+      seen.push(Date.now());
+      if (req.url === '/busy' && n === 1) {
+        res.writeHead(503, { 'retry-after': '1' }).end();
+        return true;
+      }
+      return false;
+    };
+    for (let i = 0; i < 5; i++) await (await http(`${s.origin}/a`)).discard();
+    // five requests at 20/s: each starts at least 50 ms after the one before
+    for (let i = 1; i < 5; i++) assert.ok(seen[i]! - seen[i - 1]! >= 45, `paced: ${seen.join(', ')}`);
+    seen.length = 0;
+    const busy = http(`${s.origin}/busy`); // 503 Retry-After: 1, retried
+    await new Promise((r) => setTimeout(r, 100));
+    const other = await http(`${s.origin}/b`); // asked while the origin is held
+    assert.equal(await text(other.body), 'b');
+    assert.equal((await busy).status, 404);
+    assert.ok(seen[1]! - seen[0]! >= 950, `held: ${seen.map((t) => t - seen[0]!).join(', ')}`);
+  } finally {
+    await http.close();
+    await s.close();
+  }
+});

@@ -1,9 +1,9 @@
 import { createRequire } from 'node:module';
 import { env as processEnv } from 'node:process';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
-import type { Transform } from 'node:stream';
+import { Readable, type Transform } from 'node:stream';
 import { Pool } from 'undici';
+import { Download, EndGuard } from './download.js';
 import { ResourceSyncError, isResourceSyncError } from '../core/errors.js';
 import { parseLength } from '../core/hash.js';
 import { originOf, type Authority } from './authority.js';
@@ -37,6 +37,8 @@ export interface HttpClientOptions {
   maxRetryDelayMs?: number;
   /** First backoff delay in milliseconds (doubled on each retry, with ±50% jitter). Default 200. */
   retryBaseMs?: number;
+  /** At most this many requests per second to each origin (retries included). Default: no limit. */
+  rate?: number;
 }
 
 const MAX_REDIRECTS = 5;
@@ -114,17 +116,7 @@ function wrapError(err: unknown, url: string, phase: 'request' | 'body'): Resour
   if (isTimeout(err)) {
     return new ResourceSyncError('RS_HTTP_TIMEOUT', `URL '${url}' timed out (${phase}${code ? `, ${code}` : ''}).`, { data: { url, phase }, cause: err, recoverable: true });
   }
-  const msg = err instanceof Error ? err.message : String(err);
-  return new ResourceSyncError('RS_NETWORK', `URL '${url}' failed (${phase}): ${msg}.`, { data: { url, phase, code }, cause: err, recoverable: true });
-}
-
-function flattenHeaders(h: Record<string, string | string[] | undefined>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const k in h) {
-    const v = h[k];
-    if (v !== undefined) out[k] = Array.isArray(v) ? v.join(', ') : v;
-  }
-  return out;
+  return new ResourceSyncError('RS_NETWORK', `URL '${url}' failed (${phase}): ${causeOf(err)}.`, { data: { url, phase, code }, cause: err, recoverable: true });
 }
 
 async function* guarded(body: AsyncIterable<Uint8Array>, url: string): AsyncGenerator<Uint8Array> {
@@ -135,45 +127,23 @@ async function* guarded(body: AsyncIterable<Uint8Array>, url: string): AsyncGene
   }
 }
 
-/** Bodies with a declared Content-Length up to this size are read in one piece (no stream iterator per response). */
+/** Bodies with a declared Content-Length up to this size are handed out as one chunk (no stream per response). */
 const WHOLE_BODY = 256 * 1024;
 
-/** The undici body of a response, until it was read whole (then dropped: see {@link wholeBody}). */
-interface RawRef {
-  raw: { bytes(): Promise<Uint8Array>; dump(o: { limit: number }): Promise<void> } | undefined;
-}
-
-/**
- * A small body read whole with undici's `bytes()` (the length is declared, so the memory is bounded) and handed
- * out as one chunk; a failure reads as `guarded`'s. Cheaper per response than a stream's async iterator. Once
- * read, the undici body (and through it the request and its handler) is let go: a response kept while its file
- * waits for a group commit then holds its bytes only (fewer objects for each scavenge to copy).
- */
-function wholeBody(ref: RawRef, url: string): AsyncIterable<Uint8Array> {
-  return {
-    [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
-      let done = false;
-      return {
-        async next(): Promise<IteratorResult<Uint8Array>> {
-          const raw = ref.raw;
-          if (done || raw === undefined) return { done: true, value: undefined };
-          done = true;
-          let bytes: Uint8Array;
-          try {
-            bytes = await raw.bytes();
-          } catch (err) {
-            throw wrapError(err, url, 'body');
-          }
-          ref.raw = undefined;
-          return bytes.byteLength === 0 ? { done: true, value: undefined } : { done: false, value: bytes };
-        },
-        return(): Promise<IteratorResult<Uint8Array>> {
-          done = true;
-          return Promise.resolve({ done: true, value: undefined });
-        },
-      };
-    },
-  };
+/** The body of a {@link Download} as an async iterable; a failure reads as a `ResourceSyncError` of phase 'body'. */
+async function* bodyOf(d: Download, url: string, whole: boolean): AsyncGenerator<Uint8Array> {
+  try {
+    if (whole) {
+      const all = await d.all();
+      if (all.length > 0) yield all;
+      return;
+    }
+    for (let chunk = await d.next(); chunk !== undefined; chunk = await d.next()) yield chunk;
+  } catch (err) {
+    throw wrapError(err, url, 'body');
+  } finally {
+    void d.discard(0); // a reader that stopped early gives the connection up
+  }
 }
 
 function decoder(encoding: string | undefined): Transform | undefined {
@@ -190,12 +160,89 @@ function decoder(encoding: string | undefined): Transform | undefined {
   }
 }
 
+/** An abortable wait that adds no listener to `signal` (the client keeps one listener per signal). */
+interface Waits {
+  sleep(ms: number): Promise<void>;
+  abortAll(reason: Error): void;
+}
+
+function waits(): Waits {
+  const pending = new Set<{ timer: NodeJS.Timeout; reject: (e: Error) => void }>();
+  return {
+    sleep: (ms) =>
+      new Promise<void>((resolve, reject) => {
+        const w = {
+          timer: setTimeout(() => {
+            pending.delete(w);
+            resolve();
+          }, ms),
+          reject,
+        };
+        pending.add(w);
+      }),
+    abortAll: (reason) => {
+      for (const w of pending) {
+        clearTimeout(w.timer);
+        w.reject(reason);
+      }
+      pending.clear();
+    },
+  };
+}
+
+/**
+ * When the next request to one origin may start: a pace of `rate` requests per second (none when undefined) and a
+ * pause that a `Retry-After` on a 429 or 503 imposes on every request to the origin, not just the one answered.
+ */
+class OriginPace {
+  #next = 0;
+  #blockedUntil = 0;
+  readonly #interval: number;
+
+  constructor(rate: number | undefined) {
+    this.#interval = rate !== undefined && rate > 0 ? 1000 / rate : 0;
+  }
+
+  /** Milliseconds to wait before this request may go (and reserves its place in the pace). */
+  delay(now: number): number {
+    const start = Math.max(now, this.#blockedUntil, this.#next);
+    if (this.#interval > 0) this.#next = start + this.#interval;
+    return start - now;
+  }
+
+  block(until: number): void {
+    if (until > this.#blockedUntil) this.#blockedUntil = until;
+  }
+}
+
+/** A one-line cause for a transport failure, for messages a person reads. */
+function causeOf(err: unknown): string {
+  const code = (err as { code?: string } | null)?.code;
+  switch (code) {
+    case 'ECONNREFUSED':
+      return 'connection refused';
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return 'host not found (DNS)';
+    case 'ECONNRESET':
+    case 'UND_ERR_SOCKET':
+      return 'connection closed by the server';
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+      return 'host unreachable';
+    default:
+      return err instanceof Error ? err.message : String(err);
+  }
+}
+
 /**
  * The Destination's HTTP client: an undici `Pool` per origin (keep-alive, `concurrency` connections),
  * connect/headers/body timeouts, retries with jittered exponential backoff on 5xx/429/408 and network
- * errors (honouring `Retry-After`, bounded), redirects followed by hand (at most 5, each target checked
- * against the authority), `accept-encoding: gzip, deflate, br` with decoding, a `resourcesync/<version>`
- * User-Agent, and per-origin `Authorization` from `auth` or the environment ({@link authFromEnv}).
+ * errors (honouring `Retry-After` for the whole origin, bounded), an optional pace per origin (`rate`), redirects
+ * followed by hand (at most 5, each target checked against the authority), `accept-encoding: gzip, deflate, br`
+ * with decoding, a `resourcesync/<version>` User-Agent, and per-origin `Authorization` from `auth` or the
+ * environment ({@link authFromEnv}). Every HTTP/1.x framing is read (Content-Length, chunked, close-delimited),
+ * whatever the server does with the connection (see `download.ts`).
  *
  * Non-2xx final statuses are returned to the caller; network failures after the retries reject with
  * `RS_NETWORK` or `RS_HTTP_TIMEOUT` (recoverable), off-authority URLs with `RS_AUTHORITY`.
@@ -217,7 +264,7 @@ export function createHttpClient(options: HttpClientOptions): HttpGet & { close(
     const norm = originOf(o);
     if (norm !== undefined) auth[norm] = v;
   }
-  const pools = new Map<string, Pool>();
+  const pools = new Map<string, { pool: Pool; guard: EndGuard; pace: OriginPace }>();
   const prefixes = options.authority.origins.map((o) => `${o}/`);
   /** Origin and request target; URLs written with an allowed origin as normalised skip the URL parser. */
   const split = (url: string): { origin: string; path: string } => {
@@ -228,33 +275,65 @@ export function createHttpClient(options: HttpClientOptions): HttpGet & { close(
     return { origin: u.origin, path: `${u.pathname}${u.search}` };
   };
   let closed = false;
+  /** Requests under way, aborted together when a signal fires: one listener per signal, not one per request. */
+  const inflight = new Map<AbortSignal | undefined, Set<Download>>();
+  const wait = waits();
+  const abortError = (): Error => Object.assign(new Error('aborted'), { name: 'AbortError' });
+  const listening = new WeakSet<AbortSignal>();
+  const watch = (signal: AbortSignal): void => {
+    if (listening.has(signal)) return;
+    listening.add(signal);
+    signal.addEventListener(
+      'abort',
+      () => {
+        for (const d of inflight.get(signal) ?? []) d.abort(abortError());
+        if (signal === options.signal) wait.abortAll(abortError());
+      },
+      { once: true },
+    );
+  };
+  if (options.signal !== undefined) watch(options.signal);
 
-  const poolFor = (origin: string): Pool => {
+  const originFor = (origin: string): { pool: Pool; guard: EndGuard; pace: OriginPace } => {
     let p = pools.get(origin);
     if (p === undefined) {
-      p = new Pool(origin, {
+      const guard = new EndGuard();
+      const pool = new Pool(origin, {
         connections,
         pipelining: 1,
-        connectTimeout: timeoutMs,
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
         keepAliveTimeout: 10_000,
+        connect: guard.connector({ timeout: timeoutMs }),
       });
+      p = { pool, guard, pace: new OriginPace(options.rate) };
       pools.set(origin, p);
     }
     return p;
   };
 
-  /** The client's signal and the request's; one combined signal only when they differ (the sync passes the same). */
-  const signals = (init?: HttpRequestInit): AbortSignal | undefined => {
-    const a = options.signal;
-    const b = init?.signal;
-    if (a === undefined || a === b) return b ?? a;
-    return b === undefined ? a : AbortSignal.any([a, b]);
+  const sleepFor = async (ms: number, signal: AbortSignal | undefined, url: string): Promise<void> => {
+    if (ms <= 0) return;
+    if (signal !== undefined && signal !== options.signal) {
+      // a signal of this request only: the wait below is ended by the client's signal, this one is polled
+      for (let left = ms; left > 0; left -= 100) {
+        if (signal.aborted) throw wrapError(abortError(), url, 'request');
+        await wait.sleep(Math.min(100, left));
+      }
+      return;
+    }
+    try {
+      await wait.sleep(ms);
+    } catch (err) {
+      throw wrapError(err, url, 'request');
+    }
   };
 
   const once = async (url: string, init: HttpRequestInit | undefined, signal: AbortSignal | undefined): Promise<HttpResponse> => {
     const { origin, path } = split(url);
+    const o = originFor(origin);
+    await sleepFor(o.pace.delay(Date.now()), signal, url);
+    if (signal?.aborted === true) throw wrapError(abortError(), url, 'request');
     const headers: Record<string, string> = {
       'user-agent': userAgent,
       'accept-encoding': 'gzip, deflate, br',
@@ -262,66 +341,71 @@ export function createHttpClient(options: HttpClientOptions): HttpGet & { close(
     };
     const a = auth[origin];
     if (a !== undefined && headers['authorization'] === undefined) headers['authorization'] = a;
-    let res;
+    if (signal !== undefined) watch(signal);
+    let set = inflight.get(signal);
+    if (set === undefined) inflight.set(signal, (set = new Set()));
+    const group = set;
+    const d = new Download(o.guard, (done) => {
+      group.delete(done);
+      if (group.size === 0 && inflight.get(signal) === group) inflight.delete(signal);
+    });
+    group.add(d);
+    o.pool.dispatch({ origin, path, method: init?.method ?? 'GET', headers }, d);
+    let head;
     try {
-      res = await poolFor(origin).request({
-        path,
-        method: init?.method ?? 'GET',
-        headers,
-        signal: signal ?? null,
-      });
+      head = await d.head;
     } catch (err) {
       throw wrapError(err, url, 'request');
     }
-    const h = flattenHeaders(res.headers);
-    const raw = res.body;
-    let body: AsyncIterable<Uint8Array> = raw;
-    const dec = init?.method === 'HEAD' || res.statusCode === 204 || res.statusCode === 304 ? undefined : decoder(h['content-encoding']);
+    const h = head.headers;
+    const method = init?.method ?? 'GET';
+    const bodyless = method === 'HEAD' || head.status === 204 || head.status === 304;
+    const dec = bodyless ? undefined : decoder(h['content-encoding']);
+    let body: AsyncIterable<Uint8Array>;
     if (dec !== undefined) {
-      raw.on('error', (e) => dec.destroy(e));
-      body = raw.pipe(dec);
       delete h['content-length'];
+      const raw = Readable.from(bodyOf(d, url, false), { objectMode: false });
+      raw.on('error', (e) => dec.destroy(e));
+      body = guarded(raw.pipe(dec), url);
+    } else {
+      const declared = parseLength(h['content-length']);
+      body = bodyOf(d, url, declared !== undefined && declared <= WHOLE_BODY);
     }
-    const declared = parseLength(h['content-length']);
-    const whole = dec === undefined && declared !== undefined && declared <= WHOLE_BODY;
-    const ref: RawRef = { raw };
+    if (head.status === 429 || head.status === 503) {
+      const after = retryAfterMs(h['retry-after']);
+      if (after !== undefined) o.pace.block(Date.now() + Math.min(after, maxDelay));
+    }
     return {
       url,
-      status: res.statusCode,
+      status: head.status,
       headers: h,
-      body: whole ? wholeBody(ref, url) : guarded(body, url),
+      body,
       discard: async () => {
-        try {
-          dec?.destroy();
-          await ref.raw?.dump({ limit: 256 * 1024 });
-        } catch {
-          /* the connection is dropped instead */
-        }
+        dec?.destroy();
+        await d.discard();
       },
     };
   };
 
   const withRetries = async (url: string, init: HttpRequestInit | undefined): Promise<HttpResponse> => {
-    const signal = signals(init);
+    const signal = init?.signal ?? options.signal;
+    if (options.signal !== undefined && init?.signal !== undefined && init.signal !== options.signal && options.signal.aborted) {
+      throw wrapError(abortError(), url, 'request');
+    }
     for (let attempt = 0; ; attempt++) {
       if (closed) throw new ResourceSyncError('RS_ABORTED', `URL '${url}' was not fetched: the client is closed.`, { data: { url } });
-      let wait: number | undefined;
+      let asked: number | undefined;
       try {
         const res = await once(url, init, signal);
         if (!retryableStatus(res.status) || attempt >= retries) return res;
-        wait = retryAfterMs(res.headers['retry-after']);
+        asked = retryAfterMs(res.headers['retry-after']);
         await res.discard();
       } catch (err) {
         const e = wrapError(err, url, 'request');
         if (e.code === 'RS_ABORTED' || e.code === 'RS_AUTHORITY' || attempt >= retries || signal?.aborted) throw e;
       }
       const backoff = baseDelay * 2 ** attempt * (0.5 + Math.random());
-      const delay = Math.min(maxDelay, Math.max(wait ?? 0, backoff));
-      try {
-        await sleep(delay, undefined, signal ? { signal } : undefined);
-      } catch (err) {
-        throw wrapError(err, url, 'request');
-      }
+      await sleepFor(Math.min(maxDelay, Math.max(asked ?? 0, backoff)), signal, url);
     }
   };
 
@@ -349,9 +433,10 @@ export function createHttpClient(options: HttpClientOptions): HttpGet & { close(
   return Object.assign(get, {
     async close(): Promise<void> {
       closed = true;
+      wait.abortAll(abortError());
       const all = [...pools.values()];
       pools.clear();
-      await Promise.all(all.map((p) => p.close().catch(() => p.destroy())));
+      await Promise.all(all.map(({ pool }) => pool.close().catch(() => pool.destroy())));
     },
   });
 }
