@@ -56,6 +56,43 @@ export function hashProblem(h: HashValue): 'syntax' | 'not-hex' | 'digest-length
   return undefined;
 }
 
+const BASE64 = /^[A-Za-z0-9+/_-]+={0,2}$/;
+
+/**
+ * The digest of a known algorithm as lower-case hex: hex as written, or base64 (standard or URL-safe, padded or
+ * not) of the right length converted, as some producers publish it (tolerated in lenient reading). Undefined for an
+ * unknown algorithm or a digest that is neither.
+ * @example hexDigest({ algorithm: 'md5', digest: 'XUFAKrxLKna5cZ2REBfFkg==' }) // '5d41402abc4b2a76b9719d911017c592'
+ */
+export function hexDigest(h: HashValue): string | undefined {
+  if (!isKnownHashAlgorithm(h.algorithm)) return undefined;
+  const hexLength = HASH_ALGORITHMS[h.algorithm];
+  if (h.digest.length === hexLength && HEX.test(h.digest)) return h.digest.toLowerCase();
+  if (!BASE64.test(h.digest)) return undefined;
+  let binary: string;
+  try {
+    binary = atob(h.digest.replace(/-/g, '+').replace(/_/g, '/').replace(/=+$/, ''));
+  } catch {
+    return undefined;
+  }
+  if (binary.length * 2 !== hexLength) return undefined;
+  let hex = '';
+  for (let i = 0; i < binary.length; i++) hex += binary.charCodeAt(i).toString(16).padStart(2, '0');
+  return hex;
+}
+
+/**
+ * The values of a hash attribute whose algorithm is known (md5, sha-1, sha-256), digests as lower-case hex
+ * ({@link hexDigest}: base64 ones converted); what a Destination verifies against.
+ */
+export function knownHashes(value: string | undefined): HashValue[] {
+  const out: HashValue[] = [];
+  for (const h of parseHashes(value)) {
+    if (isKnownHashAlgorithm(h.algorithm)) out.push({ algorithm: h.algorithm, digest: hexDigest(h) ?? h.digest });
+  }
+  return out;
+}
+
 /** Node's `crypto.createHash` name for a ResourceSync algorithm token. */
 export function nodeHashName(alg: HashAlgorithm): 'md5' | 'sha1' | 'sha256' {
   return alg === 'md5' ? 'md5' : alg === 'sha-1' ? 'sha1' : 'sha256';

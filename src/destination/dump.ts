@@ -6,7 +6,7 @@ import { once as onceEvent } from 'node:events';
 import { Readable } from 'node:stream';
 import yauzl from 'yauzl';
 import { ResourceSyncError, isResourceSyncError, type ErrorCode } from '../core/errors.js';
-import { isKnownHashAlgorithm, nodeHashName, parseHashes, parseLength, type HashValue } from '../core/hash.js';
+import { knownHashes, nodeHashName, parseLength, type HashValue } from '../core/hash.js';
 import type { DocumentKindId } from '../core/model/document-kinds.js';
 import type { Entry, Ln } from '../core/model/types.js';
 import { parseW3CDatetime } from '../core/w3c-datetime.js';
@@ -349,9 +349,7 @@ async function applyPackage(run: Run, pkg: Entry): Promise<void> {
 }
 
 function hashers(hashes: HashValue[]): Array<{ h: HashValue; hash: Hash }> {
-  return hashes
-    .filter((h) => isKnownHashAlgorithm(h.algorithm))
-    .map((h) => ({ h, hash: createHash(nodeHashName(h.algorithm as 'md5')) }));
+  return hashes.map((h) => ({ h, hash: createHash(nodeHashName(h.algorithm as 'md5')) }));
 }
 
 /** Streams a package to `tmp`, checking its `length` and `hash` from the dump. Returns the byte count. */
@@ -366,7 +364,7 @@ async function download(run: Run, pkg: Entry, tmp: string): Promise<number> {
     });
   }
   const length = parseLength(pkg.md?.length);
-  const hs = hashers(parseHashes(pkg.md?.hash));
+  const hs = hashers(knownHashes(pkg.md?.hash));
   if (length === undefined && hs.length === 0)
     run.report.notes.push(`Package '${pkg.loc}' has no length or hash in the dump: not verified as a whole.`);
   const out = createWriteStream(tmp, { flags: 'wx' });
@@ -644,7 +642,7 @@ function prepareItem(ctx: PackageCtx, item: Entry): { relPath: string; work: Wor
           loc,
           path: patchName,
         });
-      const hashes = parseHashes(item.md?.hash).filter((h) => isKnownHashAlgorithm(h.algorithm));
+      const hashes = knownHashes(item.md?.hash);
       const length = parseLength(item.md?.length);
       work = async (staged) => {
         const chunks: Buffer[] = [];
@@ -681,7 +679,7 @@ function prepareItem(ctx: PackageCtx, item: Entry): { relPath: string; work: Wor
         });
       used.add(name);
       const length = parseLength(item.md?.length);
-      const hashes = parseHashes(item.md?.hash).filter((h) => isKnownHashAlgorithm(h.algorithm));
+      const hashes = knownHashes(item.md?.hash);
       if (length !== undefined && zipEntry.uncompressedSize !== length) {
         throw rsError(
           'RS_LENGTH_MISMATCH',

@@ -22,6 +22,8 @@ export interface SyncFailure {
   url: string;
   code: ErrorCode;
   message: string;
+  /** The HTTP status, when the failure was one. */
+  status?: number;
 }
 
 /** Progress of a sync, reported through `onProgress`. */
@@ -147,6 +149,8 @@ export class Engine {
   #pendingDeletes: string[] = [];
   #retry: { entry: Entry; code: string }[] = [];
   #resolved: string[] = [];
+  /** Failures of this run by URL: a later success for the same URL (a newer change applied) resolves one. */
+  readonly #failures = new Map<string, SyncFailure>();
   /** The capability set being synchronized (failed entries are remembered under it). */
   setKey = '';
   #done = 0;
@@ -178,7 +182,24 @@ export class Engine {
 
   fail(url: string, err: unknown): void {
     const code: ErrorCode = isResourceSyncError(err) ? err.code : 'RS_IO';
-    this.counts.failed.push({ url, code, message: messageOf(err) });
+    const f: SyncFailure = { url, code, message: messageOf(err) };
+    const status = isResourceSyncError(err) ? err.data['status'] : undefined;
+    if (typeof status === 'number') f.status = status;
+    this.#failures.set(url, f);
+    this.counts.failed = [...this.#failures.values()];
+  }
+
+  /** URLs that failed in this run and are not resolved yet. */
+  get failedUrls(): ReadonlySet<string> {
+    return new Set(this.#failures.keys());
+  }
+
+  /** A resource is now in line with the Source: an earlier failure of this run (and its pending entry) is resolved. */
+  #succeeded(url: string): void {
+    if (this.#failures.delete(url)) {
+      this.counts.failed = [...this.#failures.values()];
+      if (!this.#o.dryRun) this.#resolved.push(url);
+    }
   }
 
   progress(force = false): void {
@@ -199,6 +220,7 @@ export class Engine {
   }
 
   #record(r: ResourceRecord): void {
+    this.#succeeded(r.url);
     if (this.#o.dryRun) return;
     if (this.#o.hasPending?.(r.url)) this.#resolved.push(r.url);
     this.#pending.push(r);
@@ -217,11 +239,12 @@ export class Engine {
     this.#retry = [];
     this.#resolved = [];
     if (puts.length === 0 && dels.length === 0 && retry.length === 0 && resolved.length === 0) return;
+    const done = new Set(resolved);
     this.#o.store.transaction(() => {
       this.#o.store.putMany(puts);
       this.#o.store.deleteMany(dels);
+      for (const r of retry) if (!done.has(r.entry.loc)) this.#o.store.addPending(this.setKey, r.entry, r.code);
       this.#o.store.removePending(resolved);
-      for (const r of retry) this.#o.store.addPending(this.setKey, r.entry, r.code);
     });
   }
 
@@ -257,6 +280,7 @@ export class Engine {
       const decision = decide(facts, local);
       if (decision.action === 'unchanged' && this.#o.hasPending?.(url) && !this.#o.dryRun) this.#resolved.push(url);
       if (decision.action === 'unchanged') {
+        this.#succeeded(url);
         if (record === undefined || record.path !== relPath || record.lastmod !== entry.lastmod || (local && record.hashes !== local.hashes)) {
           this.#record({ ...this.#toRecord(url, relPath, entry, local!), ...(record?.etag ? { etag: record.etag } : {}) });
         }
@@ -265,6 +289,7 @@ export class Engine {
       }
       const action = present || record !== undefined ? 'update' : 'create';
       if (this.#o.dryRun) {
+        this.#succeeded(url);
         this.counts[action === 'create' ? 'created' : 'updated']++;
         return action;
       }
@@ -393,6 +418,7 @@ export class Engine {
    * there, in the state and the counters.
    */
   recordExternal(r: { url: string; relPath: string; change: 'created' | 'updated' | 'deleted'; applied: boolean; length?: number; hashes?: Record<string, string>; lastmod?: string }): void {
+    this.#succeeded(r.url);
     if (r.change === 'deleted') {
       if (!r.applied) {
         this.counts.deletionsSkippedCount++;
@@ -418,21 +444,20 @@ export class Engine {
    */
   async remove(url: string): Promise<boolean> {
     try {
+      const record = this.#o.fresh === true ? undefined : this.#o.store.get(url);
+      let relPath = record?.path;
+      if (relPath === undefined && this.#o.authority.allows(url)) relPath = this.#o.mapper.tryPath(url);
+      const full = relPath === undefined ? undefined : safeJoin(this.#o.dest, relPath);
+      const exists = full !== undefined && (await stat(full).then((s) => s.isFile(), () => false));
+      // the Source no longer has it: whatever failed for it in this run, or in an earlier one, is settled
+      this.#succeeded(url);
+      if (this.#o.hasPending?.(url) && !this.#o.dryRun) this.#resolved.push(url);
+      if (full === undefined || (!exists && record === undefined)) return true; // never held (or never ours)
       if (!this.#o.applyDeletes) {
         this.counts.deletionsSkippedCount++;
         if (this.counts.deletionsSkipped.length < MAX_LISTED) this.counts.deletionsSkipped.push(url);
         return true;
       }
-      const record = this.#o.fresh === true ? undefined : this.#o.store.get(url);
-      let relPath = record?.path;
-      if (relPath === undefined) {
-        if (!this.#o.authority.allows(url)) return true; // never ours
-        relPath = this.#o.mapper.tryPath(url);
-      }
-      if (relPath === undefined) return true;
-      const full = safeJoin(this.#o.dest, relPath);
-      const exists = await stat(full).then((s) => s.isFile(), () => false);
-      if (!exists && record === undefined) return true;
       if (this.#o.dryRun) {
         this.counts.deleted++;
         return true;
@@ -442,7 +467,6 @@ export class Engine {
         await this.#pruneDirs(dirname(full));
       }
       this.#pendingDeletes.push(url);
-      if (this.#o.hasPending?.(url)) this.#resolved.push(url);
       if (this.#pendingDeletes.length >= STATE_BATCH) this.flush();
       this.counts.deleted++;
       return true;

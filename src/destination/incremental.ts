@@ -38,6 +38,15 @@ interface ListRef {
 
 const ms = (v: string | undefined): number | undefined => (v === undefined ? undefined : parseW3CDatetime(v, true)?.ms);
 
+function earliestChange(entries: readonly Entry[]): number | undefined {
+  let min: number | undefined;
+  for (const e of entries) {
+    const t = changeTime(e);
+    if (t !== undefined && (min === undefined || t < min)) min = t;
+  }
+  return min;
+}
+
 /** True when the change at `time`, position `index` of list `url`, was processed before. */
 function done(cursor: SyncCursor | undefined, cursorMs: number | undefined, time: number | undefined, url: string, index: number): boolean {
   if (cursor === undefined || cursorMs === undefined || time === undefined) return false;
@@ -65,7 +74,9 @@ export async function incremental(options: IncrementalOptions, url: string): Pro
   options.onDocument?.(url, top);
   let lists: ListRef[];
   let firstDoc: typeof top | undefined;
-  if (top.kind?.id === 'change-list-index') {
+  const kind = top.kind?.id;
+  if (kind === 'change-list-index' || kind === 'change-list-archive' || kind === 'change-list-archive-index') {
+    // an index of Change Lists, or an archive of them (ResourceSync Archives §5: same entries, `from`/`until` each)
     lists = top.entries.map((e) => {
       const r: ListRef = { url: resolveLoc(e.loc, top.finalUrl) };
       const f = ms(e.md?.from);
@@ -78,9 +89,10 @@ export async function incremental(options: IncrementalOptions, url: string): Pro
       engine.warn(`Change List Index '${url}' does not list its Change Lists in forward chronological order; sorted by 'from'.`);
       lists = [...lists].sort((a, b) => (a.from ?? 0) - (b.from ?? 0));
     }
-  } else if (top.kind?.id === 'change-list') {
+  } else if (kind === 'change-list') {
     const r: ListRef = { url };
-    const f = ms(top.md?.from);
+    // a Change List without `from` (tolerated) is read as starting at the earliest change it lists
+    const f = ms(top.md?.from) ?? earliestChange(top.entries);
     const u = ms(top.md?.until);
     if (f !== undefined) r.from = f;
     if (u !== undefined) r.until = u;
@@ -92,7 +104,7 @@ export async function incremental(options: IncrementalOptions, url: string): Pro
 
   // Gap: the earliest change on offer starts after the cursor (§12.1 from/until semantics).
   if (cursorMs !== undefined) {
-    const froms = [ms(top.md?.from), ...lists.map((l) => l.from)].filter((x): x is number => x !== undefined);
+    const froms = [kind === 'change-list-index' ? ms(top.md?.from) : undefined, ...lists.map((l) => l.from)].filter((x): x is number => x !== undefined);
     const earliest = froms.length > 0 ? Math.min(...froms) : undefined;
     if (earliest !== undefined && earliest > cursorMs) {
       result.gap = `The changes on offer at '${url}' start at '${formatW3CDatetime(earliest)}', after the last change processed '${options.cursor!.datetime}': changes were missed.`;
@@ -120,6 +132,10 @@ export async function incremental(options: IncrementalOptions, url: string): Pro
       if (doc.kind?.id !== 'change-list') {
         engine.warn(`Change List Index '${url}' lists '${list.url}', which is not a Change List; skipped.`);
         continue;
+      }
+      if (list.from === undefined) {
+        const f = ms(doc.md?.from) ?? earliestChange(doc.entries);
+        if (f !== undefined) list.from = f;
       }
     }
     result.processed.push(list.url);

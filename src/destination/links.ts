@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { open } from 'node:fs/promises';
 import { REL_PATCH } from '../core/constants.js';
 import { ResourceSyncError, isResourceSyncError, type ErrorCode } from '../core/errors.js';
-import { isKnownHashAlgorithm, nodeHashName, parseHashes, parseLength, type HashValue } from '../core/hash.js';
+import { isKnownHashAlgorithm, knownHashes, nodeHashName, parseLength, type HashValue } from '../core/hash.js';
 import { applyJsonPatch, isJsonPatchMediaType, type JsonValue } from '../core/json-patch.js';
 import type { Entry, Ln } from '../core/model/types.js';
 import type { Authority } from './authority.js';
@@ -205,7 +205,7 @@ function expectedOf(entry: Entry): { length?: number; hashes?: HashValue[] } {
   const expected: { length?: number; hashes?: HashValue[] } = {};
   const length = parseLength(entry.md?.length);
   if (length !== undefined) expected.length = length;
-  const hashes = parseHashes(entry.md?.hash).filter((h) => isKnownHashAlgorithm(h.algorithm));
+  const hashes = knownHashes(entry.md?.hash);
   if (hashes.length > 0) expected.hashes = hashes;
   return expected;
 }
@@ -439,7 +439,7 @@ async function applyPatchLink(
       { data: { url }, recoverable: true },
     );
   }
-  const patchHashes = parseHashes(ln.hash).filter((h) => isKnownHashAlgorithm(h.algorithm));
+  const patchHashes = knownHashes(ln.hash);
   if (!digestMatches(patchBytes, patchHashes)) {
     throw new ResourceSyncError('RS_HASH_MISMATCH', `Patch '${url}' does not match its hash.`, {
       data: { url },

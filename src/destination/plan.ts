@@ -1,5 +1,5 @@
 import type { Entry } from '../core/model/types.js';
-import { isKnownHashAlgorithm, parseHashes, parseLength, type HashValue } from '../core/hash.js';
+import { knownHashes, parseLength, type HashValue } from '../core/hash.js';
 import { parseW3CDatetime } from '../core/w3c-datetime.js';
 
 /**
@@ -39,7 +39,8 @@ export interface PlanDecision {
 
 /** Reads the facts of a Resource List / Change List entry. */
 export function sourceFacts(entry: Entry): SourceFacts {
-  const facts: SourceFacts = { url: entry.loc, hashes: parseHashes(entry.md?.hash).filter((h) => isKnownHashAlgorithm(h.algorithm)) };
+  // base64 digests (tolerated by lenient reading) are compared as the bytes they stand for
+  const facts: SourceFacts = { url: entry.loc, hashes: knownHashes(entry.md?.hash) };
   const length = parseLength(entry.md?.length);
   if (length !== undefined) facts.length = length;
   if (entry.lastmod !== undefined) {

@@ -14,7 +14,10 @@ import { incremental } from './incremental.js';
 import type { HttpGet } from './http.js';
 import type { Mapping } from './mapper.js';
 import { connect } from './connection.js';
-import { StateStore, acquireLock, type SyncLock } from './state-store.js';
+import { StateStore, acquireLock, type SyncCursor, type SyncLock } from './state-store.js';
+
+/** Rounds of reading the Change List again while newer changes may resolve failures (a Source changing under us). */
+const CONVERGE_ROUNDS = 3;
 import { cleanTemp, defaultSmallFileWriter } from './verified-write.js';
 import { GroupCommit } from '../node/group-commit.js';
 import type { DurabilityBarrier } from '../node/sync-file-system.js';
@@ -70,8 +73,11 @@ export interface SyncOptions {
 
 /** The outcome of a sync. */
 export interface SyncReport extends SyncCounts {
-  /** 'baseline' when any capability set was (re)built from a Resource List, else 'incremental'. */
-  mode: 'baseline' | 'incremental';
+  /**
+   * 'baseline' when any capability set was (re)built from a Resource List or Resource Dump, 'incremental' when
+   * every set was brought up to date from changes, 'none' when nothing was done.
+   */
+  mode: 'baseline' | 'incremental' | 'none';
   source: string;
   dest: string;
   dryRun: boolean;
@@ -88,6 +94,10 @@ export interface CapabilitySet {
   changeList?: string;
   resourceDump?: string;
   changeDump?: string;
+  /** The Change List Archive, for a Destination whose cursor is older than the Change Lists on offer. */
+  changeListArchive?: string;
+  /** Every capability the Capability List advertises. */
+  offered: string[];
 }
 
 /**
@@ -112,7 +122,7 @@ export async function resolveSets(ctx: DocumentContext, url: string, only?: stri
     throw new ResourceSyncError('RS_INVALID_DOCUMENT', `Source '${url}' offers no Capability List, Resource List or Change List.`, { data: { url, notes: d.notes } });
   }
   const sets = lists.map((c) => {
-    const set: CapabilitySet = { key: c.url };
+    const set: CapabilitySet = { key: c.url, offered: Object.keys(c.capabilities) };
     const first = (cap: keyof DiscoveredCapabilityList['capabilities']): string | undefined => c.capabilities[cap]?.[0];
     const rl = first('resourcelist');
     const cl = first('changelist');
@@ -122,6 +132,8 @@ export async function resolveSets(ctx: DocumentContext, url: string, only?: stri
     if (cl !== undefined) set.changeList = cl;
     if (rd !== undefined) set.resourceDump = rd;
     if (cd !== undefined) set.changeDump = cd;
+    const cla = first('changelist-archive');
+    if (cla !== undefined) set.changeListArchive = cla;
     for (const cap of ['resourcelist', 'changelist', 'resourcedump', 'changedump'] as const) {
       if ((c.capabilities[cap]?.length ?? 0) > 1) warnings.push(`Capability List '${c.url}' advertises several ${cap} documents; the first is used.`);
     }
@@ -227,6 +239,8 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
     const seenAll = new FingerprintSet();
     let baselineComplete = true;
     let anyBaseline = false;
+    const unusable: string[] = [];
+    const catchUps: (() => Promise<void>)[] = [];
     const onDocument = (doc: RemoteDocument): AsyncIterable<Entry> => validating(doc, (w) => engine.warn(w));
     const onWholeDocument = (url: string, doc: ResourceSyncDocument): void => checkDocument(url, doc, (w) => engine.warn(w));
     const dumpOptions = (dumpUrl: string, after: string | undefined, seen?: FingerprintSet): Parameters<typeof applyResourceDump>[0] => ({
@@ -259,6 +273,34 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
       for (const n of rep.notes) engine.warn(n);
     };
 
+    /** Changes after `cursor` from the set's Change List (and, after a gap, its archive), until no newer change can resolve a failure. */
+    const changesSince = async (set: CapabilitySet, from: SyncCursor | undefined, documents: string[]): Promise<{ gap?: string }> => {
+      const url = set.changeList!;
+      let cursor = from;
+      for (let round = 0; round < CONVERGE_ROUNDS; round++) {
+        const before = engine.failedUrls;
+        let inc = await incremental({ ...ctx, engine, concurrency, cursor, onDocument: onWholeDocument, ...(dryRun ? {} : { saveCursor: (c) => st.setCursor(set.key, c) }) }, url);
+        if (inc.gap !== undefined && set.changeListArchive !== undefined && round === 0) {
+          // §5.2 / Archives §5: the Destination was away longer than the current Change Lists reach back
+          engine.warn(`${inc.gap} Catching up from the Change List Archive '${set.changeListArchive}'.`);
+          const arch = await incremental({ ...ctx, engine, concurrency, cursor, onDocument: onWholeDocument, ...(dryRun ? {} : { saveCursor: (c) => st.setCursor(set.key, c) }) }, set.changeListArchive);
+          if (arch.gap === undefined) {
+            documents.push(set.changeListArchive, ...arch.processed);
+            cursor = arch.cursor;
+            inc = await incremental({ ...ctx, engine, concurrency, cursor, onDocument: onWholeDocument, ...(dryRun ? {} : { saveCursor: (c) => st.setCursor(set.key, c) }) }, url);
+          }
+        }
+        if (inc.gap !== undefined) return { gap: inc.gap };
+        for (const u of [url, ...inc.processed]) if (!documents.includes(u)) documents.push(u);
+        cursor = inc.cursor;
+        engine.flush();
+        // a resource that failed (404, changed under its list's metadata) may have a newer change by now: read again
+        const open = engine.failedUrls;
+        if (open.size === 0 || dryRun || [...open].every((u) => before.has(u)) && round > 0) break;
+      }
+      return {};
+    };
+
     for (const set of sets) {
       engine.setKey = set.key;
       const pendingBefore = st.pending(set.key);
@@ -269,90 +311,121 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
       const cursor = st.getCursor(set.key);
       let mode: 'baseline' | 'incremental' | undefined;
       const documents: string[] = [];
-      const useDumps = (options.preferDump ?? false) && !dryRun;
-      if (useDumps && baselineAt !== undefined && set.changeDump !== undefined) {
-        // §13: incremental from the Change Dump's packages after the cursor
-        const after = cursor?.datetime ?? baselineAt;
+      // Dumps are used when asked for, or when the set offers no list for that purpose (§11, §13).
+      const dumpBaseline = set.resourceDump !== undefined && ((options.preferDump ?? false) || set.resourceList === undefined);
+      const dumpChanges = set.changeDump !== undefined && ((options.preferDump ?? false) || set.changeList === undefined);
+
+      /** Applies Change Dump packages after `after`; returns the new cursor time, or undefined when some failed. */
+      const fromChangeDumps = async (after: string): Promise<string | undefined> => {
         engine.phase('incremental', undefined, set.changeDump);
-        const rep = await applyChangeDump(dumpOptions(set.changeDump, after));
+        const rep = await applyChangeDump(dumpOptions(set.changeDump!, after));
         absorb(rep);
         engine.flush();
-        mode = 'incremental';
-        documents.push(set.changeDump);
-        if (rep.failures.length === 0 && rep.until !== undefined) st.setCursor(set.key, { datetime: rep.until });
-        else if (rep.failures.length > 0) engine.warn(`Change Dump '${set.changeDump}' had failures: the cursor stays at '${after}'.`);
-      }
-      if (mode === undefined && baselineAt !== undefined && set.changeList !== undefined) {
-        const inc = await incremental(
-          {
-            ...ctx,
-            engine,
-            concurrency,
-            cursor: cursor ?? { datetime: baselineAt },
-            onDocument: onWholeDocument,
-            ...(dryRun ? {} : { saveCursor: (c) => st.setCursor(set.key, c) }),
-          },
-          set.changeList,
-        );
-        if (inc.gap === undefined) {
+        documents.push(set.changeDump!);
+        if (rep.failures.length > 0) {
+          engine.warn(`Change Dump '${set.changeDump}' had failures: the cursor stays at '${after}'.`);
+          return undefined;
+        }
+        const until = rep.until ?? after;
+        st.setCursor(set.key, { datetime: until });
+        return until;
+      };
+
+      if (baselineAt !== undefined) {
+        let at: string | undefined = cursor?.datetime ?? baselineAt;
+        if (dumpChanges && !dryRun) {
+          at = await fromChangeDumps(at);
           mode = 'incremental';
-          documents.push(set.changeList, ...inc.processed.filter((u) => u !== set.changeList));
-          // resources that failed in earlier runs and that no change mentioned since: try them again
-          engine.flush();
-          const still = dryRun ? pendingBefore : st.pending(set.key).filter((e) => pendingUrls.has(e.loc));
-          if (still.length > 0) {
-            engine.phase('incremental', still.length, 'resources that failed before');
-            await runPool(still, concurrency, (e, release) => engine.apply(e, release));
+        }
+        if (set.changeList !== undefined && at !== undefined) {
+          const c = at === cursor?.datetime ? cursor : { datetime: at };
+          const got = await changesSince(set, c, documents);
+          if (got.gap === undefined) {
+            mode = 'incremental';
+            // resources that failed in earlier runs and that no change mentioned since: try them again
             engine.flush();
+            const still = dryRun ? pendingBefore : st.pending(set.key).filter((e) => pendingUrls.has(e.loc));
+            if (still.length > 0) {
+              engine.phase('incremental', still.length, 'resources that failed before');
+              await runPool(still, concurrency, (e, release) => engine.apply(e, release));
+              engine.flush();
+            }
+          } else {
+            engine.warn(`${got.gap} ${mode === undefined ? 'Falling back to a baseline.' : 'The changes since the Change Dumps are not all on offer.'}`);
           }
-        } else {
-          engine.warn(`${inc.gap} Falling back to a baseline.`);
+        } else if (set.changeList === undefined && !dumpChanges && (set.resourceList !== undefined || set.resourceDump !== undefined)) {
+          engine.warn(`Capability set '${set.key}' offers no Change List or Change Dump: a new baseline is taken.`);
         }
       }
-      if (mode === undefined && useDumps && set.resourceDump !== undefined) {
+      let snapshotAt: string | undefined;
+      if (mode === undefined && dumpBaseline && !dryRun) {
         // §11: baseline from the Resource Dump's packages
         st.clearPending(set.key);
         engine.phase('baseline', undefined, set.resourceDump);
-        const head = await loadDocument(ctx, set.resourceDump);
-        const rep = await applyResourceDump(dumpOptions(set.resourceDump, undefined, seenAll));
+        const head = await loadDocument(ctx, set.resourceDump!);
+        const rep = await applyResourceDump(dumpOptions(set.resourceDump!, undefined, seenAll));
         absorb(rep);
         engine.flush();
         mode = 'baseline';
-        anyBaseline = true;
-        documents.push(set.resourceDump);
+        documents.push(set.resourceDump!);
         if (rep.failures.length > 0) baselineComplete = false;
-        const at = head.md?.at ?? new Date(started).toISOString();
-        st.setMeta(metaKey, at);
-        st.setCursor(set.key, { datetime: at });
-      } else if (mode === undefined && options.preferDump === true && set.resourceDump !== undefined) {
+        snapshotAt = head.md?.at ?? new Date(started).toISOString();
+      } else if (mode === undefined && dumpBaseline && set.resourceList === undefined) {
+        engine.warn(`A dry run does not download dumps, and capability set '${set.key}' offers no Resource List to plan from.`);
+      } else if (mode === undefined && (options.preferDump ?? false) && set.resourceDump !== undefined) {
         engine.warn('A dry run does not download dumps: the plan comes from the Resource List.');
       }
       if (mode === undefined && set.resourceList !== undefined) {
         if (!dryRun) st.clearPending(set.key);
         const b = await baseline({ ...ctx, engine, concurrency, onDocument, seen: seenAll }, set.resourceList);
         mode = 'baseline';
-        anyBaseline = true;
         documents.push(...b.documents);
         if (!b.complete) baselineComplete = false;
+        snapshotAt = b.at ?? new Date(started).toISOString();
+      }
+      if (mode === 'baseline') {
+        anyBaseline = true;
         if (!dryRun) {
           engine.flush();
-          const at = b.at ?? new Date(started).toISOString();
-          st.setMeta(metaKey, at);
-          st.setCursor(set.key, { datetime: at });
+          st.setMeta(metaKey, snapshotAt!);
+          st.setCursor(set.key, { datetime: snapshotAt! });
+        }
+        // The snapshot is as of its `at` (§10, §11); the changes since then bring the mirror to the Source's present,
+        // once deletions have been inferred from every snapshot read (resources created since are in no snapshot).
+        if (!dryRun) {
+          catchUps.push(async () => {
+            let at: string | undefined = snapshotAt;
+            if (dumpChanges) at = await fromChangeDumps(at!);
+            if (set.changeList !== undefined && at !== undefined) {
+              engine.phase('incremental', undefined, set.changeList);
+              const got = await changesSince(set, { datetime: at }, documents);
+              if (got.gap !== undefined) engine.warn(`${got.gap} The mirror holds the snapshot of '${at}' and may lag until the next baseline.`);
+            }
+          });
         }
       }
       if (mode === undefined && set.changeList !== undefined) {
         engine.warn(`Capability set '${set.key}' offers no Resource List: every change on offer is applied.`);
-        const inc = await incremental({ ...ctx, engine, concurrency, cursor, onDocument: onWholeDocument, ...(dryRun ? {} : { saveCursor: (c) => st.setCursor(set.key, c) }) }, set.changeList);
+        const got = await changesSince(set, cursor, documents);
+        if (got.gap !== undefined) engine.warn(got.gap);
         mode = 'incremental';
-        documents.push(set.changeList, ...inc.processed.filter((u) => u !== set.changeList));
+      } else if (mode === undefined && dumpChanges && !dryRun) {
+        engine.warn(`Capability set '${set.key}' offers no Resource List or Resource Dump: every Change Dump on offer is applied.`);
+        await fromChangeDumps(cursor?.datetime ?? '0001-01-01T00:00:00Z');
+        mode = 'incremental';
       }
       if (mode === undefined) {
-        engine.warn(`Capability set '${set.key}' offers neither a Resource List nor a Change List; nothing to do.`);
+        unusable.push(`'${set.key}' offers ${set.offered.length > 0 ? set.offered.join(', ') : 'nothing'}`);
         continue;
       }
       report.sets.push({ key: set.key, mode, documents });
     }
+    if (report.sets.length === 0) {
+      throw new ResourceSyncError('RS_NOT_RESOURCESYNC', `Source '${options.source}' offers nothing to synchronize from: ${unusable.join('; ')} (a Destination needs a Resource List, Resource Dump, Change List or Change Dump).`, {
+        data: { url: options.source, sets: unusable },
+      });
+    }
+    for (const u of unusable) engine.warn(`Capability set ${u}: nothing to synchronize from; skipped.`);
 
     // Resources held but no longer in any Resource List read in full: deletions (§5.2).
     if (anyBaseline) {
@@ -365,12 +438,13 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
         await runPool(gone, concurrency, (u) => engine.remove(u));
       }
     }
+    for (const catchUp of catchUps) await catchUp();
     await groupCommit?.settle();
     engine.flush();
     if (!dryRun) await rm(`${dest}/.resourcesync/tmp`, { recursive: true, force: true });
     const c = engine.counts;
     engine.progress(true);
-    Object.assign(report, c, { mode: anyBaseline ? 'baseline' : 'incremental', durationMs: Date.now() - started });
+    Object.assign(report, c, { mode: anyBaseline ? 'baseline' : report.sets.length > 0 ? 'incremental' : 'none', durationMs: Date.now() - started });
     return report;
   } finally {
     store?.close();
