@@ -387,7 +387,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
         anyBaseline = true;
         if (!dryRun) {
           engine.flush();
-          st.setMeta(metaKey, snapshotAt!);
+          st.setMeta(metaKey, snapshotAt);
           st.setCursor(set.key, { datetime: snapshotAt! });
         }
         // The snapshot is as of its `at` (§10, §11); the changes since then bring the mirror to the Source's present,
