@@ -27,6 +27,14 @@ async function main(args: string[]): Promise<number> {
   return mod.run(rest);
 }
 
+// A reader that goes away (`resourcesync validate … | head -1`) ends the output, not the program with a trace.
+for (const out of [stdout, stderr]) {
+  out.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') exit(process.exitCode ?? 0);
+    throw err;
+  });
+}
+
 main(argv.slice(2)).then(
   (code) => {
     process.exitCode = code;

@@ -14,12 +14,14 @@ export const MIRROR_OPTIONS = {
   base: { type: 'string' },
   map: { type: 'string', multiple: true },
   timeout: { type: 'string' },
+  rate: { type: 'string' },
 } as const;
 
 /** The library options those command-line options stand for. */
 export interface MirrorOptions {
   maps: Mapping[];
   timeoutMs?: number;
+  rate?: number;
   capabilityList?: string;
   allowOrigins?: string[];
   base?: string;
@@ -46,14 +48,21 @@ export function parseMaps(values: string[] | undefined): Mapping[] {
 export function mirrorOptions(v: {
   map?: string[] | undefined;
   timeout?: string | undefined;
+  rate?: string | undefined;
   'capability-list'?: string | undefined;
   'allow-origin'?: string[] | undefined;
   base?: string | undefined;
 }): MirrorOptions {
   const timeoutMs = integerOption('timeout', v.timeout, 1);
+  let rate: number | undefined;
+  if (v.rate !== undefined) {
+    rate = Number(v.rate);
+    if (!Number.isFinite(rate) || rate <= 0) throw new Error(`--rate '${v.rate}' is not a positive number of requests per second`);
+  }
   return {
     maps: parseMaps(v.map),
     ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+    ...(rate !== undefined ? { rate } : {}),
     ...(v['capability-list'] !== undefined ? { capabilityList: v['capability-list'] } : {}),
     ...(v['allow-origin'] !== undefined ? { allowOrigins: v['allow-origin'] } : {}),
     ...(v.base !== undefined ? { base: v.base } : {}),
@@ -76,9 +85,15 @@ export function exitCodeOf(err: unknown): number {
   return EXIT.ERROR;
 }
 
-/** Reports a failed run on stderr (and as JSON on stdout with `--json`). */
+/**
+ * Reports a failed run on stderr (and as JSON on stdout with `--json`, with the error's data: for discovery, what
+ * was tried and noted). Never a stack trace: an error that is not a ResourceSyncError is reported by its message.
+ */
 export function reportFailure(command: string, err: unknown, json: boolean | undefined): void {
   const message = err instanceof Error ? err.message : String(err);
-  if (json) stdout.write(`${JSON.stringify({ error: { code: isResourceSyncError(err) ? err.code : 'RS_IO', message } })}\n`);
+  if (json) {
+    const error = isResourceSyncError(err) ? { code: err.code, message, data: err.data } : { code: 'RS_IO', message };
+    stdout.write(`${JSON.stringify({ error })}\n`);
+  }
   stderr.write(`resourcesync ${command}: ${message}\n`);
 }

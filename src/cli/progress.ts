@@ -35,8 +35,9 @@ export class ProgressBar {
   #last = 0;
   #shown = false;
 
-  constructor(stream: NodeJS.WriteStream) {
-    this.#out = stream.isTTY ? stream : undefined;
+  /** @param enabled false turns the bar off (e.g. with `--json`, whose output is for programs) */
+  constructor(stream: NodeJS.WriteStream, enabled = true) {
+    this.#out = enabled && stream.isTTY ? stream : undefined;
   }
 
   update(s: ProgressState, force = false): void {
@@ -47,7 +48,9 @@ export class ProgressBar {
     this.#last = now;
     const secs = Math.max(0.001, (now - this.#started) / 1000);
     const rate = s.done / secs;
-    const width = Math.max(10, Math.min(30, (out.columns ?? 80) - 70));
+    // a terminal may report 0 columns (or none): then a usual width is assumed
+    const columns = out.columns !== undefined && out.columns > 0 ? out.columns : 80;
+    const width = Math.max(10, Math.min(30, columns - 70));
     let bar = '';
     let eta = '';
     if (s.total !== undefined && s.total > 0) {
@@ -59,7 +62,7 @@ export class ProgressBar {
     const count = s.total !== undefined ? `${s.done}/${s.total}` : `${s.done}`;
     const failed = s.failed > 0 ? ` ${s.failed} failed` : '';
     const line = `${s.label} ${bar}${count} resources, ${human(s.bytes)}, ${rate.toFixed(0)}/s, ${human(s.bytes / secs)}/s${eta}${failed}`;
-    out.write(`\r\x1b[2K${line.slice(0, (out.columns ?? 120) - 1)}`);
+    out.write(`\r\x1b[2K${line.slice(0, Math.max(20, columns - 1))}`);
     this.#shown = true;
   }
 

@@ -20,6 +20,8 @@ export interface ConnectionOptions {
   timeoutMs?: number;
   retries?: number;
   auth?: Record<string, string>;
+  /** Requests per second per origin. */
+  rate?: number;
   signal?: AbortSignal;
 }
 
@@ -58,6 +60,7 @@ export function connect(options: ConnectionOptions): Connection {
           ...(options.retries !== undefined ? { retries: options.retries } : {}),
           ...(options.signal !== undefined ? { signal: options.signal } : {}),
           ...(options.auth !== undefined ? { auth: options.auth } : {}),
+          ...(options.rate !== undefined ? { rate: options.rate } : {}),
         })
       : undefined;
   const mapper = createMapper({ base: options.base ?? `${sourceOrigin}/`, ...(options.maps ? { maps: options.maps } : {}) });

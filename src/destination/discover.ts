@@ -58,6 +58,8 @@ export interface DiscoverOptions {
 
 interface Ctx {
   opts: DiscoverOptions;
+  /** What went wrong with the requests made: why a Source that cannot be read could not be. */
+  failures: { url: string; status?: number; error?: Error }[];
   fetched: number;
   visited: Set<string>;
   notes: string[];
@@ -104,6 +106,7 @@ const XML_LIMITS = { maxBytes: 8 * 1024 * 1024, maxEntries: 10_000 };
 export async function discover(startUrl: string, options: DiscoverOptions): Promise<Discovery> {
   const ctx: Ctx = {
     opts: options,
+    failures: [],
     fetched: 0,
     visited: new Set(),
     notes: [],
@@ -128,12 +131,12 @@ export async function discover(startUrl: string, options: DiscoverOptions): Prom
   if (first) {
     const kind = await follow(ctx, result, first, 0);
     if (kind !== undefined) result.start.kind = kind;
-    if (result.capabilityLists.length > 0) return finish(result);
+    if (result.capabilityLists.length > 0) return result;
   }
   if (!isRoot) {
     const wk = new URL(WELL_KNOWN_PATH, start).href;
     ctx.notes.push(`Nothing found at '${start.href}': tried the well-known URI '${wk}' (§6.3.2).`);
-    if (await fromWellKnown(ctx, result, wk)) return finish(result);
+    if (await fromWellKnown(ctx, result, wk)) return result;
   }
   const robots = new URL('/robots.txt', start).href;
   ctx.notes.push(`Tried the Sitemap directives of '${robots}' (§6.3.4).`);
@@ -145,16 +148,33 @@ export async function discover(startUrl: string, options: DiscoverOptions): Prom
     }
     if (result.capabilityLists.length > 0 && result.start.kind === 'resource') result.start.kind = 'robots';
   }
-  if (result.capabilityLists.length === 0) {
-    throw new ResourceSyncError('RS_NOT_RESOURCESYNC', `Start '${start.href}' leads to no Capability List.`, {
-      data: { url: start.href, notes: ctx.notes },
-    });
-  }
-  return finish(result);
+  if (result.capabilityLists.length === 0) throw notFound(start.href, ctx);
+  return result;
 }
 
-function finish(result: Discovery): Discovery {
-  return result;
+/**
+ * Why discovery found nothing, as the error a person can act on: credentials refused (401/403), the Source out of
+ * reach (network failures and 5xx after retries, `RS_NETWORK`), or reached but with no ResourceSync document.
+ * Every variant carries the notes of what was tried.
+ */
+function notFound(start: string, ctx: Ctx): ResourceSyncError {
+  const data = { url: start, notes: ctx.notes, tried: ctx.failures.map((f) => ({ url: f.url, ...(f.status !== undefined ? { status: f.status } : {}), ...(f.error !== undefined ? { error: f.error.message } : {}) })) };
+  const denied = ctx.failures.find((f) => f.status === 401 || f.status === 403);
+  if (denied !== undefined) {
+    return new ResourceSyncError(
+      'RS_HTTP_STATUS',
+      `Source '${start}' refused access: '${denied.url}' answered HTTP ${denied.status}. Give credentials with RESOURCESYNC_BEARER=<token>, RESOURCESYNC_BASIC=<user:password> or RESOURCESYNC_AUTH_<HOST>=<Authorization value> (or the 'auth' option).`,
+      { data: { ...data, status: denied.status } },
+    );
+  }
+  const reached = ctx.failures.length < ctx.fetched || ctx.failures.some((f) => f.status !== undefined && f.status < 500);
+  if (!reached && ctx.failures.length > 0) {
+    const first = ctx.failures[0]!;
+    const cause = first.error !== undefined ? first.error.message : `HTTP ${first.status}`;
+    const code = isResourceSyncError(first.error, 'RS_HTTP_TIMEOUT') ? 'RS_HTTP_TIMEOUT' : 'RS_NETWORK';
+    return new ResourceSyncError(code, `Source '${start}' could not be reached: ${cause}`, { data, cause: first.error, recoverable: true });
+  }
+  return new ResourceSyncError('RS_NOT_RESOURCESYNC', `Start '${start}' leads to no Capability List (tried: ${ctx.notes.length} steps; see the notes).`, { data });
 }
 
 async function fromWellKnown(ctx: Ctx, result: Discovery, url: string): Promise<boolean> {
@@ -257,18 +277,13 @@ async function follow(ctx: Ctx, result: Discovery, doc: Fetched, depth: number):
         const ix = await fetchClassified(ctx, index, depth + 1);
         if (ix) await follow(ctx, result, ix, depth + 1);
       }
-      if (
-        result.capabilityLists.length === before &&
-        doc.capability !== undefined &&
-        isCapabilityName(doc.capability)
-      ) {
+      const cap = doc.capability === undefined ? undefined : capabilityName(doc.capability);
+      if (result.capabilityLists.length === before && cap !== undefined) {
         const own = index ?? doc.url;
         ctx.notes.push(`No Capability List reachable from '${doc.url}': using it as a set of its own.`);
-        result.capabilityLists.push({ url: doc.url, capabilities: { [doc.capability]: [own] }, synthetic: true });
-      } else if (doc.capability !== undefined && isCapabilityName(doc.capability)) {
-        const listed = result.capabilityLists.some((c) =>
-          c.capabilities[doc.capability as CapabilityName]?.some((u) => u === doc.url || u === index),
-        );
+        result.capabilityLists.push({ url: doc.url, capabilities: { [cap]: [own] }, synthetic: true });
+      } else if (cap !== undefined) {
+        const listed = result.capabilityLists.some((c) => c.capabilities[cap]?.some((u) => u === doc.url || u === index));
         if (!listed) ctx.notes.push(`'${doc.url}' is not listed in the Capability List it points up to.`);
       }
       return kind;
@@ -278,6 +293,13 @@ async function follow(ctx: Ctx, result: Discovery, doc: Fetched, depth: number):
 
 function isCapabilityName(c: string): c is CapabilityName {
   return (CAPABILITY_LIST_ENTRIES as readonly string[]).includes(c);
+}
+
+/** A capability as the standard names it, tolerating index names of 1.0-era producers (`changelistindex`). @see Z39.99 §6.1 */
+function capabilityName(c: string): CapabilityName | undefined {
+  if (isCapabilityName(c)) return c;
+  const m = /^(resourcelist|changelist|resourcedump|changedump)index$/.exec(c);
+  return m ? (m[1] as CapabilityName) : undefined;
 }
 
 function addCapabilityList(ctx: Ctx, result: Discovery, doc: Extract<Fetched, { type: 'xml' }>): void {
@@ -290,11 +312,13 @@ function addCapabilityList(ctx: Ctx, result: Discovery, doc: Extract<Fetched, { 
       ctx.notes.push(`Capability List '${doc.url}' has an entry without a capability or a valid loc: skipped.`);
       continue;
     }
-    if (!isCapabilityName(cap)) {
+    const name = capabilityName(cap);
+    if (name === undefined) {
       ctx.notes.push(`Capability List '${doc.url}' advertises unknown capability '${cap}': ignored.`);
       continue;
     }
-    (capabilities[cap] ??= []).push(loc);
+    if (name !== cap) ctx.notes.push(`Capability List '${doc.url}' advertises '${cap}' (a 1.0-era name): read as '${name}'.`);
+    (capabilities[name] ??= []).push(loc);
   }
   const entry: DiscoveredCapabilityList = { url: doc.url, capabilities };
   const describedby = linkHref(doc, 'describedby');
@@ -362,6 +386,7 @@ async function fetchClassified(ctx: Ctx, url: string, depth: number): Promise<Fe
   } catch (err) {
     ctx.opts.signal?.removeEventListener('abort', onAbort);
     if (ctx.opts.signal?.aborted) throw err;
+    ctx.failures.push({ url, error: err instanceof Error ? err : new Error(String(err)) });
     ctx.notes.push(`'${url}' failed: ${err instanceof Error ? err.message : String(err)}`);
     return undefined;
   }
@@ -372,6 +397,7 @@ async function fetchClassified(ctx: Ctx, url: string, depth: number): Promise<Fe
       .flatMap((l) => resolve(l.target, finalUrl) ?? []);
     if (res.status !== 200) {
       await res.discard();
+      ctx.failures.push({ url, status: res.status });
       ctx.notes.push(`'${url}' answered HTTP ${res.status}.`);
       return { type: 'other', url: finalUrl, status: res.status, linkHeader };
     }

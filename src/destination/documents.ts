@@ -67,6 +67,11 @@ export async function loadDocument(ctx: DocumentContext, url: string): Promise<R
   return Object.assign(doc, { url, finalUrl, kind: kindOf(doc) });
 }
 
+/** True for a `loc` that starts with its scheme, as the Sitemap protocol requires (the common case, checked cheaply). */
+export function isAbsoluteLoc(loc: string): boolean {
+  return loc.startsWith('http://') || loc.startsWith('https://');
+}
+
 /** Resolves a possibly relative `loc` against the document it came from. */
 export function resolveLoc(loc: string, base: string): string {
   try {
@@ -100,7 +105,8 @@ export async function* validating(doc: RemoteDocument, warn: (message: string) =
   for await (const batch of doc.batches) {
     for (const e of batch) {
       v.entry(e);
-      yield e;
+      // a relative `loc` (tolerated) is read against the document's own URL, as the validator reports
+      yield isAbsoluteLoc(e.loc) ? e : { ...e, loc: resolveLoc(e.loc, doc.finalUrl) };
     }
   }
   for (const w of issueWarnings(doc.url, v.end())) warn(w);

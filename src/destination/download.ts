@@ -46,8 +46,7 @@ export class EndGuard {
     const base = buildConnector(options);
     return (opts, callback) =>
       base(opts, (...args) => {
-        const socket = args[1];
-        if (socket !== null) socket.prependListener('end', () => this.socketEnding());
+        if (args[0] === null) args[1].prependListener('end', () => this.socketEnding());
         callback(...args);
       });
   }

@@ -1,7 +1,7 @@
 import { ResourceSyncError, isResourceSyncError } from '../core/errors.js';
 import type { Entry, ResourceSyncDocument } from '../core/model/types.js';
 import { formatW3CDatetime, parseW3CDatetime } from '../core/w3c-datetime.js';
-import { loadDocument, resolveLoc, type DocumentContext } from './documents.js';
+import { isAbsoluteLoc, loadDocument, resolveLoc, type DocumentContext } from './documents.js';
 import { runPool, type Engine } from './engine.js';
 import { changeTime, lastChangePerResource, orderChanges } from './plan.js';
 import type { SyncCursor } from './state-store.js';
@@ -139,7 +139,8 @@ export async function incremental(options: IncrementalOptions, url: string): Pro
       }
     }
     result.processed.push(list.url);
-    const { entries: ordered, sorted } = orderChanges(doc.entries);
+    const base = doc.finalUrl;
+    const { entries: ordered, sorted } = orderChanges(doc.entries.map((e) => (isAbsoluteLoc(e.loc) ? e : { ...e, loc: resolveLoc(e.loc, base) })));
     if (sorted) engine.warn(`Change List '${list.url}' is not in forward chronological order (§12.1); its changes were sorted by time.`);
     const pending: { entry: Entry; index: number; time: number | undefined }[] = [];
     ordered.forEach((entry, index) => {
@@ -165,8 +166,10 @@ export async function incremental(options: IncrementalOptions, url: string): Pro
         blocked = true;
         if (firstFailed.time !== undefined) cursor = { datetime: formatW3CDatetime(firstFailed.time), changeList: list.url, position: firstFailed.index };
       } else {
+        // a closed list covers every change up to its `until` (§12.1): the cursor may go that far
         const times = ordered.map(changeTime).filter((t): t is number => t !== undefined);
-        const lastTime = times.length > 0 ? Math.max(...times) : (list.until ?? list.from);
+        if (list.until !== undefined) times.push(list.until);
+        const lastTime = times.length > 0 ? Math.max(...times) : list.from;
         if (lastTime !== undefined) {
           const newer = cursorMs === undefined || lastTime >= cursorMs;
           if (newer) cursor = { datetime: formatW3CDatetime(lastTime), changeList: list.url, position: ordered.length };

@@ -69,6 +69,8 @@ export interface SyncOptions {
   barrier?: DurabilityBarrier;
   /** Authorization header values per origin (see `createHttpClient`). */
   auth?: Record<string, string>;
+  /** At most this many requests per second to each origin. Default: no limit. */
+  rate?: number;
 }
 
 /** The outcome of a sync. */
@@ -142,6 +144,19 @@ export async function resolveSets(ctx: DocumentContext, url: string, only?: stri
   return { sets, warnings };
 }
 
+/** Creates the destination folder, or says plainly why it cannot be one. */
+function makeDestination(dest: string): void {
+  try {
+    mkdirSync(dest, { recursive: true });
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code === 'EEXIST' || code === 'ENOTDIR') {
+      throw new ResourceSyncError('RS_INVALID_ARGUMENT', `Destination '${dest}' is not a folder (a file of that name, or on its path, exists).`, { data: { dest }, cause: err });
+    }
+    throw new ResourceSyncError('RS_IO', `Destination '${dest}' cannot be created: ${(err as Error).message}.`, { data: { dest, code }, cause: err });
+  }
+}
+
 async function isEmptyDir(dir: string): Promise<boolean> {
   try {
     const names = await readdir(dir);
@@ -174,7 +189,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
   let store: StateStore | undefined;
   try {
     if (!dryRun) {
-      mkdirSync(dest, { recursive: true });
+      makeDestination(dest);
       lock = acquireLock(dest);
       await cleanTemp(dest);
     }

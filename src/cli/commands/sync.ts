@@ -25,6 +25,8 @@ Options:
   --prefer-dump            use a Resource Dump / Change Dump when offered
   --prefer-mirrors         try rel="duplicate" mirrors before the primary URL
   --timeout MS             HTTP connect/headers/body-idle timeout (default 30000)
+  --rate N                 at most N requests per second to each origin (default: no limit);
+                           a Retry-After on 429/503 always holds every request to that origin
   --retries N              HTTP retries on 5xx, 429 and network errors (default 3)
   --fsync-method M         how files are made durable before they are renamed into place:
                            batch (default: one flush per batch of files, syncfs on Linux)
@@ -38,12 +40,14 @@ origin; RESOURCESYNC_AUTH_<HOST>=<Authorization value> for any origin (host and 
 case, other characters as _, e.g. RESOURCESYNC_AUTH_EXAMPLE_COM_8080).
 
 Exit codes:
-  0  in sync: every resource verified and written (or unchanged)
+  0  in sync: every resource verified and written (or unchanged), the changes made
+     at the Source while the sync ran included
   1  finished, but some resources failed (see the report)
   2  usage error
-  3  error (not a ResourceSync document, unsafe input, I/O)
+  3  error (not a ResourceSync document, nothing to synchronize from, unsafe input, I/O)
   4  the destination is locked by another sync
-  5  the Source could not be reached
+  5  the Source could not be reached (connection refused, DNS, timeout, 5xx after
+     retries) or refused access (401/403: see Credentials)
   130 interrupted
 `;
 
@@ -100,7 +104,7 @@ export async function run(args: string[]): Promise<number> {
   const onSignal = (): void => controller.abort();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
-  const bar = new ProgressBar(stderr);
+  const bar = new ProgressBar(stderr, !(v.json ?? false));
   try {
     const report = await sync({
       source,
