@@ -234,7 +234,7 @@ void describe('validateDocument: entries', () => {
       'lastmod-discouraged',
     ]);
     assert.deepEqual(check(cl, { mode: 'lenient' }), [
-      'capability-duplicate',
+      'tolerated-capability-duplicate',
       'entry-capability-missing',
       'entry-capability-unknown',
       'tolerated-capability-index-name',
