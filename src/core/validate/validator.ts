@@ -420,7 +420,7 @@ class StreamingValidator implements Validator {
       return undefined;
     }
     // A time after a space instead of 'T' (CORE's manifests): the parser's lenient reading.
-    if (d.granularity !== 'year' && d.granularity !== 'month' && d.granularity !== 'day' && value.charCodeAt(10) !== 84 && hasSpaceSeparator(value)) {
+    if (value.charCodeAt(10) !== 84 && d.granularity !== 'year' && d.granularity !== 'month' && d.granularity !== 'day' && hasSpaceSeparator(value)) {
       if (!this.lenient) {
         this.report('datetime-invalid', { attribute, value }, path, line);
         return undefined;
