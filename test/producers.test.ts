@@ -65,6 +65,14 @@ const EXPECTED: Record<string, Expectation> = {
     strict: ['at-missing', 'path-not-absolute', 'up-link-missing'],
     tolerated: ['tolerated-at-missing', 'tolerated-path-relative', 'tolerated-up-link-missing'],
   },
+  'resync-simulator/changelist-1.0.xml': {
+    spec: '1.0',
+    kind: 'change-list',
+    strict: ['lastmod-missing'],
+    tolerated: ['tolerated-lastmod-missing'],
+  },
+  'resync-simulator/changelist-1.1.xml': { spec: '1.1', kind: 'change-list', strict: [], tolerated: [] },
+  'resync-simulator/capabilitylist.xml': { spec: '1.1', kind: 'capability-list', strict: [], tolerated: [] },
   'resync-0.6-spec/resourcelist-modified.xml': {
     spec: '1.0',
     kind: 'resource-list',
@@ -94,12 +102,6 @@ const EXPECTED: Record<string, Expectation> = {
     kind: 'capability-list',
     strict: ['capability-duplicate'],
     tolerated: ['tolerated-capability-duplicate'],
-  },
-  'constructed/changelist-1.0-deletion-without-lastmod.xml': {
-    spec: '1.0',
-    kind: 'change-list',
-    strict: ['lastmod-missing'],
-    tolerated: ['tolerated-lastmod-missing'],
   },
   'constructed/changelist-until-before-from.xml': {
     spec: '1.1',
