@@ -10,6 +10,7 @@ export * from './constants.js';
 export * from './errors.js';
 export * from './hash.js';
 export * from './w3c-datetime.js';
+export * from './manifest-path.js';
 export * from './model/types.js';
 export * from './model/document-kinds.js';
 export { readDocument, parseDocument, type ByteInput, type DocumentReader, type ReadOptions } from './xml/read-document.js';

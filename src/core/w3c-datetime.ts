@@ -14,6 +14,15 @@ export interface W3CDatetime {
   zoned: boolean;
 }
 
+/**
+ * True when `value` separates its date and time with a space (`2020-06-05 03:15:16Z`), which lenient
+ * parsing reads as the `T` of a W3C Datetime.
+ */
+export function hasSpaceSeparator(value: string): boolean {
+  const s = value.trim();
+  return s.length > 11 && s.charCodeAt(10) === 32;
+}
+
 const D0 = 48;
 
 function isSpaceCode(c: number): boolean {
@@ -51,8 +60,9 @@ function daysInMonth(y: number, m: number): number {
 
 /**
  * Parses a W3C Datetime. Returns undefined when `value` is not one. With `lenient`, a time without a
- * zone designator is accepted (as UTC) and marked `zoned: false`; strict mode refuses it, as the W3C
- * profile requires a TZD whenever a time is present.
+ * zone designator is accepted (as UTC) and marked `zoned: false`, and a space between the date and
+ * the time is read as `T` (see `hasSpaceSeparator`); strict mode refuses both, as the W3C profile
+ * requires a `T` and a TZD whenever a time is present.
  * @example parseW3CDatetime('2013-01-03T09:00:00+01:00')?.ms === Date.UTC(2013, 0, 3, 8)
  */
 export function parseW3CDatetime(value: string, lenient = false): W3CDatetime | undefined {
@@ -70,7 +80,7 @@ export function parseW3CDatetime(value: string, lenient = false): W3CDatetime | 
   const day = digits(s, 8, 2);
   if (day < 1 || day > daysInMonth(year, month)) return undefined;
   if (len === 10) return { ms: utc(year, month, day), granularity: 'day', zoned: true };
-  if ((s[10] !== 'T' && s[10] !== 't') || len < 16 || s[13] !== ':') return undefined;
+  if ((s[10] !== 'T' && s[10] !== 't' && !(lenient && s[10] === ' ')) || len < 16 || s[13] !== ':') return undefined;
   const hour = digits(s, 11, 2);
   const minute = digits(s, 14, 2);
   if (hour < 0 || hour > 23 || minute < 0 || minute > 59) return undefined;

@@ -11,6 +11,7 @@ import { createHttpClient } from './http-client.js';
 import { createMapper } from './mapper.js';
 import { applyChangeDump, applyResourceDump, type ApplyDumpOptions, type DumpResource } from './dump.js';
 import { GroupCommit } from '../node/group-commit.js';
+import { FIXTURES } from '../../test/helpers/paths.js';
 
 interface Env {
   s: TestServer;
@@ -466,6 +467,75 @@ void test('Resource Dump: an abort stops between bitstreams, waits for extractio
     const written = (await readdir(e.dest)).filter((n) => n !== '.resourcesync');
     assert.ok(written.length >= 3 && written.length < 40, `stopped early (${written.length} files)`);
     for (const n of written) assert.equal(await readFile(join(e.dest, n), 'utf8'), files[Number(n.slice(1, -4))]!.data);
+    await noTemp(e.dest);
+  } finally {
+    await e.close();
+  }
+});
+
+void test('Resource Dump as resync-build writes it: manifest paths without the leading slash, and ./ paths, are read relative to the package root (§11.2)', async () => {
+  const e = await env();
+  try {
+    const o = e.s.origin;
+    // The package resync-build wrote here (test/fixtures/producers/resync-build/README.md), byte for byte:
+    // its manifest has no 'at' and the paths 'a.txt', 'd.txt', 'sub/b.txt'; its locs are under http://example.org/data/.
+    const real = await readFile(join(FIXTURES, 'producers', 'resync-build', 'resourcedump-package.zip'));
+    // A second package in the form CORE's manifests use: './' paths, and one with the standard's leading slash.
+    const c1 = '{"id":1234}';
+    const c2 = '{"id":5678}';
+    const core = await yazlZip([
+      {
+        name: 'manifest.xml',
+        data: manifestXml('resourcedump-manifest', [
+          { loc: 'http://example.org/data/articles/1234.json', path: './articles/1234.json', data: c1 },
+          { loc: 'http://example.org/data/articles/5678.json', path: '/articles/5678.json', data: c2 },
+        ]),
+      },
+      { name: 'articles/1234.json', data: c1 },
+      { name: 'articles/5678.json', data: c2 },
+    ]);
+    e.s.set('/resync-build.zip', real);
+    e.s.set('/core.zip', core);
+    e.s.set(
+      '/resourcedump.xml',
+      dumpXml('resourcedump', [
+        { loc: `${o}/resync-build.zip`, zip: real },
+        { loc: `${o}/core.zip`, zip: core },
+      ]),
+    );
+    const mapper = createMapper({ base: 'http://example.org/data/' });
+    const report = await applyResourceDump(e.opts(`${o}/resourcedump.xml`, { mapPath: (loc) => mapper.toPath(loc) }));
+    assert.deepEqual(report.failures, []);
+    assert.equal(report.extracted, 5);
+    assert.deepEqual(report.ignoredEntries, []);
+    // the files resync-build packaged (the data it was run on, see the README), each at the path its loc maps to
+    assert.equal(await readFile(join(e.dest, 'a.txt'), 'utf8'), 'alpha changed\n');
+    assert.equal(await readFile(join(e.dest, 'd.txt'), 'utf8'), 'new\n');
+    assert.equal(await readFile(join(e.dest, 'sub', 'b.txt'), 'utf8'), 'beta beta\n');
+    assert.equal(await readFile(join(e.dest, 'articles', '1234.json'), 'utf8'), c1);
+    assert.equal(await readFile(join(e.dest, 'articles', '5678.json'), 'utf8'), c2);
+    await noTemp(e.dest);
+  } finally {
+    await e.close();
+  }
+});
+
+void test('Resource Dump: a relative manifest path that climbs out of the package root (../) is refused', async () => {
+  const e = await env();
+  try {
+    const o = e.s.origin;
+    const data = 'outside';
+    const zip = await yazlZip([
+      { name: 'manifest.xml', data: manifestXml('resourcedump-manifest', [{ loc: `${o}/x.txt`, path: '../x.txt', data }]) },
+      { name: 'x.txt', data },
+    ]);
+    e.s.set('/p.zip', zip);
+    e.s.set('/rd.xml', dumpXml('resourcedump', [{ loc: `${o}/p.zip`, zip }]));
+    const report = await applyResourceDump(e.opts(`${o}/rd.xml`));
+    assert.equal(report.extracted, 0);
+    assert.equal(report.failures.length, 1);
+    assert.equal(report.failures[0]!.code, 'RS_UNSAFE_PATH');
+    await assert.rejects(stat(join(e.dest, 'x.txt')));
     await noTemp(e.dest);
   } finally {
     await e.close();

@@ -12,6 +12,7 @@ import type { Entry, Ln } from '../core/model/types.js';
 import { parseW3CDatetime } from '../core/w3c-datetime.js';
 import { readDocument } from '../core/xml/read-document.js';
 import { safeJoin, safeRelativePath } from '../node/safe-path.js';
+import { readManifestPath } from '../core/manifest-path.js';
 import type { HttpGet } from './http.js';
 import {
   applyJsonPatchBytes,
@@ -192,6 +193,15 @@ function rsError(
   cause?: unknown,
 ): ResourceSyncError {
   return new ResourceSyncError(code, message, { data, recoverable: true, ...(cause === undefined ? {} : { cause }) });
+}
+
+/**
+ * The ZIP entry a manifest `path` names: `/a/b`, and what producers write instead, `a/b` (resync-build) and
+ * `./a/b`, all name `a/b` relative to the package root; then the usual safety checks (`RS_UNSAFE_PATH`).
+ * @see Z39.99 §11.2 (`path`), src/core/manifest-path.ts
+ */
+function packageName(path: string): string {
+  return safeRelativePath(readManifestPath(path)?.name ?? path);
 }
 
 function checkAuthority(authority: AuthorityCheck, url: string): void {
@@ -627,7 +637,7 @@ function prepareItem(ctx: PackageCtx, item: Entry): { relPath: string; work: Wor
     const patchLn = path === undefined ? packagedPatch(item) : undefined;
     if (path === undefined && patchLn !== undefined && change === 'updated') {
       // Only a change description in the package (§14.4): patch the local copy, verify by hash.
-      const patchName = safeRelativePath(patchLn.path!);
+      const patchName = packageName(patchLn.path!);
       const patchEntry = entries.get(patchName);
       if (patchEntry === undefined)
         throw rsError('RS_ZIP', `Package '${pkgUrl}' lacks the patch '${patchLn.path!}' of '${loc}'.`, {
@@ -669,7 +679,7 @@ function prepareItem(ctx: PackageCtx, item: Entry): { relPath: string; work: Wor
       };
     } else {
       if (path === undefined) throw rsError('RS_INVALID_DOCUMENT', `Manifest entry '${loc}' has no path.`, { loc });
-      const name = safeRelativePath(path);
+      const name = packageName(path);
       const zipEntry = entries.get(name);
       if (zipEntry === undefined || name.endsWith('/'))
         throw rsError('RS_ZIP', `Package '${pkgUrl}' lacks the bitstream '${path}' of '${loc}'.`, {

@@ -140,7 +140,7 @@ export const PARSE_NOTE_CODES = [
   'wrong-namespace',
   /** `<sitemap>` in a `<urlset>` or `<url>` in a `<sitemapindex>`. */
   'child-element-mismatch',
-  /** A second `rs:md` in the same parent. */
+  /** A second `rs:md` in the same parent (its attributes are merged into the first). */
   'md-repeated',
   /** A second `<loc>`, `<lastmod>`, `<changefreq>` or `<priority>` in one entry. */
   'element-repeated',
@@ -156,6 +156,8 @@ export const PARSE_NOTE_CODES = [
   'unexpected-text',
   /** An element inside `<loc>`, `<lastmod>`, `<changefreq>` or `<priority>`. */
   'unexpected-element',
+  /** A draft-era `modified` on the top-level `rs:md`, read as `at` or `until` (params: value, attribute). */
+  'draft-modified',
 ] as const;
 export type ParseNoteCode = (typeof PARSE_NOTE_CODES)[number];
 
@@ -164,4 +166,6 @@ export interface ParseNote {
   /** 1-based line in the source document. */
   line: number;
   message: string;
+  /** Values the validator puts in its message (e.g. `value`, `attribute`). */
+  params?: Readonly<Record<string, string>>;
 }

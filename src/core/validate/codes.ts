@@ -85,6 +85,16 @@ export const ISSUE_CODES = [
   'tolerated-hash-encoding',
   'tolerated-capability-index-name',
   'tolerated-up-link-missing',
+  'tolerated-from-missing',
+  'tolerated-at-missing',
+  'tolerated-path-relative',
+  'tolerated-datetime-space',
+  'tolerated-draft-modified',
+  'tolerated-md-merged',
+  'tolerated-capability-duplicate',
+  'tolerated-lastmod-missing',
+  'tolerated-until-before-from',
+  'tolerated-loc-relative',
 ] as const;
 
 /** One validator rule. */
@@ -117,8 +127,11 @@ export interface ValidateOptions {
   spec?: '1.0' | '1.1';
   /**
    * `strict` (default) enforces the standard. `lenient` is for consumers (the Destination): it
-   * accepts what real producers publish (reverse order, date-times without a zone, base64 or `urn:`
-   * hashes, `changelistindex`, a missing `up` link) and reports each with a `tolerated-*` warning.
+   * accepts what real producers publish (reverse order, date-times without a zone or with a space for
+   * `T`, base64 or `urn:` hashes, `changelistindex`, a missing `up` link, `from` or `at`, manifest
+   * paths without the leading slash, a draft-era `modified`, a repeated `rs:md` or capability, a
+   * deletion without `lastmod`, `until` before `from`, a relative `loc`) and reports each with a
+   * `tolerated-*` warning that says how it was read.
    */
   mode?: 'strict' | 'lenient';
   /** Issues reported per code before the rest are summarised in one `issues-truncated`. Default 100. */

@@ -138,7 +138,11 @@ export const MESSAGES: { readonly [C in IssueCode]: IssueDefinition } = {
   },
   'priority-invalid': { severity: 'warning', section: 'Sitemaps protocol', message: "priority '{value}' is not a number between 0.0 and 1.0" },
   'loc-missing': { severity: 'error', section: `${Z}7`, message: 'the mandatory <loc> is missing or empty' },
-  'loc-not-absolute': { severity: 'warning', section: 'Sitemaps protocol', message: "loc '{value}' is not an absolute URI" },
+  'loc-not-absolute': {
+    severity: 'error',
+    section: 'Sitemaps protocol',
+    message: "loc '{value}' is not an absolute URI; a URL must begin with the protocol (such as http)",
+  },
   'loc-duplicate': {
     severity: 'warning',
     section: `${Z}10.1`,
@@ -250,6 +254,56 @@ export const MESSAGES: { readonly [C in IssueCode]: IssueDefinition } = {
     severity: 'warning',
     section: `${Z}10.1`,
     message: 'tolerated: the {kind} has no <rs:ln rel="up">',
+  },
+  'tolerated-from-missing': {
+    severity: 'warning',
+    section: `${Z}Appendix A`,
+    message: "tolerated: the {kind} has no 'from' on its top-level <rs:md>; read as starting at its earliest entry",
+  },
+  'tolerated-at-missing': {
+    severity: 'warning',
+    section: `${Z}Appendix A`,
+    message: "tolerated: the {kind} has no 'at' on its top-level <rs:md>; the time of its snapshot is unknown",
+  },
+  'tolerated-path-relative': {
+    severity: 'warning',
+    section: `${Z}11.2`,
+    message: "tolerated: path '{value}' does not start with a slash; read as '/{expected}', relative to the package root",
+  },
+  'tolerated-datetime-space': {
+    severity: 'warning',
+    section: `${Z}7`,
+    message: "tolerated: {attribute} '{value}' has a space between date and time; read as 'T'",
+  },
+  'tolerated-draft-modified': {
+    severity: 'warning',
+    section: `${Z}Appendix A`,
+    message: "tolerated: the draft-era attribute modified='{value}' read as {attribute}='{value}'",
+  },
+  'tolerated-md-merged': {
+    severity: 'warning',
+    section: `${Z}7`,
+    message: 'tolerated: a second <rs:md>; its attributes are merged into the first (the first wins where both have one)',
+  },
+  'tolerated-capability-duplicate': {
+    severity: 'warning',
+    section: `${Z}9`,
+    message: "tolerated: capability '{value}' is listed more than once; every document listed for it is kept",
+  },
+  'tolerated-lastmod-missing': {
+    severity: 'warning',
+    section: `${Z}12.1`,
+    message: 'tolerated: a deletion in the {kind} has no <lastmod> (ResourceSync 1.0); read as a deletion at an unknown time within the list',
+  },
+  'tolerated-until-before-from': {
+    severity: 'warning',
+    section: `${Z}7`,
+    message: "tolerated: until '{value}' is before from '{expected}'; 'until' is ignored (an interval open at its end)",
+  },
+  'tolerated-loc-relative': {
+    severity: 'warning',
+    section: 'Sitemaps protocol',
+    message: "tolerated: loc '{value}' is a relative URI; resolved against the URL of the document that lists it",
   },
 };
 

@@ -234,7 +234,7 @@ void describe('validateDocument: entries', () => {
       'lastmod-discouraged',
     ]);
     assert.deepEqual(check(cl, { mode: 'lenient' }), [
-      'capability-duplicate',
+      'tolerated-capability-duplicate',
       'entry-capability-missing',
       'entry-capability-unknown',
       'tolerated-capability-index-name',
@@ -364,6 +364,154 @@ void describe('streaming', () => {
     v.entry({ loc: 'http://e.com/rl1.xml', md: { at: '2013-01-03T09:00:00Z' } });
     assert.deepEqual(v.end(), []);
     assert.deepEqual(v.end(), []);
+  });
+});
+
+void describe('lenient mode: what real producers publish', () => {
+  const LENIENT: ValidateOptions = { mode: 'lenient' };
+  const errors = (issues: ValidationIssue[]): IssueCode[] => issues.filter((i) => i.severity === 'error').map((i) => i.code);
+  const find = (issues: ValidationIssue[], code: IssueCode): ValidationIssue => {
+    const issue = issues.find((i) => i.code === code);
+    assert.ok(issue, `${code} in ${codes(issues).join(', ')}`);
+    return issue;
+  };
+
+  void it('a Change List (Dump, Manifest, Index) without from: tolerated, md.from stays undefined, no interval check', () => {
+    const entries: Entry[] = [{ loc: 'http://e.com/a', md: { change: 'created', datetime: '2013-01-02T12:00:00Z', path: '/a', type: 'text/plain' } }];
+    for (const capability of ['changelist', 'changedump', 'changedump-manifest']) {
+      const md = { capability, until: '2013-01-03T00:00:00Z' };
+      assert.deepEqual(errors(validateDocument(changeList(entries, md))), ['from-missing'], capability);
+      const lenient = validateDocument(changeList(entries, md), LENIENT);
+      assert.deepEqual(errors(lenient), [], capability);
+      // one report of the missing from: no 'until without from' beside it
+      assert.ok(!codes(lenient).includes('until-without-from'), capability);
+      assert.equal(find(lenient, 'tolerated-from-missing').path, 'urlset/rs:md/@from');
+    }
+    const index: ResourceSyncDocument = { root: 'sitemapindex', md: { capability: 'changelist' }, ln: [UP], entries: [{ loc: 'http://e.com/cl1.xml', md: { from: '2013-01-01T00:00:00Z' } }] };
+    assert.deepEqual(codes(validateDocument(index, LENIENT)), ['tolerated-from-missing']);
+    // a change notification still needs its from (its interval is what it notifies)
+    const cn: ResourceSyncDocument = { root: 'urlset', md: { capability: 'changelist-notification', until: '2013-01-03T00:00:00Z' }, ln: [], entries };
+    assert.ok(errors(validateDocument(cn, LENIENT)).includes('from-missing'));
+  });
+
+  void it('a Resource List, Dump or Manifest without at: tolerated', () => {
+    for (const capability of ['resourcelist', 'resourcedump-manifest']) {
+      const doc = resourceList([{ loc: 'http://e.com/a', md: { path: '/a', type: 'text/plain' } }], { capability });
+      assert.ok(errors(validateDocument(doc)).includes('at-missing'), capability);
+      const lenient = validateDocument(doc, LENIENT);
+      assert.deepEqual(errors(lenient), [], capability);
+      assert.ok(codes(lenient).includes('tolerated-at-missing'), capability);
+    }
+  });
+
+  void it('a manifest path without the leading slash, or ./a/b: read relative to the package root; ../ stays an error', () => {
+    const manifest = (path: string): ResourceSyncDocument =>
+      resourceList([{ loc: 'http://e.com/a', md: { path, type: 'text/plain' } }], { capability: 'resourcedump-manifest', at: '2013-01-03T09:00:00Z' });
+    for (const [path, name] of [['a/b.txt', 'a/b.txt'], ['./a/b.txt', 'a/b.txt']]) {
+      assert.deepEqual(codes(validateDocument(manifest(path!))), ['path-not-absolute']);
+      const [issue] = validateDocument(manifest(path!), LENIENT);
+      assert.equal(issue!.code, 'tolerated-path-relative');
+      assert.equal(issue!.message, `tolerated: path '${path}' does not start with a slash; read as '/${name}', relative to the package root`);
+    }
+    assert.deepEqual(codes(validateDocument(manifest('../a.txt'), LENIENT)), ['path-not-absolute']);
+    assert.deepEqual(codes(validateDocument(manifest('./'), LENIENT)), ['path-not-absolute']);
+  });
+
+  void it('datetime, at and lastmod with a space for T: tolerated (with a missing zone, both are said); strictly not a W3C Datetime', () => {
+    const doc = changeList(
+      [
+        { loc: 'http://e.com/a', lastmod: '2013-01-03 10:00:00Z', md: { change: 'created', datetime: '2013-01-03 10:00:00Z' } },
+        { loc: 'http://e.com/b', md: { change: 'updated', datetime: '2013-01-03 11:00:00' } },
+      ],
+      { capability: 'changelist', from: '2013-01-03 00:00:00Z' },
+    );
+    const strict = validateDocument(doc);
+    assert.deepEqual([...new Set(errors(strict))], ['datetime-invalid']);
+    assert.equal(strict.filter((i) => i.code === 'datetime-invalid').length, 4);
+    const lenient = validateDocument(doc, LENIENT);
+    assert.deepEqual(errors(lenient), []);
+    assert.deepEqual(
+      lenient.map((i) => [i.code, i.path]),
+      [
+        ['tolerated-datetime-space', 'urlset/rs:md/@from'],
+        ['tolerated-datetime-space', 'urlset/url[1]/lastmod'],
+        ['tolerated-datetime-space', 'urlset/url[1]/rs:md/@datetime'],
+        ['tolerated-datetime-space', 'urlset/url[2]/rs:md/@datetime'],
+        ['tolerated-datetime-no-zone', 'urlset/url[2]/rs:md/@datetime'],
+      ],
+    );
+    // read as T: a change before the list's from is still found outside its interval
+    const early = changeList([{ loc: 'http://e.com/a', md: { change: 'created', datetime: '2013-01-02 10:00:00Z' } }]);
+    assert.ok(codes(validateDocument(early, LENIENT)).includes('datetime-outside-interval'));
+  });
+
+  void it('a draft-era modified= (parser note): strictly an attribute ResourceSync does not define, leniently read as at/until', () => {
+    const doc: ResourceSyncDocument = {
+      ...resourceList([{ loc: 'http://e.com/a' }], { capability: 'resourcelist', at: '2013-01-03T09:00:00Z' }),
+      notes: [{ code: 'draft-modified', line: 4, message: "draft-era modified='2013-01-03T09:00:00Z' read as at", params: { value: '2013-01-03T09:00:00Z', attribute: 'at' } }],
+    };
+    const strict = validateDocument(doc);
+    assert.deepEqual(codes(strict), ['attribute-not-namespaced']);
+    assert.equal(strict[0]!.message, "attribute 'modified' is not defined by ResourceSync: additional attributes must use another XML namespace");
+    assert.equal(strict[0]!.line, 4);
+    const lenient = validateDocument(doc, LENIENT);
+    assert.deepEqual(codes(lenient), ['tolerated-draft-modified']);
+    assert.equal(lenient[0]!.message, "tolerated: the draft-era attribute modified='2013-01-03T09:00:00Z' read as at='2013-01-03T09:00:00Z'");
+  });
+
+  void it('a second rs:md (parser note, merged by the parser): strictly an error, leniently tolerated', () => {
+    const doc: ResourceSyncDocument = {
+      ...changeList([{ loc: 'http://e.com/a', line: 8, md: { length: '3', change: 'created', datetime: '2013-01-03T10:00:00Z' } }]),
+      notes: [{ code: 'md-repeated', line: 8, message: 'a second <rs:md> in one entry; its attributes are merged into the first' }],
+    };
+    assert.deepEqual(codes(validateDocument(doc)), ['md-repeated']);
+    const lenient = validateDocument(doc, LENIENT);
+    assert.deepEqual(codes(lenient), ['tolerated-md-merged']);
+    assert.equal(lenient[0]!.severity, 'warning');
+    assert.equal(lenient[0]!.line, 8);
+  });
+
+  void it('a ResourceSync 1.0 deletion without lastmod: tolerated; other changes without lastmod stay errors', () => {
+    const doc = changeList([
+      { loc: 'http://e.com/a', lastmod: '2013-01-03T10:00:00Z', md: { change: 'updated' } },
+      { loc: 'http://e.com/b', md: { change: 'deleted' } },
+      { loc: 'http://e.com/c', md: { change: 'created' } },
+    ]);
+    assert.deepEqual(codes(validateDocument(doc, { spec: '1.0' })), ['lastmod-missing', 'lastmod-missing']);
+    assert.deepEqual(
+      validateDocument(doc, { spec: '1.0', mode: 'lenient' }).map((i) => [i.code, i.path]),
+      [
+        ['tolerated-lastmod-missing', 'urlset/url[2]/lastmod'],
+        ['lastmod-missing', 'urlset/url[3]/lastmod'],
+      ],
+    );
+  });
+
+  void it('until before from: tolerated with until ignored, so later changes are not outside the interval', () => {
+    const doc = changeList([{ loc: 'http://e.com/a', md: { change: 'updated', datetime: '2013-01-03T12:00:00Z' } }], {
+      capability: 'changelist',
+      from: '2013-01-03T00:00:00Z',
+      until: '2013-01-02T00:00:00Z',
+    });
+    assert.deepEqual(codes(validateDocument(doc)).sort(), ['datetime-outside-interval', 'until-before-from']);
+    assert.deepEqual(codes(validateDocument(doc, LENIENT)), ['tolerated-until-before-from']);
+    // entries too (a Change List Index)
+    const index: ResourceSyncDocument = {
+      root: 'sitemapindex',
+      md: { capability: 'changelist', from: '2013-01-01T00:00:00Z' },
+      ln: [UP],
+      entries: [{ loc: 'http://e.com/cl1.xml', md: { from: '2013-01-02T00:00:00Z', until: '2013-01-01T00:00:00Z' } }],
+    };
+    assert.deepEqual(codes(validateDocument(index)), ['until-before-from']);
+    assert.deepEqual(codes(validateDocument(index, LENIENT)), ['tolerated-until-before-from']);
+  });
+
+  void it('a relative loc: an error strictly (a URL begins with its protocol), tolerated leniently', () => {
+    const doc = resourceList([{ loc: 'res1.html' }, { loc: '/res2.html' }, { loc: 'http://e.com/res3.html' }]);
+    const strict = validateDocument(doc);
+    assert.deepEqual(codes(strict), ['loc-not-absolute', 'loc-not-absolute']);
+    assert.ok(strict.every((i) => i.severity === 'error'));
+    assert.deepEqual(codes(validateDocument(doc, LENIENT)), ['tolerated-loc-relative', 'tolerated-loc-relative']);
   });
 });
 

@@ -7,7 +7,8 @@
 import { CHANGEFREQS, CAPABILITY_LIST_ENTRIES, HASH_ALGORITHMS, PRI_MAX, PRI_MIN, RS_NS } from '../constants.js';
 import { documentKind, type DocumentKind, type DocumentKindId } from '../model/document-kinds.js';
 import type { DocumentHeader, Entry, ForeignAttribute, Ln, Md, ParseNote, ResourceSyncDocument } from '../model/types.js';
-import { parseW3CDatetime, type W3CDatetime } from '../w3c-datetime.js';
+import { hasSpaceSeparator, parseW3CDatetime, type W3CDatetime } from '../w3c-datetime.js';
+import { readManifestPath } from '../manifest-path.js';
 import type { IssueCode, ValidateOptions, ValidationIssue } from './codes.js';
 import { formatMessage, MESSAGES, type MessageParams } from './messages.js';
 import { FingerprintSet } from '../fingerprint-set.js';
@@ -261,7 +262,8 @@ class StreamingValidator implements Validator {
     const from = md?.from !== undefined ? parseW3CDatetime(md.from, true) : undefined;
     const until = md?.until !== undefined ? parseW3CDatetime(md.until, true) : undefined;
     this.fromMs = from?.ms;
-    this.untilMs = until ? periodEnd(until) : undefined;
+    // Lenient: an `until` before `from` is ignored (see checkPairs), so the interval is open at its end.
+    this.untilMs = until && !(this.lenient && from && until.ms < from.ms) ? periodEnd(until) : undefined;
     this.fromText = md?.from ?? '';
     this.untilText = md?.until ?? '';
     this.checkHeader(header, kind);
@@ -333,8 +335,15 @@ class StreamingValidator implements Validator {
     const params = { kind: this.name };
     const snapshot = id !== undefined && SNAPSHOT_KINDS.has(id);
     const interval = id !== undefined && (INTERVAL_KINDS.has(id) || id === 'change-notification');
-    if (snapshot && md.at === undefined) this.report('at-missing', params, '/rs:md/@at', line, this.section);
-    if (interval && md.from === undefined) this.report('from-missing', params, '/rs:md/@from', line, this.section);
+    // Lenient: resync-build writes Resource Dump Manifests without `at` and Change Lists without `from`;
+    // a list without `from` is read as starting at its earliest entry.
+    if (snapshot && md.at === undefined) {
+      this.report(this.lenient ? 'tolerated-at-missing' : 'at-missing', params, '/rs:md/@at', line, this.section);
+    }
+    if (interval && md.from === undefined) {
+      const code = this.lenient && id !== 'change-notification' ? 'tolerated-from-missing' : 'from-missing';
+      this.report(code, params, '/rs:md/@from', line, this.section);
+    }
     if (id === 'change-notification' && md.until === undefined) this.report('until-missing', params, '/rs:md/@until', line, this.section);
     if (interval) {
       if (md.at !== undefined) this.report('at-forbidden', { ...params, attribute: 'at' }, '/rs:md/@at', line);
@@ -348,7 +357,8 @@ class StreamingValidator implements Validator {
     const completed = this.time(md.completed, 'completed', '/rs:md/@completed', line, true);
     const from = this.time(md.from, 'from', '/rs:md/@from', line, true);
     const until = this.time(md.until, 'until', '/rs:md/@until', line, true);
-    this.checkPairs(md, at, completed, from, until, mdPath, line);
+    // (a list of changes without `from` is reported as such: 'until' without 'from' would say it twice)
+    this.checkPairs(md, at, completed, from, until, mdPath, line, interval);
   }
 
   private checkPairs(
@@ -359,15 +369,17 @@ class StreamingValidator implements Validator {
     until: W3CDatetime | undefined,
     mdPath: string,
     line: number | undefined,
+    fromReported = false,
   ): void {
     if (at && completed && completed.ms < at.ms) {
       this.report('completed-before-at', { value: md.completed, expected: md.at }, '/rs:md/@completed', line);
     }
     if (from && until && until.ms < from.ms) {
-      this.report('until-before-from', { value: md.until, expected: md.from }, '/rs:md/@until', line);
+      const code = this.lenient ? 'tolerated-until-before-from' : 'until-before-from';
+      this.report(code, { value: md.until, expected: md.from }, '/rs:md/@until', line);
     }
     if (md.completed !== undefined && md.at === undefined) this.report('completed-without-at', {}, '/rs:md/@completed', line);
-    if (md.until !== undefined && md.from === undefined) this.report('until-without-from', {}, '/rs:md/@until', line);
+    if (md.until !== undefined && md.from === undefined && !fromReported) this.report('until-without-from', {}, '/rs:md/@until', line);
   }
 
   private checkHeaderLinks(header: DocumentHeader, kind: DocumentKind | undefined): void {
@@ -406,6 +418,14 @@ class StreamingValidator implements Validator {
     if (!d) {
       this.report('datetime-invalid', { attribute, value }, path, line);
       return undefined;
+    }
+    // A time after a space instead of 'T' (CORE's manifests): the parser's lenient reading.
+    if (value.charCodeAt(10) !== 84 && d.granularity !== 'year' && d.granularity !== 'month' && d.granularity !== 'day' && hasSpaceSeparator(value)) {
+      if (!this.lenient) {
+        this.report('datetime-invalid', { attribute, value }, path, line);
+        return undefined;
+      }
+      this.report('tolerated-datetime-space', { attribute, value }, path, line);
     }
     if (!d.zoned) {
       if (this.lenient) this.report('tolerated-datetime-no-zone', { attribute, value }, path, line);
@@ -506,7 +526,8 @@ class StreamingValidator implements Validator {
     if (loc === undefined || loc.length === 0) {
       this.report('loc-missing', {}, '/loc', line);
     } else {
-      if (!ABSOLUTE_URI.test(loc)) this.report('loc-not-absolute', { value: loc }, '/loc', line);
+      // The Sitemaps protocol: a URL begins with its protocol. Lenient: resolved against the document's URL.
+      if (!ABSOLUTE_URI.test(loc)) this.report(this.lenient ? 'tolerated-loc-relative' : 'loc-not-absolute', { value: loc }, '/loc', line);
       if (this.locs?.seen(loc) === true) this.report('loc-duplicate', { value: loc }, '/loc', line);
     }
 
@@ -515,7 +536,9 @@ class StreamingValidator implements Validator {
       lastmod = this.time(e.lastmod, 'lastmod', '/lastmod', line);
       if (this.lastmodDiscouraged) this.report('lastmod-discouraged', { kind: this.name }, '/lastmod', line, this.section);
     } else if (this.lastmodRequired) {
-      this.report('lastmod-missing', { kind: this.name }, '/lastmod', line, this.section);
+      // Lenient: 1.0 producers leave <lastmod> off deletions (the time of a deletion is often unknown).
+      const code = this.lenient && e.md?.change === 'deleted' ? 'tolerated-lastmod-missing' : 'lastmod-missing';
+      this.report(code, { kind: this.name }, '/lastmod', line, this.section);
     }
     if (e.changefreq !== undefined && !CHANGEFREQ_SET.has(e.changefreq)) {
       this.report('changefreq-invalid', { value: e.changefreq }, '/changefreq', line);
@@ -654,7 +677,12 @@ class StreamingValidator implements Validator {
       return;
     }
     if (!this.pathAllowed) this.report('path-unexpected', { kind: this.name }, '/rs:md/@path', line);
-    else if (path.charCodeAt(0) !== 47) this.report('path-not-absolute', { value: path }, '/rs:md/@path', line, this.section);
+    else if (path.charCodeAt(0) !== 47) {
+      // Lenient: `a/b` and `./a/b` (resync-build, CORE) are read relative to the package root.
+      const read = this.lenient ? readManifestPath(path) : undefined;
+      if (read !== undefined) this.report('tolerated-path-relative', { value: path, expected: read.name }, '/rs:md/@path', line, this.section);
+      else this.report('path-not-absolute', { value: path }, '/rs:md/@path', line, this.section);
+    }
   }
 
   private entryCapability(capability: string | undefined, mdPath: string, line: number | undefined): void {
@@ -679,7 +707,9 @@ class StreamingValidator implements Validator {
     const set = this.capabilities;
     if (set !== undefined) {
       const normal = renamed ?? capability;
-      if (set.has(normal)) this.report('capability-duplicate', { value: capability }, path, line, this.section);
+      if (set.has(normal)) {
+        this.report(this.lenient ? 'tolerated-capability-duplicate' : 'capability-duplicate', { value: capability }, path, line, this.section);
+      }
       else set.add(normal);
     }
   }
@@ -708,12 +738,19 @@ class StreamingValidator implements Validator {
     if (notes) {
       for (const note of notes) {
         if (NOTES_COVERED.has(note.code)) continue;
-        const code = NOTE_CODES.has(note.code) ? (note.code as IssueCode) : 'unknown-element';
+        let code: IssueCode;
+        let params: MessageParams | undefined = note.params;
+        if (note.code === 'md-repeated') code = this.lenient ? 'tolerated-md-merged' : 'md-repeated';
+        else if (note.code === 'draft-modified') {
+          // Strict: what it is without the draft, an attribute ResourceSync does not define.
+          code = this.lenient ? 'tolerated-draft-modified' : 'attribute-not-namespaced';
+          if (!this.lenient) params = { value: 'modified' };
+        } else code = NOTE_CODES.has(note.code) ? (note.code as IssueCode) : 'unknown-element';
         const n = (this.counts.get(code) ?? 0) + 1;
         this.counts.set(code, n);
         if (n > this.max) continue;
         const def = MESSAGES[code];
-        this.issues.push({ code, severity: def.severity, message: formatMessage(code), section: def.section, line: note.line });
+        this.issues.push({ code, severity: def.severity, message: formatMessage(code, params), section: def.section, line: note.line });
       }
     }
     if (this.outOfOrder > 0) {

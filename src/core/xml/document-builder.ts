@@ -1,5 +1,6 @@
 import { RS_NS, SITEMAP_NS } from '../constants.js';
 import { ResourceSyncError } from '../errors.js';
+import { MD_ATTRIBUTES } from '../model/types.js';
 import type {
   DocumentHeader,
   Entry,
@@ -16,6 +17,21 @@ import type { XmlAttribute, XmlHandler } from './xml-reader.js';
 import type { ResolvedName } from './namespaces.js';
 
 const ENTRY_FIELDS = new Set<string>(['loc', 'lastmod', 'changefreq', 'priority']);
+
+/**
+ * The draft-era `modified` of a document (ResourceSync 0.5–0.6, 2013: `<rs:md capability="resourcelist"
+ * modified="…"/>`), by capability: the time the list describes, which 1.0 calls `at` for a snapshot and
+ * `until` (the end of the interval) for a list of changes. Its 0.9 revision replaced it so.
+ * @see Z39.99 Appendix A
+ */
+const DRAFT_MODIFIED_AS: Readonly<Record<string, 'at' | 'until'>> = {
+  resourcelist: 'at',
+  resourcedump: 'at',
+  'resourcedump-manifest': 'at',
+  changelist: 'until',
+  changedump: 'until',
+  'changedump-manifest': 'until',
+};
 
 type Field = 'loc' | 'lastmod' | 'changefreq' | 'priority';
 
@@ -57,8 +73,8 @@ export class DocumentBuilder implements XmlHandler {
     return this.capture !== undefined;
   }
 
-  private note(code: ParseNoteCode, line: number, message: string): void {
-    if (this.notes.length < 1000) this.notes.push({ code, line, message });
+  private note(code: ParseNoteCode, line: number, message: string, params?: Record<string, string>): void {
+    if (this.notes.length < 1000) this.notes.push(params === undefined ? { code, line, message } : { code, line, message, params });
   }
 
   start(
@@ -136,11 +152,14 @@ export class DocumentBuilder implements XmlHandler {
         this.note('header-after-entries', this.lineAt(pos), `top-level <${el.qname}> after the first entry`);
       }
       if (el.local === 'md') {
-        if (header.md) this.note('md-repeated', this.lineAt(pos), 'a second top-level <rs:md> is ignored');
-        else {
+        if (header.md) {
+          this.note('md-repeated', this.lineAt(pos), 'a second top-level <rs:md>; its attributes are merged into the first');
+          mergeMd(header.md, this.md(el, attrs, pos));
+        } else {
           header.md = this.md(el, attrs, pos);
           header.mdLine = this.lineAt(pos);
         }
+        this.draftModified(header.md, this.lineAt(pos));
       } else {
         header.ln.push(this.ln(el, attrs, pos));
       }
@@ -184,8 +203,12 @@ export class DocumentBuilder implements XmlHandler {
       return;
     }
     if (ns === RS_NS && el.local === 'md') {
-      if (this.entryMdSeen) this.note('md-repeated', this.lineAt(pos), 'a second <rs:md> in one entry is ignored');
-      else entry.md = this.md(el, attrs, pos);
+      if (this.entryMdSeen && entry.md !== undefined) {
+        this.note('md-repeated', this.lineAt(pos), 'a second <rs:md> in one entry; its attributes are merged into the first');
+        mergeMd(entry.md, this.md(el, attrs, pos));
+      } else {
+        entry.md = this.md(el, attrs, pos);
+      }
       this.entryMdSeen = true;
       this.skipDepth = 1;
       return;
@@ -267,6 +290,24 @@ export class DocumentBuilder implements XmlHandler {
       }
     }
     return md;
+  }
+
+  /**
+   * A draft-era `modified` on the top-level `rs:md` is read as the attribute that replaced it (see
+   * `DRAFT_MODIFIED_AS`) when that one is absent, and noted; otherwise it stays in `extra`.
+   */
+  private draftModified(md: Md, line: number): void {
+    const extra = md.extra;
+    if (extra === undefined || md.capability === undefined) return;
+    const i = extra.findIndex((a) => a.ns === '' && a.local === 'modified');
+    if (i < 0) return;
+    const as = DRAFT_MODIFIED_AS[md.capability];
+    if (as === undefined || md[as] !== undefined) return;
+    const value = extra[i]!.value;
+    md[as] = value;
+    extra.splice(i, 1);
+    if (extra.length === 0) delete md.extra;
+    this.note('draft-modified', line, `draft-era modified='${value}' read as ${as}`, { value, attribute: as });
   }
 
   /** `rs:ln`: the attributes of Z39.99 §7 Table 3. */
@@ -379,6 +420,18 @@ export class DocumentBuilder implements XmlHandler {
     }
     if (depth === 0) this.headerReady = true;
   }
+}
+
+/**
+ * Merges a repeated `rs:md` into the first: attributes the first lacks are taken from the second (a
+ * producer that writes the change type in a second `<rs:md change="…"/>`); the first wins on conflicts.
+ */
+function mergeMd(into: Md, more: Md): void {
+  for (const key of MD_ATTRIBUTES) {
+    const v = more[key];
+    if (v !== undefined && into[key] === undefined) into[key] = v;
+  }
+  if (more.extra !== undefined) (into.extra ??= []).push(...more.extra);
 }
 
 function foreign(a: { ns: string; prefix: string; local: string; value: string }): ForeignAttribute {

@@ -206,3 +206,44 @@ test('the fast path for entries reads exactly what the general path reads', asyn
     assert.deepEqual(fast, general, doc('<url>'));
   }
 });
+
+test('a second rs:md is merged into the first (the first wins), in entries and at the top level, whatever the chunk boundaries', async () => {
+  const xml =
+    `${HEAD}<rs:md capability="changelist"/><rs:md from="2013-01-02T00:00:00Z" capability="resourcelist"/>` +
+    `<url><loc>http://e.com/a</loc><rs:md hash="md5:1584abdf8ebdc9802ac0c6a7402c03b6" length="8876" xmlns:x="urn:x" x:k="1"/>` +
+    `<rs:md change="created" datetime="2013-01-02T12:00:00Z" length="1" x:k="2" xmlns:x="urn:x"/></url>` +
+    `<url><loc>http://e.com/b</loc><rs:md change="updated"/></url></urlset>`;
+  const bytes = Buffer.from(xml);
+  const random = rng(7);
+  for (let run = 0; run < 20; run++) {
+    const doc = await parseDocument(run === 0 ? bytes : randomSplits(bytes, random));
+    assert.deepEqual(doc.md, { capability: 'changelist', from: '2013-01-02T00:00:00Z' });
+    const md = doc.entries[0]!.md!;
+    assert.equal(md.change, 'created');
+    assert.equal(md.datetime, '2013-01-02T12:00:00Z');
+    assert.equal(md.length, '8876');
+    assert.equal(md.hash, 'md5:1584abdf8ebdc9802ac0c6a7402c03b6');
+    assert.deepEqual(md.extra?.map((a) => a.value), ['1', '2']);
+    assert.deepEqual(doc.entries[1]!.md, { change: 'updated' });
+    assert.deepEqual(doc.notes?.map((n) => [n.code, n.line]), [['md-repeated', 3], ['md-repeated', 3]]);
+  }
+});
+
+test('a draft-era modified= on the top-level rs:md is read as at (snapshots) or until (lists of changes), and noted', async () => {
+  const rl = await parseDocument(`${HEAD}<rs:md capability="resourcelist" modified="2013-01-03T09:00:00Z"/><url><loc>http://e.com/a</loc></url></urlset>`);
+  assert.deepEqual(rl.md, { capability: 'resourcelist', at: '2013-01-03T09:00:00Z' });
+  assert.deepEqual(rl.notes?.filter((n) => n.code === 'draft-modified').map((n) => n.params), [{ value: '2013-01-03T09:00:00Z', attribute: 'at' }]);
+  const cl = await parseDocument(`${HEAD}<rs:md modified="2013-01-03T11:00:00Z" capability="changelist"/><url><loc>http://e.com/a</loc></url></urlset>`);
+  assert.deepEqual(cl.md, { capability: 'changelist', until: '2013-01-03T11:00:00Z' });
+  // the modern attribute wins; a Capability List has no equivalent: kept as an unknown attribute
+  const both = await parseDocument(`${HEAD}<rs:md capability="resourcelist" at="2013-01-04T00:00:00Z" modified="2013-01-03T09:00:00Z"/></urlset>`);
+  assert.equal(both.md?.at, '2013-01-04T00:00:00Z');
+  assert.deepEqual(both.md?.extra?.map((a) => a.local), ['modified']);
+  assert.ok(!both.notes?.some((n) => n.code === 'draft-modified'));
+  const cap = await parseDocument(`${HEAD}<rs:md capability="capabilitylist" modified="2013-01-02T14:00:00Z"/></urlset>`);
+  assert.deepEqual(cap.md?.extra?.map((a) => a.local), ['modified']);
+  // in an entry, `modified` is no draft form: kept as written
+  const entry = await parseDocument(`${HEAD}<rs:md capability="resourcelist" at="2013-01-04T00:00:00Z"/><url><loc>http://e.com/a</loc><rs:md modified="2013-01-03T09:00:00Z"/></url></urlset>`);
+  assert.equal(entry.entries[0]!.md?.at, undefined);
+  assert.deepEqual(entry.entries[0]!.md?.extra?.map((a) => a.local), ['modified']);
+});
