@@ -43,6 +43,7 @@ import { isResourceSyncError, ResourceSyncError } from '../core/errors.js';
 import type { DocumentHeader, Entry, Ln } from '../core/model/types.js';
 import { writeDocument, writeDocumentSet } from '../core/xml/write-document.js';
 import { formatW3CDatetime } from '../core/w3c-datetime.js';
+import { HTML_LINK_MAX_BYTES, HTML_LINK_MEDIA_TYPE, withResourceSyncLink } from '../core/html-discovery.js';
 import { fileSink, writeFileAtomic } from '../node/file-sink.js';
 import { inventory, type Hashes } from '../node/inventory.js';
 import {
@@ -58,6 +59,7 @@ import {
   snapshotEntry,
 } from './documents.js';
 import { SnapshotStore, type ChangePeriod, type ChangeRecord, type DumpRecord, type StoredResource } from './snapshot-store.js';
+import { mediaType } from './media-type.js';
 import { DOCUMENTS_PREFIX, isValidSetName, normalizeBaseUrl, setBaseUrl } from './url-path.js';
 import { writeZipPackage, type PackageItem } from './zip-package.js';
 
@@ -101,6 +103,14 @@ export interface PublishOptions {
    * @see Z39.99 §7 (documents may be gzipped, as Sitemaps)
    */
   gzip?: boolean;
+  /**
+   * Publish every HTML resource (`text/html`, at most 1 MiB) with `<link rel="resourcesync" href="<Capability
+   * List>">` inserted in its `<head>`, as a server that inserts it serves it (`createSourceCore`'s
+   * `htmlDiscoveryLink`): the listed length and hashes, and the bitstreams in dumps, are those of the served
+   * bytes. HTML that already has such a link, or no `<head>`, is published as stored. Default false.
+   * @see Z39.99 §6.3.3
+   */
+  htmlDiscoveryLink?: boolean;
   /**
    * How many of each archived item are kept: closed Change Lists (with their Change Dump packages),
    * Resource List generations and Resource Dumps. Default: every closed Change List, 5 Resource Lists
@@ -164,6 +174,7 @@ interface Context {
   changeList: { maxEntries?: number; periodMs?: number };
   dumps: { maxPackageBytes: number } | undefined;
   gzip: boolean;
+  htmlDiscoveryLink: boolean;
   /** Extension of the document names: `.xml`, or `.xml.gz` with `gzip`. */
   x: string;
   retention: number | undefined;
@@ -233,6 +244,7 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
         ? undefined
         : { maxPackageBytes: positive(dumpsOpt === true ? undefined : dumpsOpt.maxPackageBytes, 'maxPackageBytes', DEFAULT_PACKAGE_BYTES) },
     gzip: options.gzip === true,
+    htmlDiscoveryLink: options.htmlDiscoveryLink === true,
     x: options.gzip === true ? '.xml.gz' : '.xml',
     retention: options.retention === undefined ? undefined : positive(options.retention, 'retention', 1),
     now: options.now ?? Date.now,
@@ -337,6 +349,7 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
   const x = ctx.x;
   const capUrl = u(`capabilitylist${x}`);
   const resBase = setBaseUrl(ctx.baseUrl, set.name, ctx.setCount);
+  const rewrite = ctx.htmlDiscoveryLink ? htmlRewrite(capUrl) : undefined;
   const file = storeFile(set, ctx.stateDir);
   const bitDir = join(dirname(file), 'source-bitstreams');
   mkdirSync(docDir, { recursive: true });
@@ -344,7 +357,7 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
   const documents: string[] = [];
   const progress = (phase: PublishProgress['phase'], files = 0, bytes = 0): void => ctx.onProgress?.({ set: set.name, phase, files, bytes });
   try {
-    const config = JSON.stringify({ v: 1, resBase, docUrl, maxEntries: ctx.maxEntries, maxBytes: ctx.maxBytes, hashes: ctx.hashes, dumps: ctx.dumps, gzip: ctx.gzip });
+    const config = JSON.stringify({ v: 1, resBase, docUrl, maxEntries: ctx.maxEntries, maxBytes: ctx.maxBytes, hashes: ctx.hashes, dumps: ctx.dumps, gzip: ctx.gzip, html: ctx.htmlDiscoveryLink });
     const fresh = store.getMeta('published_config') !== config || !existsSync(f(`capabilitylist${x}`));
 
     // 1. Scan and record the changes (§12.1)
@@ -367,6 +380,7 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
         hashes: ctx.hashes,
         previous: cursor.get,
         exclude: ctx.exclude,
+        ...(rewrite !== undefined ? { rewrite, rewriteLimit: HTML_LINK_MAX_BYTES } : {}),
         ...(ctx.signal ? { signal: ctx.signal } : {}),
         onProgress: (p) => progress('scan', p.files, p.bytes),
       });
@@ -484,7 +498,7 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
     const archives: Entry[] = [capabilityEntry(rlArchiveUrl, 'resourcelist-archive')];
     if (ctx.dumps !== undefined) {
       progress('dumps');
-      const rd = await resourceDump(ctx, store, set, { docUrl, capUrl, resBase, at: r.at, completed, rebuild: fresh || changed });
+      const rd = await resourceDump(ctx, store, set, { docUrl, capUrl, resBase, rewrite, at: r.at, completed, rebuild: fresh || changed });
       documents.push(...rd.documents);
       if (rd.available) {
         caps.push(capabilityEntry(u(`resourcedump${x}`), 'resourcedump'));
@@ -492,7 +506,7 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
       }
       caps.push(capabilityEntry(indexUrl ?? u(`changelist${x}`), 'changelist'));
       if (closed.length > 0) archives.push(capabilityEntry(u(`changelist-archive${x}`), 'changelist-archive'));
-      const cd = await changeDump(ctx, store, set, { docUrl, capUrl, resBase, bitDir, closed, open, fresh });
+      const cd = await changeDump(ctx, store, set, { docUrl, capUrl, resBase, rewrite, bitDir, closed, open, fresh });
       documents.push(...cd.documents);
       caps.push(capabilityEntry(u(`changedump${x}`), 'changedump'));
       if (cd.archived) archives.push(capabilityEntry(u(`changedump-archive${x}`), 'changedump-archive'));
@@ -516,6 +530,18 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
   }
 }
 
+/** For a resource path, the function from its stored to its published bytes, or undefined. */
+type Rewrite = (path: string) => ((stored: Buffer) => Uint8Array) | undefined;
+
+/**
+ * The HTML discovery link of a set: HTML resources up to {@link HTML_LINK_MAX_BYTES} are published with
+ * `<link rel="resourcesync">` to the Capability List. @see Z39.99 §6.3.3
+ */
+function htmlRewrite(capUrl: string): Rewrite {
+  const add = (stored: Buffer): Uint8Array => withResourceSyncLink(stored, capUrl);
+  return (path) => (mediaType(path) === HTML_LINK_MEDIA_TYPE ? add : undefined);
+}
+
 interface DumpFiles {
   doc: string;
   zips: string[];
@@ -527,7 +553,7 @@ async function resourceDump(
   ctx: Context,
   store: SnapshotStore,
   set: { name: string; dir: string },
-  o: { docUrl: string; capUrl: string; resBase: string; at: number; completed: number; rebuild: boolean },
+  o: { docUrl: string; capUrl: string; resBase: string; rewrite: Rewrite | undefined; at: number; completed: number; rebuild: boolean },
 ): Promise<{ documents: string[]; available: boolean }> {
   const u = (name: string): string => o.docUrl + name;
   const f = (name: string): string => join(ctx.outDir, DOCUMENTS_PREFIX, set.name, name);
@@ -551,13 +577,17 @@ async function resourceDump(
         header('urlset', atMd('resourcedump-manifest', o.at, o.completed), o.capUrl),
         batch.map((res) => resourceEntry(o.resBase, res, `/resources/${res.path}`)),
       );
-      const items: PackageItem[] = batch.map((res) => ({
-        zipPath: `resources/${res.path}`,
-        file: join(set.dir, ...res.path.split('/')),
-        size: res.size,
-        mtimeMs: res.mtimeMs,
-        ...(res.hashes.md5 !== undefined ? { md5: res.hashes.md5 } : {}),
-      }));
+      const items: PackageItem[] = batch.map((res) => {
+        const rw = o.rewrite?.(res.path);
+        return {
+          zipPath: `resources/${res.path}`,
+          file: join(set.dir, ...res.path.split('/')),
+          size: res.size,
+          mtimeMs: res.mtimeMs,
+          ...(res.hashes.md5 !== undefined ? { md5: res.hashes.md5 } : {}),
+          ...(rw !== undefined ? { rewrite: rw } : {}),
+        };
+      });
       const pkg = await writeZipPackage(f(zipName), manifest, items, { now: ctx.now, ...(ctx.signal ? { signal: ctx.signal } : {}) });
       await writeFileAtomic(f(manName), [ctx.gzip ? gzipSync(manifest) : manifest]);
       entries.push(packageEntry(u(zipName), pkg, { at: start, completed: ctx.now() }, u(manName)));
@@ -642,7 +672,7 @@ async function changeDump(
   ctx: Context,
   store: SnapshotStore,
   set: { name: string; dir: string },
-  o: { docUrl: string; capUrl: string; resBase: string; bitDir: string; closed: ChangePeriod[]; open: ChangePeriod; fresh: boolean },
+  o: { docUrl: string; capUrl: string; resBase: string; rewrite: Rewrite | undefined; bitDir: string; closed: ChangePeriod[]; open: ChangePeriod; fresh: boolean },
 ): Promise<{ documents: string[]; archived: boolean }> {
   const u = (name: string): string => o.docUrl + name;
   const f = (name: string): string => join(ctx.outDir, DOCUMENTS_PREFIX, set.name, name);
@@ -678,7 +708,15 @@ async function changeDump(
         if (!sameFile(current, c)) continue;
         file = current;
       }
-      items.push({ zipPath, file, size: statSync(file).size, mtimeMs: c.mtimeMs ?? c.datetime, ...(c.hashes?.md5 !== undefined ? { md5: c.hashes.md5 } : {}) });
+      const rw = o.rewrite?.(c.path);
+      items.push({
+        zipPath,
+        file,
+        size: rw !== undefined && c.size !== undefined ? c.size : statSync(file).size,
+        mtimeMs: c.mtimeMs ?? c.datetime,
+        ...(c.hashes?.md5 !== undefined ? { md5: c.hashes.md5 } : {}),
+        ...(rw !== undefined ? { rewrite: rw } : {}),
+      });
       entries.push(changeEntry(o.resBase, c, `/${zipPath}`));
     }
     const manifest = await docBytes(header('urlset', fromMd('changedump-manifest', p.from, p.until), o.capUrl), entries);

@@ -107,7 +107,12 @@ void test('discovery chain: well-known → Capability List → Resource List →
   assert.deepEqual(entries.map((e) => e.loc).sort(), expected.map((f) => `${url}/${encodePath(f)}`).sort());
   for (const e of entries) {
     const rel = decodeURIComponent(new URL(e.loc).pathname.slice(1));
-    const bytes = await readFile(join(site, rel));
+    const stored = await readFile(join(site, rel));
+    // HTML is listed and served with its discovery link (§6.3.3); every other file as stored
+    const bytes = rel.endsWith('.html')
+      ? Buffer.from(stored.toString('utf8').replace('<head>', `<head><link rel="resourcesync" href="${capUrl}">`))
+      : stored;
+    if (rel.endsWith('.html')) assert.notDeepEqual(bytes, stored);
     assert.equal(e.md?.length, String(bytes.length), e.loc);
     assert.match(e.md?.hash ?? '', new RegExp(`md5:${createHash('md5').update(bytes).digest('hex')}`), e.loc);
     const res = await fetch(e.loc);

@@ -20,7 +20,8 @@ const HELP = `Usage: resourcesync serve <dir>... [options]
 
 Publishes each directory as a set of resources of a ResourceSync Source and serves it over HTTP:
 resources at their relative paths (with several directories, under /<name>/), the Source Description at
-/.well-known/resourcesync, the other documents under /.resourcesync/, and robots.txt.
+/.well-known/resourcesync, the other documents under /.resourcesync/, and robots.txt. HTML pages (up to
+1 MiB) are served, and listed, with <link rel="resourcesync"> to their Capability List in their <head>.
 
 Options:
   --port N                TCP port (default 8080; 0 picks a free one)
@@ -142,7 +143,8 @@ export async function run(args: string[]): Promise<number> {
   }
 
   const baseUrl = (values['base-url'] ?? running.url).replace(/\/+$/, '');
-  const publishOptions: PublishOptions = { ...shared, sets, baseUrl, outDir, signal: ac.signal, ...(stateDir === undefined ? {} : { stateDir }) };
+  // HTML is served with its discovery link (§6.3.3) and published as served, so listed and served bytes agree.
+  const publishOptions: PublishOptions = { ...shared, sets, baseUrl, outDir, htmlDiscoveryLink: true, signal: ac.signal, ...(stateDir === undefined ? {} : { stateDir }) };
   // The watcher starts before the first publication, which it runs itself: a change made meanwhile is
   // never lost, and two publications never run at once.
   let first: { result?: PublishResult; error?: unknown } | undefined;
@@ -197,6 +199,7 @@ export async function run(args: string[]): Promise<number> {
     }),
     outDir,
     baseUrl,
+    htmlDiscoveryLink: true,
     onError: (e) => log(`resourcesync serve: ${message(e)}`),
   });
 
