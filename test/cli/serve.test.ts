@@ -127,6 +127,30 @@ void test('discovery chain: well-known → Capability List → Resource List →
   await hidden.arrayBuffer();
 });
 
+/** Runs a CLI command as a child process (the server child answers meanwhile). */
+function cli(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const c = spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
+  let out = '';
+  let err = '';
+  c.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  c.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  return new Promise((resolve) => c.once('close', (status) => resolve({ status, stdout: out, stderr: err })));
+}
+
+void test('sync and audit from serve verify the HTML as served, with its discovery link', async () => {
+  const mirror = join(tmp, 'mirror');
+  const synced = await cli(['sync', `${url}/`, mirror, '--no-fsync', '--json']);
+  assert.equal(synced.status, 0, synced.stdout + synced.stderr);
+  const report = JSON.parse(synced.stdout) as { created: number; failed: unknown[] };
+  assert.deepEqual([report.created, report.failed], [(await files(site)).length, []]);
+  const page = await readFile(join(mirror, 'index.html'), 'utf8');
+  const capUrl = (await fetchDoc(`${url}/.well-known/resourcesync`)).entries[0]!.loc;
+  assert.equal(page, `<!DOCTYPE html><html><head><link rel="resourcesync" href="${capUrl}"><title>x</title></head><body>hi</body></html>\n`);
+  assert.deepEqual(await readFile(join(mirror, 'a.txt')), await readFile(join(site, 'a.txt')));
+  const audited = await cli(['audit', `${url}/`, mirror]);
+  assert.equal(audited.status, 0, audited.stdout + audited.stderr);
+});
+
 void test('created, updated and deleted files appear in the open Change List within 2 s, in order', async (t) => {
   const caps = await fetchDoc((await fetchDoc(`${url}/.well-known/resourcesync`)).entries[0]!.loc);
   const cl = capabilityEntry(caps, 'changelist');
