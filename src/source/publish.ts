@@ -100,7 +100,7 @@ export interface PublishOptions {
    * Write every document of the sets gzipped, as `<name>.xml.gz`, and link to those names everywhere (Capability
    * Lists, indexes, `up`/`index`/`archives`/`contents` links, robots.txt, the Source Description). The Source
    * Description itself stays plain XML at the well-known URI. Default false.
-   * @see Z39.99 §7 (documents may be gzipped, as Sitemaps)
+   * @see sitemaps.org protocol (a Sitemap or Sitemap index may be gzipped); Z39.99 §7 (the Sitemap formats)
    */
   gzip?: boolean;
   /**
