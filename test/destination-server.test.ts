@@ -22,7 +22,11 @@ interface Env {
   republish: () => Promise<void>;
 }
 
-async function withSource(options: Partial<PublishOptions>, fn: (env: Env) => Promise<void>): Promise<void> {
+async function withSource(
+  options: Partial<PublishOptions>,
+  fn: (env: Env) => Promise<void>,
+  extraFiles: Record<string, string> = {},
+): Promise<void> {
   const { dir, cleanup } = await tempDir('rs-dest-server-');
   const src = join(dir, 'collection');
   const outDir = join(dir, 'publish');
@@ -35,6 +39,7 @@ async function withSource(options: Partial<PublishOptions>, fn: (env: Env) => Pr
     'with space/d e.txt': 'delta echo\n',
     'unicodé/naïve €.txt': 'non-ASCII\n',
     '100% sure.txt': 'percent\n',
+    ...extraFiles,
   };
   for (const [p, c] of Object.entries(files)) {
     await mkdir(join(src, p, '..'), { recursive: true });
@@ -50,7 +55,13 @@ async function withSource(options: Partial<PublishOptions>, fn: (env: Env) => Pr
   const sets = [{ name: 'collection', dir: src }];
   const republish = async (): Promise<void> => {
     const r = await publish({ sets, baseUrl: base, outDir, stateDir, hashes: ['md5', 'sha-256'], ...options });
-    live.core ??= createSourceCore({ sets: [{ ...sets[0]!, capabilityList: r.capabilityLists[0]! }], outDir, baseUrl: base, cacheMs: 0 });
+    live.core ??= createSourceCore({
+      sets: [{ ...sets[0]!, capabilityList: r.capabilityLists[0]! }],
+      outDir,
+      baseUrl: base,
+      cacheMs: 0,
+      ...(options.htmlDiscoveryLink === true ? { htmlDiscoveryLink: true } : {}),
+    });
     live.core.invalidate();
   };
   try {
@@ -118,4 +129,53 @@ void test('the project Source: baseline from its Resource Dump when preferred', 
     const a = await audit({ source: base, dest: mirror });
     assert.deepEqual(a.missing.map((m) => m.path), ['a.txt']);
   });
+});
+
+void test('the project Source with HTML discovery links: sync verifies the HTML as served, from the lists and from the dumps', async () => {
+  const html = {
+    'index.html': '<!DOCTYPE html><html><head><title>i</title></head><body>index</body></html>\n',
+    'dir/page.htm': '<HTML><HEAD lang="en">\n<meta charset="utf-8"></HEAD><BODY>ü</BODY></HTML>',
+    'fragment.html': '<p>no head</p>\n',
+    'linked.html': '<html><head><link rel="resourcesync" href="http://elsewhere/cap.xml"></head></html>',
+  };
+  await withSource(
+    { htmlDiscoveryLink: true, dumps: true, changeList: { maxEntries: 1 } },
+    async ({ src, mirror, base, republish }) => {
+      const cap = `${base}.resourcesync/collection/capabilitylist.xml`;
+      const served = (stored: string): string => stored.replace(/<head>|<HEAD lang="en">/, (h) => `${h}<link rel="resourcesync" href="${cap}">`);
+      const check = async (dest: string): Promise<void> => {
+        for (const [p, stored] of Object.entries(html)) {
+          const expected = p === 'index.html' || p === 'dir/page.htm' ? served(stored) : stored;
+          assert.equal(await readFile(join(dest, p), 'utf8'), expected, p);
+          const res = await fetch(`${base}${p}`);
+          assert.equal(await res.text(), expected, p);
+        }
+      };
+      const r = await sync({ source: base, dest: mirror, fsync: false });
+      assert.deepEqual(r.failed, []);
+      assert.equal(r.created, 10);
+      await check(mirror);
+      assert.equal((await audit({ source: base, dest: mirror })).inSync, true);
+      // from the Resource Dump: its packages hold the HTML as served
+      const fromDump = `${mirror}-dump`;
+      const d = await sync({ source: base, dest: fromDump, preferDump: true, fsync: false });
+      assert.deepEqual(d.failed, []);
+      assert.ok(d.sets[0]?.documents.some((u) => /resourcedump/.test(u)), JSON.stringify(d.sets));
+      await check(fromDump);
+      // an edited page: incremental sync, and the Change Dump's package verifies too
+      html['index.html'] = '<html><head></head><body>edited</body></html>';
+      await writeFile(join(src, 'index.html'), html['index.html']);
+      await republish();
+      const inc = await sync({ source: base, dest: mirror, fsync: false });
+      assert.equal(inc.mode, 'incremental');
+      assert.deepEqual([inc.failed, inc.updated], [[], 1]);
+      await check(mirror);
+      const dumpInc = await sync({ source: base, dest: fromDump, preferDump: true, fsync: false });
+      assert.deepEqual([dumpInc.failed, dumpInc.updated], [[], 1]);
+      // applied from the Change Dump's package (the open Change List closed at its first change)
+      assert.deepEqual(dumpInc.sets[0]?.documents, [`${base}.resourcesync/collection/changedump.xml`]);
+      await check(fromDump);
+    },
+    html,
+  );
 });

@@ -117,3 +117,28 @@ void test('inventory refuses a missing directory and honours abort', async () =>
     await cleanup();
   }
 });
+
+void test('rewrite: a file is listed with the length and hashes of its published bytes, read again on every run', async () => {
+  const { dir, cleanup } = await tempDir();
+  try {
+    writeFileSync(join(dir, 'p.html'), '<head></head>');
+    writeFileSync(join(dir, 'big.html'), 'x'.repeat(100));
+    writeFileSync(join(dir, 'q.txt'), 'as stored');
+    const add = (stored: Buffer): Uint8Array => Buffer.concat([stored, Buffer.from('!')]);
+    const rewrite = (path: string): ((b: Buffer) => Uint8Array) | undefined => (path.endsWith('.html') ? add : undefined);
+    const first = await all(inventory(dir, { hashes: ['md5'], rewrite, rewriteLimit: 50 }));
+    const by = new Map(first.map((e) => [e.path, e]));
+    assert.deepEqual([by.get('p.html')!.size, by.get('p.html')!.hashes.md5], [14, md5(Buffer.from('<head></head>!'))]);
+    // over the limit, or not rewritten: as stored
+    assert.deepEqual([by.get('big.html')!.size, by.get('q.txt')!.hashes.md5], [100, md5(Buffer.from('as stored'))]);
+    // a previous state with the size and mtime on disk is not reused for a rewritten file
+    const previous = (path: string): { size: number; mtimeMs: number; hashes: { md5?: string } } => {
+      const e = by.get(path)!;
+      return path === 'p.html' ? { size: 13, mtimeMs: e.mtimeMs, hashes: { md5: 'stale' } } : e;
+    };
+    const second = await all(inventory(dir, { hashes: ['md5'], rewrite, rewriteLimit: 50, previous }));
+    assert.equal(second.find((e) => e.path === 'p.html')!.hashes.md5, md5(Buffer.from('<head></head>!')));
+  } finally {
+    await cleanup();
+  }
+});

@@ -71,6 +71,15 @@ export interface InventoryOptions {
   mediaType?: (path: string) => string;
   /** Absolute paths (files or folders) never published, e.g. a publish folder or state folder inside the tree. */
   exclude?: readonly string[];
+  /**
+   * Files published with other bytes than they hold (an HTML page given its discovery link, §6.3.3): for a
+   * path, the function from the stored to the published bytes, or undefined for a file published as stored.
+   * A file it applies to, when at most `rewriteLimit` bytes, is read whole, and its length and hashes are
+   * those of the published bytes; its previous hashes are never reused (its size on disk is not the listed one).
+   */
+  rewrite?: (path: string) => ((stored: Buffer) => Uint8Array) | undefined;
+  /** Largest file `rewrite` is applied to; default 1 MiB. */
+  rewriteLimit?: number;
 }
 
 interface DirItem {
@@ -101,6 +110,7 @@ export async function* inventory(root: string, options: InventoryOptions = {}): 
   const smallLimit = options.smallFileLimit ?? 256 * 1024;
   const batchSize = Math.max(1, options.batchSize ?? 512);
   const typeOf = options.mediaType ?? mediaType;
+  const rewriteLimit = options.rewriteLimit ?? 1024 * 1024;
   let realRoot: string;
   try {
     realRoot = realpathSync(root);
@@ -158,7 +168,22 @@ export async function* inventory(root: string, options: InventoryOptions = {}): 
         }
       }
       if (st === undefined || !st.isFile()) continue;
-      if (prev !== undefined && prev.size === st.size && prev.mtimeMs === st.mtimeMs && algorithms.every((a) => prev.hashes[a] !== undefined)) {
+      const rewrite = st.size <= rewriteLimit ? options.rewrite?.(rel) : undefined;
+      if (rewrite !== undefined) {
+        let stored: Buffer;
+        try {
+          if (fd < 0) fd = openSync(abs, 'r');
+          stored = readWhole(fd, st.size);
+        } catch (cause) {
+          if (isGone(cause)) continue;
+          throw ioError(abs, cause);
+        }
+        const published = rewrite(stored);
+        const hashes: Hashes = {};
+        for (let k = 0; k < algorithms.length; k++) hashes[algorithms[k]!] = createHash(names[k]!).update(published).digest('hex');
+        entry = { path: rel, size: published.length, mtimeMs: st.mtimeMs, type: typeOf(rel), hashes };
+        progress.hashed++;
+      } else if (prev !== undefined && prev.size === st.size && prev.mtimeMs === st.mtimeMs && algorithms.every((a) => prev.hashes[a] !== undefined)) {
         const hashes: Hashes = {};
         for (const a of algorithms) hashes[a] = prev.hashes[a]!;
         entry = { path: rel, size: st.size, mtimeMs: st.mtimeMs, type: typeOf(rel), hashes };
@@ -213,6 +238,18 @@ export async function* inventory(root: string, options: InventoryOptions = {}): 
     }
   }
   options.onProgress?.({ ...progress });
+}
+
+/** Reads the first `size` bytes of an open file (fewer if it was truncated meanwhile). */
+function readWhole(fd: number, size: number): Buffer {
+  const buf = Buffer.allocUnsafe(size);
+  let total = 0;
+  while (total < size) {
+    const n = readSync(fd, buf, total, size - total, null);
+    if (n === 0) break;
+    total += n;
+  }
+  return buf.subarray(0, total);
 }
 
 /** Reads one directory: published names only, sorted in UTF-8 byte order (directories as `name/`). */

@@ -12,8 +12,10 @@
  *   verifies it against the length and hash in the Resource List.
  * - everything else → resources of the sets: one set at `/<relative path>`, several at `/<set>/<relative path>`.
  *   Every resource response carries `Link: <Capability List>; rel="resourcesync"`. @see Z39.99 §6.3.3
- *   HTML is not rewritten to add a `<link rel="resourcesync">` element: the served bitstream must keep the
- *   length and hash published for it, so the header alone is used (the spec allows either).
+ *   With `htmlDiscoveryLink`, HTML resources (up to 1 MiB) are served with `<link rel="resourcesync">` inserted
+ *   in their `<head>` by `withResourceSyncLink` (src/core/html-discovery.ts). The served bitstream must keep
+ *   the length and hash published for it, so this is only sound when the Source published the same bytes:
+ *   `publish` with `htmlDiscoveryLink` runs the same pure function over the same file before it hashes it.
  *
  * Confinement: a target with `..`, `%2e%2e`, `%2f`, `%5c`, `\`, NUL or control characters is refused with 400;
  * hidden segments (starting with `.`) outside the document routes, directories, and files whose real path
@@ -25,6 +27,7 @@ import { join, sep } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { ResourceSyncError } from '../core/errors.js';
 import { REL_RESOURCESYNC, WELL_KNOWN_PATH } from '../core/constants.js';
+import { HTML_LINK_MAX_BYTES, HTML_LINK_MEDIA_TYPE, withResourceSyncLink } from '../core/html-discovery.js';
 import {
   acceptsEncoding,
   evaluatePreconditions,
@@ -75,6 +78,13 @@ export interface SourceServerOptions {
   mediaType?: (fileName: string) => string;
   /** Called with unexpected errors that became 500 responses. */
   onError?: (error: unknown) => void;
+  /**
+   * Serve HTML resources (`text/html`, at most 1 MiB on disk) with `<link rel="resourcesync" href="<Capability
+   * List>">` inserted in their `<head>` (HTML that has one, or no head, is served as stored). Use it only with
+   * a Source published with `htmlDiscoveryLink` and the same Capability List URLs, which lists these bytes.
+   * Default false. @see Z39.99 §6.3.3
+   */
+  htmlDiscoveryLink?: boolean;
 }
 
 /** The request as the core needs it. `headers` has lower-case names (like `IncomingMessage.headers`). */
@@ -133,6 +143,8 @@ interface FileInfo {
   mtimeSeconds: number;
   bytes: Buffer | undefined;
   gz: Buffer | undefined;
+  /** Size of the file on disk when `bytes` were rewritten (HTML discovery link); `size` is that of `bytes`. */
+  storedSize?: number;
 }
 
 interface Root {
@@ -188,7 +200,7 @@ function encodePathSegment(s: string): string {
 
 
 function sameFile(info: FileInfo, st: Stats): boolean {
-  return info.ino === st.ino && info.size === st.size && info.mtimeMs === st.mtimeMs && info.ctimeMs === st.ctimeMs;
+  return info.ino === st.ino && (info.storedSize ?? info.size) === st.size && info.mtimeMs === st.mtimeMs && info.ctimeMs === st.ctimeMs;
 }
 
 function infoFrom(st: Stats): FileInfo {
@@ -228,6 +240,22 @@ function readSmall(real: string, limit: number): FileInfo | undefined {
   }
 }
 
+/** Stored bytes → served bytes. */
+type Rewrite = (stored: Buffer) => Uint8Array;
+
+/** Reads an HTML file whole and gives it its discovery link; undefined if it is not a regular file of at most 1 MiB. */
+function rewritten(real: string, html: Rewrite): FileInfo | undefined {
+  const info = readSmall(real, HTML_LINK_MAX_BYTES);
+  if (info?.bytes === undefined) return undefined;
+  const out = html(info.bytes);
+  if (out !== info.bytes) {
+    info.storedSize = info.size;
+    info.bytes = Buffer.from(out.buffer, out.byteOffset, out.byteLength);
+    info.size = out.byteLength;
+  }
+  return info;
+}
+
 const MAX_RESOLUTIONS = 50_000;
 
 /**
@@ -264,10 +292,11 @@ export function createSourceCore(options: SourceServerOptions): SourceCore {
   const mediaType = options.mediaType ?? sourceMediaType;
   const onError = options.onError;
 
-  const sets = new Map<string, { root: Root; link: string }>();
+  const sets = new Map<string, { root: Root; link: string; html: Rewrite | undefined }>();
   for (const s of options.sets) {
     const cap = s.capabilityList ?? `${origin}/.resourcesync/${encodePathSegment(s.name)}/capabilitylist.xml`;
-    sets.set(s.name, { root: { dir: s.dir, real: undefined }, link: `<${cap}>; rel="${REL_RESOURCESYNC}"` });
+    const html = options.htmlDiscoveryLink === true ? (stored: Buffer): Uint8Array => withResourceSyncLink(stored, cap) : undefined;
+    sets.set(s.name, { root: { dir: s.dir, real: undefined }, link: `<${cap}>; rel="${REL_RESOURCESYNC}"`, html });
   }
   const docs: Root = { dir: options.outDir, real: undefined };
   const onlySet = options.sets.length === 1 ? sets.get(options.sets[0]!.name)! : undefined;
@@ -334,6 +363,7 @@ export function createSourceCore(options: SourceServerOptions): SourceCore {
     link: string | undefined,
     prev: Resolution | undefined,
     at: number,
+    html?: Rewrite,
   ): Resolution {
     const name = segments[segments.length - 1]!;
     const contentType =
@@ -350,6 +380,7 @@ export function createSourceCore(options: SourceServerOptions): SourceCore {
     r.real = real;
     const old = prev?.real === real ? prev.info : undefined;
     if (old !== undefined && sameFile(old, st)) r.info = old;
+    else if (html !== undefined && contentType === HTML_LINK_MEDIA_TYPE && st.size <= HTML_LINK_MAX_BYTES) r.info = rewritten(real, html) ?? infoFrom(st);
     else if (st.size <= smallLimit) r.info = readSmall(real, smallLimit) ?? infoFrom(st);
     else r.info = infoFrom(st);
     r.weight = (r.info.bytes?.length ?? 0) + (r.info.gz?.length ?? 0);
@@ -377,7 +408,7 @@ export function createSourceCore(options: SourceServerOptions): SourceCore {
     }
     for (const s of segs) if (s.charCodeAt(0) === 46) return statusResponse(404, 'Not Found');
     if (onlySet !== undefined) {
-      const r = resolveFile(onlySet.root, segs, 'resource', onlySet.link, prev, at);
+      const r = resolveFile(onlySet.root, segs, 'resource', onlySet.link, prev, at, onlySet.html);
       if (r.info === undefined && segs.length === 1 && first === 'robots.txt') {
         return resolveFile(docs, segs, 'robots', undefined, prev, at);
       }
@@ -386,7 +417,7 @@ export function createSourceCore(options: SourceServerOptions): SourceCore {
     if (segs.length === 1 && first === 'robots.txt') return resolveFile(docs, segs, 'robots', undefined, prev, at);
     const set = sets.get(first);
     if (set === undefined || segs.length === 1) return statusResponse(404, 'Not Found');
-    return resolveFile(set.root, segs.slice(1), 'resource', set.link, prev, at);
+    return resolveFile(set.root, segs.slice(1), 'resource', set.link, prev, at, set.html);
   }
 
   function fail(error: unknown): CoreResponse {

@@ -445,3 +445,49 @@ void describe('several sets, base path, cache', () => {
     assert.throws(() => createSourceCore({ sets: [{ name: '.a', dir }], outDir }), { code: 'RS_INVALID_ARGUMENT' });
   });
 });
+
+void describe('HTML discovery link (htmlDiscoveryLink)', () => {
+  const withLink = (page: string): string => page.replace('<head>', `<head><link rel="resourcesync" href="${CAP}">`);
+  let site: string;
+  let linked: SourceHandler;
+  const big = `<html><head></head><body>${'x'.repeat(1024 * 1024)}</body></html>`;
+  before(async () => {
+    site = await mkdtemp(join(tmpdir(), 'rs-handler-html-'));
+    await writeFile(join(site, 'page.html'), html);
+    await writeFile(join(site, 'no-head.html'), '<p>fragment</p>');
+    await writeFile(join(site, 'big.html'), big);
+    await writeFile(join(site, 'a.txt'), '<head></head>');
+    linked = createSourceHandler({ sets: [{ name: 'data', dir: site }], outDir: join(site, '.out'), baseUrl: BASE, htmlDiscoveryLink: true, cacheMs: 0 });
+  });
+  after(() => rm(site, { recursive: true, force: true }));
+
+  void test('HTML is served with the link in its head: length, ranges, gzip and HEAD agree with those bytes', async () => {
+    const expected = Buffer.from(withLink(html));
+    const res = await get('/page.html', {}, 'GET', linked);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-type'), 'text/html');
+    assert.equal(res.headers.get('content-length'), String(expected.length));
+    assert.deepEqual(await bytes(res), expected);
+    const head = await get('/page.html', {}, 'HEAD', linked);
+    assert.equal(head.headers.get('content-length'), String(expected.length));
+    const range = await get('/page.html', { range: `bytes=${expected.length - 10}-` }, 'GET', linked);
+    assert.equal(range.status, 206);
+    assert.equal(range.headers.get('content-range'), `bytes ${expected.length - 10}-${expected.length - 1}/${expected.length}`);
+    assert.deepEqual(await bytes(range), expected.subarray(expected.length - 10));
+    const gz = await get('/page.html', { 'accept-encoding': 'gzip' }, 'GET', linked);
+    assert.deepEqual(gunzipSync(await bytes(gz)), expected);
+    // the same file keeps being served with the link (a cached resolution)
+    const cached = createSourceHandler({ sets: [{ name: 'data', dir: site }], outDir: join(site, '.out'), baseUrl: BASE, htmlDiscoveryLink: true });
+    for (let i = 0; i < 2; i++) assert.deepEqual(await bytes(await get('/page.html', {}, 'GET', cached)), expected);
+  });
+
+  void test('served as stored: HTML without a head, HTML over 1 MiB, other types, and without the option', async () => {
+    assert.equal(await (await get('/no-head.html', {}, 'GET', linked)).text(), '<p>fragment</p>');
+    assert.equal(await (await get('/a.txt', {}, 'GET', linked)).text(), '<head></head>');
+    const b = await get('/big.html', {}, 'GET', linked);
+    assert.equal(b.headers.get('content-length'), String(Buffer.byteLength(big)));
+    assert.equal(await b.text(), big);
+    const plain = createSourceHandler({ sets: [{ name: 'data', dir: site }], outDir: join(site, '.out'), baseUrl: BASE });
+    assert.equal(await (await get('/page.html', {}, 'GET', plain)).text(), html);
+  });
+});

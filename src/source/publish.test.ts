@@ -4,6 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { tempDir } from '../../test/helpers/tmp.js';
 import { parseXml } from '../../test/helpers/xml-oracle.js';
 import type { ResourceSyncDocument } from '../core/model/types.js';
@@ -396,6 +397,158 @@ void test('a file altered between the scan and its packaging drops that Resource
     const rd = readDoc(out.dir, `${BASE}.resourcesync/data/resourcedump.xml`);
     assert.equal(rd.entries.length, 1);
     await validateTree(out.dir);
+  } finally {
+    await src.cleanup();
+    await out.cleanup();
+  }
+});
+
+/** Every document of a set's folder, by name, read with the oracle (gunzipped when the name ends in `.gz`). */
+function setDocuments(out: string, set: string): Map<string, ResourceSyncDocument> {
+  const dir = join(out, '.resourcesync', set);
+  const docs = new Map<string, ResourceSyncDocument>();
+  for (const name of readdirSync(dir)) {
+    if (name.endsWith('.zip')) continue;
+    const bytes = readFileSync(join(dir, name));
+    docs.set(name, parseXml((name.endsWith('.gz') ? gunzipSync(bytes) : bytes).toString('utf8')));
+  }
+  return docs;
+}
+
+void test('every document with an archive links to it; each archive lists documents of its capability', async () => {
+  const src = await tempDir();
+  const out = await tempDir();
+  try {
+    write(src.dir, { 'a.txt': 'a0', 'b.txt': 'b0' });
+    const opts: PublishOptions = {
+      sets: [{ name: 'data', dir: src.dir }],
+      baseUrl: BASE,
+      outDir: out.dir,
+      now: clock(),
+      dumps: true,
+      maxEntries: 1,
+      changeList: { maxEntries: 1 },
+    };
+    await publish(opts);
+    for (let round = 1; round <= 3; round++) {
+      write(src.dir, { 'a.txt': `a${round}` });
+      await publish(opts);
+    }
+    assert.ok((await validateTree(out.dir)) > 20);
+    const docs = setDocuments(out.dir, 'data');
+    const url = (name: string): string => `${BASE}.resourcesync/data/${name}`;
+    const cap = docs.get('capabilitylist.xml')!;
+    // the core capabilities first, then the four archives (Archives Example 2.1)
+    assert.deepEqual(
+      cap.entries.map((e) => e.md?.capability),
+      ['resourcelist', 'resourcedump', 'changelist', 'changedump', 'resourcelist-archive', 'resourcedump-archive', 'changelist-archive', 'changedump-archive'],
+    );
+    const archiveOf: Record<string, string> = {};
+    for (const e of cap.entries) if (e.md?.capability?.endsWith('-archive') === true) archiveOf[e.md.capability.slice(0, -'-archive'.length)] = e.loc;
+    let linked = 0;
+    for (const [name, doc] of docs) {
+      const capability = doc.md?.capability ?? '';
+      const archives = doc.ln.filter((l) => l.rel === 'archives').map((l) => l.href);
+      if (['resourcelist', 'resourcedump', 'changelist', 'changedump'].includes(capability)) {
+        assert.deepEqual(archives, [archiveOf[capability]], `${name} links to the ${capability} archive`);
+        linked++;
+      } else {
+        assert.deepEqual(archives, [], `${name} (${capability}) has no archive`);
+      }
+    }
+    // resourcelist(.xml, -G, -G-partK), resourcedump(.xml, -N), changelist(.xml, -NNNNN, -index), changedump(.xml, -NNNNN)
+    assert.ok(linked >= 15, String(linked));
+    for (const [capability, loc] of Object.entries(archiveOf)) {
+      const archive = docs.get(loc.slice(url('').length))!;
+      assert.equal(archive.md?.capability, `${capability}-archive`);
+      assert.equal(archive.ln.find((l) => l.rel === 'up')?.href, url('capabilitylist.xml'));
+      assert.ok(archive.entries.length > 0, loc);
+      for (const e of archive.entries) {
+        const listed = docs.get(e.loc.slice(url('').length));
+        assert.equal(listed?.md?.capability, capability, `${e.loc} in ${loc}`);
+      }
+    }
+    // three closed Change Lists: the Change Dump Archive lists one Change Dump per package, with its interval
+    const cdArchive = docs.get('changedump-archive.xml')!;
+    const closed = docs.get('changelist-archive.xml')!;
+    assert.equal(cdArchive.entries.length, closed.entries.length);
+    assert.equal(cdArchive.entries.length, 3);
+    for (const [i, e] of cdArchive.entries.entries()) {
+      assert.deepEqual([e.md?.from, e.md?.until, e.lastmod], [closed.entries[i]!.md?.from, closed.entries[i]!.md?.until, closed.entries[i]!.md?.until]);
+      const dump = docs.get(e.loc.slice(url('').length))!;
+      assert.deepEqual([dump.md?.from, dump.md?.until], [e.md?.from, e.md?.until]);
+      assert.equal(dump.entries.length, 1);
+      assert.ok(docs.get('changedump.xml')!.entries.some((p) => p.loc === dump.entries[0]!.loc));
+    }
+    // retention drops the oldest Change List, its package and its Change Dump from both archives
+    write(src.dir, { 'b.txt': 'b1' });
+    await publish({ ...opts, retention: 2 });
+    const after = setDocuments(out.dir, 'data');
+    assert.equal(after.get('changedump-archive.xml')!.entries.length, 2);
+    assert.equal(after.get('changelist-archive.xml')!.entries.length, 2);
+    assert.ok(!existsSync(join(out.dir, '.resourcesync', 'data', 'changedump-00001.xml')));
+    assert.ok(!existsSync(join(out.dir, '.resourcesync', 'data', 'changedump-00001.zip')));
+    await validateTree(out.dir);
+  } finally {
+    await src.cleanup();
+    await out.cleanup();
+  }
+});
+
+void test('gzip: every document of a set is .xml.gz and every link points at the .gz names', async () => {
+  const src = await tempDir();
+  const out = await tempDir();
+  try {
+    write(src.dir, { 'a.txt': 'a0', 'b.txt': 'b0', 'c.txt': 'c0' });
+    const opts: PublishOptions = {
+      sets: [{ name: 'data', dir: src.dir }],
+      baseUrl: BASE,
+      outDir: out.dir,
+      now: clock(),
+      dumps: true,
+      gzip: true,
+      maxEntries: 2,
+      changeList: { maxEntries: 1 },
+    };
+    const r = await publish(opts);
+    write(src.dir, { 'a.txt': 'a1' });
+    await publish(opts);
+    write(src.dir, { 'b.txt': 'b1' });
+    await publish(opts);
+    assert.equal(r.capabilityLists[0], `${BASE}.resourcesync/data/capabilitylist.xml.gz`);
+    assert.equal(r.resourceLists[0], `${BASE}.resourcesync/data/resourcelist.xml.gz`);
+    const names = readdirSync(join(out.dir, '.resourcesync', 'data'));
+    assert.ok(names.length > 15);
+    for (const name of names) {
+      assert.match(name, /\.(xml\.gz|zip)$/);
+      if (name.endsWith('.gz')) assert.deepEqual([...readFileSync(join(out.dir, '.resourcesync', 'data', name)).subarray(0, 2)], [0x1f, 0x8b], name);
+    }
+    const docs = setDocuments(out.dir, 'data');
+    const sd = parseXml(readFileSync(join(out.dir, '.well-known', 'resourcesync'), 'utf8'));
+    const links: string[] = sd.entries.map((e) => e.loc);
+    for (const doc of docs.values()) {
+      for (const l of doc.ln) if (l.href !== undefined) links.push(l.href);
+      for (const e of doc.entries) links.push(e.loc, ...(e.ln ?? []).flatMap((l) => (l.href === undefined ? [] : [l.href])));
+    }
+    const robots = readFileSync(join(out.dir, 'robots.txt'), 'utf8');
+    assert.match(robots, /^Sitemap: http:\/\/example\.org\/\.resourcesync\/data\/resourcelist\.xml\.gz$/m);
+    const documentLinks = links.filter((l) => l.startsWith(`${BASE}.resourcesync/`) || l.startsWith(`${BASE}.well-known/`));
+    assert.ok(documentLinks.length > 30);
+    for (const l of documentLinks) {
+      if (l === r.sourceDescription) continue;
+      assert.match(l, /\.(xml\.gz|zip)$/, l);
+      assert.ok(existsSync(fileOf(out.dir, l)), l);
+    }
+    // a Resource List Index of two parts, gzipped
+    const rl = docs.get('resourcelist.xml.gz')!;
+    assert.equal(rl.root, 'sitemapindex');
+    assert.deepEqual(rl.entries.map((e) => e.loc), [1, 2].map((k) => `${BASE}.resourcesync/data/resourcelist-3-part${k}.xml.gz`));
+    // the gzipped documents validate as they are (the reader detects gzip)
+    for (const name of names.filter((n) => n.endsWith('.gz'))) {
+      const doc = await parseDocument(readFileSync(join(out.dir, '.resourcesync', 'data', name)));
+      const errors = validateDocument(doc, { spec: '1.1', mode: 'strict' }).filter((i) => i.severity === 'error');
+      assert.deepEqual(errors, [], name);
+    }
   } finally {
     await src.cleanup();
     await out.cleanup();

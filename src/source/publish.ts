@@ -20,8 +20,12 @@
  *                     resourcedump-N.xml, resourcedump-N-partK.zip, resourcedump-N-partK-manifest.xml
  *                     resourcedump-archive.xml Resource Dump Archive (Archives)
  *                     changedump.xml           Change Dump: one package per closed Change List (§13.1)
+ *                     changedump-NNNNN.xml     the Change Dump of one closed Change List's package
  *                     changedump-NNNNN.zip, changedump-NNNNN-manifest.xml
+ *                     changedump-archive.xml   Change Dump Archive (Archives)
  * ```
+ * Every document with an archive carries `<rs:ln rel="archives">` to it (Archives §2.2). With `gzip`, every
+ * name ending in `.xml` above ends in `.xml.gz` instead and the documents are gzipped.
  * Resources are at `<baseUrl><path>` with one set and at `<baseUrl><set>/<path>` with several.
  * Every document is written atomically (temporary file + rename). A call with no change on disk records
  * no change and rewrites only the small documents (stat only: no file is read again). Overlapping calls
@@ -33,11 +37,13 @@ import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { copyFile, rename } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import type { HashAlgorithm } from '../core/constants.js';
 import { isResourceSyncError, ResourceSyncError } from '../core/errors.js';
 import type { DocumentHeader, Entry, Ln } from '../core/model/types.js';
 import { writeDocument, writeDocumentSet } from '../core/xml/write-document.js';
 import { formatW3CDatetime } from '../core/w3c-datetime.js';
+import { HTML_LINK_MAX_BYTES, HTML_LINK_MEDIA_TYPE, withResourceSyncLink } from '../core/html-discovery.js';
 import { fileSink, writeFileAtomic } from '../node/file-sink.js';
 import { inventory, type Hashes } from '../node/inventory.js';
 import {
@@ -53,6 +59,7 @@ import {
   snapshotEntry,
 } from './documents.js';
 import { SnapshotStore, type ChangePeriod, type ChangeRecord, type DumpRecord, type StoredResource } from './snapshot-store.js';
+import { mediaType } from './media-type.js';
 import { DOCUMENTS_PREFIX, isValidSetName, normalizeBaseUrl, setBaseUrl } from './url-path.js';
 import { writeZipPackage, type PackageItem } from './zip-package.js';
 
@@ -89,6 +96,21 @@ export interface PublishOptions {
   changeList?: { maxEntries?: number; periodMs?: number };
   /** Write a Resource Dump and a Change Dump; packages split at `maxPackageBytes` (default 100 MiB). */
   dumps?: boolean | { maxPackageBytes?: number };
+  /**
+   * Write every document of the sets gzipped, as `<name>.xml.gz`, and link to those names everywhere (Capability
+   * Lists, indexes, `up`/`index`/`archives`/`contents` links, robots.txt, the Source Description). The Source
+   * Description itself stays plain XML at the well-known URI. Default false.
+   * @see sitemaps.org protocol (a Sitemap or Sitemap index may be gzipped); Z39.99 §7 (the Sitemap formats)
+   */
+  gzip?: boolean;
+  /**
+   * Publish every HTML resource (`text/html`, at most 1 MiB) with `<link rel="resourcesync" href="<Capability
+   * List>">` inserted in its `<head>`, as a server that inserts it serves it (`createSourceCore`'s
+   * `htmlDiscoveryLink`): the listed length and hashes, and the bitstreams in dumps, are those of the served
+   * bytes. HTML that already has such a link, or no `<head>`, is published as stored. Default false.
+   * @see Z39.99 §6.3.3
+   */
+  htmlDiscoveryLink?: boolean;
   /**
    * How many of each archived item are kept: closed Change Lists (with their Change Dump packages),
    * Resource List generations and Resource Dumps. Default: every closed Change List, 5 Resource Lists
@@ -151,6 +173,10 @@ interface Context {
   maxBytes: number;
   changeList: { maxEntries?: number; periodMs?: number };
   dumps: { maxPackageBytes: number } | undefined;
+  gzip: boolean;
+  htmlDiscoveryLink: boolean;
+  /** Extension of the document names: `.xml`, or `.xml.gz` with `gzip`. */
+  x: string;
   retention: number | undefined;
   now: () => number;
   signal: AbortSignal | undefined;
@@ -217,6 +243,9 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
       dumpsOpt === undefined || dumpsOpt === false
         ? undefined
         : { maxPackageBytes: positive(dumpsOpt === true ? undefined : dumpsOpt.maxPackageBytes, 'maxPackageBytes', DEFAULT_PACKAGE_BYTES) },
+    gzip: options.gzip === true,
+    htmlDiscoveryLink: options.htmlDiscoveryLink === true,
+    x: options.gzip === true ? '.xml.gz' : '.xml',
     retention: options.retention === undefined ? undefined : positive(options.retention, 'retention', 1),
     now: options.now ?? Date.now,
     signal: options.signal,
@@ -268,9 +297,14 @@ function sum(rs: SetResult[], k: 'created' | 'updated' | 'deleted' | 'resources'
   return rs.reduce((a, r) => a + r[k], 0);
 }
 
-async function writeDoc(file: string, h: DocumentHeader, entries: Iterable<Entry> | AsyncIterable<Entry>): Promise<void> {
+async function writeDoc(file: string, h: DocumentHeader, entries: Iterable<Entry> | AsyncIterable<Entry>, gzip = false): Promise<void> {
   mkdirSync(dirname(file), { recursive: true });
-  await writeFileAtomic(file, writeDocument(h, entries));
+  await writeFileAtomic(file, writeDocument(h, entries, { gzip }));
+}
+
+/** The top-level `archives` link of a document whose archive exists. @see ResourceSync Archives §2.2 */
+function archivesLn(href: string | undefined): Ln[] {
+  return href === undefined ? [] : [{ rel: 'archives', href }];
 }
 
 async function docBytes(h: DocumentHeader, entries: Iterable<Entry>): Promise<Buffer> {
@@ -312,8 +346,10 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
   const docUrl = `${ctx.baseUrl}${DOCUMENTS_PREFIX}/${set.name}/`;
   const u = (name: string): string => docUrl + name;
   const f = (name: string): string => join(docDir, name);
-  const capUrl = u('capabilitylist.xml');
+  const x = ctx.x;
+  const capUrl = u(`capabilitylist${x}`);
   const resBase = setBaseUrl(ctx.baseUrl, set.name, ctx.setCount);
+  const rewrite = ctx.htmlDiscoveryLink ? htmlRewrite(capUrl) : undefined;
   const file = storeFile(set, ctx.stateDir);
   const bitDir = join(dirname(file), 'source-bitstreams');
   mkdirSync(docDir, { recursive: true });
@@ -321,8 +357,8 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
   const documents: string[] = [];
   const progress = (phase: PublishProgress['phase'], files = 0, bytes = 0): void => ctx.onProgress?.({ set: set.name, phase, files, bytes });
   try {
-    const config = JSON.stringify({ v: 1, resBase, docUrl, maxEntries: ctx.maxEntries, maxBytes: ctx.maxBytes, hashes: ctx.hashes, dumps: ctx.dumps });
-    const fresh = store.getMeta('published_config') !== config || !existsSync(f('capabilitylist.xml'));
+    const config = JSON.stringify({ v: 1, resBase, docUrl, maxEntries: ctx.maxEntries, maxBytes: ctx.maxBytes, hashes: ctx.hashes, dumps: ctx.dumps, gzip: ctx.gzip, html: ctx.htmlDiscoveryLink });
+    const fresh = store.getMeta('published_config') !== config || !existsSync(f(`capabilitylist${x}`));
 
     // 1. Scan and record the changes (§12.1)
     const keep = ctx.dumps !== undefined;
@@ -344,6 +380,7 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
         hashes: ctx.hashes,
         previous: cursor.get,
         exclude: ctx.exclude,
+        ...(rewrite !== undefined ? { rewrite, rewriteLimit: HTML_LINK_MAX_BYTES } : {}),
         ...(ctx.signal ? { signal: ctx.signal } : {}),
         onProgress: (p) => progress('scan', p.files, p.bytes),
       });
@@ -362,26 +399,28 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
 
     // 2. Resource List or Resource List Index (§10), one generation per snapshot that changed, kept for the
     //    Resource List Archive. `resourcelist.xml` is a copy of the latest generation's list (or index).
-    const rlUrl = u('resourcelist.xml');
+    const rlUrl = u(`resourcelist${x}`);
+    const rlArchiveUrl = u(`resourcelist-archive${x}`);
     let generations = JSON.parse(store.getMeta('rl_generations') ?? '[]') as RlGeneration[];
-    if (fresh || changed || generations.length === 0 || !existsSync(f('resourcelist.xml'))) {
+    if (fresh || changed || generations.length === 0 || !existsSync(f(`resourcelist${x}`))) {
       const n = (generations[generations.length - 1]?.n ?? 0) + 1;
-      const h = header('urlset', atMd('resourcelist', r.at, completed), capUrl);
+      const h = header('urlset', atMd('resourcelist', r.at, completed), capUrl, undefined, archivesLn(rlArchiveUrl));
       const res = await writeDocumentSet(
         h,
         map(store.listing(), (x) => listedEntry(resBase, x)),
         {
           maxEntries: ctx.maxEntries,
           maxBytes: ctx.maxBytes,
-          indexUrl: u(`resourcelist-${n}.xml`),
-          partUrl: (k) => u(`resourcelist-${n}-part${k}.xml`),
+          indexUrl: u(`resourcelist-${n}${x}`),
+          partUrl: (k) => u(`resourcelist-${n}-part${k}${x}`),
+          gzip: ctx.gzip,
           sink: ({ url }) => fileSink(f(url.slice(docUrl.length))),
           partEntry: () => ({ md: { at: ts(r.at), completed: ts(completed) } }),
           ...(ctx.signal ? { signal: ctx.signal } : {}),
         },
       );
-      await copyAtomic(f(`resourcelist-${n}.xml`), f('resourcelist.xml'));
-      const files = [`resourcelist-${n}.xml`, ...(res.indexed ? res.parts.map((p) => p.url.slice(docUrl.length)) : [])];
+      await copyAtomic(f(`resourcelist-${n}${x}`), f(`resourcelist${x}`));
+      const files = [`resourcelist-${n}${x}`, ...(res.indexed ? res.parts.map((p) => p.url.slice(docUrl.length)) : [])];
       generations.push({ n, at: r.at, completed, files });
       const keep = ctx.retention ?? DEFAULT_SNAPSHOT_RETENTION;
       for (const g of generations.slice(0, Math.max(0, generations.length - keep))) for (const name of g.files) rmSync(f(name), { force: true });
@@ -389,83 +428,118 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
       store.setMeta('rl_generations', JSON.stringify(generations));
     }
     await writeDoc(
-      f('resourcelist-archive.xml'),
+      f(`resourcelist-archive${x}`),
       header('urlset', { capability: 'resourcelist-archive' }, capUrl),
-      generations.map((g) => snapshotEntry(u(`resourcelist-${g.n}.xml`), g.at, g.completed)),
+      generations.map((g) => snapshotEntry(u(g.files[0]!), g.at, g.completed)),
+      ctx.gzip,
     );
-    documents.push(rlUrl, u('resourcelist-archive.xml'), ...generations.flatMap((g) => g.files.map(u)));
+    documents.push(rlUrl, rlArchiveUrl, ...generations.flatMap((g) => g.files.map(u)));
 
     // 3. Change Lists (§12.1), Change List Index (§12.2), Change List Archive; retention
     let dropped: ChangePeriod[] = [];
     if (ctx.retention !== undefined) dropped = store.prunePeriods(ctx.retention);
     for (const p of dropped) {
-      rmSync(f(`changelist-${pad(p.id)}.xml`), { force: true });
+      for (const name of [`changelist-${pad(p.id)}`, `changedump-${pad(p.id)}`, `changedump-${pad(p.id)}-manifest`]) rmSync(f(name + x), { force: true });
       rmSync(f(`changedump-${pad(p.id)}.zip`), { force: true });
-      rmSync(f(`changedump-${pad(p.id)}-manifest.xml`), { force: true });
     }
     const periods = store.periods();
     const closed = periods.filter((p) => p.until !== undefined);
     const open = periods.find((p) => p.until === undefined)!;
-    const indexUrl = closed.length > 0 ? u('changelist-index.xml') : undefined;
-    const archivesLn = closed.length > 0 ? [{ rel: 'archives', href: u('changelist-archive.xml') }] : [];
+    const indexUrl = closed.length > 0 ? u(`changelist-index${x}`) : undefined;
+    const clArchiveLn = archivesLn(closed.length > 0 ? u(`changelist-archive${x}`) : undefined);
     for (const p of closed) {
-      const name = `changelist-${pad(p.id)}.xml`;
+      const name = `changelist-${pad(p.id)}${x}`;
       if (fresh || !existsSync(f(name))) {
-        await writeDoc(f(name), header('urlset', fromMd('changelist', p.from, p.until), capUrl, indexUrl, archivesLn), map(store.changes(p.id), (c) => changeEntry(resBase, c)));
+        await writeDoc(
+          f(name),
+          header('urlset', fromMd('changelist', p.from, p.until), capUrl, indexUrl, clArchiveLn),
+          map(store.changes(p.id), (c) => changeEntry(resBase, c)),
+          ctx.gzip,
+        );
       }
       documents.push(u(name));
     }
     // The open Change List and the index change only with the changes: a quiet run rewrites neither.
-    const listsChanged = fresh || changed || r.closed.length > 0 || dropped.length > 0 || !existsSync(f('changelist.xml'));
+    const listsChanged = fresh || changed || r.closed.length > 0 || dropped.length > 0 || !existsSync(f(`changelist${x}`));
     if (listsChanged) {
-      await writeDoc(f('changelist.xml'), header('urlset', fromMd('changelist', open.from), capUrl, indexUrl, archivesLn), map(store.changes(open.id), (c) => changeEntry(resBase, c)));
+      await writeDoc(
+        f(`changelist${x}`),
+        header('urlset', fromMd('changelist', open.from), capUrl, indexUrl, clArchiveLn),
+        map(store.changes(open.id), (c) => changeEntry(resBase, c)),
+        ctx.gzip,
+      );
     }
-    documents.push(u('changelist.xml'));
-    if (closed.length > 0 && !listsChanged && existsSync(f('changelist-index.xml'))) {
-      documents.push(u('changelist-index.xml'), u('changelist-archive.xml'));
+    documents.push(u(`changelist${x}`));
+    if (closed.length > 0 && !listsChanged && existsSync(f(`changelist-index${x}`))) {
+      documents.push(u(`changelist-index${x}`), u(`changelist-archive${x}`));
     } else if (closed.length > 0) {
       const first = closed[0]!;
-      await writeDoc(f('changelist-index.xml'), header('sitemapindex', fromMd('changelist', first.from), capUrl), [
-        ...closed.map((p) => intervalEntry(u(`changelist-${pad(p.id)}.xml`), p.from, p.until)),
-        intervalEntry(u('changelist.xml'), open.from),
-      ]);
       await writeDoc(
-        f('changelist-archive.xml'),
-        header('urlset', { capability: 'changelist-archive' }, capUrl),
-        closed.map((p) => intervalEntry(u(`changelist-${pad(p.id)}.xml`), p.from, p.until)),
+        f(`changelist-index${x}`),
+        header('sitemapindex', fromMd('changelist', first.from), capUrl, undefined, clArchiveLn),
+        [...closed.map((p) => intervalEntry(u(`changelist-${pad(p.id)}${x}`), p.from, p.until)), intervalEntry(u(`changelist${x}`), open.from)],
+        ctx.gzip,
       );
-      documents.push(u('changelist-index.xml'), u('changelist-archive.xml'));
+      await writeDoc(
+        f(`changelist-archive${x}`),
+        header('urlset', { capability: 'changelist-archive' }, capUrl),
+        closed.map((p) => intervalEntry(u(`changelist-${pad(p.id)}${x}`), p.from, p.until)),
+        ctx.gzip,
+      );
+      documents.push(u(`changelist-index${x}`), u(`changelist-archive${x}`));
     } else {
-      rmSync(f('changelist-index.xml'), { force: true });
-      rmSync(f('changelist-archive.xml'), { force: true });
+      rmSync(f(`changelist-index${x}`), { force: true });
+      rmSync(f(`changelist-archive${x}`), { force: true });
     }
 
     // 4. Dumps (§11, §13)
+    //    The Capability List names the core capabilities, then the archives (Archives §2.1, Example 2.1).
     const caps: Entry[] = [capabilityEntry(rlUrl, 'resourcelist')];
+    const archives: Entry[] = [capabilityEntry(rlArchiveUrl, 'resourcelist-archive')];
     if (ctx.dumps !== undefined) {
       progress('dumps');
-      const rd = await resourceDump(ctx, store, set, { docUrl, capUrl, resBase, at: r.at, completed, rebuild: fresh || changed });
+      const rd = await resourceDump(ctx, store, set, { docUrl, capUrl, resBase, rewrite, at: r.at, completed, rebuild: fresh || changed });
       documents.push(...rd.documents);
-      if (rd.available) caps.push(capabilityEntry(u('resourcedump.xml'), 'resourcedump'));
-      caps.push(capabilityEntry(indexUrl ?? u('changelist.xml'), 'changelist'));
-      const cd = await changeDump(ctx, store, set, { docUrl, capUrl, resBase, bitDir, closed, open, fresh });
-      documents.push(...cd);
-      caps.push(capabilityEntry(u('changedump.xml'), 'changedump'));
-      if (rd.available) caps.push(capabilityEntry(u('resourcedump-archive.xml'), 'resourcedump-archive'));
+      if (rd.available) {
+        caps.push(capabilityEntry(u(`resourcedump${x}`), 'resourcedump'));
+        archives.push(capabilityEntry(u(`resourcedump-archive${x}`), 'resourcedump-archive'));
+      }
+      caps.push(capabilityEntry(indexUrl ?? u(`changelist${x}`), 'changelist'));
+      if (closed.length > 0) archives.push(capabilityEntry(u(`changelist-archive${x}`), 'changelist-archive'));
+      const cd = await changeDump(ctx, store, set, { docUrl, capUrl, resBase, rewrite, bitDir, closed, open, fresh });
+      documents.push(...cd.documents);
+      caps.push(capabilityEntry(u(`changedump${x}`), 'changedump'));
+      if (cd.archived) archives.push(capabilityEntry(u(`changedump-archive${x}`), 'changedump-archive'));
     } else {
-      caps.push(capabilityEntry(indexUrl ?? u('changelist.xml'), 'changelist'));
+      caps.push(capabilityEntry(indexUrl ?? u(`changelist${x}`), 'changelist'));
+      if (closed.length > 0) archives.push(capabilityEntry(u(`changelist-archive${x}`), 'changelist-archive'));
     }
-    caps.push(capabilityEntry(u('resourcelist-archive.xml'), 'resourcelist-archive'));
-    if (closed.length > 0) caps.push(capabilityEntry(u('changelist-archive.xml'), 'changelist-archive'));
 
     // 5. Capability List (§9)
-    await writeDoc(f('capabilitylist.xml'), header('urlset', { capability: 'capabilitylist' }, ctx.sdUrl, undefined, describedBy(set.describedBy)), caps);
+    await writeDoc(
+      f(`capabilitylist${x}`),
+      header('urlset', { capability: 'capabilitylist' }, ctx.sdUrl, undefined, describedBy(set.describedBy)),
+      [...caps, ...archives],
+      ctx.gzip,
+    );
     documents.push(capUrl);
     store.setMeta('published_config', config);
     return { capabilityList: capUrl, resourceList: rlUrl, documents, created: r.created, updated: r.updated, deleted: r.deleted, resources: r.resources };
   } finally {
     store.close();
   }
+}
+
+/** For a resource path, the function from its stored to its published bytes, or undefined. */
+type Rewrite = (path: string) => ((stored: Buffer) => Uint8Array) | undefined;
+
+/**
+ * The HTML discovery link of a set: HTML resources up to {@link HTML_LINK_MAX_BYTES} are published with
+ * `<link rel="resourcesync">` to the Capability List. @see Z39.99 §6.3.3
+ */
+function htmlRewrite(capUrl: string): Rewrite {
+  const add = (stored: Buffer): Uint8Array => withResourceSyncLink(stored, capUrl);
+  return (path) => (mediaType(path) === HTML_LINK_MEDIA_TYPE ? add : undefined);
 }
 
 interface DumpFiles {
@@ -479,37 +553,43 @@ async function resourceDump(
   ctx: Context,
   store: SnapshotStore,
   set: { name: string; dir: string },
-  o: { docUrl: string; capUrl: string; resBase: string; at: number; completed: number; rebuild: boolean },
+  o: { docUrl: string; capUrl: string; resBase: string; rewrite: Rewrite | undefined; at: number; completed: number; rebuild: boolean },
 ): Promise<{ documents: string[]; available: boolean }> {
   const u = (name: string): string => o.docUrl + name;
   const f = (name: string): string => join(ctx.outDir, DOCUMENTS_PREFIX, set.name, name);
+  const x = ctx.x;
+  const archiveLn = archivesLn(u(`resourcedump-archive${x}`));
   let dumps = store.dumps('resourcedump');
-  if (o.rebuild || dumps.length === 0 || store.getMeta('rd_stale') === '1' || !existsSync(f('resourcedump.xml'))) {
+  if (o.rebuild || dumps.length === 0 || store.getMeta('rd_stale') === '1' || !existsSync(f(`resourcedump${x}`))) {
     const n = Number(store.getMeta('rd_seq') ?? '0') + 1;
     store.setMeta('rd_seq', String(n));
     const prefix = `resourcedump-${n}`;
-    const files: DumpFiles = { doc: `${prefix}.xml`, zips: [], manifests: [] };
+    const files: DumpFiles = { doc: `${prefix}${x}`, zips: [], manifests: [] };
     const entries: Entry[] = [];
     let batch: StoredResource[] = [];
     let bytes = 0;
     const flush = async (): Promise<void> => {
       const k = files.zips.length + 1;
       const zipName = `${prefix}-part${k}.zip`;
-      const manName = `${prefix}-part${k}-manifest.xml`;
+      const manName = `${prefix}-part${k}-manifest${x}`;
       const start = ctx.now();
       const manifest = await docBytes(
         header('urlset', atMd('resourcedump-manifest', o.at, o.completed), o.capUrl),
-        batch.map((x) => resourceEntry(o.resBase, x, `/resources/${x.path}`)),
+        batch.map((res) => resourceEntry(o.resBase, res, `/resources/${res.path}`)),
       );
-      const items: PackageItem[] = batch.map((x) => ({
-        zipPath: `resources/${x.path}`,
-        file: join(set.dir, ...x.path.split('/')),
-        size: x.size,
-        mtimeMs: x.mtimeMs,
-        ...(x.hashes.md5 !== undefined ? { md5: x.hashes.md5 } : {}),
-      }));
+      const items: PackageItem[] = batch.map((res) => {
+        const rw = o.rewrite?.(res.path);
+        return {
+          zipPath: `resources/${res.path}`,
+          file: join(set.dir, ...res.path.split('/')),
+          size: res.size,
+          mtimeMs: res.mtimeMs,
+          ...(res.hashes.md5 !== undefined ? { md5: res.hashes.md5 } : {}),
+          ...(rw !== undefined ? { rewrite: rw } : {}),
+        };
+      });
       const pkg = await writeZipPackage(f(zipName), manifest, items, { now: ctx.now, ...(ctx.signal ? { signal: ctx.signal } : {}) });
-      await writeFileAtomic(f(manName), [manifest]);
+      await writeFileAtomic(f(manName), [ctx.gzip ? gzipSync(manifest) : manifest]);
       entries.push(packageEntry(u(zipName), pkg, { at: start, completed: ctx.now() }, u(manName)));
       files.zips.push(zipName);
       files.manifests.push(manName);
@@ -520,12 +600,12 @@ async function resourceDump(
     const perPackage = Math.min(ctx.maxEntries, 50_000);
     // Streams the snapshot: nothing writes to the store until the loop ends.
     try {
-      for (const x of store.resources()) {
-        if (batch.length > 0 && (bytes + x.size > maxPkg || batch.length >= perPackage)) {
+      for (const res of store.resources()) {
+        if (batch.length > 0 && (bytes + res.size > maxPkg || batch.length >= perPackage)) {
           await flush();
         }
-        batch.push(x);
-        bytes += x.size;
+        batch.push(res);
+        bytes += res.size;
       }
       if (batch.length > 0) await flush();
     } catch (err) {
@@ -534,12 +614,12 @@ async function resourceDump(
       if (!isResourceSyncError(err, 'RS_HASH_MISMATCH') && !(isResourceSyncError(err, 'RS_ZIP') && gone)) throw err;
       for (const name of [...files.zips, ...files.manifests]) rmSync(f(name), { force: true });
       store.setMeta('rd_stale', '1');
-      return { documents: dumps.length > 0 ? dumpDocuments(dumps, u) : [], available: dumps.length > 0 };
+      return { documents: dumps.length > 0 ? dumpDocuments(dumps, u, x) : [], available: dumps.length > 0 };
     }
     const done = ctx.now();
-    const h = header('urlset', atMd('resourcedump', o.at, done), o.capUrl);
-    await writeDoc(f(files.doc), h, entries);
-    await writeDoc(f('resourcedump.xml'), h, entries);
+    const h = header('urlset', atMd('resourcedump', o.at, done), o.capUrl, undefined, archiveLn);
+    await writeDoc(f(files.doc), h, entries, ctx.gzip);
+    await writeDoc(f(`resourcedump${x}`), h, entries, ctx.gzip);
     store.addDump({ kind: 'resourcedump', at: o.at, completed: done, data: JSON.stringify(files) });
     store.setMeta('rd_stale', '0');
     dumps = store.dumps('resourcedump');
@@ -554,19 +634,20 @@ async function resourceDump(
     dumps = store.dumps('resourcedump');
   }
   await writeDoc(
-    f('resourcedump-archive.xml'),
+    f(`resourcedump-archive${x}`),
     header('urlset', { capability: 'resourcedump-archive' }, o.capUrl),
     dumps.map((d) => {
       const e = snapshotEntry(u((JSON.parse(d.data) as DumpFiles).doc), d.at!, d.completed);
       if (d.completed !== undefined) e.lastmod = ts(d.completed);
       return e;
     }),
+    ctx.gzip,
   );
-  return { documents: dumpDocuments(dumps, u), available: true };
+  return { documents: dumpDocuments(dumps, u, x), available: true };
 }
 
-function dumpDocuments(dumps: DumpRecord[], u: (name: string) => string): string[] {
-  const documents = [u('resourcedump.xml'), u('resourcedump-archive.xml')];
+function dumpDocuments(dumps: DumpRecord[], u: (name: string) => string, x: string): string[] {
+  const documents = [u(`resourcedump${x}`), u(`resourcedump-archive${x}`)];
   for (const d of dumps) {
     const files = JSON.parse(d.data) as DumpFiles;
     documents.push(...[files.doc, ...files.zips, ...files.manifests].map(u));
@@ -581,15 +662,23 @@ interface ChangePackage {
   md5: string;
 }
 
-/** Change Dump (§13.1): one package per closed Change List, each with a Change Dump Manifest (§13.2). */
+/**
+ * Change Dump (§13.1): one package per closed Change List, each with a Change Dump Manifest (§13.2).
+ * `changedump.xml` lists every kept package; each package also has a Change Dump of its own,
+ * `changedump-NNNNN.xml` (the period of its Change List), and the Change Dump Archive lists those.
+ * @see ResourceSync Archives §6
+ */
 async function changeDump(
   ctx: Context,
   store: SnapshotStore,
   set: { name: string; dir: string },
-  o: { docUrl: string; capUrl: string; resBase: string; bitDir: string; closed: ChangePeriod[]; open: ChangePeriod; fresh: boolean },
-): Promise<string[]> {
+  o: { docUrl: string; capUrl: string; resBase: string; rewrite: Rewrite | undefined; bitDir: string; closed: ChangePeriod[]; open: ChangePeriod; fresh: boolean },
+): Promise<{ documents: string[]; archived: boolean }> {
   const u = (name: string): string => o.docUrl + name;
   const f = (name: string): string => join(ctx.outDir, DOCUMENTS_PREFIX, set.name, name);
+  const x = ctx.x;
+  const archiveUrl = u(`changedump-archive${x}`);
+  const periodDoc = (p: ChangePeriod): string => `changedump-${pad(p.id)}${x}`;
   const have = new Map(store.dumps('changedump').map((d) => [d.period!, d]));
   const retained = new Set(o.closed.map((p) => p.id));
   for (const [period, d] of have) {
@@ -600,7 +689,7 @@ async function changeDump(
   }
   for (const p of o.closed) {
     const old = have.get(p.id);
-    if (old !== undefined && !o.fresh && existsSync(f((JSON.parse(old.data) as ChangePackage).zip))) continue;
+    if (old !== undefined && !o.fresh && existsSync(f((JSON.parse(old.data) as ChangePackage).zip)) && existsSync(f(periodDoc(p)))) continue;
     if (old !== undefined) store.removeDump(old.id);
     const changes = [...store.changes(p.id)];
     const items: PackageItem[] = [];
@@ -619,12 +708,20 @@ async function changeDump(
         if (!sameFile(current, c)) continue;
         file = current;
       }
-      items.push({ zipPath, file, size: statSync(file).size, mtimeMs: c.mtimeMs ?? c.datetime, ...(c.hashes?.md5 !== undefined ? { md5: c.hashes.md5 } : {}) });
+      const rw = o.rewrite?.(c.path);
+      items.push({
+        zipPath,
+        file,
+        size: rw !== undefined && c.size !== undefined ? c.size : statSync(file).size,
+        mtimeMs: c.mtimeMs ?? c.datetime,
+        ...(c.hashes?.md5 !== undefined ? { md5: c.hashes.md5 } : {}),
+        ...(rw !== undefined ? { rewrite: rw } : {}),
+      });
       entries.push(changeEntry(o.resBase, c, `/${zipPath}`));
     }
     const manifest = await docBytes(header('urlset', fromMd('changedump-manifest', p.from, p.until), o.capUrl), entries);
     const zip = `changedump-${pad(p.id)}.zip`;
-    const man = `changedump-${pad(p.id)}-manifest.xml`;
+    const man = `changedump-${pad(p.id)}-manifest${x}`;
     let pkg;
     try {
       pkg = await writeZipPackage(f(zip), manifest, items, { now: ctx.now, ...(ctx.signal ? { signal: ctx.signal } : {}) });
@@ -632,19 +729,45 @@ async function changeDump(
       if ((err as ResourceSyncError).code !== 'RS_HASH_MISMATCH') throw err;
       continue; // a kept bitstream was altered: leave this package for a later call
     }
-    await writeFileAtomic(f(man), [manifest]);
-    const rec = store.addDump({ kind: 'changedump', from: p.from, until: p.until!, period: p.id, data: JSON.stringify({ zip, manifest: man, length: pkg.length, md5: pkg.md5 }) });
+    await writeFileAtomic(f(man), [ctx.gzip ? gzipSync(manifest) : manifest]);
+    const data: ChangePackage = { zip, manifest: man, length: pkg.length, md5: pkg.md5 };
+    await writeDoc(
+      f(periodDoc(p)),
+      header('urlset', fromMd('changedump', p.from, p.until), o.capUrl, undefined, archivesLn(archiveUrl)),
+      [packageEntry(u(zip), data, { from: p.from, until: p.until! }, u(man))],
+      ctx.gzip,
+    );
+    const rec = store.addDump({ kind: 'changedump', from: p.from, until: p.until!, period: p.id, data: JSON.stringify(data) });
     have.set(p.id, rec);
     for (const it of items) if (it.file.startsWith(o.bitDir)) rmSync(it.file, { force: true });
   }
   const packages = o.closed.filter((p) => have.has(p.id)).map((p) => ({ p, d: JSON.parse(have.get(p.id)!.data) as ChangePackage }));
+  const archived = packages.length > 0;
   const from = o.closed[0]?.from ?? o.open.from;
   await writeDoc(
-    f('changedump.xml'),
-    header('urlset', fromMd('changedump', from), o.capUrl),
+    f(`changedump${x}`),
+    header('urlset', fromMd('changedump', from), o.capUrl, undefined, archivesLn(archived ? archiveUrl : undefined)),
     packages.map(({ p, d }) => packageEntry(u(d.zip), d, { from: p.from, until: p.until! }, u(d.manifest))),
+    ctx.gzip,
   );
-  return [u('changedump.xml'), ...packages.flatMap(({ d }) => [u(d.zip), u(d.manifest)])];
+  if (archived) {
+    await writeDoc(
+      f(`changedump-archive${x}`),
+      header('urlset', { capability: 'changedump-archive' }, o.capUrl),
+      packages.map(({ p }) => intervalEntry(u(periodDoc(p)), p.from, p.until)),
+      ctx.gzip,
+    );
+  } else {
+    rmSync(f(`changedump-archive${x}`), { force: true });
+  }
+  return {
+    documents: [
+      u(`changedump${x}`),
+      ...(archived ? [archiveUrl] : []),
+      ...packages.flatMap(({ p, d }) => [u(periodDoc(p)), u(d.zip), u(d.manifest)]),
+    ],
+    archived,
+  };
 }
 
 function sameFile(file: string, c: { size?: number; hashes?: Hashes }): boolean {

@@ -9,8 +9,8 @@
  */
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { rename, rm } from 'node:fs/promises';
-import { Transform } from 'node:stream';
+import { readFile, rename, rm } from 'node:fs/promises';
+import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createRequire } from 'node:module';
 import zlib from 'node:zlib';
@@ -49,6 +49,11 @@ export interface PackageItem {
   mtimeMs: number;
   /** Expected md5 (hex); when given, a mismatch fails the package with RS_HASH_MISMATCH. */
   md5?: string;
+  /**
+   * The published bytes from the file's stored ones (an HTML page given its discovery link): the file is then
+   * read whole and the result, of `size` bytes and `md5`, is packaged.
+   */
+  rewrite?: (stored: Buffer) => Uint8Array;
 }
 
 /** The written package. */
@@ -77,6 +82,19 @@ export async function writeZipPackage(
   };
   for (const item of items) {
     zip.addReadStreamLazy(item.zipPath, { compress: false, size: item.size, mtime: new Date(item.mtimeMs) }, (cb) => {
+      const rewrite = item.rewrite;
+      if (rewrite !== undefined) {
+        readFile(item.file).then((stored) => {
+          const bytes = Buffer.from(rewrite(stored));
+          if (bytes.length !== item.size) {
+            fail(changed(item.file));
+            return;
+          }
+          if (item.md5 !== undefined && createHash('md5').update(bytes).digest('hex') !== item.md5) mismatches.push(item.file);
+          cb(null, Readable.from([bytes]));
+        }, fail);
+        return;
+      }
       const input = createReadStream(item.file, { highWaterMark: 1024 * 1024 });
       input.on('error', fail);
       if (item.md5 === undefined) {
@@ -112,12 +130,7 @@ export async function writeZipPackage(
   });
   try {
     await pipeline(zip.outputStream, measure, createWriteStream(tmp), options.signal ? { signal: options.signal } : {});
-    if (mismatches.length > 0) {
-      throw new ResourceSyncError('RS_HASH_MISMATCH', `File '${mismatches[0]}' changed while it was being packaged.`, {
-        data: { path: mismatches[0] },
-        recoverable: true,
-      });
-    }
+    if (mismatches.length > 0) throw changed(mismatches[0]!);
     await rename(tmp, outFile);
   } catch (err) {
     await rm(tmp, { force: true });
@@ -126,6 +139,10 @@ export async function writeZipPackage(
     throw new ResourceSyncError(code, `Package '${outFile}' cannot be written.`, { data: { path: outFile }, cause: err });
   }
   return { length, md5: pkgHash.digest('hex') };
+}
+
+function changed(file: string): ResourceSyncError {
+  return new ResourceSyncError('RS_HASH_MISMATCH', `File '${file}' changed while it was being packaged.`, { data: { path: file }, recoverable: true });
 }
 
 /**

@@ -3,10 +3,12 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { gunzipSync } from 'node:zlib';
 import { REPO_ROOT } from '../helpers/paths.js';
 
 const MAIN = join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js');
@@ -83,8 +85,72 @@ void test('several directories, --state, --base-url with a path, --no-watch, --v
   }
 });
 
+void test('the publication options of build: dumps, sha-1 and sha-256, list size limits, gzip', async () => {
+  const dir = join(tmp, 'pub-opts');
+  await mkdir(join(dir, 'sub'), { recursive: true });
+  const files: Record<string, string> = { 'a.txt': 'alpha', 'b.txt': 'bravo', 'sub/c.txt': 'charlie' };
+  for (const [p, c] of Object.entries(files)) await writeFile(join(dir, p), c);
+  const { child, url } = await start([dir, '--port', '0', '--no-watch', '--dumps', '--hashes', 'md5,sha-1,sha-256', '--max-entries', '2', '--retention', '3']);
+  try {
+    const capUrl = `${url}/.resourcesync/pub-opts/capabilitylist.xml`;
+    const cap = await (await fetch(capUrl)).text();
+    const capabilities = [...cap.matchAll(/capability="([a-z-]+)"/g)].map((m) => m[1]);
+    assert.deepEqual(capabilities, ['capabilitylist', 'resourcelist', 'resourcedump', 'changelist', 'changedump', 'resourcelist-archive', 'resourcedump-archive']);
+    // --max-entries 2: three resources make a Resource List Index of two parts
+    const index = await (await fetch(`${url}/.resourcesync/pub-opts/resourcelist.xml`)).text();
+    assert.match(index, /<sitemapindex /);
+    const parts = [...index.matchAll(/<loc>([^<]+)<\/loc>/g)].map((m) => m[1]!);
+    assert.equal(parts.length, 2);
+    const listed: string[] = [];
+    for (const part of parts) {
+      const text = await (await fetch(part)).text();
+      for (const m of text.matchAll(/<loc>([^<]+)<\/loc>\s*<lastmod>[^<]+<\/lastmod>\s*<rs:md hash="([^"]+)"/g)) {
+        const path = m[1]!.slice(`${url}/`.length);
+        const content = files[path]!;
+        const hex = (algorithm: string): string => createHash(algorithm).update(content).digest('hex');
+        assert.equal(m[2], `md5:${hex('md5')} sha-1:${hex('sha1')} sha-256:${hex('sha256')}`, path);
+        listed.push(path);
+      }
+    }
+    assert.deepEqual(listed, Object.keys(files));
+    // --dumps: the Resource Dump's package is served, its length and md5 as listed
+    const dump = await (await fetch(`${url}/.resourcesync/pub-opts/resourcedump.xml`)).text();
+    const pkg = /<loc>([^<]+\.zip)<\/loc>[\s\S]*?<rs:md[^>]*hash="md5:([0-9a-f]+)"[^>]*length="(\d+)"/.exec(dump);
+    assert.ok(pkg !== null, dump);
+    const zip = await fetch(pkg[1]!);
+    assert.equal(zip.status, 200);
+    assert.equal(zip.headers.get('content-type'), 'application/zip');
+    const bytes = Buffer.from(await zip.arrayBuffer());
+    assert.equal(bytes.length, Number(pkg[3]));
+    assert.equal(createHash('md5').update(bytes).digest('hex'), pkg[2]);
+  } finally {
+    assert.equal(await stop(child, 'SIGTERM'), 0);
+  }
+  // --gzip: the Source Description links to the gzipped Capability List, served as it was written
+  const gz = await start([dir, '--port', '0', '--no-watch', '--gzip', '--state', join(tmp, 'pub-opts-gz')]);
+  try {
+    const sd = await (await fetch(`${gz.url}/.well-known/resourcesync`)).text();
+    const capLoc = /<loc>([^<]+)<\/loc>/.exec(sd)?.[1];
+    assert.equal(capLoc, `${gz.url}/.resourcesync/pub-opts/capabilitylist.xml.gz`);
+    const cap = await fetch(capLoc);
+    assert.equal(cap.status, 200);
+    assert.match(gunzipSync(Buffer.from(await cap.arrayBuffer())).toString('utf8'), /<loc>[^<]+\/resourcelist\.xml\.gz<\/loc>/);
+  } finally {
+    assert.equal(await stop(gz.child, 'SIGTERM'), 0);
+  }
+});
+
 void test('argument errors exit 2 with a message', () => {
-  const cases: string[][] = [[], ['--port', 'abc', tmp], [join(tmp, 'missing')], ['--base-url', 'ftp://x/', tmp], ['--bogus', tmp]];
+  const cases: string[][] = [
+    [],
+    ['--port', 'abc', tmp],
+    [join(tmp, 'missing')],
+    ['--base-url', 'ftp://x/', tmp],
+    ['--bogus', tmp],
+    ['--hashes', 'crc32', tmp],
+    ['--max-entries', '0', tmp],
+    ['--retention', 'x', tmp],
+  ];
   for (const args of cases) {
     const r = spawnSync(process.execPath, [MAIN, 'serve', ...args], { encoding: 'utf8', timeout: 10_000 });
     assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
@@ -94,6 +160,13 @@ void test('argument errors exit 2 with a message', () => {
   const help = spawnSync(process.execPath, [MAIN, 'serve', '--help'], { encoding: 'utf8', timeout: 10_000 });
   assert.equal(help.status, 0);
   assert.match(help.stdout, /--no-watch/);
+  const buildHelp = spawnSync(process.execPath, [MAIN, 'build', '--help'], { encoding: 'utf8', timeout: 10_000 });
+  // the publication options read the same in both commands
+  for (const option of ['--hashes', '--max-entries', '--changelist-max', '--changelist-period', '--dumps', '--package-size', '--retention', '--gzip', '--described-by']) {
+    const line = (text: string): string | undefined => text.split('\n').find((l) => l.startsWith(`  ${option} `));
+    assert.ok(line(help.stdout) !== undefined, option);
+    assert.equal(line(help.stdout), line(buildHelp.stdout), option);
+  }
 });
 
 void test('a failing first publication exits 1 with its reason', async () => {

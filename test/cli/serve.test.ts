@@ -107,7 +107,12 @@ void test('discovery chain: well-known → Capability List → Resource List →
   assert.deepEqual(entries.map((e) => e.loc).sort(), expected.map((f) => `${url}/${encodePath(f)}`).sort());
   for (const e of entries) {
     const rel = decodeURIComponent(new URL(e.loc).pathname.slice(1));
-    const bytes = await readFile(join(site, rel));
+    const stored = await readFile(join(site, rel));
+    // HTML is listed and served with its discovery link (§6.3.3); every other file as stored
+    const bytes = rel.endsWith('.html')
+      ? Buffer.from(stored.toString('utf8').replace('<head>', `<head><link rel="resourcesync" href="${capUrl}">`))
+      : stored;
+    if (rel.endsWith('.html')) assert.notDeepEqual(bytes, stored);
     assert.equal(e.md?.length, String(bytes.length), e.loc);
     assert.match(e.md?.hash ?? '', new RegExp(`md5:${createHash('md5').update(bytes).digest('hex')}`), e.loc);
     const res = await fetch(e.loc);
@@ -120,6 +125,30 @@ void test('discovery chain: well-known → Capability List → Resource List →
   const hidden = await fetch(`${url}/.hidden`);
   assert.equal(hidden.status, 404);
   await hidden.arrayBuffer();
+});
+
+/** Runs a CLI command as a child process (the server child answers meanwhile). */
+function cli(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const c = spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
+  let out = '';
+  let err = '';
+  c.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  c.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  return new Promise((resolve) => c.once('close', (status) => resolve({ status, stdout: out, stderr: err })));
+}
+
+void test('sync and audit from serve verify the HTML as served, with its discovery link', async () => {
+  const mirror = join(tmp, 'mirror');
+  const synced = await cli(['sync', `${url}/`, mirror, '--no-fsync', '--json']);
+  assert.equal(synced.status, 0, synced.stdout + synced.stderr);
+  const report = JSON.parse(synced.stdout) as { created: number; failed: unknown[] };
+  assert.deepEqual([report.created, report.failed], [(await files(site)).length, []]);
+  const page = await readFile(join(mirror, 'index.html'), 'utf8');
+  const capUrl = (await fetchDoc(`${url}/.well-known/resourcesync`)).entries[0]!.loc;
+  assert.equal(page, `<!DOCTYPE html><html><head><link rel="resourcesync" href="${capUrl}"><title>x</title></head><body>hi</body></html>\n`);
+  assert.deepEqual(await readFile(join(mirror, 'a.txt')), await readFile(join(site, 'a.txt')));
+  const audited = await cli(['audit', `${url}/`, mirror]);
+  assert.equal(audited.status, 0, audited.stdout + audited.stderr);
 });
 
 void test('created, updated and deleted files appear in the open Change List within 2 s, in order', async (t) => {

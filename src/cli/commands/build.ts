@@ -5,10 +5,10 @@
  */
 import { basename, resolve } from 'node:path';
 import { parseCommandArgs, usageError } from '../command-args.js';
-import { HASH_ALGORITHMS, type HashAlgorithm } from '../../core/constants.js';
 import { isResourceSyncError } from '../../core/errors.js';
 import { publish, type PublishOptions, type PublishProgress } from '../../source/publish.js';
 import { isValidSetName, normalizeBaseUrl } from '../../source/url-path.js';
+import { PUBLISH_ARGS, PUBLISH_HELP, PublishArgsError, publishArgs } from '../publish-options.js';
 
 const HELP = `Usage: resourcesync build <dir>... --base-url <url> --out <publish-dir> [options]
 
@@ -18,18 +18,9 @@ Writes the documents of a ResourceSync Source for the directories (one set of re
 Options:
   --base-url URL          where <publish-dir> is served (required)
   --out DIR               the publish folder (required)
-  --hashes LIST           fixity algorithms, comma-separated: md5, sha-1, sha-256 (default md5)
   --state DIR             state folder (default <dir>/.resourcesync/ of each set)
   --name NAME             set name, once per <dir> in order (default: the folder's name)
-  --max-entries N         entries per Resource List before an index is written (default 50000)
-  --changelist-max N      changes per Change List before it is closed (default 50000)
-  --changelist-period S   close the open Change List after S seconds (checked at each run)
-  --dumps                 also write a Resource Dump and a Change Dump (ZIP packages)
-  --package-size BYTES    bytes of bitstreams per dump package (default 104857600)
-  --retention N           closed Change Lists, Resource Lists and Resource Dumps kept
-                          (default: every Change List, 5 Resource Lists, 5 Resource Dumps)
-  --described-by URL      a page describing the Source (rel="describedby" of the Source Description)
-  --json                  print a JSON summary on stdout
+${PUBLISH_HELP}  --json                  print a JSON summary on stdout
   -h, --help              this help
 
 Resources of a single set are published at <url><path>; with several sets at <url><name>/<path>.
@@ -37,13 +28,6 @@ Exit status: 0 done, 1 failure, 2 usage error.
 `;
 
 class UsageError extends Error {}
-
-function posInt(value: string | undefined, name: string): number | undefined {
-  if (value === undefined) return undefined;
-  if (!/^\d+$/.test(value) || Number(value) < 1 || !Number.isSafeInteger(Number(value)))
-    throw new UsageError(`--${name} '${value}' is not a positive integer`);
-  return Number(value);
-}
 
 /** Set names from the folders' names: invalid characters become `-`, duplicates get a suffix. */
 export function setNames(dirs: string[], given: string[]): string[] {
@@ -80,16 +64,9 @@ export async function run(args: string[]): Promise<number> {
     {
       'base-url': { type: 'string' },
       out: { type: 'string' },
-      hashes: { type: 'string' },
       state: { type: 'string' },
       name: { type: 'string', multiple: true },
-      'max-entries': { type: 'string' },
-      'changelist-max': { type: 'string' },
-      'changelist-period': { type: 'string' },
-      dumps: { type: 'boolean' },
-      'package-size': { type: 'string' },
-      retention: { type: 'string' },
-      'described-by': { type: 'string' },
+      ...PUBLISH_ARGS,
       json: { type: 'boolean' },
     },
     HELP,
@@ -106,38 +83,19 @@ export async function run(args: string[]): Promise<number> {
       throw new UsageError(
         `--base-url '${values['base-url']}' is not an absolute http(s) URL without query or fragment`,
       );
-    const hashes = (values.hashes ?? 'md5')
-      .split(',')
-      .map((h) => h.trim().toLowerCase())
-      .filter((h) => h !== '');
-    for (const h of hashes)
-      if (!Object.hasOwn(HASH_ALGORITHMS, h))
-        throw new UsageError(`--hashes: unknown algorithm '${h}' (md5, sha-1, sha-256)`);
+    const shared = publishArgs(values);
     const given = values.name ?? [];
     if (given.length > positionals.length) throw new UsageError('more --name options than directories');
     const names = setNames(positionals, given);
-    const period = posInt(values['changelist-period'], 'changelist-period');
-    const clMax = posInt(values['changelist-max'], 'changelist-max');
-    const packageSize = posInt(values['package-size'], 'package-size');
-    const maxEntries = posInt(values['max-entries'], 'max-entries');
-    const retention = posInt(values.retention, 'retention');
     opts = {
       sets: positionals.map((dir, i) => ({ name: names[i]!, dir })),
       baseUrl,
       outDir: values.out,
-      hashes: [...new Set(hashes)] as HashAlgorithm[],
-      changeList: {
-        ...(clMax !== undefined ? { maxEntries: clMax } : {}),
-        ...(period !== undefined ? { periodMs: period * 1000 } : {}),
-      },
+      ...shared,
       ...(values.state !== undefined ? { stateDir: values.state } : {}),
-      ...(maxEntries !== undefined ? { maxEntries } : {}),
-      ...(retention !== undefined ? { retention } : {}),
-      ...(values['described-by'] !== undefined ? { describedBy: values['described-by'] } : {}),
-      ...(values.dumps === true ? { dumps: packageSize !== undefined ? { maxPackageBytes: packageSize } : true } : {}),
     };
   } catch (err) {
-    if (err instanceof UsageError)
+    if (err instanceof UsageError || err instanceof PublishArgsError)
       return usageError('build', `${err.message}\nRun 'resourcesync build --help' for the options.`);
     throw err;
   }

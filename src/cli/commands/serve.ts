@@ -1,5 +1,6 @@
 /**
- * `resourcesync serve <dir>... [--port N] [--host H] [--base-url URL] [--no-watch] [--state DIR] [--verbose]`:
+ * `resourcesync serve <dir>... [--port N] [--host H] [--base-url URL] [--no-watch] [--state DIR] [--verbose]`
+ * and the publication options of `build` (`--hashes`, `--max-entries`, `--dumps`, `--gzip`…, see `../publish-options.ts`):
  * publishes the directories as a ResourceSync Source (one set of resources per directory), serves the
  * resources and documents over HTTP, and by default re-publishes on every change so that it shows up in the
  * open Change List within about a second. Prints `listening on <url>` on stdout once ready; SIGINT/SIGTERM
@@ -13,22 +14,24 @@ import { createSourceCore, type CoreHandler, type CoreResponse, type SourceCore 
 import { serve, type RunningServer } from '../../server/node-adapter.js';
 import { watchSources, type SourceWatcher } from '../../server/watch.js';
 import { publish, type PublishOptions, type PublishResult } from '../../source/publish.js';
+import { PUBLISH_ARGS, PUBLISH_HELP, PublishArgsError, publishArgs, type PublishArgsResult } from '../publish-options.js';
 
 const HELP = `Usage: resourcesync serve <dir>... [options]
 
 Publishes each directory as a set of resources of a ResourceSync Source and serves it over HTTP:
 resources at their relative paths (with several directories, under /<name>/), the Source Description at
-/.well-known/resourcesync, the other documents under /.resourcesync/, and robots.txt.
+/.well-known/resourcesync, the other documents under /.resourcesync/, and robots.txt. HTML pages (up to
+1 MiB) are served, and listed, with <link rel="resourcesync"> to their Capability List in their <head>.
 
 Options:
-  --port N          TCP port (default 8080; 0 picks a free one)
-  --host H          interface to listen on (default 127.0.0.1)
-  --base-url URL    public base URL of the resources (default http://<host>:<port>)
-  --state DIR       state and published documents (default: each <dir>/.resourcesync, documents in
-                    the first one's publish/ folder)
-  --no-watch        publish once; do not track changes
-  --verbose         log every request on stderr
-  -h, --help        show this help
+  --port N                TCP port (default 8080; 0 picks a free one)
+  --host H                interface to listen on (default 127.0.0.1)
+  --base-url URL          public base URL of the resources (default http://<host>:<port>)
+  --state DIR             state and published documents (default: each <dir>/.resourcesync, documents
+                          in the first one's publish/ folder)
+  --no-watch              publish once; do not track changes
+${PUBLISH_HELP}  --verbose               log every request on stderr
+  -h, --help              show this help
 `;
 
 const SERVICE_UNAVAILABLE: CoreResponse = {
@@ -64,6 +67,7 @@ export async function run(args: string[]): Promise<number> {
       'base-url': { type: 'string' },
       state: { type: 'string' },
       'no-watch': { type: 'boolean' },
+      ...PUBLISH_ARGS,
       verbose: { type: 'boolean' },
     },
     HELP,
@@ -74,6 +78,13 @@ export async function run(args: string[]): Promise<number> {
   const port = values.port === undefined ? 8080 : Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) return usageError('serve', `--port '${values.port}' is not a port number.`);
   const host = values.host ?? '127.0.0.1';
+  let shared: PublishArgsResult;
+  try {
+    shared = publishArgs(values);
+  } catch (error) {
+    if (error instanceof PublishArgsError) return usageError('serve', `${error.message}.`);
+    throw error;
+  }
   if (values['base-url'] !== undefined) {
     try {
       const u = new URL(values['base-url']);
@@ -132,7 +143,8 @@ export async function run(args: string[]): Promise<number> {
   }
 
   const baseUrl = (values['base-url'] ?? running.url).replace(/\/+$/, '');
-  const publishOptions: PublishOptions = { sets, baseUrl, outDir, signal: ac.signal, ...(stateDir === undefined ? {} : { stateDir }) };
+  // HTML is served with its discovery link (§6.3.3) and published as served, so listed and served bytes agree.
+  const publishOptions: PublishOptions = { ...shared, sets, baseUrl, outDir, htmlDiscoveryLink: true, signal: ac.signal, ...(stateDir === undefined ? {} : { stateDir }) };
   // The watcher starts before the first publication, which it runs itself: a change made meanwhile is
   // never lost, and two publications never run at once.
   let first: { result?: PublishResult; error?: unknown } | undefined;
@@ -187,6 +199,7 @@ export async function run(args: string[]): Promise<number> {
     }),
     outDir,
     baseUrl,
+    htmlDiscoveryLink: true,
     onError: (e) => log(`resourcesync serve: ${message(e)}`),
   });
 
