@@ -22,12 +22,10 @@ import type {
   ResourceSyncDocument,
 } from '../model/types.js';
 import { escapeAttribute, escapeText, isNcName, isXmlChars } from './escape.js';
+import { XML_NS, XMLNS_NS } from './namespaces.js';
 
 /** Default size of the string batches that are encoded and handed on as one chunk. */
-export const DEFAULT_BATCH_BYTES = 256 * 1024;
-
-const XML_NS = 'http://www.w3.org/XML/1998/namespace';
-const XMLNS_NS = 'http://www.w3.org/2000/xmlns/';
+const DEFAULT_BATCH_BYTES = 256 * 1024;
 
 /**
  * Compresses a stream of chunks, pulling from its source only as fast as its output is read. From
