@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'bench/.data/', '.demo/', 'coverage/'] },
+  { ignores: ['dist/', 'node_modules/', 'bench/.data/', '.demo/', 'coverage/', 'docs/api/'] },
   js.configs.recommended,
   {
     files: ['src/**/*.ts', 'test/**/*.ts'],
