@@ -4,7 +4,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { SnapshotStore } from '../dist/src/source/snapshot-store.js';
 import { header, atMd, listedEntry } from '../dist/src/source/documents.js';
-import { writeDocumentSet } from '../dist/src/core/xml/write-document.js';
+import { writeDocumentSet } from '../dist/src/core/xml/write-document-set.js';
 import { fileSink } from '../dist/src/node/file-sink.js';
 
 const [out, nArg] = process.argv.slice(2);

@@ -11,7 +11,8 @@ import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { setInterval, clearInterval } from 'node:timers';
-import { writeDocument, writeDocumentSet } from '../dist/src/core/xml/write-document.js';
+import { writeDocument } from '../dist/src/core/xml/write-document.js';
+import { writeDocumentSet } from '../dist/src/core/xml/write-document-set.js';
 import { fileSink, writeFileAtomic } from '../dist/src/node/file-sink.js';
 
 const N = Number(process.env.RS_BENCH_WRITE_ENTRIES ?? 1_000_000);

@@ -36,7 +36,7 @@ export function integerOption(name: string, value: string | undefined, min: numb
 }
 
 /** Parses repeated `URL=DIR` pairs. */
-export function parseMaps(values: string[] | undefined): Mapping[] {
+function parseMaps(values: string[] | undefined): Mapping[] {
   return (values ?? []).map((v) => {
     const i = v.lastIndexOf('=');
     if (i <= 0) throw new Error(`--map '${v}' is not URL=DIR`);

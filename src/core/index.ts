@@ -11,19 +11,23 @@ export * from './errors.js';
 export * from './hash.js';
 export * from './w3c-datetime.js';
 export * from './manifest-path.js';
+export { mediaType, DEFAULT_MEDIA_TYPE } from './media-type.js';
 export * from './model/types.js';
 export * from './model/document-kinds.js';
-export { readDocument, parseDocument, type ByteInput, type DocumentReader, type ReadOptions } from './xml/read-document.js';
 export {
-  writeDocument,
-  writeDocumentString,
+  readDocument,
+  parseDocument,
+  type ByteInput,
+  type DocumentReader,
+  type ReadOptions,
+} from './xml/read-document.js';
+export { writeDocument, writeDocumentString, type WriteDocumentOptions, type Compress } from './xml/write-document.js';
+export {
   writeDocumentSet,
-  gzipChunks,
-  type WriteDocumentOptions,
   type PartSink,
   type PartInfo,
   type PartSummary,
   type DocumentSetOptions,
   type DocumentSetResult,
-} from './xml/write-document.js';
+} from './xml/write-document-set.js';
 export * from './validate/index.js';

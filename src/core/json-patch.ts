@@ -10,17 +10,8 @@ import { ResourceSyncError } from './errors.js';
 /** A JSON value as produced by `JSON.parse`. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
-/** One operation of a JSON Patch document. @see RFC 6902 §4 */
-export type JsonPatchOperation =
-  | { op: 'add'; path: string; value: JsonValue }
-  | { op: 'remove'; path: string }
-  | { op: 'replace'; path: string; value: JsonValue }
-  | { op: 'move'; from: string; path: string }
-  | { op: 'copy'; from: string; path: string }
-  | { op: 'test'; path: string; value: JsonValue };
-
 /** Media types of a JSON Patch document (RFC 6902 §6; Z39.99 Example 27 writes the older `application/json-patch`). */
-export const JSON_PATCH_MEDIA_TYPES = ['application/json-patch+json', 'application/json-patch'] as const;
+const JSON_PATCH_MEDIA_TYPES = ['application/json-patch+json', 'application/json-patch'] as const;
 
 /** True when a `type` attribute names a JSON Patch document (parameters such as `; charset=utf-8` are ignored). */
 export function isJsonPatchMediaType(type: string | undefined): boolean {

@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { fileSink, writeFileAtomic } from './file-sink.js';
-import { writeDocument, writeDocumentSet, writeDocumentString } from '../core/xml/write-document.js';
+import { writeDocument, writeDocumentString } from '../core/xml/write-document.js';
+import { writeDocumentSet } from '../core/xml/write-document-set.js';
 import type { DocumentHeader, Entry } from '../core/model/types.js';
 import { isResourceSyncError } from '../core/errors.js';
 

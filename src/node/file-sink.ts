@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { ResourceSyncError } from '../core/errors.js';
-import type { PartSink } from '../core/xml/write-document.js';
+import type { PartSink } from '../core/xml/write-document-set.js';
 
 /** Options of `fileSink` and `writeFileAtomic`. */
 export interface FileSinkOptions {

@@ -22,7 +22,7 @@ import type { HashAlgorithm } from '../core/constants.js';
 import { ResourceSyncError } from '../core/errors.js';
 import { nodeHashName } from '../core/hash.js';
 import { compareUtf8 } from '../core/utf8-order.js';
-import { mediaType } from '../source/media-type.js';
+import { mediaType } from '../core/media-type.js';
 
 /** Fixity values by algorithm, lower-case hex. */
 export type Hashes = Partial<Record<HashAlgorithm, string>>;

@@ -36,7 +36,7 @@ import {
   parseRange,
   type ConditionalHeaders,
 } from './http-semantics.js';
-import { mediaType as sourceMediaType } from '../source/media-type.js';
+import { mediaType as sourceMediaType } from '../core/media-type.js';
 import { parseTarget } from './target.js';
 
 /** One set of resources served by the Source. @see Z39.99 §5.1 (sets of resources) */

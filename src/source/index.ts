@@ -21,7 +21,7 @@ export {
   type ResourceSet,
   type ResolvedResource,
 } from './url-path.js';
-export { mediaType, DEFAULT_MEDIA_TYPE } from './media-type.js';
+export { mediaType, DEFAULT_MEDIA_TYPE } from '../core/media-type.js';
 export { compareSorted, type Comparison } from './compare.js';
 export {
   SnapshotStore,

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { compareUtf8 } from '../core/utf8-order.js';
 import { decodeUrlPath, normalizeBaseUrl, pathToUrl, resolveResource, setBaseUrl, urlToPath } from './url-path.js';
-import { mediaType } from './media-type.js';
+import { mediaType } from '../core/media-type.js';
 
 const BASE = 'http://example.com/data/';
 

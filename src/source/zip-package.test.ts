@@ -1,37 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import yauzl from 'yauzl';
 import { tempDir } from '../../test/helpers/tmp.js';
+import { unzipEntries } from '../../test/helpers/unzip.js';
 import { splitPackages, writeZipPackage } from './zip-package.js';
 
-function entries(file: string): Promise<Map<string, Buffer>> {
-  return new Promise((resolve, reject) => {
-    yauzl.open(file, { lazyEntries: true }, (err, zip) => {
-      if (err) return reject(err);
-      const out = new Map<string, Buffer>();
-      zip.on('entry', (e: yauzl.Entry) => {
-        zip.openReadStream(e, (err2, rs) => {
-          if (err2) return reject(err2);
-          const chunks: Buffer[] = [];
-          rs.on('data', (c: Buffer) => chunks.push(c));
-          rs.on('end', () => {
-            out.set(e.fileName, Buffer.concat(chunks));
-            zip.readEntry();
-          });
-        });
-      });
-      zip.on('end', () => resolve(out));
-      zip.on('error', reject);
-      zip.readEntry();
-    });
-  });
-}
-
-void test('writeZipPackage writes manifest.xml and the bitstreams; unzip -t checks every CRC', async () => {
+void test('writeZipPackage writes manifest.xml and the bitstreams; every CRC checks out', async () => {
   const { dir, cleanup } = await tempDir();
   try {
     const a = randomBytes(3 * 1024 * 1024 + 17);
@@ -47,8 +23,7 @@ void test('writeZipPackage writes manifest.xml and the bitstreams; unzip -t chec
     const bytes = readFileSync(out);
     assert.equal(pkg.length, bytes.length);
     assert.equal(pkg.md5, md5(bytes));
-    assert.match(execFileSync('unzip', ['-t', out], { encoding: 'utf8' }), /No errors detected/);
-    const got = await entries(out);
+    const got = await unzipEntries(out); // checks every CRC-32 and size
     assert.deepEqual([...got.keys()], ['manifest.xml', 'resources/dir/a.bin', 'resources/é #%.txt']);
     assert.ok(got.get('resources/dir/a.bin')!.equals(a));
     assert.ok(got.get('resources/é #%.txt')!.equals(b));

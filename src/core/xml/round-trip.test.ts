@@ -4,13 +4,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SPEC_DIR } from '../../../test/helpers/paths.js';
 import { parseDocument, readDocument } from './read-document.js';
-import {
-  writeDocument,
-  writeDocumentSet,
-  writeDocumentString,
-  type PartInfo,
-  type PartSink,
-} from './write-document.js';
+import { writeDocument, writeDocumentString } from './write-document.js';
+import { writeDocumentSet, type PartInfo, type PartSink } from './write-document-set.js';
 import type { DocumentHeader, Entry, ResourceSyncDocument } from '../model/types.js';
 
 /** The model without source positions (`line`, `mdLine`) and with notes reduced to their codes. */

@@ -1,7 +1,7 @@
 /**
  * The streaming ResourceSync document writer: a header and entries (from an iterable or an async
- * iterable) to the bytes of a `<urlset>` or `<sitemapindex>` document, optionally gzipped; and
- * `writeDocumentSet`, which splits a long list into parts plus an index.
+ * iterable) to the bytes of a `<urlset>` or `<sitemapindex>` document, optionally gzipped.
+ * Splitting a long list into parts plus an index is `writeDocumentSet` (write-document-set.ts).
  *
  * Output follows the layout of the standard's examples: the XML declaration, the root element with
  * the Sitemap namespace as default and `rs` for ResourceSync, the top-level `<rs:ln>`s and then
@@ -10,9 +10,7 @@
  */
 
 import { Buffer } from 'node:buffer';
-import { pipeline, Readable, type TransformOptions } from 'node:stream';
-import { createGzip, type ZlibOptions } from 'node:zlib';
-import { LIMITS, RS_NS, SITEMAP_NS } from '../constants.js';
+import { RS_NS, SITEMAP_NS } from '../constants.js';
 import { ResourceSyncError } from '../errors.js';
 import type {
   DocumentHeader,
@@ -24,19 +22,25 @@ import type {
   ResourceSyncDocument,
 } from '../model/types.js';
 import { escapeAttribute, escapeText, isNcName, isXmlChars } from './escape.js';
+import { XML_NS, XMLNS_NS } from './namespaces.js';
 
 /** Default size of the string batches that are encoded and handed on as one chunk. */
-export const DEFAULT_BATCH_BYTES = 256 * 1024;
+const DEFAULT_BATCH_BYTES = 256 * 1024;
 
-const XML_NS = 'http://www.w3.org/XML/1998/namespace';
-const XMLNS_NS = 'http://www.w3.org/2000/xmlns/';
+/**
+ * Compresses a stream of chunks, pulling from its source only as fast as its output is read. From
+ * Node, `gzipChunks` of `resourcesync` is one that takes zlib options:
+ * `gzip: (chunks) => gzipChunks(chunks, { level: 9 })`.
+ */
+export type Compress = (chunks: AsyncIterable<Uint8Array>) => AsyncIterable<Uint8Array>;
 
 /** Options of `writeDocument`. */
 export interface WriteDocumentOptions {
-  /** Gzip the output (streamed through node:zlib). Default false. */
-  gzip?: boolean;
-  /** zlib options for gzip (e.g. `{ level: 6 }`). */
-  gzipOptions?: ZlibOptions;
+  /**
+   * Gzip the output: `true` for the web-standard `CompressionStream('gzip')` (zlib's default level),
+   * or the {@link Compress} function to use. Default false.
+   */
+  gzip?: boolean | Compress;
   /** Entries are serialized into strings of about this many characters before encoding. Default 256 KiB. */
   batchBytes?: number;
 }
@@ -68,7 +72,56 @@ export function writeDocument(
 ): AsyncIterable<Uint8Array> {
   const batchBytes = checkBatchBytes(options.batchBytes);
   const plain = documentChunks(header, entries, batchBytes);
-  return options.gzip ? gzipChunks(plain, options.gzipOptions) : plain;
+  return compressed(plain, options.gzip);
+}
+
+/** `chunks` compressed as `gzip` asks (see {@link WriteDocumentOptions.gzip}). */
+export function compressed(
+  chunks: AsyncIterable<Uint8Array>,
+  gzip: boolean | Compress | undefined,
+): AsyncIterable<Uint8Array> {
+  if (gzip === undefined || gzip === false) return chunks;
+  return gzip === true ? webGzip(chunks) : gzip(chunks);
+}
+
+/**
+ * Gzips through the web-standard `CompressionStream`, which Node, Deno and browsers provide. The
+ * next chunk of `source` is written only while the reader waits for output and the previous write
+ * was accepted, so the source is read only as fast as the output is (backpressure). Stopping the
+ * iteration early ends the source.
+ */
+async function* webGzip(source: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array, void, undefined> {
+  const gzip = new CompressionStream('gzip');
+  const writer = gzip.writable.getWriter();
+  const reader = gzip.readable.getReader();
+  let read = reader.read();
+  let finished = false;
+  try {
+    for await (const chunk of source) {
+      const written = writer.write(chunk).then(() => undefined);
+      written.catch(() => {}); // seen by the race below, or moot once the iteration stopped
+      for (;;) {
+        const out = await Promise.race([read, written]);
+        if (out === undefined) break; // accepted: take the next chunk of the source
+        if (out.done) return;
+        yield out.value;
+        read = reader.read();
+      }
+    }
+    const closed = writer.close();
+    closed.catch(() => {});
+    for (let out = await read; !out.done; out = await read) {
+      yield out.value;
+      read = reader.read();
+    }
+    await closed;
+    finished = true;
+  } finally {
+    if (!finished) {
+      read.catch(() => {});
+      await Promise.allSettled([writer.abort(), reader.cancel()]);
+    }
+  }
 }
 
 /**
@@ -84,7 +137,8 @@ export function writeDocumentString(doc: ResourceSyncDocument): string {
   return out + open.close;
 }
 
-async function* documentChunks(
+/** @internal A document's bytes, in batches of about `batchBytes` characters. */
+export async function* documentChunks(
   header: DocumentHeader,
   entries: Iterable<Entry> | AsyncIterable<Entry>,
   batchBytes: number,
@@ -112,33 +166,11 @@ async function* documentChunks(
   yield Buffer.from(buf + open.close, 'utf8');
 }
 
-/**
- * Gzips a stream of chunks through node:zlib, pulling from `source` only as fast as the output is
- * consumed. Stopping the iteration early ends the source too.
- */
-export function gzipChunks(source: AsyncIterable<Uint8Array>, zlibOptions?: ZlibOptions): AsyncIterable<Uint8Array> {
-  return {
-    [Symbol.asyncIterator]() {
-      // Room for a few batches on each side of zlib, so that the next batch is serialized on the
-      // main thread while zlib compresses the previous one in the thread pool (bounded: ~2 MiB).
-      const streamOptions: ZlibOptions & TransformOptions = {
-        chunkSize: 64 * 1024,
-        writableHighWaterMark: 1024 * 1024,
-      };
-      const gz = createGzip({ ...streamOptions, ...zlibOptions });
-      const input = Readable.from(source, { objectMode: true, highWaterMark: 4 });
-      // The callback form: errors reach the iterator below through gz being destroyed with them.
-      pipeline(input, gz, () => {});
-      return gz[Symbol.asyncIterator]() as AsyncIterator<Uint8Array>;
-    },
-  };
-}
-
 // ---------------------------------------------------------------------------------------------
 // Serialization
 
-/** The root start tag and everything before the first entry, plus what entries need to know. */
-interface OpenDocument {
+/** @internal The root start tag and everything before the first entry, plus what entries need to know. */
+export interface OpenDocument {
   text: string;
   close: string;
   /** `url` or `sitemap`. */
@@ -147,7 +179,8 @@ interface OpenDocument {
   scope: Map<string, string>;
 }
 
-function openDocument(header: DocumentHeader, extraLn?: Ln[]): OpenDocument {
+/** @internal */
+export function openDocument(header: DocumentHeader, extraLn?: Ln[]): OpenDocument {
   try {
     return openDocumentUnchecked(header, extraLn);
   } catch (err) {
@@ -213,7 +246,8 @@ function openDocumentUnchecked(header: DocumentHeader, extraLn: Ln[] | undefined
   return { text, close: `</${root}>\n`, tag: root === 'urlset' ? 'url' : 'sitemap', scope };
 }
 
-function serializeEntry(e: Entry, open: OpenDocument, n: number): string {
+/** @internal One entry's text, `n` its 1-based number for error messages. */
+export function serializeEntry(e: Entry, open: OpenDocument, n: number): string {
   try {
     if (typeof e.loc !== 'string') throw invalid(`Entry ${n} has no 'loc' string.`, { entry: n });
     let s = `  <${open.tag}>\n    <loc>${escapeText(e.loc, 'loc')}</loc>\n`;
@@ -348,324 +382,20 @@ function foreignAttributes(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Splitting into parts plus an index
+// Helpers shared with write-document-set.ts
 
-/** Receives the bytes of one document of a set. Each chunk is awaited (backpressure). */
-export interface PartSink {
-  write(chunk: Uint8Array): Promise<void>;
-  /** All bytes are written: make the document visible (e.g. rename a temp file). */
-  close(): Promise<void>;
-  /** Writing failed: discard what was written. */
-  abort?(err: unknown): Promise<void>;
-}
-
-/** Which document of a set a sink is opened for. */
-export interface PartInfo {
-  /** 1-based part number; 0 for the index, and for a single document written in place of an index. */
-  index: number;
-  url: string;
-  /** `part` of a split list, the `index` document, or the `single` document when no split was needed. */
-  role: 'part' | 'index' | 'single';
-}
-
-/** What was written for one part. */
-export interface PartSummary {
-  /** 1-based part number. */
-  index: number;
-  url: string;
-  entries: number;
-  /** Uncompressed bytes of the part's document. */
-  bytes: number;
-  /** The part's first and last entries (undefined for an empty single document). */
-  first: Entry | undefined;
-  last: Entry | undefined;
-}
-
-/** Options of `writeDocumentSet`. */
-export interface DocumentSetOptions {
-  /** Entries per part. Default `LIMITS.maxEntries` (50,000, Sitemaps protocol). */
-  maxEntries?: number;
-  /** Uncompressed bytes per document. Default `LIMITS.maxBytes` (50 MB, Sitemaps protocol). */
-  maxBytes?: number;
-  /** Parts the index may list. Default `LIMITS.maxEntries` (50,000 sitemaps per index, Sitemaps protocol). */
-  maxParts?: number;
-  /** URL of part `n` (1-based), e.g. `n => \`https://example.com/resourcelist-part${n}.xml\``. */
-  partUrl: (n: number) => string;
-  /** URL of the index; also the URL of the single document when one part suffices. */
-  indexUrl: string;
-  /** Opens the sink that receives one document of the set. */
-  sink: (part: PartInfo) => PartSink;
-  /**
-   * Extra fields for the part's `<sitemap>` entry in the index (`lastmod`, `md` such as
-   * `{ at }` or `{ from, until }`); `loc` is always the part's URL.
-   */
-  partEntry?: (part: PartSummary) => Omit<Partial<Entry>, 'loc'> | undefined;
-  /**
-   * Always write parts plus an index, even for one part. Parts then stream straight to their sinks;
-   * otherwise the first part's uncompressed bytes (at most `maxBytes`) are held until it is known
-   * whether a second part is needed. Default false.
-   */
-  alwaysIndex?: boolean;
-  gzip?: boolean;
-  gzipOptions?: ZlibOptions;
-  batchBytes?: number;
-  signal?: AbortSignal;
-}
-
-/** What `writeDocumentSet` wrote. */
-export interface DocumentSetResult {
-  /** True when parts plus an index were written; false when a single document was written at `indexUrl`. */
-  indexed: boolean;
-  parts: PartSummary[];
-  /** Set when an index was written. */
-  indexUrl?: string;
-}
-
-/**
- * Writes a list of any length as a set of documents that respect the Sitemaps limits: when the
- * entries fit in one document (≤ `maxEntries`, ≤ `maxBytes` uncompressed) it writes that single
- * document at `indexUrl`, without an index link; otherwise it writes part after part at
- * `partUrl(1)`, `partUrl(2)`… each with `<rs:ln rel="index" href=indexUrl>` after the header's own
- * links (the `up` link is kept), and finally the index: a `<sitemapindex>` with the header's
- * `rs:md` and links and one `<sitemap>` per part. This is how a Resource List Index (§10.2), a
- * Change List Index (§12.2) and the dump indexes group their lists.
- *
- * Entries are never held in memory: they stream into the current part. Since the header of the
- * first part must say whether an index exists before that is known, the first part's serialized
- * entries (at most `maxBytes`) are buffered until the part is full or the entries end; pass
- * `alwaysIndex: true` to stream every part directly and always write an index.
- *
- * The byte budget of every part reserves room for the index link, so a list that would just fit
- * in one document without it may still be split in two.
- *
- * Every part carries the header's `rs:md` as given. That is right for a Resource List (Example 16
- * repeats the index's `at` in the part); a Change List split by count gets the list's `from` in
- * every part and no `until`, so a Source that publishes Change Lists per period should rather write
- * one document per period with `writeDocument` and its own index. The index's `<sitemap>` entries
- * can carry each part's interval through `partEntry`, which sees the part's first and last entry.
- *
- * On failure the open sink's `abort` is called and the error is rethrown; parts already closed
- * stay as written.
- * @see Z39.99 §10.2, §12.2, §7 (limits of the Sitemaps protocol)
- * @example
- * const result = await writeDocumentSet(header, entries, {
- *   indexUrl: 'https://example.com/resourcelist.xml',
- *   partUrl: (n) => `https://example.com/resourcelist-part${n}.xml`,
- *   sink: ({ url }) => fileSink(join(dir, basename(new URL(url).pathname))),
- *   partEntry: () => ({ md: { at: header.md?.at } }),
- * });
- */
-export async function writeDocumentSet(
-  header: DocumentHeader,
-  entries: Iterable<Entry> | AsyncIterable<Entry>,
-  options: DocumentSetOptions,
-): Promise<DocumentSetResult> {
-  const maxEntries = options.maxEntries ?? LIMITS.maxEntries;
-  const maxBytes = options.maxBytes ?? LIMITS.maxBytes;
-  if (!Number.isSafeInteger(maxEntries) || maxEntries < 1) {
-    throw invalid(`Option maxEntries ${JSON.stringify(maxEntries)} is not a positive integer.`, { maxEntries });
-  }
-  if (!Number.isSafeInteger(maxBytes) || maxBytes < 1) {
-    throw invalid(`Option maxBytes ${JSON.stringify(maxBytes)} is not a positive integer.`, { maxBytes });
-  }
-  const maxParts = options.maxParts ?? LIMITS.maxEntries;
-  if (!Number.isSafeInteger(maxParts) || maxParts < 1) {
-    throw invalid(`Option maxParts ${JSON.stringify(maxParts)} is not a positive integer.`, { maxParts });
-  }
-  const batchBytes = checkBatchBytes(options.batchBytes);
-  const { indexUrl, signal } = options;
-  const indexLn: Ln = { rel: 'index', href: indexUrl };
-  const partOpen = openDocument(header, [indexLn]);
-  const singleOpen = openDocument(header);
-  const partOverhead = byteLength(partOpen.text) + byteLength(partOpen.close);
-
-  const source = entryStrings(entries, partOpen);
-  let pending: SerializedEntry | undefined;
-  let ended = false;
-  const next = async (): Promise<SerializedEntry | undefined> => {
-    if (pending) {
-      const p = pending;
-      pending = undefined;
-      return p;
-    }
-    if (ended) return undefined;
-    const e = await source.next();
-    if (e === undefined) ended = true;
-    return e;
-  };
-
-  /** Pulls entries for one part, yields encoded batches of their text, fills `stats`. */
-  async function* fillPart(stats: PartSummary): AsyncGenerator<Uint8Array, void, undefined> {
-    let buf = '';
-    for (;;) {
-      const e = await next();
-      if (e === undefined) break;
-      if (stats.entries >= maxEntries || stats.bytes + e.bytes > maxBytes) {
-        if (stats.entries === 0) {
-          throw new ResourceSyncError(
-            'RS_LIMIT_BYTES',
-            `Entry ${JSON.stringify(e.entry.loc)} needs ${e.bytes} bytes, more than a document of at most ${maxBytes} bytes can hold.`,
-            { data: { loc: e.entry.loc, bytes: e.bytes, maxBytes } },
-          );
-        }
-        pending = e;
-        break;
-      }
-      stats.entries++;
-      stats.bytes += e.bytes;
-      stats.first ??= e.entry;
-      stats.last = e.entry;
-      buf += e.text;
-      if (buf.length >= batchBytes) {
-        if (signal?.aborted) throw aborted(signal);
-        yield Buffer.from(buf, 'utf8');
-        buf = '';
-      }
-    }
-    if (buf !== '') yield Buffer.from(buf, 'utf8');
-  }
-
-  const newStats = (index: number, url: string): PartSummary => ({
-    index,
-    url,
-    entries: 0,
-    bytes: partOverhead,
-    first: undefined,
-    last: undefined,
-  });
-
-  const parts: PartSummary[] = [];
-  let partNo = 1;
-  if (!options.alwaysIndex) {
-    // Hold the first part until we know whether it is the only one.
-    const stats = newStats(1, options.partUrl(1));
-    const held: Uint8Array[] = [];
-    for await (const chunk of fillPart(stats)) held.push(chunk);
-    pending ??= await next();
-    if (pending === undefined) {
-      // One document: no index, no index link, written at the index URL.
-      const single: PartSummary = {
-        ...stats,
-        index: 0,
-        url: indexUrl,
-        bytes: stats.bytes - partOverhead + byteLength(singleOpen.text) + byteLength(singleOpen.close),
-      };
-      await toSink(options, { index: 0, url: indexUrl, role: 'single' }, [
-        Buffer.from(singleOpen.text, 'utf8'),
-        ...held,
-        Buffer.from(singleOpen.close, 'utf8'),
-      ]);
-      return { indexed: false, parts: [single] };
-    }
-    await toSink(options, { index: 1, url: stats.url, role: 'part' }, [
-      Buffer.from(partOpen.text, 'utf8'),
-      ...held,
-      Buffer.from(partOpen.close, 'utf8'),
-    ]);
-    held.length = 0;
-    parts.push(stats);
-    partNo = 2;
-  }
-  for (;;) {
-    if (partNo > 1) {
-      pending ??= await next();
-      if (pending === undefined) break;
-    }
-    if (partNo > maxParts) {
-      throw new ResourceSyncError(
-        'RS_LIMIT_ENTRIES',
-        `Document set ${JSON.stringify(indexUrl)} needs more than ${maxParts} parts, more than its index may list.`,
-        { data: { indexUrl, maxParts } },
-      );
-    }
-    const stats = newStats(partNo, options.partUrl(partNo));
-    await toSink(options, { index: partNo, url: stats.url, role: 'part' }, partChunks(partOpen, fillPart(stats)));
-    parts.push(stats);
-    partNo++;
-  }
-  const indexHeader: DocumentHeader = { ...header, root: 'sitemapindex' };
-  const indexEntries = parts.map((p): Entry => ({ ...(options.partEntry?.(p) ?? {}), loc: p.url }));
-  await toSink(
-    options,
-    { index: 0, url: indexUrl, role: 'index' },
-    documentChunks(indexHeader, indexEntries, batchBytes),
-  );
-  return { indexed: true, parts, indexUrl };
-}
-
-async function* partChunks(
-  open: OpenDocument,
-  body: AsyncIterable<Uint8Array>,
-): AsyncGenerator<Uint8Array, void, undefined> {
-  yield Buffer.from(open.text, 'utf8');
-  yield* body;
-  yield Buffer.from(open.close, 'utf8');
-}
-
-async function toSink(
-  options: DocumentSetOptions,
-  info: PartInfo,
-  chunks: Iterable<Uint8Array> | AsyncIterable<Uint8Array>,
-): Promise<void> {
-  if (options.signal?.aborted) throw aborted(options.signal);
-  const sink = options.sink(info);
-  try {
-    const plain = isAsyncIterable(chunks) ? chunks : fromIterable(chunks);
-    const out = options.gzip ? gzipChunks(plain, options.gzipOptions) : plain;
-    for await (const chunk of out) await sink.write(chunk);
-    await sink.close();
-  } catch (err) {
-    if (sink.abort) {
-      try {
-        await sink.abort(err);
-      } catch {
-        // The original error is the one to report.
-      }
-    }
-    throw err;
-  }
-}
-
-interface SerializedEntry {
-  entry: Entry;
-  text: string;
-  bytes: number;
-}
-
-/** Serializes entries one at a time; `next()` returns undefined at the end. */
-function entryStrings(
-  entries: Iterable<Entry> | AsyncIterable<Entry>,
-  open: OpenDocument,
-): { next(): SerializedEntry | undefined | Promise<SerializedEntry | undefined> } {
-  let n = 0;
-  const wrap = (r: IteratorResult<Entry>): SerializedEntry | undefined => {
-    if (r.done) return undefined;
-    const text = serializeEntry(r.value, open, ++n);
-    return { entry: r.value, text, bytes: byteLength(text) };
-  };
-  if (isAsyncIterable(entries)) {
-    const it = entries[Symbol.asyncIterator]();
-    return { next: async () => wrap(await it.next()) };
-  }
-  const it = entries[Symbol.iterator]();
-  return { next: () => wrap(it.next()) };
-}
-
-// ---------------------------------------------------------------------------------------------
-
-async function* fromIterable<T>(items: Iterable<T>): AsyncGenerator<T, void, undefined> {
-  for (const item of items) yield await Promise.resolve(item);
-}
-
-function isAsyncIterable<T>(x: Iterable<T> | AsyncIterable<T>): x is AsyncIterable<T> {
+/** @internal */
+export function isAsyncIterable<T>(x: Iterable<T> | AsyncIterable<T>): x is AsyncIterable<T> {
   return typeof (x as Partial<AsyncIterable<T>>)[Symbol.asyncIterator] === 'function';
 }
 
-function byteLength(s: string): number {
+/** @internal UTF-8 length of a string. */
+export function byteLength(s: string): number {
   return Buffer.byteLength(s, 'utf8');
 }
 
-function checkBatchBytes(batchBytes: number | undefined): number {
+/** @internal */
+export function checkBatchBytes(batchBytes: number | undefined): number {
   const b = batchBytes ?? DEFAULT_BATCH_BYTES;
   if (!Number.isSafeInteger(b) || b < 1) {
     throw invalid(`Option batchBytes ${JSON.stringify(b)} is not a positive integer.`, { batchBytes: b });
@@ -673,10 +403,10 @@ function checkBatchBytes(batchBytes: number | undefined): number {
   return b;
 }
 
-function invalid(message: string, data: Record<string, unknown>, cause?: unknown): ResourceSyncError {
+/** @internal An `RS_INVALID_ARGUMENT` error. */
+export function invalid(message: string, data: Record<string, unknown>, cause?: unknown): ResourceSyncError {
   return new ResourceSyncError('RS_INVALID_ARGUMENT', message, cause === undefined ? { data } : { data, cause });
 }
 
-function aborted(signal: AbortSignal): ResourceSyncError {
-  return new ResourceSyncError('RS_ABORTED', 'Writing the document set was aborted.', { cause: signal.reason });
-}
+// The set writer lives in write-document-set.ts; importers of this module find it here too.
+export { writeDocumentSet } from './write-document-set.js';

@@ -1,0 +1,83 @@
+/**
+ * The layers of src/ and what each may import (see CONTRIBUTING.md):
+ *
+ *   core ← node ← source | destination | notify ← web ← server ← cli
+ *
+ * A module imports only from its own layer and the layers to its left. `source` and `destination`
+ * never import each other; `notify` may use both. `core` is pure: no file system, network or process
+ * module, and no npm package.
+ * Tests (*.test.ts, test/) may import across layers; production code never imports tests.
+ * Run: `npm run layers` (part of `npm test`).
+ */
+
+/** Each layer and the layers it must not import. */
+const ABOVE = {
+  core: ['node', 'source', 'destination', 'notify', 'web', 'server', 'cli'],
+  node: ['source', 'destination', 'notify', 'web', 'server', 'cli'],
+  source: ['destination', 'notify', 'web', 'server', 'cli'],
+  destination: ['source', 'notify', 'web', 'server', 'cli'],
+  notify: ['web', 'server', 'cli'],
+  web: ['server', 'cli'],
+  server: ['cli'],
+};
+
+const TESTS = ['\\.test\\.ts$', '^test/'];
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    ...Object.entries(ABOVE).map(([layer, above]) => ({
+      name: `layer-${layer}`,
+      comment: `src/${layer} imports only from the layers below it: not from ${above.map((a) => `src/${a}`).join(', ')}.`,
+      severity: 'error',
+      from: { path: `^src/${layer}/`, pathNot: TESTS },
+      to: { path: `^src/(${above.join('|')})/` },
+    })),
+    {
+      name: 'core-is-pure',
+      comment: 'src/core has no file system, network or process effects: take them as options, with defaults from src/node.',
+      severity: 'error',
+      from: { path: '^src/core/', pathNot: TESTS },
+      to: {
+        dependencyTypes: ['core'],
+        path: '^(fs|fs/promises|http|https|http2|net|tls|dgram|dns|child_process|cluster|worker_threads|process|os)$',
+      },
+    },
+    {
+      name: 'core-no-packages',
+      comment: 'src/core depends on no npm package (network clients, SQLite and ZIP libraries belong in the layers above).',
+      severity: 'error',
+      from: { path: '^src/core/', pathNot: TESTS },
+      to: { dependencyTypes: ['npm', 'npm-dev', 'npm-optional', 'npm-peer', 'npm-bundled', 'npm-no-pkg', 'npm-unknown'] },
+    },
+    {
+      name: 'no-tests-in-production',
+      comment: 'Production code never imports tests or their helpers.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: TESTS },
+      to: { path: TESTS },
+    },
+    {
+      name: 'no-circular',
+      comment: 'No import cycles in production code.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: TESTS },
+      // The one allowed: write-document.ts re-exports writeDocumentSet for src/source/publish.ts.
+      to: { circular: true, viaNot: '^src/core/xml/write-document(-set)?\\.ts$' },
+    },
+    {
+      name: 'not-to-unresolvable',
+      comment: 'Every import resolves.',
+      severity: 'error',
+      from: {},
+      to: { couldNotResolve: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^dist/' },
+    tsConfig: { fileName: 'tsconfig.json' },
+    tsPreCompilationDeps: true,
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default', 'types'] },
+  },
+};
