@@ -3,7 +3,8 @@
  * raw `node:net` servers (no HTTP library in between): Content-Length with keep-alive, chunked, Content-Length
  * then close (HTTP/1.1 `Connection: close` and HTTP/1.0, the way `python3 -m http.server` answers), bodies
  * delimited by the close alone (HTTP/1.0 and 1.1), peers that close early (FIN or RST inside a Content-Length
- * body, FIN inside a chunk) and a server that sends headers and then nothing.
+ * body with keep-alive, FIN inside an HTTP/1.0 Content-Length body, FIN inside or between chunks) and a server
+ * that sends headers and then nothing.
  *
  * The client runs in a child process (test/helpers/fetch-child.ts) at a sync's concurrency (16 requests in
  * flight, one AbortSignal shared by all), half the bodies read slowly so that the client applies backpressure
@@ -34,6 +35,7 @@ type Framing =
   | 'http10-eof'
   | 'http11-eof'
   | 'cut-length'
+  | 'cut-http10-length'
   | 'cut-chunked'
   | 'stall';
 
@@ -177,6 +179,11 @@ class RawServer {
         if (rand() < 0.5) socket.end();
         else setImmediate(() => socket.resetAndDestroy());
         return true;
+      case 'cut-http10-length':
+        // python3 -m http.server's framing, cut: after a FIN the client must not take half a body for the end
+        socket.write(`HTTP/1.0 200 OK\r\n${type}${len}\r\n`);
+        socket.end(expect === 'cut' ? body.subarray(0, Math.floor(body.length / 2)) : body);
+        return true;
       case 'stall':
         socket.write(`HTTP/1.1 200 OK\r\n${type}${len}\r\n`);
         if (expect !== 'stall') {
@@ -228,6 +235,7 @@ const CASES: Case[] = [
   { framing: 'http10-eof' },
   { framing: 'http11-eof' },
   { framing: 'cut-length', spoil: { every: 3, as: 'cut' } },
+  { framing: 'cut-http10-length', spoil: { every: 3, as: 'cut' } },
   { framing: 'cut-chunked', spoil: { every: 3, as: 'cut' } },
   { framing: 'stall', spoil: { every: 5, as: 'stall' }, timeoutMs: 1000 },
 ];
