@@ -191,8 +191,22 @@ export interface RunningServer {
 
 /**
  * Starts `kind` serving `root`, in its own process group, and waits (at most 15 s) until `readyPath` answers 200.
+ * A server that exits at once (another process took the port between the choice and the bind) is started again
+ * on another port, three times at most.
  */
 export async function startWebServer(kind: WebServerKind, bin: string, dir: string, root: string, readyPath: string): Promise<RunningServer> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(kind, bin, dir, root, readyPath);
+    } catch (err) {
+      if (attempt >= 3 || !(err instanceof ExitedEarly)) throw err;
+    }
+  }
+}
+
+class ExitedEarly extends Error {}
+
+async function startOnce(kind: WebServerKind, bin: string, dir: string, root: string, readyPath: string): Promise<RunningServer> {
   const port = await freePort();
   const [cmd, ...args] = await kind.configure(bin, dir, root, port);
   let output = '';
@@ -222,6 +236,8 @@ export async function startWebServer(kind: WebServerKind, bin: string, dir: stri
     if ((await statusOf(port, readyPath)) === 200) return { origin: `http://127.0.0.1:${port}`, output: () => output, stop };
     await new Promise((r) => setTimeout(r, 50));
   }
+  const early = child.exitCode !== null;
   await stop();
-  throw new Error(`${kind.name} did not answer on 127.0.0.1:${port} (exit ${child.exitCode}); output:\n${output}`);
+  const message = `${kind.name} did not answer on 127.0.0.1:${port} (exit ${child.exitCode}); output:\n${output}`;
+  throw early ? new ExitedEarly(message) : new Error(message);
 }
