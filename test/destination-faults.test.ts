@@ -2,52 +2,15 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { startTestServer, type TestServer } from './helpers/test-server.js';
-import { FakeSource, urlPath } from './helpers/fake-source.js';
-import { REPO_ROOT } from './helpers/paths.js';
+import { startTestServer } from './helpers/test-server.js';
+import { urlPath } from './helpers/fake-source.js';
+import { CLI, nothingCorrupt, runCli, withSource } from './helpers/mirror-check.js';
 import { sync } from '../src/destination/sync.js';
 import { listFiles } from '../src/destination/audit.js';
 
-const CLI = join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js');
 const md5 = (b: Buffer | string): string => createHash('md5').update(b).digest('hex');
-
-function runCli(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('close', (status) => resolve({ status, stdout, stderr }));
-  });
-}
-
-async function withSource(fn: (src: FakeSource, dest: string, server: TestServer) => Promise<void>): Promise<void> {
-  const server = await startTestServer();
-  const dest = await mkdtemp(join(tmpdir(), 'rs-fault-'));
-  try {
-    await fn(new FakeSource(server), dest, server);
-  } finally {
-    await server.close();
-    await rm(dest, { recursive: true, force: true });
-  }
-}
-
-/** Every file in the destination matches the Source byte for byte; returns the paths present. */
-async function nothingCorrupt(src: FakeSource, dest: string): Promise<string[]> {
-  const present = listFiles(dest).sort();
-  for (const p of present) {
-    const f = src.files.get(p);
-    assert.ok(f, `unexpected file ${p}`);
-    assert.equal(md5(await readFile(join(dest, ...p.split('/')))), md5(f.body), `corrupt ${p}`);
-  }
-  const tmp = await readdir(join(dest, '.resourcesync', 'tmp')).catch(() => []);
-  assert.deepEqual(tmp, [], 'no temporary files');
-  return present;
-}
 
 void test('500s, resets, truncated bodies, wrong content and slow answers: every resource correct or reported', async () => {
   await withSource(async (src, dest, server) => {
