@@ -41,7 +41,8 @@ import { gzipSync } from 'node:zlib';
 import type { HashAlgorithm } from '../core/constants.js';
 import { isResourceSyncError, ResourceSyncError } from '../core/errors.js';
 import type { DocumentHeader, Entry, Ln } from '../core/model/types.js';
-import { writeDocument, writeDocumentSet } from '../core/xml/write-document.js';
+import { writeDocument } from '../core/xml/write-document.js';
+import { writeDocumentSet } from '../core/xml/write-document-set.js';
 import { formatW3CDatetime } from '../core/w3c-datetime.js';
 import { HTML_LINK_MAX_BYTES, HTML_LINK_MEDIA_TYPE, withResourceSyncLink } from '../core/html-discovery.js';
 import { fileSink, writeFileAtomic } from '../node/file-sink.js';
@@ -59,7 +60,7 @@ import {
   snapshotEntry,
 } from './documents.js';
 import { SnapshotStore, type ChangePeriod, type ChangeRecord, type DumpRecord, type StoredResource } from './snapshot-store.js';
-import { mediaType } from './media-type.js';
+import { mediaType } from '../core/media-type.js';
 import { DOCUMENTS_PREFIX, isValidSetName, normalizeBaseUrl, setBaseUrl } from './url-path.js';
 import { writeZipPackage, type PackageItem } from './zip-package.js';
 

@@ -408,5 +408,3 @@ export function invalid(message: string, data: Record<string, unknown>, cause?: 
   return new ResourceSyncError('RS_INVALID_ARGUMENT', message, cause === undefined ? { data } : { data, cause });
 }
 
-// The set writer lives in write-document-set.ts; importers of this module find it here too.
-export { writeDocumentSet } from './write-document-set.js';
