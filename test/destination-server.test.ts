@@ -172,8 +172,9 @@ void test('the project Source with HTML discovery links: sync verifies the HTML 
       await check(mirror);
       const dumpInc = await sync({ source: base, dest: fromDump, preferDump: true, fsync: false });
       assert.deepEqual([dumpInc.failed, dumpInc.updated], [[], 1]);
-      // applied from the Change Dump's package (the open Change List closed at its first change)
-      assert.deepEqual(dumpInc.sets[0]?.documents, [`${base}.resourcesync/collection/changedump.xml`]);
+      // applied from the Change Dump's package (the open Change List closed at its first change); the Change Lists
+      // are read after it for changes in no package yet, and find none newer
+      assert.equal(dumpInc.sets[0]?.documents[0], `${base}.resourcesync/collection/changedump.xml`);
       await check(fromDump);
     },
     html,
