@@ -7,7 +7,7 @@
  * the lists claim. Requests are sequential and paced (`rate`).
  * @see Z39.99 §6 (structure, navigation, discovery), §8–13, ResourceSync Archives
  */
-import { createHash, type Hash } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
