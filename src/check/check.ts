@@ -233,6 +233,8 @@ class Crawler {
   #linkHeaders = 0;
   #sampled = 0;
   #capabilityLists: string[] = [];
+  /** Documents whose `index` link names another index than the one that listed them, by that other index. */
+  readonly #otherIndexes = new Map<string, Array<{ url: string; expected: string }>>();
 
   constructor(options: CheckOptions) {
     this.#o = options;
@@ -304,6 +306,7 @@ class Crawler {
       } else this.#enqueue({ url: norm(cl.url), via: 'start', capability: 'capabilitylist' });
     }
     await this.#crawl();
+    await this.#checkOtherIndexes();
     if (this.#o.packages !== false) await this.#checkPackages();
     else {
       for (const p of this.#packages) {
@@ -410,7 +413,6 @@ class Crawler {
       const v10: Validator | undefined = both ? createValidator(header, { spec: '1.0', mode: 'strict' }) : undefined;
       let usesDatetime = md?.datetime !== undefined;
       let usesLastmod = false;
-      const capabilities = new Map<string, number>();
       const indexEntries: Array<{ loc: string; from?: string; until?: string; line?: number }> = [];
       const id = kind?.id;
       const isIndex = header.root === 'sitemapindex';
@@ -423,7 +425,7 @@ class Crawler {
           else if (e.lastmod !== undefined) usesLastmod = true;
           doc.entries++;
           this.#entries++;
-          this.#entry(x, doc, e, id, isIndex, capabilityName, header, capabilities, indexEntries);
+          this.#entry(x, doc, e, id, isIndex, capabilityName, header, indexEntries);
         }
       }
       doc.bytes = counter.bytes;
@@ -476,8 +478,13 @@ class Crawler {
     if (x.via === 'index' && x.parent !== undefined) {
       const index = linkOf(header, 'index');
       if (index === undefined) this.#issue('index-link-missing', x.url, { expected: x.parent });
-      else if (norm(index, x.url) !== x.parent)
-        this.#issue('index-link-elsewhere', x.url, { actual: norm(index, x.url), expected: x.parent });
+      else if (norm(index, x.url) !== x.parent) {
+        // another index may list it too (an archived generation of the same index): resolved after the crawl
+        const target = norm(index, x.url);
+        const pending = this.#otherIndexes.get(target) ?? [];
+        if (pending.length < this.#maxDocuments) pending.push({ url: x.url, expected: x.parent });
+        this.#otherIndexes.set(target, pending);
+      }
     }
     if (x.interval !== undefined && capability === 'changelist' && header.root === 'urlset') {
       const md = header.md;
@@ -501,7 +508,6 @@ class Crawler {
     isIndex: boolean,
     capability: string | undefined,
     header: DocumentHeader,
-    capabilities: Map<string, number>,
     indexEntries: Array<{ loc: string; from?: string; until?: string; line?: number }>,
   ): void {
     const loc = norm(e.loc, x.url);
@@ -518,11 +524,9 @@ class Crawler {
     }
     if (id === 'capability-list') {
       if (!this.#capabilityLists.includes(x.url)) this.#capabilityLists.push(x.url);
+      // a capability advertised twice is the validator's capability-duplicate
       const c = e.md?.capability;
       if (c === undefined) return;
-      const n = (capabilities.get(c) ?? 0) + 1;
-      capabilities.set(c, n);
-      if (n === 2) this.#issue('capability-repeated', x.url, { capability: c }, e.line);
       if (allowed) this.#enqueue({ url: loc, parent: x.url, via: 'capabilitylist', capability: c, up: x.url });
       return;
     }
@@ -606,6 +610,35 @@ class Crawler {
         this.#issue('changelists-overlap', url, { loc: cur.loc, from: cur.from, until: prev.until }, cur.line);
       else if (from > prevUntil)
         this.#issue('changelists-gap', url, { loc: cur.loc, from: cur.from, until: prev.until }, cur.line);
+    }
+  }
+
+  /**
+   * An `index` link must name an index that lists the document: one that is not the index it was reached
+   * from is fetched (once) and read for it. @see Z39.99 §6.2, §10.2
+   */
+  async #checkOtherIndexes(): Promise<void> {
+    for (const [target, docs] of this.#otherIndexes) {
+      const listed = new Set<string>();
+      if (this.#o.authority.allows(target)) {
+        try {
+          const res = await this.#request(target);
+          if (res.status === 200) {
+            const reader = await readDocument(res.body, this.#o.signal ? { signal: this.#o.signal } : {});
+            if (reader.header.root === 'sitemapindex') {
+              const wanted = new Set(docs.map((d) => d.url));
+              for await (const e of reader.entries) {
+                const loc = norm(e.loc, target);
+                if (wanted.has(loc)) listed.add(loc);
+              }
+            } else await reader.close();
+          } else await res.discard();
+        } catch (error) {
+          if (this.#o.signal?.aborted === true) throw error;
+        }
+      }
+      for (const d of docs)
+        if (!listed.has(d.url)) this.#issue('index-link-elsewhere', d.url, { actual: target, expected: d.expected });
     }
   }
 

@@ -14,7 +14,6 @@ export const CHECK_CODES = [
   'document-unreachable',
   'document-unreadable',
   'capability-mismatch',
-  'capability-repeated',
   'up-link-elsewhere',
   'index-link-missing',
   'index-link-elsewhere',
@@ -69,12 +68,6 @@ export const CHECK_MESSAGES: { readonly [C in CheckCode]: CheckIssueDefinition }
     section: `${Z}9`,
     message: "'{from}' lists it as '{expected}' but its capability is '{actual}'",
   },
-  'capability-repeated': {
-    severity: 'error',
-    section: `${Z}9`,
-    message:
-      "capability '{capability}' is advertised more than once in one Capability List (one document per capability and set)",
-  },
   'up-link-elsewhere': {
     severity: 'error',
     section: `${Z}6.2`,
@@ -88,7 +81,7 @@ export const CHECK_MESSAGES: { readonly [C in CheckCode]: CheckIssueDefinition }
   'index-link-elsewhere': {
     severity: 'error',
     section: `${Z}6.2`,
-    message: "the 'index' link points to '{actual}', not to the index '{expected}' that lists it",
+    message: "the 'index' link points to '{actual}', which does not list it (the index '{expected}' does)",
   },
   'changelists-overlap': {
     severity: 'error',
