@@ -93,6 +93,10 @@ export interface CheckOptions {
   maxPackageBytes?: number;
   /** Where packages are downloaded (a temporary folder inside it, removed at the end). Default the OS's. */
   tmpDir?: string;
+  /** Levels of documents below the starting points that are fetched (the Source Description is level 0). Default no limit. */
+  maxDepth?: number;
+  /** Check discovery by every route (well-known URI, robots.txt, HTML links). Default true. */
+  discoveryRules?: boolean;
   /** Random numbers in [0, 1) for the sample. Default `Math.random`. */
   random?: () => number;
   onProgress?: (p: CheckProgress) => void;
@@ -218,6 +222,8 @@ class Crawler {
   readonly documents: CheckedDocument[] = [];
   readonly issues: CheckIssue[] = [];
   readonly #seen = new Set<string>();
+  /** Level of each document enqueued (bounded by the number of documents). */
+  readonly #depth = new Map<string, number>();
   readonly #queue: Expectation[] = [];
   readonly #packages: PackageJob[] = [];
   /** Resource Lists (not indexes) by their `at`, for the dump manifests of the same time. */
@@ -279,8 +285,16 @@ class Crawler {
 
   #enqueue(e: Expectation): void {
     if (this.#seen.has(e.url)) return;
+    const depth = this.#depthBelow(e.parent);
+    if (depth > (this.#o.maxDepth ?? Infinity)) return;
     this.#seen.add(e.url);
+    this.#depth.set(e.url, depth);
     this.#queue.push(e);
+  }
+
+  /** The level of a document listed by `parent`. */
+  #depthBelow(parent: string | undefined): number {
+    return parent === undefined ? 0 : (this.#depth.get(parent) ?? 0) + 1;
   }
 
   async run(): Promise<Omit<CheckReport, 'durationMs'>> {
@@ -321,7 +335,7 @@ class Crawler {
         });
       }
     }
-    await this.#checkDiscovery(discovery);
+    if (this.#o.discoveryRules !== false) await this.#checkDiscovery(discovery);
     await this.#checkResources();
     if (this.#truncated > 0)
       this.#issue('crawl-truncated', this.#o.url, { what: `${this.#truncated} documents`, limit: this.#maxDocuments });
@@ -564,7 +578,7 @@ class Crawler {
       return;
     }
     if (id === 'resource-dump' || id === 'change-dump') {
-      if (allowed && !this.#seen.has(loc)) {
+      if (allowed && !this.#seen.has(loc) && this.#depthBelow(x.url) <= (this.#o.maxDepth ?? Infinity)) {
         this.#seen.add(loc);
         this.#packages.push({
           url: loc,

@@ -21,5 +21,8 @@ void test('messages fill their placeholders; missing ones become empty', () => {
 });
 
 void test('HTML escaping covers markup and attribute quotes', () => {
-  assert.equal(escapeHtml(`<a href="x" onclick='y'>&</a>`), '&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;');
+  assert.equal(
+    escapeHtml(`<a href="x" onclick='y'>&</a>`),
+    '&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;',
+  );
 });
