@@ -89,7 +89,7 @@ async function startServer(dir) {
       return;
     }
     res.writeHead(200, { 'content-type': 'application/xml' });
-    // the placeholder has the same length in every chunk boundary case only if not split: replace per line
+    // whole lines only, so that a placeholder split between two chunks is still replaced
     let tail = '';
     const stream = createReadStream(join(dir, file), { encoding: 'utf8', highWaterMark: 256 * 1024 });
     stream.on('data', (chunk) => {

@@ -249,6 +249,23 @@ void test('the sample is bounded: --sample 2 fetches two of the four resources',
   assert.equal(fetched.length, 2);
 });
 
+void test('an HTML page whose rel="resourcesync" links lead elsewhere is reported', async () => {
+  server.set('/page.html', {
+    body: `<!DOCTYPE html><html><head><title>p</title><link rel="resourcesync" href="${O}/cl-a.xml"><link rel="resourcesync" href="${O}/rl.xml"></head><body></body></html>`,
+    headers: { 'content-type': 'text/html; charset=utf-8' },
+  });
+  try {
+    const report = await runCheck(`${O}/page.html`, 0);
+    const html = report.issues.filter((i) => i.code === 'html-link-elsewhere');
+    assert.deepEqual(
+      html.map((i) => [i.url, i.severity, i.message.includes(`${O}/rl.xml`)]),
+      [[`${O}/page.html`, 'warning', true]],
+    );
+  } finally {
+    server.delete('/page.html');
+  }
+});
+
 void test('a well-known URI that holds no Source Description is an error', async () => {
   const s = await startTestServer();
   try {
