@@ -74,6 +74,7 @@ const PLANTED: Array<[code: string, path: string]> = [
   ['manifest-bitstream-missing', '/rd-1.zip#manifest.xml'],
   ['manifest-resourcelist-disagrees', '/rd-1.zip#manifest.xml'],
   ['robots-sitemap-unknown', '/robots.txt'],
+  ['channel-hub-missing', '/cl-a.xml'], // a notification channel advertised without its hub
   ['resource-link-elsewhere', '/r1.txt'],
   ['resource-hash-mismatch', '/r2.txt'],
   ['resource-unreachable', '/r3.txt'],
@@ -109,6 +110,7 @@ before(async () => {
       url(`${O}/cli.xml`, 'capability="changelist"'),
       url(`${O}/cla.xml`, 'capability="changelist-archive"'),
       url(`${O}/not-a-changedump.xml`, 'capability="changedump"'),
+      url(`${O}/change/`, 'capability="change-notification"'),
     ],
   });
   const CLA = `${O}/cl-a.xml`;
@@ -138,6 +140,8 @@ before(async () => {
   s.set('/r1.txt', { body: R1, headers: { link: `<${O}/not-a-capability-list.xml>; rel="resourcesync"` } });
   s.set('/r2.txt', { body: R2, headers: { link: `<${CLA}>; rel="resourcesync"` } });
   s.set('/r4.txt', R4);
+  // the channel's topic URL answers, but without WebSub's rel="hub" discovery link
+  s.set('/change/', { body: '', headers: { link: `<${O}/change/>; rel="self"` } });
 
   // Resource Dump: the package's length is wrong; its manifest names a missing bitstream and disagrees with the Resource List on r4
   const manifest = xml({
@@ -239,6 +243,10 @@ void test('every planted defect is found where it was planted, and no error that
   assert.equal(report.resources, 4);
   assert.equal(report.sampled, 4);
   assert.equal(report.linkHeaders, 2);
+  assert.equal(kinds.get('/change/'), 'notification-channel');
+  const channel = report.issues.find((i) => i.code === 'channel-discovery-missing');
+  assert.equal(channel?.severity, 'warning');
+  assert.match(channel.message, /rel="hub"/);
 });
 
 void test('the sample is bounded: --sample 2 fetches two of the four resources', async () => {

@@ -226,6 +226,8 @@ class Crawler {
   readonly #depth = new Map<string, number>();
   readonly #queue: Expectation[] = [];
   readonly #packages: PackageJob[] = [];
+  /** Notification channels (WebSub topics) advertised by Capability Lists. */
+  readonly #channels: Array<{ url: string; list: string }> = [];
   /** Resource Lists (not indexes) by their `at`, for the dump manifests of the same time. */
   readonly #listsAt = new Map<string, string[]>();
   /** Capability List of each document reached below one. */
@@ -335,6 +337,7 @@ class Crawler {
         });
       }
     }
+    await this.#checkChannels();
     if (this.#o.discoveryRules !== false) await this.#checkDiscovery(discovery);
     await this.#checkResources();
     if (this.#truncated > 0)
@@ -541,6 +544,16 @@ class Crawler {
       // a capability advertised twice is the validator's capability-duplicate
       const c = e.md?.capability;
       if (c === undefined) return;
+      if (c === 'change-notification' || c === 'framework-notification') {
+        // a WebSub topic, not a document: its hub link and discovery are checked after the crawl
+        const hub = (e.ln ?? []).find((l) => (l.rel ?? '').split(/\s+/).includes('hub'))?.href;
+        if (hub === undefined) this.#issue('channel-hub-missing', x.url, { loc }, e.line);
+        if (!this.#seen.has(loc) && this.#channels.length < this.#maxDocuments) {
+          this.#seen.add(loc);
+          this.#channels.push({ url: loc, list: x.url });
+        }
+        return;
+      }
       if (allowed) this.#enqueue({ url: loc, parent: x.url, via: 'capabilitylist', capability: c, up: x.url });
       return;
     }
@@ -867,6 +880,46 @@ class Crawler {
         list: lists.join("', '"),
         list_value: 'it is not listed',
       });
+    }
+  }
+
+  /**
+   * Notification channels: the topic URL answers with WebSub's discovery links (`rel="hub"` and
+   * `rel="self"`). The hub itself is never contacted. @see ResourceSync Change Notification §5, WebSub §4
+   */
+  async #checkChannels(): Promise<void> {
+    for (const ch of this.#channels) {
+      const doc: CheckedDocument = {
+        url: ch.url,
+        kind: 'notification-channel',
+        parent: ch.list,
+        entries: 0,
+        bytes: 0,
+        errors: 0,
+        warnings: 0,
+      };
+      this.documents.push(doc);
+      if (this.#o.discoveryRules === false || !this.#o.authority.allows(ch.url)) continue;
+      let res: HttpResponse;
+      try {
+        res = await this.#request(ch.url, 'HEAD');
+      } catch (error) {
+        if (this.#o.signal?.aborted === true) throw error;
+        this.#issue('channel-discovery-missing', ch.url, { problem: `cannot be reached (${reason(error)})` });
+        continue;
+      }
+      await res.discard();
+      if (res.status < 200 || res.status > 299) {
+        doc.status = res.status;
+        this.#issue('channel-discovery-missing', ch.url, { problem: `answered HTTP ${res.status}` });
+        continue;
+      }
+      const rels = new Set(parseLinkHeader(res.headers.link ?? '').flatMap((l) => l.rel));
+      const missing = ['hub', 'self'].filter((r) => !rels.has(r));
+      if (missing.length > 0)
+        this.#issue('channel-discovery-missing', ch.url, {
+          problem: `sends no Link header with rel="${missing.join('" or rel="')}"`,
+        });
     }
   }
 

@@ -40,6 +40,8 @@ export const CHECK_CODES = [
   'resource-hash-mismatch',
   'resource-changed-since-list',
   'resource-lastmod-mismatch',
+  'channel-hub-missing',
+  'channel-discovery-missing',
   'crawl-truncated',
 ] as const;
 export type CheckCode = (typeof CHECK_CODES)[number];
@@ -197,6 +199,16 @@ export const CHECK_MESSAGES: { readonly [C in CheckCode]: CheckIssueDefinition }
     severity: 'warning',
     section: `${Z}7`,
     message: "the resource's Last-Modified is {actual}, '{list}' gives lastmod {expected}",
+  },
+  'channel-hub-missing': {
+    severity: 'error',
+    section: 'ResourceSync Change Notification §5',
+    message: 'the notification channel \'{loc}\' is advertised without an <rs:ln rel="hub"> giving its WebSub hub',
+  },
+  'channel-discovery-missing': {
+    severity: 'warning',
+    section: 'WebSub §4',
+    message: 'the topic URL of the notification channel {problem}, so WebSub discovery from it fails',
   },
   'crawl-truncated': {
     severity: 'warning',
