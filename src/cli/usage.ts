@@ -9,6 +9,9 @@ Commands:
   serve <dir>... [--port N] [--host H] [--base-url URL] publish directories as a Source over HTTP
   sync <source-url> <dest-dir> [--delete] [--json]      mirror a Source into a directory
   audit <source-url> <dest-dir> [--json]                compare a mirror with its Source
+  check <url> [--json] [--html FILE] [--sample N]       crawl a live Source and judge it whole
+  explore <url> [--json] [--depth N]                    print a Source's document tree
+  simulate [--resources N] [--rate R] [--seed S]        a live Source that changes at a seeded rate
   demo                                                  run the bundled demonstration
 
 Run 'resourcesync <command> --help' for the options of a command.

@@ -1,0 +1,157 @@
+// `check` of our own output: what `build` writes (indexes, closed and open Change Lists, archives, dumps with
+// their packages and manifests), served by our server core, and a live `serve`, are conformant: no error.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { check, type CheckReport } from '../src/check/check.js';
+import { createAuthority } from '../src/destination/authority.js';
+import { createHttpClient } from '../src/destination/http-client.js';
+import { createSourceCore, type CoreHandler, type SourceCore } from '../src/server/core.js';
+import { serve, type RunningServer } from '../src/server/node-adapter.js';
+import { REPO_ROOT } from './helpers/paths.js';
+import { tempDir } from './helpers/tmp.js';
+
+const MAIN = join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js');
+let tmp: { dir: string; cleanup: () => Promise<void> };
+const children: ChildProcess[] = [];
+
+before(async () => {
+  tmp = await tempDir('rs-check-own-');
+});
+after(async () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  await tmp.cleanup();
+});
+
+function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.once('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+async function runCheck(start: string): Promise<CheckReport> {
+  const authority = createAuthority({ origins: [new URL(start).origin] });
+  const http = createHttpClient({ authority, retries: 0, env: {} });
+  try {
+    return await check({ url: start, http, authority, rate: 0 });
+  } finally {
+    await http.close();
+  }
+}
+
+function errorsOf(report: CheckReport): string[] {
+  return report.issues
+    .filter((i) => i.severity === 'error')
+    .map((i) => `${i.code} ${i.url}:${i.line ?? ''} ${i.message}`);
+}
+
+void test('build output (Resource List Index, Change List Index, archives, dumps) served by our core is conformant', async () => {
+  const site = join(tmp.dir, 'site');
+  const out = join(tmp.dir, 'out');
+  const state = join(tmp.dir, 'state');
+  await mkdir(join(site, 'sub'), { recursive: true });
+  for (let i = 0; i < 7; i++)
+    await writeFile(join(site, i % 2 === 0 ? `f${i}.txt` : `sub/f${i}.txt`), `file ${i}\n`.repeat(i + 1));
+  const live: { core?: SourceCore } = {};
+  const front: CoreHandler = (req) => live.core?.(req) ?? { status: 503, headers: { 'content-length': '0' } };
+  const ac = new AbortController();
+  const running: RunningServer = await serve(front, { port: 0, host: '127.0.0.1', signal: ac.signal });
+  try {
+    const build = async (): Promise<void> => {
+      const r = await runCli([
+        'build',
+        site,
+        '--base-url',
+        running.url,
+        '--out',
+        out,
+        '--state',
+        state,
+        '--name',
+        'site',
+        '--dumps',
+        '--max-entries',
+        '3',
+        '--changelist-max',
+        '2',
+      ]);
+      assert.equal(r.code, 0, r.stderr);
+    };
+    await build();
+    // changes between builds: the open Change List fills up, is closed, a new one opens
+    await writeFile(join(site, 'f0.txt'), 'changed\n');
+    await writeFile(join(site, 'new.txt'), 'new\n');
+    await build();
+    await rm(join(site, 'sub', 'f1.txt'));
+    await writeFile(join(site, 'f2.txt'), 'changed too\n');
+    await writeFile(join(site, 'sub', 'f3.txt'), 'changed three\n');
+    await build();
+    live.core = createSourceCore({ sets: [{ name: 'site', dir: site }], outDir: out, baseUrl: running.url });
+    const report = await runCheck(`${running.url}/`);
+    assert.deepEqual(errorsOf(report), []);
+    assert.equal(report.conformant, true);
+    const kinds = new Set(report.documents.map((d) => d.kind));
+    for (const k of [
+      'source-description',
+      'capability-list',
+      'resource-list-index',
+      'resource-list',
+      'change-list-index',
+      'change-list',
+      'resource-dump',
+      'package',
+      'resource-dump-manifest',
+    ]) {
+      assert.ok(kinds.has(k), `${k} reached; kinds: ${[...kinds].join(', ')}`);
+    }
+    assert.equal(report.resources, 7);
+    assert.equal(report.sampled, 7);
+  } finally {
+    ac.abort();
+    await running.closed;
+  }
+});
+
+void test('a live serve, after a change, is conformant (CLI exit 0)', async () => {
+  const site = join(tmp.dir, 'served');
+  await mkdir(site, { recursive: true });
+  await writeFile(join(site, 'a.txt'), 'alpha\n');
+  await writeFile(join(site, 'b.txt'), 'beta\n');
+  const child = spawn(process.execPath, [MAIN, 'serve', site, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error(`no 'listening on' line within 20 s; stderr: ${stderr}`)), 20_000);
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /^listening on (http:\/\/127\.0\.0\.1:\d+)\n/m.exec(out);
+      if (m !== null) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+  });
+  await writeFile(join(site, 'c.txt'), 'gamma\n');
+  // bounded wait until the change is in the open Change List
+  for (let i = 0; i < 100; i++) {
+    const text = await (await fetch(`${url}/.resourcesync/served/changelist.xml`)).text();
+    if (text.includes('c.txt')) break;
+    await sleep(100);
+  }
+  const r = await runCli(['check', url, '--rate', '0', '--json']);
+  const report = JSON.parse(r.stdout) as CheckReport;
+  assert.deepEqual(errorsOf(report), []);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(report.resources, 3);
+  child.kill('SIGTERM');
+});
