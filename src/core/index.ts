@@ -12,6 +12,7 @@ export * from './hash.js';
 export * from './w3c-datetime.js';
 export * from './model/types.js';
 export * from './model/document-kinds.js';
+export * from './model/notification.js';
 export { readDocument, parseDocument, type ByteInput, type DocumentReader, type ReadOptions } from './xml/read-document.js';
 export {
   writeDocument,
