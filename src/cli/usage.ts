@@ -9,6 +9,7 @@ Commands:
   serve <dir>... [--port N] [--host H] [--base-url URL] publish directories as a Source over HTTP
   sync <source-url> <dest-dir> [--delete] [--json]      mirror a Source into a directory
   audit <source-url> <dest-dir> [--json]                compare a mirror with its Source
+  hub [--port N] [--host H] [--data DIR]                run a WebSub hub for notifications
   demo                                                  run the bundled demonstration
 
 Run 'resourcesync <command> --help' for the options of a command.
