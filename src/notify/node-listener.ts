@@ -45,6 +45,34 @@ async function writeResponse(res: ServerResponse, out: Response, head: boolean):
 }
 
 /**
+ * A `node:http` request listener that answers with `handler` (for mounting a handler on a server
+ * made elsewhere, e.g. the hub inside `resourcesync serve`).
+ */
+export function nodeListener(
+  handler: FetchHandler,
+  origin: string,
+  onError?: (e: unknown) => void,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    let request: Request;
+    try {
+      request = toRequest(req, origin);
+    } catch {
+      res.writeHead(400).end();
+      return;
+    }
+    handler(request)
+      .then((out) => writeResponse(res, out, req.method === 'HEAD'))
+      .catch((e: unknown) => {
+        onError?.(e);
+        if (!res.headersSent)
+          res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end('500 Internal Server Error\n');
+        else res.destroy();
+      });
+  };
+}
+
+/**
  * Serves `handler` on `host:port` (port 0 picks a free one).
  * @example const l = await listen(hub.handle, { port: 0 }); console.log(l.url);
  */
