@@ -8,6 +8,7 @@ import { parseCommandArgs, usageError } from '../command-args.js';
 import { HASH_ALGORITHMS, type HashAlgorithm } from '../../core/constants.js';
 import { isResourceSyncError } from '../../core/errors.js';
 import { publish, type PublishOptions, type PublishProgress } from '../../source/publish.js';
+import { publishNotification } from '../../notify/publisher.js';
 import { isValidSetName, normalizeBaseUrl } from '../../source/url-path.js';
 
 const HELP = `Usage: resourcesync build <dir>... --base-url <url> --out <publish-dir> [options]
@@ -29,6 +30,8 @@ Options:
   --retention N           closed Change Lists, Resource Lists and Resource Dumps kept
                           (default: every Change List, 5 Resource Lists, 5 Resource Dumps)
   --described-by URL      a page describing the Source (rel="describedby" of the Source Description)
+  --hub URL               advertise notification channels with this WebSub hub and publish the
+                          changes of this run to it (Change and Framework Notifications)
   --json                  print a JSON summary on stdout
   -h, --help              this help
 
@@ -90,6 +93,7 @@ export async function run(args: string[]): Promise<number> {
       'package-size': { type: 'string' },
       retention: { type: 'string' },
       'described-by': { type: 'string' },
+      hub: { type: 'string' },
       json: { type: 'boolean' },
     },
     HELP,
@@ -121,6 +125,8 @@ export async function run(args: string[]): Promise<number> {
     const packageSize = posInt(values['package-size'], 'package-size');
     const maxEntries = posInt(values['max-entries'], 'max-entries');
     const retention = posInt(values.retention, 'retention');
+    if (values.hub !== undefined && (!URL.canParse(values.hub) || !/^https?:$/.test(new URL(values.hub).protocol)))
+      throw new UsageError(`--hub '${values.hub}' is not an http(s) URL`);
     opts = {
       sets: positionals.map((dir, i) => ({ name: names[i]!, dir })),
       baseUrl,
@@ -134,6 +140,7 @@ export async function run(args: string[]): Promise<number> {
       ...(maxEntries !== undefined ? { maxEntries } : {}),
       ...(retention !== undefined ? { retention } : {}),
       ...(values['described-by'] !== undefined ? { describedBy: values['described-by'] } : {}),
+      ...(values.hub !== undefined ? { notifications: { hub: values.hub } } : {}),
       ...(values.dumps === true ? { dumps: packageSize !== undefined ? { maxPackageBytes: packageSize } : true } : {}),
     };
   } catch (err) {
@@ -158,19 +165,29 @@ export async function run(args: string[]): Promise<number> {
   };
   const started = Date.now();
   try {
-    const result = await publish({ ...opts, signal: ac.signal, ...(tty ? { onProgress } : {}) });
+    const { notifications, ...result } = await publish({ ...opts, signal: ac.signal, ...(tty ? { onProgress } : {}) });
     if (tty) process.stderr.write('\r\x1b[K');
+    // Push: the notifications of this run, in order (Change Notification §4.1)
+    let published = 0;
+    for (const n of notifications ?? []) {
+      const items = [...n.change.map((payload) => ({ topic: n.changeTopic, payload })), ...(n.framework ? [{ topic: n.frameworkTopic, payload: n.framework }] : [])];
+      for (const item of items) {
+        await publishNotification({ hub: n.hub, topic: item.topic, capabilityList: n.capabilityList, payload: item.payload });
+        published++;
+      }
+    }
     const ms = Date.now() - started;
     if (json) {
       process.stdout.write(
-        `${JSON.stringify({ ok: true, ...result, sets: opts.sets.map((s) => s.name), durationMs: ms })}\n`,
+        `${JSON.stringify({ ok: true, ...result, sets: opts.sets.map((s) => s.name), durationMs: ms, ...(notifications ? { notificationsPublished: published } : {}) })}\n`,
       );
     } else {
       const c = result.changes;
       process.stdout.write(
         `Published ${result.resources} resources in ${opts.sets.length} set(s) to ${resolve(opts.outDir)} in ${(ms / 1000).toFixed(1)} s\n` +
           `Changes: ${c.created} created, ${c.updated} updated, ${c.deleted} deleted\n` +
-          `Source Description: ${result.sourceDescription}\n`,
+          `Source Description: ${result.sourceDescription}\n` +
+          (notifications ? `Notifications published to ${opts.notifications!.hub}: ${published}\n` : ''),
       );
     }
     return 0;
