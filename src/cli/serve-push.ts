@@ -49,7 +49,8 @@ export function startPush(o: {
   const hubPath = new URL(hubUrl).pathname;
   if (o.hub === undefined) {
     store = HubStore.open(join(o.hubDir!, 'hub.sqlite'));
-    const describe = (e: HubEvent): string => `hub: ${e.type} ${'callback' in e ? e.callback : ''} ${e.topic}`;
+    const describe = (e: HubEvent): string =>
+      `hub: ${e.type}${'mode' in e ? ` ${e.mode}` : ''} ${'callback' in e ? e.callback : ''} ${e.topic}`;
     hub = createHub({ store, hubUrl, ...(o.verbose ? { onEvent: (e: HubEvent) => o.log(describe(e)) } : {}) });
     const h = hub;
     listener = nodeListener(
