@@ -8,6 +8,8 @@ import { once } from 'node:events';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { REPO_ROOT } from './helpers/paths.js';
 import { tempDir } from './helpers/tmp.js';
@@ -122,4 +124,54 @@ test('sync --follow polls the Change List when the Source has no change channel'
   assert.equal(((await once(f.child, 'exit')) as [number])[0], 0);
   serve.p.child.kill('SIGTERM');
   await once(serve.p.child, 'exit');
+});
+
+test('sync --follow detects a gap between notification windows and fills it from the Change List', async () => {
+  // an external hub on a fixed port, so that it can be stopped and started again at the same URL
+  const free = await new Promise<number>((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+  const hubData = join(tmp.dir, 'hub');
+  const startHub = async (): Promise<Proc> => {
+    const h = start(['hub', '--port', String(free), '--data', hubData, '--retry-ms', '20', '--verbose']);
+    procs.push(h);
+    await until(`the hub; ${h.err()}`, () => /^listening on /m.test(h.out()));
+    return h;
+  };
+  let hub = await startHub();
+  const hubUrl = `http://127.0.0.1:${free}/`;
+  const site = join(tmp.dir, 'gap-site');
+  mkdirSync(site);
+  await writeFile(join(site, 'a.txt'), 'a\n');
+  const serve = await startServe(site, ['--hub', hubUrl]);
+  const dest = join(tmp.dir, 'gap-dest');
+  const f = start(['sync', serve.url, dest, '--follow', '--json', '--no-fsync']);
+  procs.push(f);
+  await until(`a subscription; ${f.err()}`, () => /subscribed to /.test(f.err()));
+  await until('the verified subscription', () => /subscribed http:\/\/127\.0\.0\.1:\d+\/callback/.test(hub.err()));
+
+  await writeFile(join(site, 'b.txt'), 'b\n');
+  await until('b.txt pushed', () => existsSync(join(dest, 'b.txt')));
+  // the hub goes away: the next notification cannot be published, the Source moves its window on
+  hub.child.kill('SIGTERM');
+  await once(hub.child, 'exit');
+  await writeFile(join(site, 'missed.txt'), 'missed\n');
+  await until(`the failed publication; ${serve.p.err()}`, () =>
+    /notification on \S+change-notification\/ not published/.test(serve.p.err()),
+  );
+  assert.equal(existsSync(join(dest, 'missed.txt')), false);
+  hub = await startHub();
+  await writeFile(join(site, 'c.txt'), 'c\n');
+  await until('c.txt pushed', () => existsSync(join(dest, 'c.txt')));
+  assert.equal(readFileSync(join(dest, 'missed.txt'), 'utf8'), 'missed\n', 'the gap was filled from the Change List');
+  await until('the gap line', () => lines(f).some((l) => l.via === 'push' && l.gaps === 1));
+  f.child.kill('SIGTERM');
+  assert.equal(((await once(f.child, 'exit')) as [number])[0], 0);
+  serve.p.child.kill('SIGTERM');
+  await once(serve.p.child, 'exit');
+  hub.child.kill('SIGTERM');
+  await once(hub.child, 'exit');
 });
