@@ -21,6 +21,8 @@ export {
 } from './hub.js';
 export { HubStore, type Subscription, type PendingDelivery } from './hub-store.js';
 export { listen, nodeListener, type FetchHandler, type Listener } from './node-listener.js';
+export { Subscriber, type SubscriberOptions, type SubscriberEvent } from './subscriber.js';
+export { WindowTracker, type WindowOrder } from './windows.js';
 export { publishNotification, type Notification, type SendRequest } from './publisher.js';
 export { signBody, verifySignature, SIGNATURE_METHODS, MAX_SECRET_BYTES, type SignatureMethod } from './signature.js';
 export { createUrlPolicy, isLoopbackHost, type UrlPolicy } from './callback-policy.js';
