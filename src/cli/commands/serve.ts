@@ -181,6 +181,7 @@ export async function run(args: string[]): Promise<number> {
         dirs,
         run: publishOnce,
         signal: ac.signal,
+        maxWaitMs: 250, // a steady stream of changes is published at least every 250 ms
         onEvent: () => live.core?.invalidate(),
         onRun: (r) => {
           live.core?.invalidate();
