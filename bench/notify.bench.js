@@ -102,6 +102,24 @@ try {
   console.log(
     `  push / poll: p50 ${(rows.push.p50 / rows.poll.p50).toFixed(2)}x, p99 ${(rows.push.p99 / rows.poll.p99).toFixed(2)}x`,
   );
+  // what bounds the latency: each batch is applied by an incremental sync() at the Destination
+  const syncMs = (f) =>
+    f.out
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l))
+      .filter((l) => l.via === 'push' || l.via === 'poll')
+      .map((l) => l.durationMs)
+      .sort((a, b) => a - b);
+  for (const [k, f] of [
+    ['push', pushF],
+    ['poll', pollF],
+  ]) {
+    const d = syncMs(f);
+    console.log(
+      `  ${k}: ${d.length} incremental syncs applied the changes, p50 ${pct(d, 50).toFixed(0)} ms each (max ${d[d.length - 1].toFixed(0)} ms)`,
+    );
+  }
 } finally {
   for (const p of procs) if (p.child.exitCode === null) p.child.kill('SIGTERM');
   await Promise.all(

@@ -67,7 +67,7 @@ export async function follow(o: FollowOptions): Promise<number> {
     const gaps = notes.filter((n) => n.order === 'gap' || n.order === 'overlap').length;
     if (o.json) {
       stdout.write(
-        `${JSON.stringify({ time: new Date().toISOString(), via, mode: report.mode, created: report.created, updated: report.updated, deleted: report.deleted, failed: report.failed.length, notifications: notes.length, ...(window ? { window } : {}), gaps })}\n`,
+        `${JSON.stringify({ time: new Date().toISOString(), via, mode: report.mode, created: report.created, updated: report.updated, deleted: report.deleted, failed: report.failed.length, durationMs: report.durationMs, notifications: notes.length, ...(window ? { window } : {}), gaps })}\n`,
       );
     } else {
       stdout.write(
