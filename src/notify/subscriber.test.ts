@@ -40,7 +40,7 @@ void describe('Subscriber against a real hub', () => {
     hub = ref.hub = createHub({
       store,
       hubUrl: `${hubListener.url}/`,
-      lease: { min: 2, max: 2, default: 2 },
+      lease: { min: 4, max: 4, default: 4 },
       onEvent: (e) => events.push(e),
     });
   });
@@ -79,7 +79,7 @@ void describe('Subscriber against a real hub', () => {
     await withSubscriber('http://127.0.0.1:1/topic-a', async (s, got, seen, cb) => {
       await s.subscribe();
       assert.equal(s.subscribed, true);
-      assert.deepEqual(seen[0], { type: 'verified', mode: 'subscribe', leaseSeconds: 2 });
+      assert.deepEqual(seen[0], { type: 'verified', mode: 'subscribe', leaseSeconds: 4 });
       await hub.idle(); // the hub records the subscription once it has read the echoed challenge
       assert.equal(store.getSubscription('http://127.0.0.1:1/topic-a', cb)?.secret, s.secret);
 
@@ -114,13 +114,13 @@ void describe('Subscriber against a real hub', () => {
 
       // a verification nobody asked for is refused
       const unasked = await fetch(
-        `${cb}&hub.mode=subscribe&hub.topic=${encodeURIComponent('http://127.0.0.1:1/other')}&hub.challenge=x&hub.lease_seconds=2`,
+        `${cb}&hub.mode=subscribe&hub.topic=${encodeURIComponent('http://127.0.0.1:1/other')}&hub.challenge=x&hub.lease_seconds=4`,
       );
       assert.equal(unasked.status, 404);
 
-      // renewal at 80 % of a 2 s lease: a second verified subscribe, same subscription row
+      // renewal at 80 % of a 4 s lease (3.2 s, well before the hub ends it): a second verified subscribe, same subscription row
       const id = store.getSubscription('http://127.0.0.1:1/topic-a', cb)!.id;
-      for (let i = 0; i < 300 && seen.filter((e) => e.type === 'verified').length < 2; i++) await sleep(10);
+      for (let i = 0; i < 600 && seen.filter((e) => e.type === 'verified').length < 2; i++) await sleep(10);
       assert.equal(seen.filter((e) => e.type === 'verified' && e.mode === 'subscribe').length, 2);
       assert.equal(store.getSubscription('http://127.0.0.1:1/topic-a', cb)?.id, id);
 
