@@ -1,10 +1,11 @@
 /**
  * The layers of src/ and what each may import (see CONTRIBUTING.md):
  *
- *   core ← node ← source | destination | notify ← web ← server ← cli
+ *   core ← node ← source | destination | notify ← check ← web ← server ← cli
  *
  * A module imports only from its own layer and the layers to its left. `source` and `destination`
- * never import each other; `notify` may use both. `core` is pure: no file system, network or process
+ * never import each other; `notify` may use both; `check` (the whole-Source checker and explorer) reads
+ * Sources through the Destination's discovery and client. `core` is pure: no file system, network or process
  * module, and no npm package.
  * Tests (*.test.ts, test/) may import across layers; production code never imports tests.
  * Run: `npm run layers` (part of `npm test`).
@@ -12,11 +13,12 @@
 
 /** Each layer and the layers it must not import. */
 const ABOVE = {
-  core: ['node', 'source', 'destination', 'notify', 'web', 'server', 'cli'],
-  node: ['source', 'destination', 'notify', 'web', 'server', 'cli'],
-  source: ['destination', 'notify', 'web', 'server', 'cli'],
-  destination: ['source', 'notify', 'web', 'server', 'cli'],
-  notify: ['web', 'server', 'cli'],
+  core: ['node', 'source', 'destination', 'notify', 'check', 'web', 'server', 'cli'],
+  node: ['source', 'destination', 'notify', 'check', 'web', 'server', 'cli'],
+  source: ['destination', 'notify', 'check', 'web', 'server', 'cli'],
+  destination: ['source', 'notify', 'check', 'web', 'server', 'cli'],
+  notify: ['check', 'web', 'server', 'cli'],
+  check: ['web', 'server', 'cli'],
   web: ['server', 'cli'],
   server: ['cli'],
 };

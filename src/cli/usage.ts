@@ -12,6 +12,7 @@ Commands:
   check <url> [--json] [--html FILE] [--sample N]       crawl a live Source and judge it whole
   explore <url> [--json] [--depth N]                    print a Source's document tree
   simulate [--resources N] [--rate R] [--seed S]        a live Source that changes at a seeded rate
+  hub [--port N] [--host H] [--data DIR]                run a WebSub hub for notifications
   demo                                                  run the bundled demonstration
 
 Run 'resourcesync <command> --help' for the options of a command.

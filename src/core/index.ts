@@ -14,6 +14,7 @@ export * from './manifest-path.js';
 export { mediaType, DEFAULT_MEDIA_TYPE } from './media-type.js';
 export * from './model/types.js';
 export * from './model/document-kinds.js';
+export * from './model/notification.js';
 export {
   readDocument,
   parseDocument,

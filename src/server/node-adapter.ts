@@ -24,6 +24,11 @@ export interface ServeOptions {
   onResponse?: (info: { method: string; target: string; status: number; ms: number }) => void;
   /** Called with errors while writing a response (the connection is closed). */
   onError?: (error: unknown) => void;
+  /**
+   * Answers requests before the core: returns true when it took the request (e.g. the embedded WebSub hub,
+   * which reads request bodies). Default: none.
+   */
+  intercept?: (req: IncomingMessage, res: ServerResponse) => boolean;
 }
 
 /** A running server. */
@@ -90,6 +95,7 @@ export async function serve(core: CoreHandler, options: ServeOptions = {}): Prom
       });
     }
     if (closing) res.once('finish', () => server.closeIdleConnections());
+    if (options.intercept?.(req, res) === true) return;
     let out: CoreResponse | Promise<CoreResponse>;
     try {
       out = core(request);

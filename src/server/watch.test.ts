@@ -146,3 +146,20 @@ void test('poll mode detects creations, edits and deletions by rescanning', asyn
     await w.close();
   }
 });
+
+void test('maxWaitMs: a steady stream of changes is published while it lasts, not only when it stops', async () => {
+  const dir = join(tmp, 'stream');
+  await mkdir(dir, { recursive: true });
+  let runs = 0;
+  const w = watchSources({ dirs: [dir], debounceMs: 150, maxWaitMs: 100, run: () => Promise.resolve(runs++) });
+  try {
+    // a change every 20 ms for 1 s: the quiet period alone would never pass
+    for (let i = 0; i < 50; i++) {
+      await writeFile(join(dir, `s${i}.txt`), String(i));
+      await sleep(20);
+    }
+    assert.ok(runs >= 2, `runs during the stream: ${runs}`);
+  } finally {
+    await w.close();
+  }
+});

@@ -17,6 +17,11 @@ export interface WatchOptions {
   run: () => Promise<unknown>;
   /** Quiet period after the last event before running. Default 200 ms. */
   debounceMs?: number;
+  /**
+   * Longest wait after the first event of a batch, however often events keep coming (a steady stream of
+   * changes would otherwise never be published). Default: none.
+   */
+  maxWaitMs?: number;
   /** Interval of the rescan used when recursive `fs.watch` is unavailable (or `poll` is set). Default 1000 ms. */
   pollMs?: number;
   /** Use periodic rescans instead of `fs.watch`. Default false. */
@@ -88,6 +93,7 @@ export function watchSources(options: WatchOptions): SourceWatcher {
   const onError = options.onError ?? (() => undefined);
   let closed = false;
   let timer: NodeJS.Timeout | undefined;
+  let batchStart: number | undefined;
   let running: Promise<void> | undefined;
   let pending = false;
   let idle: Array<() => void> = [];
@@ -126,10 +132,14 @@ export function watchSources(options: WatchOptions): SourceWatcher {
   const trigger = (): void => {
     if (closed) return;
     if (timer !== undefined) clearTimeout(timer);
+    const now = Date.now();
+    batchStart ??= now;
+    const wait = options.maxWaitMs === undefined ? debounce : Math.max(0, Math.min(debounce, batchStart + options.maxWaitMs - now));
     timer = setTimeout(() => {
       timer = undefined;
+      batchStart = undefined;
       start();
-    }, debounce);
+    }, wait);
   };
 
   const watchers: FSWatcher[] = [];

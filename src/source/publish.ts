@@ -63,6 +63,8 @@ import { SnapshotStore, type ChangePeriod, type ChangeRecord, type DumpRecord, t
 import { mediaType } from '../core/media-type.js';
 import { DOCUMENTS_PREFIX, isValidSetName, normalizeBaseUrl, setBaseUrl } from './url-path.js';
 import { writeZipPackage, type PackageItem } from './zip-package.js';
+import { channelEntries, channelTopics, changeNotifications, frameworkChanges, type SetNotifications } from './notifications.js';
+import type { FrameworkChange } from '../core/model/notification.js';
 
 export type { HashAlgorithm };
 
@@ -121,6 +123,12 @@ export interface PublishOptions {
   now?: () => number;
   signal?: AbortSignal;
   onProgress?: (p: PublishProgress) => void;
+  /**
+   * Push: advertise a change and a framework notification channel per set with this hub in the Capability
+   * Lists, and return each publication's notifications in `PublishResult.notifications`.
+   * @see Change Notification §4, Framework Notification §5
+   */
+  notifications?: { hub: string };
 }
 
 /** What `publish` did. */
@@ -136,6 +144,8 @@ export interface PublishResult {
   changes: { created: number; updated: number; deleted: number };
   /** Resources listed, all sets together. */
   resources: number;
+  /** With `options.notifications`: what to send on each set's channels, in the order of `sets`. */
+  notifications?: SetNotifications[];
 }
 
 const pad = (n: number): string => String(n).padStart(5, '0');
@@ -184,6 +194,7 @@ interface Context {
   onProgress: ((p: PublishProgress) => void) | undefined;
   exclude: string[];
   stateDir: string | undefined;
+  notifications?: { hub: string } | undefined;
 }
 
 interface SetResult {
@@ -194,6 +205,7 @@ interface SetResult {
   updated: number;
   deleted: number;
   resources: number;
+  notifications?: SetNotifications;
 }
 
 function invalid(message: string, data: Record<string, unknown>): ResourceSyncError {
@@ -253,6 +265,7 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
     onProgress: options.onProgress,
     exclude: [outDir, join(outDir, 'robots.txt'), ...(options.stateDir === undefined ? [] : [resolve(options.stateDir)])],
     stateDir: options.stateDir === undefined ? undefined : resolve(options.stateDir),
+    notifications: options.notifications,
   };
   mkdirSync(outDir, { recursive: true });
   const results: SetResult[] = [];
@@ -287,6 +300,7 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
       deleted: sum(results, 'deleted'),
     },
     resources: sum(results, 'resources'),
+    ...(ctx.notifications ? { notifications: results.flatMap((r) => (r.notifications ? [r.notifications] : [])) } : {}),
   };
 }
 
@@ -374,6 +388,15 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
           }
         }
       : undefined;
+    // Push: the changes of this run go out as Change Notifications (Change Notification §3)
+    const recorded: ChangeRecord[] | undefined = ctx.notifications ? [] : undefined;
+    const onChangeAll =
+      recorded === undefined
+        ? onChange
+        : (c: ChangeRecord): void => {
+            recorded.push(c);
+            onChange?.(c);
+          };
     const cursor = store.lookup();
     let r;
     try {
@@ -389,7 +412,7 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
         now: ctx.now,
         ...ctx.changeList,
         ...(ctx.signal ? { signal: ctx.signal } : {}),
-        ...(onChange ? { onChange } : {}),
+        ...(onChangeAll ? { onChange: onChangeAll } : {}),
       });
     } finally {
       cursor.close();
@@ -402,6 +425,7 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
     //    Resource List Archive. `resourcelist.xml` is a copy of the latest generation's list (or index).
     const rlUrl = u(`resourcelist${x}`);
     const rlArchiveUrl = u(`resourcelist-archive${x}`);
+    const framework: FrameworkChange[] = []; // capability documents written by this run (Framework Notification §3)
     let generations = JSON.parse(store.getMeta('rl_generations') ?? '[]') as RlGeneration[];
     if (fresh || changed || generations.length === 0 || !existsSync(f(`resourcelist${x}`))) {
       const n = (generations[generations.length - 1]?.n ?? 0) + 1;
@@ -421,6 +445,11 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
         },
       );
       await copyAtomic(f(`resourcelist-${n}${x}`), f(`resourcelist${x}`));
+      framework.push(
+        ...(res.indexed
+          ? res.parts.map((p): FrameworkChange => ({ loc: p.url, capability: 'resourcelist', change: 'created', index: rlUrl }))
+          : [{ loc: rlUrl, capability: 'resourcelist', change: generations.length === 0 ? 'created' : 'updated' } as const]),
+      );
       const files = [`resourcelist-${n}${x}`, ...(res.indexed ? res.parts.map((p) => p.url.slice(docUrl.length)) : [])];
       generations.push({ n, at: r.at, completed, files });
       const keep = ctx.retention ?? DEFAULT_SNAPSHOT_RETENTION;
@@ -463,6 +492,7 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
     // The open Change List and the index change only with the changes: a quiet run rewrites neither.
     const listsChanged = fresh || changed || r.closed.length > 0 || dropped.length > 0 || !existsSync(f(`changelist${x}`));
     if (listsChanged) {
+      framework.push({ loc: u(`changelist${x}`), capability: 'changelist', change: existsSync(f(`changelist${x}`)) ? 'updated' : 'created', ...(indexUrl ? { index: indexUrl } : {}) });
       await writeDoc(
         f(`changelist${x}`),
         header('urlset', fromMd('changelist', open.from), capUrl, indexUrl, clArchiveLn),
@@ -515,6 +545,7 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
       caps.push(capabilityEntry(indexUrl ?? u(`changelist${x}`), 'changelist'));
       if (closed.length > 0) archives.push(capabilityEntry(u(`changelist-archive${x}`), 'changelist-archive'));
     }
+    if (ctx.notifications) caps.push(...channelEntries(docUrl, ctx.notifications.hub));
 
     // 5. Capability List (§9)
     await writeDoc(
@@ -525,7 +556,34 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
     );
     documents.push(capUrl);
     store.setMeta('published_config', config);
-    return { capabilityList: capUrl, resourceList: rlUrl, documents, created: r.created, updated: r.updated, deleted: r.deleted, resources: r.resources };
+    let notifications: SetNotifications | undefined;
+    if (ctx.notifications && recorded) {
+      // Windows are contiguous: each starts where the previous one announced ended (kept in the store).
+      const last = store.getMeta('notified_until');
+      if (last === undefined) framework.unshift({ loc: capUrl, capability: 'capabilitylist', change: 'created' });
+      const from = last === undefined ? r.at : Number(last);
+      if (last === undefined || recorded.length > 0) store.setMeta('notified_until', String(r.at));
+      const topics = channelTopics(docUrl);
+      notifications = {
+        set: set.name,
+        capabilityList: capUrl,
+        hub: ctx.notifications.hub,
+        changeTopic: topics.change,
+        frameworkTopic: topics.framework,
+        change: recorded.length > 0 ? changeNotifications(resBase, capUrl, from, r.at, recorded) : [],
+        framework: frameworkChanges(capUrl, framework),
+      };
+    }
+    return {
+      capabilityList: capUrl,
+      resourceList: rlUrl,
+      documents,
+      created: r.created,
+      updated: r.updated,
+      deleted: r.deleted,
+      resources: r.resources,
+      ...(notifications ? { notifications } : {}),
+    };
   } finally {
     store.close();
   }

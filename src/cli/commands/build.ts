@@ -7,6 +7,7 @@ import { basename, resolve } from 'node:path';
 import { parseCommandArgs, usageError } from '../command-args.js';
 import { isResourceSyncError } from '../../core/errors.js';
 import { publish, type PublishOptions, type PublishProgress } from '../../source/publish.js';
+import { publishNotification } from '../../notify/publisher.js';
 import { isValidSetName, normalizeBaseUrl } from '../../source/url-path.js';
 import { PUBLISH_ARGS, PUBLISH_HELP, PublishArgsError, publishArgs } from '../publish-options.js';
 
@@ -20,7 +21,9 @@ Options:
   --out DIR               the publish folder (required)
   --state DIR             state folder (default <dir>/.resourcesync/ of each set)
   --name NAME             set name, once per <dir> in order (default: the folder's name)
-${PUBLISH_HELP}  --json                  print a JSON summary on stdout
+${PUBLISH_HELP}  --hub URL               advertise notification channels with this WebSub hub and publish the
+                          changes of this run to it (Change and Framework Notifications)
+  --json                  print a JSON summary on stdout
   -h, --help              this help
 
 Resources of a single set are published at <url><path>; with several sets at <url><name>/<path>.
@@ -67,6 +70,7 @@ export async function run(args: string[]): Promise<number> {
       state: { type: 'string' },
       name: { type: 'string', multiple: true },
       ...PUBLISH_ARGS,
+      hub: { type: 'string' },
       json: { type: 'boolean' },
     },
     HELP,
@@ -87,12 +91,15 @@ export async function run(args: string[]): Promise<number> {
     const given = values.name ?? [];
     if (given.length > positionals.length) throw new UsageError('more --name options than directories');
     const names = setNames(positionals, given);
+    if (values.hub !== undefined && (!URL.canParse(values.hub) || !/^https?:$/.test(new URL(values.hub).protocol)))
+      throw new UsageError(`--hub '${values.hub}' is not an http(s) URL`);
     opts = {
       sets: positionals.map((dir, i) => ({ name: names[i]!, dir })),
       baseUrl,
       outDir: values.out,
       ...shared,
       ...(values.state !== undefined ? { stateDir: values.state } : {}),
+      ...(values.hub !== undefined ? { notifications: { hub: values.hub } } : {}),
     };
   } catch (err) {
     if (err instanceof UsageError || err instanceof PublishArgsError)
@@ -116,19 +123,29 @@ export async function run(args: string[]): Promise<number> {
   };
   const started = Date.now();
   try {
-    const result = await publish({ ...opts, signal: ac.signal, ...(tty ? { onProgress } : {}) });
+    const { notifications, ...result } = await publish({ ...opts, signal: ac.signal, ...(tty ? { onProgress } : {}) });
     if (tty) process.stderr.write('\r\x1b[K');
+    // Push: the notifications of this run, in order (Change Notification §4.1)
+    let published = 0;
+    for (const n of notifications ?? []) {
+      const items = [...n.change.map((payload) => ({ topic: n.changeTopic, payload })), ...(n.framework ? [{ topic: n.frameworkTopic, payload: n.framework }] : [])];
+      for (const item of items) {
+        await publishNotification({ hub: n.hub, topic: item.topic, capabilityList: n.capabilityList, payload: item.payload });
+        published++;
+      }
+    }
     const ms = Date.now() - started;
     if (json) {
       process.stdout.write(
-        `${JSON.stringify({ ok: true, ...result, sets: opts.sets.map((s) => s.name), durationMs: ms })}\n`,
+        `${JSON.stringify({ ok: true, ...result, sets: opts.sets.map((s) => s.name), durationMs: ms, ...(notifications ? { notificationsPublished: published } : {}) })}\n`,
       );
     } else {
       const c = result.changes;
       process.stdout.write(
         `Published ${result.resources} resources in ${opts.sets.length} set(s) to ${resolve(opts.outDir)} in ${(ms / 1000).toFixed(1)} s\n` +
           `Changes: ${c.created} created, ${c.updated} updated, ${c.deleted} deleted\n` +
-          `Source Description: ${result.sourceDescription}\n`,
+          `Source Description: ${result.sourceDescription}\n` +
+          (notifications ? `Notifications published to ${opts.notifications!.hub}: ${published}\n` : ''),
       );
     }
     return 0;

@@ -15,6 +15,7 @@ import { serve, type RunningServer } from '../../server/node-adapter.js';
 import { watchSources, type SourceWatcher } from '../../server/watch.js';
 import { publish, type PublishOptions, type PublishResult } from '../../source/publish.js';
 import { PUBLISH_ARGS, PUBLISH_HELP, PublishArgsError, publishArgs, type PublishArgsResult } from '../publish-options.js';
+import { startPush, type Push } from '../serve-push.js';
 
 const HELP = `Usage: resourcesync serve <dir>... [options]
 
@@ -30,6 +31,9 @@ Options:
   --state DIR             state and published documents (default: each <dir>/.resourcesync, documents
                           in the first one's publish/ folder)
   --no-watch              publish once; do not track changes
+  --hub URL               publish change and framework notifications to this WebSub hub (default:
+                          an embedded hub at <base-url>/hub, state in <state>/hub)
+  --no-hub                no notification channels
 ${PUBLISH_HELP}  --verbose               log every request on stderr
   -h, --help              show this help
 `;
@@ -68,6 +72,8 @@ export async function run(args: string[]): Promise<number> {
       state: { type: 'string' },
       'no-watch': { type: 'boolean' },
       ...PUBLISH_ARGS,
+      hub: { type: 'string' },
+      'no-hub': { type: 'boolean' },
       verbose: { type: 'boolean' },
     },
     HELP,
@@ -116,6 +122,11 @@ export async function run(args: string[]): Promise<number> {
     }
   }
 
+  if (values.hub !== undefined && (!URL.canParse(values.hub) || !/^https?:$/.test(new URL(values.hub).protocol))) {
+    return usageError('serve', `--hub '${values.hub}' is not an http(s) URL.`);
+  }
+  if (values.hub !== undefined && values['no-hub'] === true) return usageError('serve', '--hub and --no-hub exclude each other.');
+
   const verbose = values.verbose === true;
   const log = (line: string): void => void process.stderr.write(`${line}\n`);
   const ac = new AbortController();
@@ -124,8 +135,8 @@ export async function run(args: string[]): Promise<number> {
   process.once('SIGTERM', stop);
 
   // Until the first publication is done, requests get 503 (the listening line is printed after it).
-  const live: { core?: SourceCore } = {};
-  const front: CoreHandler = (req) => (live.core === undefined ? SERVICE_UNAVAILABLE : live.core(req));
+  const live: { core?: SourceCore; push?: Push } = {};
+  const front: CoreHandler = (req) => live.push?.topic(req) ?? (live.core === undefined ? SERVICE_UNAVAILABLE : live.core(req));
   let running: RunningServer;
   try {
     running = await serve(front, {
@@ -133,6 +144,7 @@ export async function run(args: string[]): Promise<number> {
       host,
       signal: ac.signal,
       onError: (e) => log(`resourcesync serve: ${message(e)}`),
+      intercept: (req, res) => live.push?.intercept(req, res) ?? false,
       ...(verbose ? { onResponse: (r) => log(`${r.method} ${r.target} ${r.status} ${r.ms.toFixed(1)}ms`) } : {}),
     });
   } catch (error) {
@@ -143,8 +155,27 @@ export async function run(args: string[]): Promise<number> {
   }
 
   const baseUrl = (values['base-url'] ?? running.url).replace(/\/+$/, '');
+  // Push (Change Notification §4): an embedded hub at <base-url>/hub unless --hub or --no-hub.
+  if (values['no-hub'] !== true) {
+    live.push = startPush({
+      baseUrl,
+      origin: running.url,
+      ...(values.hub === undefined ? { hubDir: join(stateDir ?? join(dirs[0]!, '.resourcesync'), 'hub') } : { hub: values.hub }),
+      log,
+      verbose,
+    });
+  }
   // HTML is served with its discovery link (§6.3.3) and published as served, so listed and served bytes agree.
-  const publishOptions: PublishOptions = { ...shared, sets, baseUrl, outDir, htmlDiscoveryLink: true, signal: ac.signal, ...(stateDir === undefined ? {} : { stateDir }) };
+  const publishOptions: PublishOptions = {
+    ...shared,
+    sets,
+    baseUrl,
+    outDir,
+    htmlDiscoveryLink: true,
+    signal: ac.signal,
+    ...(stateDir === undefined ? {} : { stateDir }),
+    ...(live.push ? { notifications: { hub: live.push.hubUrl } } : {}),
+  };
   // The watcher starts before the first publication, which it runs itself: a change made meanwhile is
   // never lost, and two publications never run at once.
   let first: { result?: PublishResult; error?: unknown } | undefined;
@@ -164,9 +195,11 @@ export async function run(args: string[]): Promise<number> {
         dirs,
         run: publishOnce,
         signal: ac.signal,
+        maxWaitMs: 250, // a steady stream of changes is published at least every 250 ms
         onEvent: () => live.core?.invalidate(),
         onRun: (r) => {
           live.core?.invalidate();
+          live.push?.send((r as PublishResult).notifications);
           if (verbose) {
             const ch = (r as PublishResult).changes;
             log(`published: ${ch.created} created, ${ch.updated} updated, ${ch.deleted} deleted`);
@@ -186,11 +219,13 @@ export async function run(args: string[]): Promise<number> {
     ac.abort();
     await running.closed;
     await watcher?.close();
+    await live.push?.close();
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);
     return stopped ? 0 : 1;
   }
   const result = first.result;
+  if (watcher === undefined) live.push?.send(result.notifications); // (the watcher's runs send their own)
   if (verbose) log(`published ${result.resources} resources (${result.documents.length} documents)`);
   live.core = createSourceCore({
     sets: sets.map((s, i) => {
@@ -206,6 +241,7 @@ export async function run(args: string[]): Promise<number> {
   if (!ac.signal.aborted) process.stdout.write(`listening on ${running.url}\n`);
   await running.closed;
   await watcher?.close();
+  await live.push?.close();
   process.off('SIGINT', stop);
   process.off('SIGTERM', stop);
   return 0;

@@ -3,6 +3,7 @@ import { sync, type SyncReport } from '../../destination/sync.js';
 import { ProgressBar } from '../progress.js';
 import { EXIT, MIRROR_OPTIONS, exitCodeOf, integerOption, mirrorOptions, reportFailure, sourceAndDest, type MirrorOptions } from '../mirror-options.js';
 import { parseCommandArgs, usageError } from '../command-args.js';
+import { follow } from '../follow.js';
 
 const HELP = `Usage: resourcesync sync <source-url> <dest-dir> [options]
 
@@ -33,6 +34,14 @@ Options:
                            or file (an fsync of each file)
   --no-fsync               do not make files durable before renaming them (faster, not
                            safe against a power cut)
+  --follow                 keep following the Source: subscribe to its change notification
+                           channel and apply changes as they are announced (poll the Change
+                           List when there is no channel or the hub is unreachable); one line
+                           per applied batch; SIGINT/SIGTERM unsubscribe and exit 0
+  --listen HOST:PORT       with --follow: where the callback listens (default 127.0.0.1:0)
+  --callback-url URL       with --follow: the callback URL given to the hub (default
+                           http://<listen>/callback)
+  --interval S             with --follow: seconds between polls (default 60)
   -h, --help               show this help
 
 Credentials: RESOURCESYNC_BEARER=<token> or RESOURCESYNC_BASIC=<user:password> for the Source's
@@ -80,6 +89,10 @@ export async function run(args: string[]): Promise<number> {
       retries: { type: 'string' },
       'no-fsync': { type: 'boolean' },
       'fsync-method': { type: 'string' },
+      follow: { type: 'boolean' },
+      listen: { type: 'string' },
+      'callback-url': { type: 'string' },
+      interval: { type: 'string' },
     },
     HELP,
   );
@@ -100,6 +113,45 @@ export async function run(args: string[]): Promise<number> {
     return usageError('sync', err);
   }
   const fsyncMethod = v['fsync-method'];
+  if (v.follow === true) {
+    const m = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(v.listen ?? '127.0.0.1:0');
+    if (m === null || Number(m[2]) > 65535) return usageError('sync', `--listen '${v.listen}' is not HOST:PORT.`);
+    const interval = Number(v.interval ?? '60');
+    if (!(interval > 0)) return usageError('sync', `--interval '${v.interval}' is not a positive number of seconds.`);
+    if (v['callback-url'] !== undefined && !URL.canParse(v['callback-url'])) return usageError('sync', `--callback-url '${v['callback-url']}' is not a URL.`);
+    const controller = new AbortController();
+    const onSignal = (): void => controller.abort();
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    try {
+      return await follow({
+        syncOptions: {
+          source,
+          dest,
+          delete: v.delete ?? false,
+          preferDump: v['prefer-dump'] ?? false,
+          preferMirrors: v['prefer-mirrors'] ?? false,
+          fsync: !(v['no-fsync'] ?? false),
+          ...(fsyncMethod !== undefined ? { fsyncMethod } : {}),
+          ...common,
+          ...(concurrency !== undefined ? { concurrency } : {}),
+          ...(retries !== undefined ? { retries } : {}),
+        },
+        listen: { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) },
+        ...(v['callback-url'] !== undefined ? { callbackUrl: v['callback-url'] } : {}),
+        intervalMs: interval * 1000,
+        json: v.json ?? false,
+        signal: controller.signal,
+        log: (line) => void stderr.write(`${line}\n`),
+      });
+    } catch (err) {
+      reportFailure('sync', err, v.json);
+      return controller.signal.aborted ? 0 : exitCodeOf(err);
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
+  }
   const controller = new AbortController();
   const onSignal = (): void => controller.abort();
   process.once('SIGINT', onSignal);

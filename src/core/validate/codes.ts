@@ -77,6 +77,9 @@ export const ISSUE_CODES = [
   'path-unexpected',
   'type-missing',
   'package-metadata-missing',
+  // notifications (Change Notification / Framework Notification 1.0.1)
+  'framework-change-not-allowed',
+  'capability-legacy-name',
   // reporting
   'issues-truncated',
   // lenient mode: what was accepted instead of failing
@@ -95,6 +98,7 @@ export const ISSUE_CODES = [
   'tolerated-lastmod-missing',
   'tolerated-until-before-from',
   'tolerated-loc-relative',
+  'tolerated-capability-legacy-name',
 ] as const;
 
 /** One validator rule. */

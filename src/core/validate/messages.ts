@@ -229,6 +229,16 @@ export const MESSAGES: { readonly [C in IssueCode]: IssueDefinition } = {
     section: `${Z}11.1`,
     message: "an <rs:md> with the 'type' and 'length' of the package is recommended in a {kind} entry",
   },
+  'framework-change-not-allowed': {
+    severity: 'error',
+    section: 'ResourceSync Framework Notification §2.1, Table 2',
+    message: "change '{value}' is not allowed for capability '{expected}' in a Framework Notification",
+  },
+  'capability-legacy-name': {
+    severity: 'error',
+    section: 'ResourceSync Change Notification §3',
+    message: "capability '{value}' is the name of ResourceSync 1.0 notifications; 1.0.1 calls it '{expected}'",
+  },
   'issues-truncated': { severity: 'warning', section: '-', message: "{count} more '{value}' issues are not listed" },
   'tolerated-out-of-order': {
     severity: 'warning',
@@ -304,6 +314,11 @@ export const MESSAGES: { readonly [C in IssueCode]: IssueDefinition } = {
     severity: 'warning',
     section: 'Sitemaps protocol',
     message: "tolerated: loc '{value}' is a relative URI; resolved against the URL of the document that lists it",
+  },
+  'tolerated-capability-legacy-name': {
+    severity: 'warning',
+    section: 'ResourceSync Change Notification §3',
+    message: "tolerated: capability '{value}' read as '{expected}'",
   },
 };
 

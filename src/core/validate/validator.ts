@@ -12,6 +12,7 @@ import { readManifestPath } from '../manifest-path.js';
 import type { IssueCode, ValidateOptions, ValidationIssue } from './codes.js';
 import { formatMessage, MESSAGES, type MessageParams } from './messages.js';
 import { FingerprintSet } from '../fingerprint-set.js';
+import { CHANGE_NOTIFICATION, FRAMEWORK_NOTIFICATION, frameworkChangeAllowed, LEGACY_CHANGE_NOTIFICATION } from '../model/notification.js';
 
 /** Note codes the validator derives from the model itself (with a path), so notes would repeat them. */
 const NOTES_COVERED: ReadonlySet<string> = new Set(['rs-attribute-prefixed', 'unknown-attribute']);
@@ -48,6 +49,9 @@ const KNOWN_ENTRY_CAPABILITIES: ReadonlySet<string> = new Set<string>([
   ...CAPABILITY_LIST_ENTRIES,
   'capabilitylist',
   'description',
+  // notification channels listed in a Capability List (Change Notification §4, Framework Notification §5)
+  CHANGE_NOTIFICATION,
+  FRAMEWORK_NOTIFICATION,
 ]);
 /** Misnamed index capabilities seen in the wild → the capability the standard gives them. @see Z39.99 §6.1 */
 const INDEX_NAMES: Readonly<Record<string, string>> = {
@@ -323,6 +327,10 @@ class StreamingValidator implements Validator {
       } else if (INDEX_NAMES[capability] !== undefined) {
         this.report('tolerated-capability-index-name', { value: capability, expected: kind.capability }, '/rs:md/@capability', line);
       }
+      if (capability === LEGACY_CHANGE_NOTIFICATION) {
+        const params = { value: capability, expected: CHANGE_NOTIFICATION };
+        this.report(this.lenient ? 'tolerated-capability-legacy-name' : 'capability-legacy-name', params, '/rs:md/@capability', line);
+      }
       if (kind?.id === 'capability-list-index') this.report('capabilitylist-index', {}, '', line);
       this.checkTopTimes(md, kind, mdPath, line);
       this.checkMdAttributes(md, line, true);
@@ -564,6 +572,7 @@ class StreamingValidator implements Validator {
       this.entryChange(md, mdPath, line);
       this.entryPath(md, mdPath, line);
       if (this.capabilityRule !== 'none') this.entryCapability(md.capability, mdPath, line);
+      if (this.capabilityRule === 'framework') this.entryFrameworkChange(md, line);
     } else {
       const mdPath = '/rs:md';
       if (this.changeRequired) this.report('change-missing', { kind: this.name }, mdPath, line, this.section);
@@ -714,7 +723,16 @@ class StreamingValidator implements Validator {
     }
   }
 
-  private checkOrder(ms: number, keyName: string, keyText: string, path: string, line: number | undefined): void {
+  /** @see Framework Notification §2.1, Table 2 */
+  private entryFrameworkChange(md: Md, line: number | undefined): void {
+    const { capability, change } = md;
+    if (capability === undefined || change === undefined) return;
+    if (!frameworkChangeAllowed(INDEX_NAMES[capability] ?? capability, change)) {
+      this.report('framework-change-not-allowed', { value: change, expected: capability }, '/rs:md/@change', line, 'ResourceSync Framework Notification §2.1, Table 2');
+    }
+  }
+
+    private checkOrder(ms: number, keyName: string, keyText: string, path: string, line: number | undefined): void {
     if (ms < this.lastOrderMs) {
       if (this.lenient) {
         this.outOfOrder++;

@@ -1,0 +1,132 @@
+/**
+ * `resourcesync hub [--port N] [--host H] [--data DIR] [--public-url URL] [--allow-callback PATTERN]...`:
+ * runs a WebSub hub for ResourceSync Change and Framework Notifications. The hub URL is the origin's
+ * `/`. Subscriptions and undelivered notifications persist in `<data>/hub.sqlite`, so that a hub that
+ * is restarted (even after kill -9) delivers everything it accepted. Prints `listening on <url>`;
+ * SIGINT/SIGTERM shut it down cleanly (exit 0).
+ * @see Change Notification §4, WebSub §5–7
+ */
+import { join, resolve } from 'node:path';
+import { parseCommandArgs, usageError } from '../command-args.js';
+import { createHub, type HubEvent } from '../../notify/hub.js';
+import { HubStore } from '../../notify/hub-store.js';
+import { listen } from '../../notify/node-listener.js';
+import { SIGNATURE_METHODS, type SignatureMethod } from '../../notify/signature.js';
+
+const HELP = `Usage: resourcesync hub [options]
+
+Runs a WebSub hub for ResourceSync notifications at http://<host>:<port>/. Publishers POST a
+notification with Link rel="self" (the topic) and rel="hub", or hub.mode=publish&hub.url=<topic>;
+subscribers POST hub.mode=subscribe|unsubscribe with hub.topic, hub.callback and optionally
+hub.secret and hub.lease_seconds.
+
+Options:
+  --port N                 TCP port (default 8090; 0 picks a free one)
+  --host H                 interface to listen on (default 127.0.0.1)
+  --data DIR               where subscriptions and queued notifications are kept (default ./.resourcesync-hub)
+  --public-url URL         the hub URL sent in Link rel="hub" (default http://<host>:<port>/)
+  --allow-callback PATTERN also contact callbacks (and topics) matching PATTERN: a host ('*.example.org')
+                           or a URL ('https://example.org/hooks/*'); loopback is always allowed; repeatable
+  --signature METHOD       X-Hub-Signature method: sha256 (default), sha1, sha384 or sha512
+  --retry-ms N             first delay before a failed delivery is retried, doubled each time (default 1000)
+  --verbose                log subscriptions and deliveries on stderr
+  -h, --help               show this help
+`;
+
+function describe(e: HubEvent): string {
+  switch (e.type) {
+    case 'published':
+      return `published ${e.topic} (${e.deliveries} deliveries queued)`;
+    case 'verified':
+      return `${e.mode}d ${e.callback} to ${e.topic}${e.leaseSeconds === undefined ? '' : ` for ${e.leaseSeconds} s`}`;
+    case 'verification-failed':
+      return `${e.mode} of ${e.callback} to ${e.topic} not verified: ${e.reason}`;
+    case 'delivered':
+      return `delivered message ${e.messageId} of ${e.topic} to ${e.callback} (attempt ${e.attempts})`;
+    case 'delivery-failed':
+      return `delivery of message ${e.messageId} to ${e.callback} failed (${e.reason}); retry in ${e.retryInMs} ms`;
+    case 'gone':
+      return `${e.callback} answered 410 Gone: subscription to ${e.topic} ended`;
+    case 'expired':
+      return `lease of ${e.callback} to ${e.topic} ended`;
+  }
+}
+
+/** Runs `resourcesync hub`; resolves with the exit code once the hub has shut down. */
+export async function run(args: string[]): Promise<number> {
+  const parsed = parseCommandArgs(
+    'hub',
+    args,
+    {
+      port: { type: 'string' },
+      host: { type: 'string' },
+      data: { type: 'string' },
+      'public-url': { type: 'string' },
+      'allow-callback': { type: 'string', multiple: true },
+      signature: { type: 'string' },
+      'retry-ms': { type: 'string' },
+      verbose: { type: 'boolean' },
+    },
+    HELP,
+  );
+  if (typeof parsed === 'number') return parsed;
+  const { values, positionals } = parsed;
+  if (positionals.length > 0) return usageError('hub', `unexpected argument '${positionals[0]}'.`, HELP);
+  const port = values.port === undefined ? 8090 : Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    return usageError('hub', `--port '${values.port}' is not a port number.`);
+  const host = values.host ?? '127.0.0.1';
+  const signature = (values.signature ?? 'sha256') as SignatureMethod;
+  if (!SIGNATURE_METHODS.includes(signature))
+    return usageError('hub', `--signature '${values.signature}' is not one of ${SIGNATURE_METHODS.join(', ')}.`);
+  const retryMs = values['retry-ms'] === undefined ? 1000 : Number(values['retry-ms']);
+  if (!Number.isInteger(retryMs) || retryMs < 1)
+    return usageError('hub', `--retry-ms '${values['retry-ms']}' is not a positive integer.`);
+  const publicUrl = values['public-url'];
+  if (publicUrl !== undefined && (!URL.canParse(publicUrl) || !/^https?:$/.test(new URL(publicUrl).protocol))) {
+    return usageError('hub', `--public-url '${publicUrl}' is not an absolute http(s) URL.`);
+  }
+  const log = (line: string): void => void process.stderr.write(`${line}\n`);
+
+  const store = HubStore.open(join(resolve(values.data ?? '.resourcesync-hub'), 'hub.sqlite'));
+  const ref: { hub?: ReturnType<typeof createHub> } = {};
+  let listener;
+  try {
+    listener = await listen((r) => ref.hub!.handle(r), {
+      port,
+      host,
+      onError: (e) => log(`resourcesync hub: ${e instanceof Error ? e.message : String(e)}`),
+    });
+  } catch (e) {
+    store.close();
+    process.stderr.write(
+      `resourcesync hub: cannot listen on ${host}:${port}: ${e instanceof Error ? e.message : String(e)}\n`,
+    );
+    return 1;
+  }
+  const hubUrl = publicUrl ?? `${listener.url}/`;
+  const hub = (ref.hub = createHub({
+    store,
+    hubUrl,
+    allowCallback: values['allow-callback'] ?? [],
+    signature,
+    retry: { baseMs: retryMs },
+    ...(values.verbose === true ? { onEvent: (e: HubEvent) => log(describe(e)) } : {}),
+  }));
+
+  const stopped = new Promise<void>((done) => {
+    const stop = (): void => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      done();
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  process.stdout.write(`listening on ${listener.url}/\n`);
+  await stopped;
+  await listener.close();
+  await hub.close();
+  store.close();
+  return 0;
+}

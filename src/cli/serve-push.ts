@@ -1,0 +1,118 @@
+/**
+ * Push for `resourcesync serve`: the embedded WebSub hub at `<base-url>/hub` (or an external one),
+ * the topics' HEAD/GET answers with `Link` rel=self and rel=hub, and the sending of each publication's
+ * notifications, in order, to the hub.
+ * @see Change Notification §4, Framework Notification §4–5, WebSub §4 (discovery)
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { join } from 'node:path';
+import type { CoreRequest, CoreResponse } from '../server/core.js';
+import { createHub, type Hub, type HubEvent } from '../notify/hub.js';
+import { HubStore } from '../notify/hub-store.js';
+import { nodeListener } from '../notify/node-listener.js';
+import { publishNotification, type SendRequest } from '../notify/publisher.js';
+import type { SetNotifications } from '../source/notifications.js';
+import { DOCUMENTS_PREFIX } from '../source/url-path.js';
+
+/** Push as `serve` runs it. */
+export interface Push {
+  hubUrl: string;
+  /** The answer to HEAD/GET of a topic URI, or undefined for other requests. */
+  topic(req: CoreRequest): CoreResponse | undefined;
+  /** Takes the requests to the embedded hub; false for all others. */
+  intercept(req: IncomingMessage, res: ServerResponse): boolean;
+  /** Queues a publication's notifications for the hub (sent in order, one after the other). */
+  send(notifications: readonly SetNotifications[] | undefined): void;
+  /** Waits for queued notifications, then stops the embedded hub. */
+  close(): Promise<void>;
+}
+
+const TOPIC = new RegExp(
+  `^${DOCUMENTS_PREFIX.replace('.', '\\.')}/([A-Za-z0-9_-][A-Za-z0-9._-]*)/(change|framework)-notification/$`,
+);
+
+/** Starts push for a Source served at `baseUrl` (no trailing slash) by a server listening at `origin`. */
+export function startPush(o: {
+  baseUrl: string;
+  origin: string;
+  hubDir?: string;
+  hub?: string;
+  log: (line: string) => void;
+  verbose: boolean;
+}): Push {
+  const hubUrl = o.hub ?? `${o.baseUrl}/hub`;
+  const basePath = new URL(`${o.baseUrl}/`).pathname;
+  let hub: Hub | undefined;
+  let store: HubStore | undefined;
+  let listener: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+  let send: SendRequest = (r) => fetch(r);
+  const hubPath = new URL(hubUrl).pathname;
+  if (o.hub === undefined) {
+    store = HubStore.open(join(o.hubDir!, 'hub.sqlite'));
+    const describe = (e: HubEvent): string =>
+      `hub: ${e.type}${'mode' in e ? ` ${e.mode}` : ''} ${'callback' in e ? e.callback : ''} ${e.topic}`;
+    hub = createHub({ store, hubUrl, ...(o.verbose ? { onEvent: (e: HubEvent) => o.log(describe(e)) } : {}) });
+    const h = hub;
+    listener = nodeListener(
+      (r) => h.handle(r),
+      o.origin,
+      (e) => o.log(`resourcesync serve: hub: ${e instanceof Error ? e.message : String(e)}`),
+    );
+    send = (r) => h.handle(r);
+  }
+  let queue: Promise<void> = Promise.resolve();
+
+  return {
+    hubUrl,
+    topic(req) {
+      if (req.method !== 'GET' && req.method !== 'HEAD') return undefined;
+      const path = req.target.split('?')[0]!;
+      if (!path.startsWith(basePath)) return undefined;
+      const m = TOPIC.exec(decodeURIComponent(path.slice(basePath.length)));
+      if (!m) return undefined;
+      const topicUrl = `${o.baseUrl}/${m[0]}`;
+      const body = Buffer.from(`ResourceSync ${m[2]} notification channel of set '${m[1]}'; subscribe at ${hubUrl}\n`);
+      return {
+        status: 200,
+        headers: {
+          'content-type': 'text/plain; charset=utf-8',
+          'content-length': String(body.byteLength),
+          link: `<${topicUrl}>; rel="self", <${hubUrl}>; rel="hub"`,
+        },
+        ...(req.method === 'GET' ? { body: { type: 'bytes' as const, bytes: body } } : {}),
+      };
+    },
+    intercept(req, res) {
+      if (listener === undefined) return false;
+      if ((req.url ?? '/').split('?')[0] !== hubPath) return false;
+      listener(req, res);
+      return true;
+    },
+    send(notifications) {
+      if (notifications === undefined) return;
+      for (const n of notifications) {
+        const items = [
+          ...n.change.map((payload) => ({ topic: n.changeTopic, payload })),
+          ...(n.framework ? [{ topic: n.frameworkTopic, payload: n.framework }] : []),
+        ];
+        for (const item of items) {
+          queue = queue.then(() =>
+            publishNotification(
+              { hub: hubUrl, topic: item.topic, capabilityList: n.capabilityList, payload: item.payload },
+              send,
+            ).catch((e: unknown) =>
+              o.log(
+                `resourcesync serve: notification on ${item.topic} not published: ${e instanceof Error ? e.message : String(e)}`,
+              ),
+            ),
+          );
+        }
+      }
+    },
+    async close() {
+      await queue;
+      await hub?.close();
+      store?.close();
+    },
+  };
+}

@@ -1,0 +1,28 @@
+/**
+ * Push for ResourceSync: a WebSub hub that relays Change Notifications and Framework Notifications
+ * to subscribers, with subscriptions and undelivered notifications kept in SQLite.
+ * @see ResourceSync Change Notification 1.0.1, Framework Notification 1.0.1, WebSub
+ * @example
+ * import { HubStore, createHub, listen } from 'resourcesync/notify';
+ * const store = HubStore.open('./hub/hub.sqlite');
+ * const ref = {};
+ * const server = await listen((r) => ref.hub.handle(r), { port: 8090 });
+ * ref.hub = createHub({ store, hubUrl: `${server.url}/` });
+ */
+export {
+  createHub,
+  withQuery,
+  LEASE,
+  HUB_LIMITS,
+  type Hub,
+  type HubEvent,
+  type HubOptions,
+  type HubTimers,
+} from './hub.js';
+export { HubStore, type Subscription, type PendingDelivery } from './hub-store.js';
+export { listen, nodeListener, type FetchHandler, type Listener } from './node-listener.js';
+export { Subscriber, type SubscriberOptions, type SubscriberEvent } from './subscriber.js';
+export { WindowTracker, type WindowOrder } from './windows.js';
+export { publishNotification, type Notification, type SendRequest } from './publisher.js';
+export { signBody, verifySignature, SIGNATURE_METHODS, MAX_SECRET_BYTES, type SignatureMethod } from './signature.js';
+export { createUrlPolicy, isLoopbackHost, type UrlPolicy } from './callback-policy.js';

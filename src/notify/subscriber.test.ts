@@ -1,0 +1,153 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { tempDir } from '../../test/helpers/tmp.js';
+import { createHub, type Hub, type HubEvent } from './hub.js';
+import { HubStore } from './hub-store.js';
+import { listen, type Listener } from './node-listener.js';
+import { signBody } from './signature.js';
+import { Subscriber, type SubscriberEvent } from './subscriber.js';
+import { WindowTracker } from './windows.js';
+
+void describe('WindowTracker', () => {
+  void it('classifies windows: first, next, gap, stale (duplicate or late), overlap, invalid', () => {
+    const t = new WindowTracker();
+    assert.equal(t.accept('2026-01-01T00:00:00Z', '2026-01-01T00:00:01Z'), 'first');
+    assert.equal(t.accept('2026-01-01T00:00:01Z', '2026-01-01T00:00:02Z'), 'next');
+    assert.equal(t.accept('2026-01-01T00:00:01Z', '2026-01-01T00:00:02Z'), 'stale');
+    assert.equal(t.accept('2026-01-01T00:00:05Z', '2026-01-01T00:00:06Z'), 'gap');
+    assert.equal(t.accept('2026-01-01T00:00:03Z', '2026-01-01T00:00:04Z'), 'stale', 'arrived after a later one');
+    assert.equal(t.accept('2026-01-01T00:00:05Z', '2026-01-01T00:00:07Z'), 'overlap');
+    assert.equal(t.accept('2026-01-01T00:00:07Z', '2026-01-01T00:00:07Z'), 'next', 'an empty continuation window');
+    assert.equal(t.accept(undefined, '2026-01-01T00:00:08Z'), 'invalid');
+    assert.equal(t.accept('2026-01-01T00:00:09Z', '2026-01-01T00:00:08Z'), 'invalid');
+    assert.equal(t.until, Date.parse('2026-01-01T00:00:07Z'));
+  });
+});
+
+void describe('Subscriber against a real hub', () => {
+  let tmp: { dir: string; cleanup: () => Promise<void> };
+  let store: HubStore;
+  let hub: Hub;
+  let hubListener: Listener;
+  const events: HubEvent[] = [];
+  before(async () => {
+    tmp = await tempDir('rs-sub-');
+    store = HubStore.open(join(tmp.dir, 'hub.sqlite'));
+    const ref: { hub?: Hub } = {};
+    hubListener = await listen((r) => ref.hub!.handle(r));
+    hub = ref.hub = createHub({
+      store,
+      hubUrl: `${hubListener.url}/`,
+      lease: { min: 4, max: 4, default: 4 },
+      onEvent: (e) => events.push(e),
+    });
+  });
+  after(async () => {
+    await hubListener.close();
+    await hub.close();
+    store.close();
+    await tmp.cleanup();
+  });
+
+  async function withSubscriber(
+    topic: string,
+    fn: (s: Subscriber, got: Uint8Array[], seen: SubscriberEvent[], cb: string) => Promise<void>,
+  ): Promise<void> {
+    const got: Uint8Array[] = [];
+    const seen: SubscriberEvent[] = [];
+    const ref: { s?: Subscriber } = {};
+    const l = await listen((r) => ref.s!.handle(r));
+    const cb = `${l.url}/callback?who=test`;
+    ref.s = new Subscriber({
+      hub: `${hubListener.url}/`,
+      topic,
+      callbackUrl: cb,
+      onNotification: (b) => got.push(b),
+      onEvent: (e) => seen.push(e),
+    });
+    try {
+      await fn(ref.s, got, seen, cb);
+    } finally {
+      ref.s.close();
+      await l.close();
+    }
+  }
+
+  void it('subscribes, gets signed deliveries, ignores forged ones, renews before the lease ends, unsubscribes', async () => {
+    await withSubscriber('http://127.0.0.1:1/topic-a', async (s, got, seen, cb) => {
+      await s.subscribe();
+      assert.equal(s.subscribed, true);
+      assert.deepEqual(seen[0], { type: 'verified', mode: 'subscribe', leaseSeconds: 4 });
+      await hub.idle(); // the hub records the subscription once it has read the echoed challenge
+      assert.equal(store.getSubscription('http://127.0.0.1:1/topic-a', cb)?.secret, s.secret);
+
+      const body = Buffer.from('<urlset/>');
+      const link = `<http://127.0.0.1:1/topic-a>; rel="self", <${hubListener.url}/>; rel="hub"`;
+      assert.equal(
+        (
+          await fetch(`${hubListener.url}/`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/xml', link },
+            body,
+          })
+        ).status,
+        200,
+      );
+      await hub.idle();
+      assert.deepEqual(
+        got.map((b) => Buffer.from(b).toString()),
+        ['<urlset/>'],
+      );
+
+      for (const sig of [signBody('sha256', 'not the secret', body), undefined]) {
+        const forged = await fetch(cb, {
+          method: 'POST',
+          headers: { 'content-type': 'application/xml', ...(sig ? { 'x-hub-signature': sig } : {}) },
+          body,
+        });
+        assert.equal(forged.status, 202);
+      }
+      assert.equal(got.length, 1, 'forged or unsigned bodies are ignored');
+      assert.equal(seen.filter((e) => e.type === 'bad-signature').length, 2);
+
+      // a verification nobody asked for is refused
+      const unasked = await fetch(
+        `${cb}&hub.mode=subscribe&hub.topic=${encodeURIComponent('http://127.0.0.1:1/other')}&hub.challenge=x&hub.lease_seconds=4`,
+      );
+      assert.equal(unasked.status, 404);
+
+      // renewal at 80 % of a 4 s lease (3.2 s, well before the hub ends it): a second verified subscribe, same subscription row
+      const id = store.getSubscription('http://127.0.0.1:1/topic-a', cb)!.id;
+      for (let i = 0; i < 600 && seen.filter((e) => e.type === 'verified').length < 2; i++) await sleep(10);
+      assert.equal(seen.filter((e) => e.type === 'verified' && e.mode === 'subscribe').length, 2);
+      assert.equal(store.getSubscription('http://127.0.0.1:1/topic-a', cb)?.id, id);
+
+      await s.unsubscribe();
+      assert.equal(s.subscribed, false);
+      await hub.idle();
+      assert.equal(store.getSubscription('http://127.0.0.1:1/topic-a', cb), undefined);
+    });
+  });
+
+  void it('a hub that refuses the callback rejects subscribe(); an unreachable hub is RS_NETWORK', async () => {
+    await withSubscriber('http://127.0.0.1:1/topic-b', async (s) => {
+      const bad = new Subscriber({
+        hub: `${hubListener.url}/`,
+        topic: 'http://127.0.0.1:1/b',
+        callbackUrl: 'http://remote.example.net/cb',
+        onNotification: () => undefined,
+      });
+      await assert.rejects(bad.subscribe(), (e: { code?: string }) => e.code === 'RS_HTTP_STATUS');
+      const gone = new Subscriber({
+        hub: 'http://127.0.0.1:9/',
+        topic: 'http://127.0.0.1:1/b',
+        callbackUrl: 'http://127.0.0.1:9/cb',
+        onNotification: () => undefined,
+      });
+      await assert.rejects(gone.subscribe(), (e: { code?: string }) => e.code === 'RS_NETWORK');
+      assert.equal(s.subscribed, false);
+    });
+  });
+});

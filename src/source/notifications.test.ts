@@ -1,0 +1,94 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { tempDir } from '../../test/helpers/tmp.js';
+import { parseDocument } from '../core/xml/read-document.js';
+import { writeDocumentString } from '../core/xml/write-document.js';
+import { validateDocument } from '../core/validate/index.js';
+import { publish } from './publish.js';
+import { changeNotifications, MAX_NOTIFICATION_ENTRIES } from './notifications.js';
+import type { ChangeRecord } from './snapshot-store.js';
+
+void test('publish with notifications: channels in the Capability List, contiguous windows, framework changes', async () => {
+  const { dir, cleanup } = await tempDir('rs-pub-notify-');
+  try {
+    const data = join(dir, 'data');
+    mkdirSync(data);
+    writeFileSync(join(data, 'a.txt'), 'a');
+    let clock = Date.parse('2026-11-23T10:00:00Z');
+    const opts = {
+      sets: [{ name: 'data', dir: data }],
+      baseUrl: 'http://127.0.0.1:9/',
+      outDir: join(dir, 'out'),
+      stateDir: join(dir, 'state'),
+      now: () => clock,
+      notifications: { hub: 'http://127.0.0.1:9/hub' },
+    };
+    const first = await publish(opts);
+    const n0 = first.notifications![0]!;
+    assert.deepEqual(n0.change, [], 'a baseline records no change');
+    assert.deepEqual(
+      n0.framework!.entries.map((e) => [e.md?.capability, e.md?.change]),
+      [
+        ['capabilitylist', 'created'],
+        ['resourcelist', 'created'],
+        ['changelist', 'created'],
+      ],
+    );
+    const caps = await parseDocument(readFileSync(join(dir, 'out', '.resourcesync', 'data', 'capabilitylist.xml')));
+    assert.deepEqual(
+      validateDocument(caps).filter((i) => i.severity === 'error'),
+      [],
+    );
+    assert.deepEqual(
+      caps.entries.filter((e) => e.ln?.[0]?.rel === 'hub').map((e) => [e.loc, e.md?.capability]),
+      [
+        ['http://127.0.0.1:9/.resourcesync/data/change-notification/', 'change-notification'],
+        ['http://127.0.0.1:9/.resourcesync/data/framework-notification/', 'framework-notification'],
+      ],
+    );
+
+    clock += 1000;
+    const quiet = await publish(opts);
+    assert.deepEqual(quiet.notifications![0]!.change, []);
+    assert.equal(quiet.notifications![0]!.framework, undefined, 'a run without changes writes no capability document');
+
+    const windows: Array<[string, string]> = [];
+    for (const step of [() => writeFileSync(join(data, 'b.txt'), 'b'), () => rmSync(join(data, 'a.txt'))]) {
+      clock += 1000;
+      step();
+      const r = await publish(opts);
+      const cn = r.notifications![0]!.change;
+      assert.equal(cn.length, 1);
+      const back = await parseDocument(Buffer.from(writeDocumentString(cn[0]!)));
+      assert.deepEqual(validateDocument(back), []);
+      windows.push([back.md!.from!, back.md!.until!]);
+    }
+    assert.deepEqual(windows, [
+      ['2026-11-23T10:00:00Z', '2026-11-23T10:00:02Z'],
+      ['2026-11-23T10:00:02Z', '2026-11-23T10:00:03Z'],
+    ]);
+  } finally {
+    await cleanup();
+  }
+});
+
+void test('changeNotifications splits large batches without overlapping windows', () => {
+  const n = MAX_NOTIFICATION_ENTRIES + 2;
+  const changes: ChangeRecord[] = Array.from({ length: n }, (_, i) => ({
+    seq: i + 1,
+    period: 1,
+    path: `f${i}`,
+    change: 'deleted',
+    datetime: 2000,
+  }));
+  const docs = changeNotifications('http://h/', 'http://h/cap.xml', 1000, 2000, changes);
+  assert.deepEqual(
+    docs.map((d) => [d.md?.from, d.md?.until, d.entries.length]),
+    [
+      ['1970-01-01T00:00:01Z', '1970-01-01T00:00:02Z', MAX_NOTIFICATION_ENTRIES],
+      ['1970-01-01T00:00:02Z', '1970-01-01T00:00:02Z', 2],
+    ],
+  );
+});

@@ -1,0 +1,157 @@
+// `resourcesync hub` as a child process: the `listening on` line, subscription and delivery, a subscriber
+// that is down for a while, and a hub killed with SIGKILL in the middle of publishing and restarted over the
+// same data directory: every notification the hub acknowledged reaches the subscriber, in order.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { once } from 'node:events';
+import { REPO_ROOT } from '../helpers/paths.js';
+import { tempDir } from '../helpers/tmp.js';
+import { TestSubscriber } from '../helpers/websub-subscriber.js';
+
+const MAIN = join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js');
+
+interface HubProcess {
+  child: ChildProcess;
+  url: string;
+  stderr: () => string;
+  waitForLog(pattern: RegExp, timeoutMs?: number): Promise<void>;
+}
+
+async function startHub(data: string): Promise<HubProcess> {
+  const child = spawn(process.execPath, [MAIN, 'hub', '--port', '0', '--data', data, '--retry-ms', '20', '--verbose'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let err = '';
+  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error(`hub did not start: ${err}`)), 15_000);
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+      const m = /^listening on (\S+)\n/m.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`hub exited (${code}): ${err}`)));
+  });
+  return {
+    child,
+    url,
+    stderr: () => err,
+    async waitForLog(pattern, timeoutMs = 10_000) {
+      const deadline = Date.now() + timeoutMs;
+      while (!pattern.test(err)) {
+        if (Date.now() > deadline) throw new Error(`no ${String(pattern)} in the hub's log:\n${err}`);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    },
+  };
+}
+
+function fatPing(hub: string, topic: string, body: string): Promise<Response> {
+  return fetch(hub, {
+    method: 'POST',
+    headers: { 'content-type': 'application/xml', link: `<${topic}>; rel="self", <${hub}>; rel="hub"` },
+    body,
+  });
+}
+
+test('hub: usage errors exit 2', async () => {
+  for (const args of [
+    ['--port', 'x'],
+    ['--signature', 'md5'],
+    ['--retry-ms', '0'],
+    ['--public-url', 'ftp://x/'],
+    ['extra'],
+  ]) {
+    const child = spawn(process.execPath, [MAIN, 'hub', ...args], { stdio: 'ignore' });
+    const [code] = (await once(child, 'exit')) as [number];
+    assert.equal(code, 2, args.join(' '));
+  }
+});
+
+test('hub: a subscriber down for a while and a hub killed with -9 mid-publish lose no acknowledged notification', async () => {
+  const tmp = await tempDir('rs-hub-cli-');
+  let sub = await TestSubscriber.start();
+  const port = sub.port;
+  let hub = await startHub(tmp.dir);
+  try {
+    assert.match(hub.url, /^http:\/\/127\.0\.0\.1:\d+\/$/);
+    const topic = 'http://127.0.0.1:1/set/change/';
+    const res = await fetch(hub.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        'hub.mode': 'subscribe',
+        'hub.topic': topic,
+        'hub.callback': `${sub.url}/cb`,
+        'hub.secret': 'k',
+      }).toString(),
+    });
+    assert.equal(res.status, 202);
+    await hub.waitForLog(/subscribed http:\/\/127\.0\.0\.1:\d+\/cb to /);
+    assert.equal((await fatPing(hub.url, topic, '<n i="0"/>')).status, 200);
+    await sub.waitFor(() => sub.deliveries.length === 1, 'the first delivery');
+
+    // The subscriber goes away; the hub keeps accepting and queues.
+    await sub.close();
+    const acknowledged: number[] = [0];
+    for (let i = 1; i <= 10; i++) {
+      if ((await fatPing(hub.url, topic, `<n i="${i}"/>`)).status === 200) acknowledged.push(i);
+    }
+    await hub.waitForLog(/delivery of message \d+ to \S+ failed/);
+
+    // Publishing continues while the hub is killed.
+    let i = 11;
+    const publishing = (async () => {
+      for (; i <= 200; i++) {
+        try {
+          const r = await fatPing(hub.url, topic, `<n i="${i}"/>`);
+          if (r.status === 200) acknowledged.push(i);
+        } catch {
+          return; // the hub is gone
+        }
+      }
+    })();
+    while (acknowledged.length < 25) await new Promise((r) => setTimeout(r, 2));
+    hub.child.kill('SIGKILL');
+    await once(hub.child, 'exit');
+    await publishing;
+    assert.ok(acknowledged.length >= 25 && acknowledged.length < 200, `acknowledged ${acknowledged.length}`);
+
+    // Restart both over the same data directory and port.
+    hub = await startHub(tmp.dir);
+    sub = await TestSubscriber.start(port);
+    const last = acknowledged[acknowledged.length - 1]!;
+    await sub.waitFor(
+      () => sub.deliveries.some((d) => d.body.toString() === `<n i="${last}"/>`),
+      `message ${last}`,
+      30_000,
+    );
+    const received = sub.deliveries.map((d) => Number(/i="(\d+)"/.exec(d.body.toString())![1]));
+    for (const n of acknowledged.slice(1))
+      assert.ok(received.includes(n), `message ${n} was acknowledged but not delivered`);
+    for (let k = 1; k < received.length; k++)
+      assert.ok(received[k]! > received[k - 1]!, `in order: ${received.join(',')}`);
+    const { verifySignature } = await import('../../src/notify/signature.js');
+    assert.ok(sub.deliveries.every((d) => verifySignature(String(d.headers['x-hub-signature']), 'k', d.body)));
+    // New publications after the restart go to the same subscription.
+    assert.equal((await fatPing(hub.url, topic, '<n i="1000"/>')).status, 200);
+    await sub.waitFor(
+      () => sub.deliveries.some((d) => d.body.toString() === '<n i="1000"/>'),
+      'the message after restart',
+    );
+
+    hub.child.kill('SIGTERM');
+    const [code] = (await once(hub.child, 'exit')) as [number];
+    assert.equal(code, 0);
+  } finally {
+    if (hub.child.exitCode === null) hub.child.kill('SIGKILL');
+    await sub.close();
+    await tmp.cleanup();
+  }
+});

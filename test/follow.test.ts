@@ -1,0 +1,177 @@
+// `sync --follow` as child processes against `serve` with its embedded hub: two Destinations subscribe, verify,
+// receive changes pushed through the hub and apply them; SIGTERM unsubscribes and exits 0. A Source without a
+// hub is followed by polling its Change List.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { unlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { REPO_ROOT } from './helpers/paths.js';
+import { tempDir } from './helpers/tmp.js';
+
+const MAIN = join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js');
+
+interface Proc {
+  child: ChildProcess;
+  out: () => string;
+  err: () => string;
+}
+
+function start(args: string[]): Proc {
+  const child = spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  return { child, out: () => out, err: () => err };
+}
+
+async function until(what: string, predicate: () => boolean, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(10);
+  }
+}
+
+async function startServe(site: string, extra: string[] = []): Promise<{ p: Proc; url: string }> {
+  const p = start(['serve', site, '--port', '0', '--verbose', ...extra]);
+  await until(`serve to listen; ${p.err()}`, () => /^listening on /m.test(p.out()));
+  return { p, url: /^listening on (\S+)$/m.exec(p.out())![1]! };
+}
+
+const lines = (p: Proc): Array<Record<string, unknown>> =>
+  p
+    .out()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+
+let tmp: { dir: string; cleanup: () => Promise<void> };
+const procs: Proc[] = [];
+before(async () => {
+  tmp = await tempDir('rs-follow-');
+});
+after(async () => {
+  for (const p of procs) if (p.child.exitCode === null) p.child.kill('SIGKILL');
+  await tmp.cleanup();
+});
+
+test('sync --follow: two Destinations follow a Source through its hub; SIGTERM unsubscribes and exits 0', async () => {
+  const site = join(tmp.dir, 'site');
+  mkdirSync(site);
+  await writeFile(join(site, 'first.txt'), 'first\n');
+  const serve = await startServe(site);
+  procs.push(serve.p);
+  const dests = [join(tmp.dir, 'd1'), join(tmp.dir, 'd2')];
+  const followers = dests.map((d) => start(['sync', serve.url, d, '--follow', '--json', '--delete', '--no-fsync']));
+  procs.push(...followers);
+  for (const f of followers)
+    await until(`a subscription; ${f.err()}`, () => /subscribed to \S+change-notification\//.test(f.err()));
+  for (const d of dests) assert.equal(readFileSync(join(d, 'first.txt'), 'utf8'), 'first\n', 'the baseline');
+  await until(
+    'two verified subscriptions at the hub',
+    () => (serve.p.err().match(/hub: verified subscribe/g) ?? []).length === 2,
+  );
+
+  await writeFile(join(site, 'pushed.txt'), 'pushed\n');
+  for (const d of dests) await until(`pushed.txt in ${d}`, () => existsSync(join(d, 'pushed.txt')));
+  for (const d of dests) assert.equal(readFileSync(join(d, 'pushed.txt'), 'utf8'), 'pushed\n');
+  await unlink(join(site, 'first.txt'));
+  for (const d of dests) await until(`first.txt deleted in ${d}`, () => !existsSync(join(d, 'first.txt')));
+  for (const f of followers) {
+    await until(`push lines; ${f.out()}`, () => lines(f).filter((l) => l.via === 'push').length >= 2);
+    const pushed = lines(f).filter((l) => l.via === 'push');
+    assert.ok(
+      pushed.every((l) => typeof l.window === 'object' && l.gaps === 0),
+      f.out(),
+    );
+  }
+
+  followers[0]!.child.kill('SIGTERM');
+  const [code] = (await once(followers[0]!.child, 'exit')) as [number];
+  assert.equal(code, 0, followers[0]!.err());
+  await until('the unsubscription', () => /hub: verified unsubscribe/.test(serve.p.err()));
+  await writeFile(join(site, 'later.txt'), 'later\n');
+  await until('later.txt at the remaining follower', () => existsSync(join(dests[1]!, 'later.txt')));
+  assert.equal(existsSync(join(dests[0]!, 'later.txt')), false);
+
+  followers[1]!.child.kill('SIGINT');
+  assert.equal(((await once(followers[1]!.child, 'exit')) as [number])[0], 0);
+  serve.p.child.kill('SIGTERM');
+  await once(serve.p.child, 'exit');
+});
+
+test('sync --follow polls the Change List when the Source has no change channel', async () => {
+  const site = join(tmp.dir, 'plain');
+  mkdirSync(site);
+  await writeFile(join(site, 'a.txt'), 'a\n');
+  const serve = await startServe(site, ['--no-hub']);
+  procs.push(serve.p);
+  const dest = join(tmp.dir, 'polled');
+  const f = start(['sync', serve.url, dest, '--follow', '--json', '--interval', '0.2', '--no-fsync']);
+  procs.push(f);
+  await until('the polling notice', () => /no change notification channel; polling every 0.2 s/.test(f.err()));
+  await writeFile(join(site, 'b.txt'), 'b\n');
+  await until('b.txt by polling', () => existsSync(join(dest, 'b.txt')));
+  await until(`the poll line; ${f.out()}`, () => lines(f).some((l) => l.via === 'poll' && l.created === 1));
+  f.child.kill('SIGTERM');
+  assert.equal(((await once(f.child, 'exit')) as [number])[0], 0);
+  serve.p.child.kill('SIGTERM');
+  await once(serve.p.child, 'exit');
+});
+
+test('sync --follow detects a gap between notification windows and fills it from the Change List', async () => {
+  // an external hub on a fixed port, so that it can be stopped and started again at the same URL
+  const free = await new Promise<number>((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+  const hubData = join(tmp.dir, 'hub');
+  const startHub = async (): Promise<Proc> => {
+    const h = start(['hub', '--port', String(free), '--data', hubData, '--retry-ms', '20', '--verbose']);
+    procs.push(h);
+    await until(`the hub; ${h.err()}`, () => /^listening on /m.test(h.out()));
+    return h;
+  };
+  let hub = await startHub();
+  const hubUrl = `http://127.0.0.1:${free}/`;
+  const site = join(tmp.dir, 'gap-site');
+  mkdirSync(site);
+  await writeFile(join(site, 'a.txt'), 'a\n');
+  const serve = await startServe(site, ['--hub', hubUrl]);
+  const dest = join(tmp.dir, 'gap-dest');
+  const f = start(['sync', serve.url, dest, '--follow', '--json', '--no-fsync']);
+  procs.push(f);
+  await until(`a subscription; ${f.err()}`, () => /subscribed to /.test(f.err()));
+  await until('the verified subscription', () => /subscribed http:\/\/127\.0\.0\.1:\d+\/callback/.test(hub.err()));
+
+  await writeFile(join(site, 'b.txt'), 'b\n');
+  await until('b.txt pushed', () => existsSync(join(dest, 'b.txt')));
+  // the hub goes away: the next notification cannot be published, the Source moves its window on
+  hub.child.kill('SIGTERM');
+  await once(hub.child, 'exit');
+  await writeFile(join(site, 'missed.txt'), 'missed\n');
+  await until(`the failed publication; ${serve.p.err()}`, () =>
+    /notification on \S+change-notification\/ not published/.test(serve.p.err()),
+  );
+  assert.equal(existsSync(join(dest, 'missed.txt')), false);
+  hub = await startHub();
+  await writeFile(join(site, 'c.txt'), 'c\n');
+  await until('c.txt pushed', () => existsSync(join(dest, 'c.txt')));
+  assert.equal(readFileSync(join(dest, 'missed.txt'), 'utf8'), 'missed\n', 'the gap was filled from the Change List');
+  await until('the gap line', () => lines(f).some((l) => l.via === 'push' && l.gaps === 1));
+  f.child.kill('SIGTERM');
+  assert.equal(((await once(f.child, 'exit')) as [number])[0], 0);
+  serve.p.child.kill('SIGTERM');
+  await once(serve.p.child, 'exit');
+  hub.child.kill('SIGTERM');
+  await once(hub.child, 'exit');
+});
