@@ -52,6 +52,43 @@ void test('baseline via a Resource Dump when preferred: packages verified and ex
   });
 });
 
+void test('a Source whose only capability is a Resource Dump: baseline from it without --prefer-dump, then its Change List', async () => {
+  await withSource(async (src, dest, server) => {
+    for (let i = 0; i < 5; i++) src.put(`d/${i}.txt`, `dumped ${i}\n`.repeat(i + 1));
+    src.publish();
+    const items = [...src.files].map(([p, f], i) => ({ loc: src.origin + urlPath(p), path: `/res/${i}`, data: f.body }));
+    const zip = await yazlZip([
+      { name: 'manifest.xml', data: manifestXml('resourcedump-manifest', items, src.capabilityList) },
+      ...items.map((it) => ({ name: it.path.slice(1), data: it.data })),
+    ]);
+    server.set('/dump-1.zip', zip);
+    // the dump is a snapshot of now: the Change List (tracked since before it) reaches back past its `at`
+    server.set('/resourcedump.xml', dumpXml('resourcedump', [{ loc: `${src.origin}/dump-1.zip`, zip }]).replace('2013-01-03T09:00:00Z', new Date(src.clock).toISOString()));
+    const onlyDump = (): void =>
+      server.set(
+        '/capabilitylist.xml',
+        server
+          .routes.get('/capabilitylist.xml')!
+          .body!.toString()
+          .replace(/<url><loc>[^<]*resourcelist\.xml<\/loc><rs:md capability="resourcelist"\/><\/url>/, `<url><loc>${src.origin}/resourcedump.xml</loc><rs:md capability="resourcedump"/></url>`),
+      );
+    onlyDump();
+    const r = await sync({ source: src.capabilityList, dest, fsync: false });
+    assert.equal(r.mode, 'baseline');
+    assert.deepEqual(r.failed, []);
+    assert.equal(r.created, 5);
+    assert.ok(r.sets[0]?.documents.includes(`${src.origin}/resourcedump.xml`), JSON.stringify(r.sets));
+    // later changes come from the Change List the set also offers
+    src.put('d/new.txt', 'new');
+    src.publish();
+    onlyDump();
+    const inc = await sync({ source: src.capabilityList, dest, fsync: false });
+    assert.equal(inc.mode, 'incremental');
+    assert.deepEqual([inc.failed, inc.created], [[], 1]);
+    assert.equal(await readFile(join(dest, 'd', 'new.txt'), 'utf8'), 'new');
+  });
+});
+
 void test('duplicate mirrors (§14.2) are tried in pri order when the primary fails, only on allowed origins', async () => {
   const mirror = await startTestServer();
   const other = await startTestServer();

@@ -95,7 +95,7 @@ void test('the publication options of build: dumps, sha-1 and sha-256, list size
     const capUrl = `${url}/.resourcesync/pub-opts/capabilitylist.xml`;
     const cap = await (await fetch(capUrl)).text();
     const capabilities = [...cap.matchAll(/capability="([a-z-]+)"/g)].map((m) => m[1]);
-    assert.deepEqual(capabilities, ['capabilitylist', 'resourcelist', 'resourcedump', 'changelist', 'changedump', 'resourcelist-archive', 'resourcedump-archive']);
+    assert.deepEqual(capabilities, ['capabilitylist', 'resourcelist', 'resourcedump', 'changelist', 'changedump', 'change-notification', 'framework-notification', 'resourcelist-archive', 'resourcedump-archive']);
     // --max-entries 2: three resources make a Resource List Index of two parts
     const index = await (await fetch(`${url}/.resourcesync/pub-opts/resourcelist.xml`)).text();
     assert.match(index, /<sitemapindex /);
