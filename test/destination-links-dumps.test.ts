@@ -89,6 +89,59 @@ void test('a Source whose only capability is a Resource Dump: baseline from it w
   });
 });
 
+void test('Change Dumps that start after the cursor are caught up from the changedump-archive, never skipped silently', async () => {
+  await withSource(async (src, dest, server) => {
+    src.withChangeList = false;
+    src.put('a.txt', 'a');
+    src.publish();
+    const first = await sync({ source: src.capabilityList, dest, fsync: false });
+    assert.equal(first.mode, 'baseline');
+    const t = (s: number): string => new Date(src.clock + s * 1000).toISOString();
+    const pkg = async (name: string, file: string, body: string, lastmod: string, from: string, until: string): Promise<{ loc: string; zip: Buffer; from: string; until: string }> => {
+      const manifest = manifestXml('changedump-manifest', [{ loc: `${src.origin}/${file}`, path: `/${file}`, data: body, change: 'created', lastmod }], src.capabilityList).replace(
+        'from="2013-01-02T00:00:00Z"',
+        `from="${from}" until="${until}"`,
+      );
+      const zip = await yazlZip([
+        { name: 'manifest.xml', data: manifest },
+        { name: file, data: body },
+      ]);
+      server.set(`/${name}`, zip);
+      return { loc: `${src.origin}/${name}`, zip, from, until };
+    };
+    // the earlier period, archived; the current Change Dump starts after the Destination's cursor
+    const old = await pkg('cd-1.zip', 'b.txt', 'b', t(10), t(-5), t(20));
+    const cur = await pkg('cd-2.zip', 'c.txt', 'c', t(30), t(20), t(40));
+    server.set('/changedump-1.xml', dumpXml('changedump', [old]).replace('from="2013-01-01T00:00:00Z"', `from="${t(-5)}" until="${t(20)}"`));
+    server.set('/changedump.xml', dumpXml('changedump', [cur]).replace('from="2013-01-01T00:00:00Z"', `from="${t(20)}"`));
+    const ns = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/"';
+    server.set('/changedump-archive.xml', `<urlset ${ns}><rs:ln rel="up" href="${src.capabilityList}"/><rs:md capability="changedump-archive"/>
+<url><loc>${src.origin}/changedump-1.xml</loc><rs:md from="${t(-5)}" until="${t(20)}"/></url></urlset>`);
+    const cap = (archive: boolean): string =>
+      `<urlset ${ns}><rs:md capability="capabilitylist"/>
+<url><loc>${src.origin}/resourcelist.xml</loc><rs:md capability="resourcelist"/></url>
+<url><loc>${src.origin}/changedump.xml</loc><rs:md capability="changedump"/></url>
+${archive ? `<url><loc>${src.origin}/changedump-archive.xml</loc><rs:md capability="changedump-archive"/></url>` : ''}</urlset>`;
+
+    // without the archive the gap is seen: a new baseline, not a silent skip of b.txt
+    const other = `${dest}-other`;
+    await sync({ source: src.capabilityList, dest: other, fsync: false });
+    server.set('/capabilitylist.xml', cap(false));
+    const noArchive = await sync({ source: src.capabilityList, dest: other, fsync: false });
+    assert.ok(noArchive.warnings.some((w) => /changes were missed/.test(w) && /baseline/.test(w)), JSON.stringify(noArchive.warnings));
+    assert.equal(noArchive.mode, 'baseline');
+    await rm(other, { recursive: true, force: true });
+
+    server.set('/capabilitylist.xml', cap(true));
+    const r = await sync({ source: src.capabilityList, dest, fsync: false });
+    assert.equal(r.mode, 'incremental', JSON.stringify(r.warnings));
+    assert.deepEqual(r.failed, []);
+    assert.ok(r.warnings.some((w) => /Change Dump Archive/.test(w)));
+    assert.deepEqual(r.sets[0]?.documents, [`${src.origin}/changedump-1.xml`, `${src.origin}/changedump.xml`]);
+    for (const [f, body] of [['a.txt', 'a'], ['b.txt', 'b'], ['c.txt', 'c']] as const) assert.equal(await readFile(join(dest, f), 'utf8'), body);
+  });
+});
+
 void test('duplicate mirrors (§14.2) are tried in pri order when the primary fails, only on allowed origins', async () => {
   const mirror = await startTestServer();
   const other = await startTestServer();

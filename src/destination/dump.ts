@@ -9,7 +9,7 @@ import { ResourceSyncError, isResourceSyncError, type ErrorCode } from '../core/
 import { knownHashes, nodeHashName, parseLength, type HashValue } from '../core/hash.js';
 import type { DocumentKindId } from '../core/model/document-kinds.js';
 import type { Entry, Ln } from '../core/model/types.js';
-import { parseW3CDatetime } from '../core/w3c-datetime.js';
+import { formatW3CDatetime, parseW3CDatetime } from '../core/w3c-datetime.js';
 import { readDocument } from '../core/xml/read-document.js';
 import { safeJoin, safeRelativePath } from '../node/safe-path.js';
 import { readManifestPath } from '../core/manifest-path.js';
@@ -90,6 +90,11 @@ export interface DumpReport {
   skippedBeforeCursor: number;
   /** Change Dumps: the latest `until` (or `lastmod`) of the packages applied, for the cursor. */
   until?: string;
+  /**
+   * Change Dumps: set when the packages on offer start after the cursor (`after`): changes were missed, nothing was
+   * applied, and this says why.
+   */
+  gap?: string;
   /** What was tolerated. */
   notes: string[];
   /** Milliseconds spent downloading and extracting (read + verify + write). */
@@ -244,6 +249,15 @@ async function applyDump(opts: ApplyDumpOptions, flavor: Flavor): Promise<DumpRe
   const packages = await listPackages(run, opts.dumpUrl, 0);
   if (flavor === 'change') orderChangePackages(run, packages);
   const after = run.afterMs;
+  if (flavor === 'change' && after !== undefined && packages.length > 0) {
+    // §13.1 from/until: the earliest package must reach back to the cursor, or changes in between are missing
+    const froms = packages.map((p) => parseW3CDatetime(p.md?.from ?? '', true)?.ms).filter((t): t is number => t !== undefined);
+    const earliest = froms.length === packages.length ? Math.min(...froms) : undefined;
+    if (earliest !== undefined && earliest > after) {
+      report.gap = `The Change Dump packages at '${opts.dumpUrl}' start at '${formatW3CDatetime(earliest)}', after the last change applied '${opts.after ?? ''}': changes were missed.`;
+      return report;
+    }
+  }
   await mkdir(run.tmpDir, { recursive: true });
   for (const pkg of packages) {
     throwIfAborted(opts.signal);

@@ -4,7 +4,8 @@ import { resolve } from 'node:path';
 import { ResourceSyncError } from '../core/errors.js';
 import type { Entry, ResourceSyncDocument } from '../core/model/types.js';
 import { FingerprintSet } from '../core/fingerprint-set.js';
-import { checkDocument, loadDocument, validating, type DocumentContext, type RemoteDocument } from './documents.js';
+import { parseW3CDatetime } from '../core/w3c-datetime.js';
+import { checkDocument, loadDocument, resolveLoc, validating, type DocumentContext, type RemoteDocument } from './documents.js';
 import { discover, type DiscoveredCapabilityList } from './discover.js';
 import { applyChangeDump, applyResourceDump, type DumpReport } from './dump.js';
 import { fetchResource } from './links.js';
@@ -98,6 +99,8 @@ export interface CapabilitySet {
   changeDump?: string;
   /** The Change List Archive, for a Destination whose cursor is older than the Change Lists on offer. */
   changeListArchive?: string;
+  /** The Change Dump Archive, likewise for Change Dumps. */
+  changeDumpArchive?: string;
   /** Every capability the Capability List advertises. */
   offered: string[];
 }
@@ -136,6 +139,8 @@ export async function resolveSets(ctx: DocumentContext, url: string, only?: stri
     if (cd !== undefined) set.changeDump = cd;
     const cla = first('changelist-archive');
     if (cla !== undefined) set.changeListArchive = cla;
+    const cda = first('changedump-archive');
+    if (cda !== undefined) set.changeDumpArchive = cda;
     for (const cap of ['resourcelist', 'changelist', 'resourcedump', 'changedump'] as const) {
       if ((c.capabilities[cap]?.length ?? 0) > 1) warnings.push(`Capability List '${c.url}' advertises several ${cap} documents; the first is used.`);
     }
@@ -330,29 +335,62 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
       const dumpBaseline = set.resourceDump !== undefined && ((options.preferDump ?? false) || set.resourceList === undefined);
       const dumpChanges = set.changeDump !== undefined && ((options.preferDump ?? false) || set.changeList === undefined);
 
-      /** Applies Change Dump packages after `after`; returns the new cursor time, or undefined when some failed. */
-      const fromChangeDumps = async (after: string): Promise<string | undefined> => {
+      /**
+       * Applies the Change Dump packages after `after` (§13), caught up through the `changedump-archive` when the
+       * current Change Dump starts later. Returns the new cursor time (undefined when a package failed: the cursor
+       * stays), or the gap when changes were missed.
+       */
+      const fromChangeDumps = async (after: string): Promise<{ until?: string; gap?: string }> => {
         engine.phase('incremental', undefined, set.changeDump);
-        const rep = await applyChangeDump(dumpOptions(set.changeDump!, after));
-        absorb(rep);
-        engine.flush();
-        documents.push(set.changeDump!);
-        if (rep.failures.length > 0) {
-          engine.warn(`Change Dump '${set.changeDump}' had failures: the cursor stays at '${after}'.`);
-          return undefined;
+        const apply = async (url: string, from: string): Promise<DumpReport> => {
+          const rep = await applyChangeDump(dumpOptions(url, from));
+          if (rep.gap === undefined) {
+            absorb(rep);
+            engine.flush();
+            documents.push(url);
+          }
+          return rep;
+        };
+        let from = after;
+        let rep = await apply(set.changeDump!, from);
+        if (rep.gap !== undefined && set.changeDumpArchive !== undefined) {
+          // Archives §6: the Change Dumps of earlier periods, in forward order
+          engine.warn(`${rep.gap} Catching up from the Change Dump Archive '${set.changeDumpArchive}'.`);
+          const archive = await loadDocument(ctx, set.changeDumpArchive);
+          onWholeDocument(set.changeDumpArchive, archive);
+          const at = (v: string | undefined): number => (v === undefined ? 0 : (parseW3CDatetime(v, true)?.ms ?? 0));
+          const periods = [...archive.entries].sort((a, b) => at(a.md?.from) - at(b.md?.from));
+          for (const p of periods) {
+            if (p.md?.until !== undefined && at(p.md.until) <= at(from)) continue;
+            const r = await apply(resolveLoc(p.loc, archive.finalUrl), from);
+            if (r.gap !== undefined || r.failures.length > 0) return r.gap !== undefined ? { gap: r.gap } : {};
+            from = r.until ?? p.md?.until ?? from;
+            st.setCursor(set.key, { datetime: from });
+          }
+          rep = await apply(set.changeDump!, from);
         }
-        const until = rep.until ?? after;
+        if (rep.gap !== undefined) return { gap: rep.gap };
+        if (rep.failures.length > 0) {
+          engine.warn(`Change Dump '${set.changeDump}' had failures: the cursor stays at '${from}'.`);
+          return {};
+        }
+        const until = rep.until ?? from;
         st.setCursor(set.key, { datetime: until });
-        return until;
+        return { until };
       };
 
       if (baselineAt !== undefined) {
         let at: string | undefined = cursor?.datetime ?? baselineAt;
+        let missed = false;
         if (dumpChanges && !dryRun) {
-          at = await fromChangeDumps(at);
-          mode = 'incremental';
+          const got = await fromChangeDumps(at);
+          if (got.gap !== undefined) {
+            engine.warn(`${got.gap} Falling back to a baseline.`);
+            missed = true;
+          } else mode = 'incremental';
+          at = got.until;
         }
-        if (set.changeList !== undefined && at !== undefined) {
+        if (set.changeList !== undefined && at !== undefined && !missed) {
           const c = at === cursor?.datetime ? cursor : { datetime: at };
           const got = await changesSince(set, c, documents);
           if (got.gap === undefined) {
@@ -408,13 +446,18 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
         // The snapshot is as of its `at` (§10, §11); the changes since then bring the mirror to the Source's present,
         // once deletions have been inferred from every snapshot read (resources created since are in no snapshot).
         if (!dryRun) {
+          const snapshot = snapshotAt!;
           catchUps.push(async () => {
-            let at: string | undefined = snapshotAt;
-            if (dumpChanges) at = await fromChangeDumps(at!);
+            let at: string | undefined = snapshot;
+            if (dumpChanges) {
+              const got = await fromChangeDumps(snapshot);
+              if (got.gap !== undefined) engine.warn(`${got.gap} The mirror holds the snapshot of '${snapshot}' and may lag until the next baseline.`);
+              at = got.until;
+            }
             if (set.changeList !== undefined && at !== undefined) {
               engine.phase('incremental', undefined, set.changeList);
               const got = await changesSince(set, { datetime: at }, documents);
-              if (got.gap !== undefined) engine.warn(`${got.gap} The mirror holds the snapshot of '${at}' and may lag until the next baseline.`);
+              if (got.gap !== undefined) engine.warn(`${got.gap} The mirror holds the snapshot of '${snapshot}' and may lag until the next baseline.`);
             }
           });
         }
@@ -426,7 +469,8 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
         mode = 'incremental';
       } else if (mode === undefined && dumpChanges && !dryRun) {
         engine.warn(`Capability set '${set.key}' offers no Resource List or Resource Dump: every Change Dump on offer is applied.`);
-        await fromChangeDumps(cursor?.datetime ?? '0001-01-01T00:00:00Z');
+        const got = await fromChangeDumps(cursor?.datetime ?? '0001-01-01T00:00:00Z');
+        if (got.gap !== undefined) engine.warn(got.gap);
         mode = 'incremental';
       }
       if (mode === undefined) {
