@@ -12,6 +12,7 @@ import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { urlPath } from './helpers/fake-source.js';
 import { nothingCorrupt, runCli, withSource } from './helpers/mirror-check.js';
+import { prng } from './helpers/prng.js';
 
 const SEED = 0xfa17;
 const RESOURCES = 200;
@@ -32,17 +33,6 @@ const CODE: Record<Fault, string> = {
   stall: 'RS_HTTP_TIMEOUT',
 };
 
-/** Deterministic PRNG (mulberry32). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Spoiled {
   fault: Fault;

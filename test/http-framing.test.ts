@@ -18,6 +18,7 @@ import { createServer, type AddressInfo, type Server, type Socket } from 'node:n
 import { join } from 'node:path';
 import { REPO_ROOT } from './helpers/paths.js';
 import type { FetchPlan, FetchReport } from './helpers/fetch-child.js';
+import { prng } from './helpers/prng.js';
 
 const CHILD = join(REPO_ROOT, 'dist', 'test', 'helpers', 'fetch-child.js');
 /** Requests per framing: enough to hit the close-under-backpressure race most runs (it hit in 6 of 10 syncs). */
@@ -42,17 +43,6 @@ type Framing =
 /** What the client must see for one request. */
 type Expect = 'body' | 'cut' | 'stall';
 
-/** Deterministic PRNG (mulberry32): the same seed gives the same plan. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Random bodies, a few per size so that two responses of one size differ. */
 const bodies = new Map<string, Buffer>();

@@ -28,20 +28,10 @@ import { dirname, join } from 'node:path';
 import { REPO_ROOT } from './helpers/paths.js';
 import { tempDir } from './helpers/tmp.js';
 import { WEB_SERVERS, startWebServer, type RunningServer } from './helpers/web-servers.js';
+import { prng } from './helpers/prng.js';
 
 const CLI = join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js');
 
-/** Deterministic PRNG (mulberry32). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** `n` random bytes; printable lines for text (which the servers compress). */
 function bytes(n: number, text: boolean): Buffer {

@@ -9,10 +9,9 @@ import { writeFile } from 'node:fs/promises';
 import { stderr, stdout } from 'node:process';
 import { check, type CheckProgress, type CheckReport } from '../../check/check.js';
 import { renderCheckHtml } from '../../check/html.js';
-import { isResourceSyncError } from '../../core/errors.js';
-import { createAuthority, originOf, type Authority } from '../../destination/authority.js';
-import { createHttpClient } from '../../destination/http-client.js';
 import { parseCommandArgs, usageError } from '../command-args.js';
+import { CRAWL_OPTIONS, crawlOf, withCrawlClient } from '../crawl-options.js';
+import { integerOption } from '../mirror-options.js';
 
 const HELP = `Usage: resourcesync check <url> [options]
 
@@ -39,12 +38,6 @@ Exit codes:
   3  the Source cannot be reached (or is not a ResourceSync Source)
 `;
 
-function count(value: string | undefined, name: string, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (!/^\d+$/.test(value)) throw new Error(`--${name} '${value}' is not a whole number.`);
-  return Number(value);
-}
-
 /** The terminal summary of a report. */
 export function describeCheck(r: CheckReport): string {
   const lines = [
@@ -67,70 +60,37 @@ export function describeCheck(r: CheckReport): string {
 
 /** Runs `resourcesync check`. */
 export async function run(args: string[]): Promise<number> {
-  const parsed = parseCommandArgs(
-    'check',
-    args,
-    {
-      json: { type: 'boolean' },
-      html: { type: 'string' },
-      sample: { type: 'string' },
-      'max-documents': { type: 'string' },
-      rate: { type: 'string' },
-      'allow-origin': { type: 'string', multiple: true },
-      timeout: { type: 'string' },
-    },
-    HELP,
-  );
+  const parsed = parseCommandArgs('check', args, { ...CRAWL_OPTIONS, html: { type: 'string' }, sample: { type: 'string' } }, HELP);
   if (typeof parsed === 'number') return parsed;
-  const { values, positionals } = parsed;
-  if (positionals.length !== 1) return usageError('check', 'expected one <url>.', HELP);
-  const url = positionals[0]!;
-  const origin = originOf(url);
-  if (origin === undefined) return usageError('check', `'${url}' is not an http(s) URL.`);
-  let sample: number, maxDocuments: number, rate: number, timeoutMs: number;
-  let authority: Authority;
+  const { values } = parsed;
+  const crawl = crawlOf('check', HELP, parsed.positionals, values);
+  if (typeof crawl === 'number') return crawl;
+  let sample: number;
   try {
-    sample = count(values.sample, 'sample', 300);
-    maxDocuments = count(values['max-documents'], 'max-documents', 1000);
-    rate = count(values.rate, 'rate', 20);
-    timeoutMs = count(values.timeout, 'timeout', 30_000);
-    if (maxDocuments < 1) throw new Error('--max-documents must be at least 1.');
-    authority = createAuthority({ origins: [origin, ...(values['allow-origin'] ?? [])] });
+    sample = integerOption('sample', values.sample, 0) ?? 300;
   } catch (error) {
     return usageError('check', error);
   }
-  const ac = new AbortController();
-  const stop = (): void => ac.abort();
-  process.once('SIGINT', stop);
-  const http = createHttpClient({ authority, timeoutMs, signal: ac.signal });
-  const tty = stderr.isTTY;
+  const tty = stderr.isTTY && values.json !== true;
   let last = 0;
   const onProgress = (p: CheckProgress): void => {
-    if (!tty || values.json === true) return;
+    if (!tty) return;
     const now = Date.now();
     if (now - last < 200) return;
     last = now;
-    stderr.write(
-      `\r\x1b[2K${p.phase}: ${p.documents} documents, ${p.entries} entries, ${p.resources} resources, ${p.requests} requests`,
-    );
+    stderr.write(`\r\x1b[2K${p.phase}: ${p.documents} documents, ${p.entries} entries, ${p.resources} resources, ${p.requests} requests`);
   };
-  try {
-    const report = await check({ url, http, authority, sample, maxDocuments, rate, signal: ac.signal, onProgress });
-    if (tty && values.json !== true) stderr.write('\r\x1b[2K');
-    if (values.html !== undefined) await writeFile(values.html, renderCheckHtml(report));
-    stdout.write(values.json === true ? `${JSON.stringify(report)}\n` : describeCheck(report));
-    return report.conformant ? 0 : 1;
-  } catch (error) {
-    if (tty && values.json !== true) stderr.write('\r\x1b[2K');
-    const message = error instanceof Error ? error.message : String(error);
-    if (values.json === true)
-      stdout.write(
-        `${JSON.stringify({ error: { code: isResourceSyncError(error) ? error.code : 'RS_IO', message } })}\n`,
-      );
-    stderr.write(`resourcesync check: ${message}\n`);
-    return ac.signal.aborted ? 130 : 3;
-  } finally {
-    process.off('SIGINT', stop);
-    await http.close();
-  }
+  return withCrawlClient('check', crawl, values.json, async (http, signal) => {
+    const { url, authority, maxDocuments, rate } = crawl;
+    try {
+      const report = await check({ url, http, authority, sample, maxDocuments, rate, signal, onProgress });
+      if (values.html !== undefined) await writeFile(values.html, renderCheckHtml(report));
+      if (tty) stderr.write('\r\x1b[2K');
+      stdout.write(values.json === true ? `${JSON.stringify(report)}\n` : describeCheck(report));
+      return report.conformant ? 0 : 1;
+    } catch (error) {
+      if (tty) stderr.write('\r\x1b[2K');
+      throw error;
+    }
+  });
 }

@@ -4,12 +4,11 @@
  * Exit 0 when the tree was read, 2 on usage errors, 3 when the Source cannot be reached.
  * @see Z39.99 §6.1
  */
-import { stderr, stdout } from 'node:process';
+import { stdout } from 'node:process';
 import { explore, type ExploreResult, type TreeNode } from '../../check/explore.js';
-import { isResourceSyncError } from '../../core/errors.js';
-import { createAuthority, originOf, type Authority } from '../../destination/authority.js';
-import { createHttpClient } from '../../destination/http-client.js';
 import { parseCommandArgs, usageError } from '../command-args.js';
+import { CRAWL_OPTIONS, crawlOf, withCrawlClient } from '../crawl-options.js';
+import { integerOption } from '../mirror-options.js';
 
 const HELP = `Usage: resourcesync explore <url> [options]
 
@@ -29,12 +28,6 @@ Options:
 
 Exit codes: 0 done, 2 usage error, 3 the Source cannot be reached.
 `;
-
-function count(value: string | undefined, name: string, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (!/^\d+$/.test(value)) throw new Error(`--${name} '${value}' is not a whole number.`);
-  return Number(value);
-}
 
 function size(bytes: number): string {
   if (bytes < 1024) return `${bytes} B`;
@@ -74,63 +67,21 @@ export function describeTree(result: ExploreResult): string {
 
 /** Runs `resourcesync explore`. */
 export async function run(args: string[]): Promise<number> {
-  const parsed = parseCommandArgs(
-    'explore',
-    args,
-    {
-      json: { type: 'boolean' },
-      depth: { type: 'string' },
-      'max-documents': { type: 'string' },
-      rate: { type: 'string' },
-      'allow-origin': { type: 'string', multiple: true },
-      timeout: { type: 'string' },
-    },
-    HELP,
-  );
+  const parsed = parseCommandArgs('explore', args, { ...CRAWL_OPTIONS, depth: { type: 'string' } }, HELP);
   if (typeof parsed === 'number') return parsed;
-  const { values, positionals } = parsed;
-  if (positionals.length !== 1) return usageError('explore', 'expected one <url>.', HELP);
-  const url = positionals[0]!;
-  const origin = originOf(url);
-  if (origin === undefined) return usageError('explore', `'${url}' is not an http(s) URL.`);
-  let maxDepth: number | undefined, maxDocuments: number, rate: number, timeoutMs: number;
-  let authority: Authority;
+  const { values } = parsed;
+  const crawl = crawlOf('explore', HELP, parsed.positionals, values);
+  if (typeof crawl === 'number') return crawl;
+  let maxDepth: number | undefined;
   try {
-    maxDepth = values.depth === undefined ? undefined : count(values.depth, 'depth', 0);
-    maxDocuments = count(values['max-documents'], 'max-documents', 1000);
-    rate = count(values.rate, 'rate', 20);
-    timeoutMs = count(values.timeout, 'timeout', 30_000);
-    if (maxDocuments < 1) throw new Error('--max-documents must be at least 1.');
-    authority = createAuthority({ origins: [origin, ...(values['allow-origin'] ?? [])] });
+    maxDepth = integerOption('depth', values.depth, 0);
   } catch (error) {
     return usageError('explore', error);
   }
-  const ac = new AbortController();
-  const stop = (): void => ac.abort();
-  process.once('SIGINT', stop);
-  const http = createHttpClient({ authority, timeoutMs, signal: ac.signal });
-  try {
-    const result = await explore({
-      url,
-      http,
-      authority,
-      maxDocuments,
-      rate,
-      signal: ac.signal,
-      ...(maxDepth === undefined ? {} : { maxDepth }),
-    });
+  return withCrawlClient('explore', crawl, values.json, async (http, signal) => {
+    const { url, authority, maxDocuments, rate } = crawl;
+    const result = await explore({ url, http, authority, maxDocuments, rate, signal, ...(maxDepth === undefined ? {} : { maxDepth }) });
     stdout.write(values.json === true ? `${JSON.stringify(result)}\n` : describeTree(result));
     return 0;
-  } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    if (values.json === true)
-      stdout.write(
-        `${JSON.stringify({ error: { code: isResourceSyncError(error) ? error.code : 'RS_IO', message } })}\n`,
-      );
-    stderr.write(`resourcesync explore: ${message}\n`);
-    return ac.signal.aborted ? 130 : 3;
-  } finally {
-    process.off('SIGINT', stop);
-    await http.close();
-  }
+  });
 }
