@@ -2,7 +2,7 @@
  * Judging and exploring a live Source: `check` crawls it from any URL and reports issues (per document,
  * across documents, packages, discovery, sampled resources); `explore` returns its document tree.
  * @example
- * import { check } from './check/index.js';
+ * import { check } from 'resourcesync/check';
  * const report = await check({ url, http, authority, sample: 100 });
  * @see Z39.99 §6–13
  */

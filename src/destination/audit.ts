@@ -72,7 +72,7 @@ export function listFiles(dest: string): string[] {
 }
 
 /** The files under `dest` (relative paths with `/`), one at a time, outside the state folder; none when it is missing. */
-export function* walkFiles(dest: string): Generator<string> {
+function* walkFiles(dest: string): Generator<string> {
   function* walk(dir: string, rel: string): Generator<string> {
     for (const d of readdirSync(dir, { withFileTypes: true })) {
       const r = rel === '' ? d.name : `${rel}/${d.name}`;

@@ -82,7 +82,7 @@ export function resolveLoc(loc: string, base: string): string {
 }
 
 /** Summarizes the issues of one document as warnings: one line per issue code (with its count), at most 8. */
-export function issueWarnings(url: string, issues: readonly ValidationIssue[]): string[] {
+function issueWarnings(url: string, issues: readonly ValidationIssue[]): string[] {
   const byCode = new Map<string, { first: ValidationIssue; n: number }>();
   for (const i of issues) {
     const e = byCode.get(i.code);

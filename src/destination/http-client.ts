@@ -48,7 +48,7 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
 let cachedVersion: string | undefined;
 /** The package version, for the User-Agent. */
-export function packageVersion(): string {
+function packageVersion(): string {
   if (cachedVersion === undefined) {
     try {
       const pkg = createRequire(import.meta.url)('../../../package.json') as { version?: string };

@@ -21,10 +21,10 @@ import { writeVerified } from './verified-write.js';
 export type AuthorityCheck = Pick<Authority, 'allows' | 'check'>;
 
 /** Default `pri` when absent. @see Z39.99 §7 (`pri`) */
-export const DEFAULT_PRI = 999_999;
+const DEFAULT_PRI = 999_999;
 
 /** Relation types kept for the user, not followed by the sync. @see Z39.99 §14.3, §14.5–§14.8 */
-export const KEPT_RELATIONS = [
+const KEPT_RELATIONS = [
   'alternate',
   'canonical',
   'memento',

@@ -73,49 +73,6 @@ export function decide(source: SourceFacts, local: LocalFacts | undefined): Plan
   return compared ? { action: 'unchanged', reason: 'same' } : { action: 'update', reason: 'unverifiable' };
 }
 
-/** One line of a plan. */
-export interface PlanItem extends PlanDecision {
-  url: string;
-  /** The Source's entry (absent for deletions). */
-  entry?: Entry;
-}
-
-/** Counts of a plan. */
-export interface PlanSummary {
-  create: number;
-  update: number;
-  delete: number;
-  unchanged: number;
-}
-
-/**
- * Plans a baseline or an audit: compares the entries of a Resource List (sorted or not, streamed) with what is
- * held locally (`local(url)`), then lists every held URL that the Source no longer offers as a deletion.
- * Pure: no effects beyond calling `local` and `held`.
- * @see Z39.99 §5.2 (audit = this plan without applying it)
- * @example
- * for await (const item of planResources(reader.entries, (u) => facts.get(u), () => facts.keys())) …
- */
-export async function* planResources(
-  entries: AsyncIterable<Entry> | Iterable<Entry>,
-  local: (url: string) => LocalFacts | undefined,
-  held: () => Iterable<string>,
-): AsyncGenerator<PlanItem> {
-  const seen = new Set<string>();
-  for await (const entry of entries) {
-    seen.add(entry.loc);
-    yield { url: entry.loc, entry, ...decide(sourceFacts(entry), local(entry.loc)) };
-  }
-  for (const url of held()) if (!seen.has(url)) yield { url, action: 'delete', reason: 'gone' };
-}
-
-/** Adds up a plan. */
-export function summarize(items: Iterable<PlanItem>): PlanSummary {
-  const s: PlanSummary = { create: 0, update: 0, delete: 0, unchanged: 0 };
-  for (const i of items) s[i.action]++;
-  return s;
-}
-
 /** The change time of a Change List entry: `rs:md datetime` (1.1) or else `lastmod` (1.0), in ms. @see Z39.99 §12.1 */
 export function changeTime(entry: Entry): number | undefined {
   const v = entry.md?.datetime ?? entry.lastmod;

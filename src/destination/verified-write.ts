@@ -379,7 +379,7 @@ function once(fn: (() => void) | undefined): () => void {
 }
 
 /** {@link renameInto} with a synchronous rename (small files). */
-export function renameIntoSync(tmp: string, finalPath: string): void {
+function renameIntoSync(tmp: string, finalPath: string): void {
   const parent = dirname(finalPath);
   ensureDirSync(parent);
   try {

@@ -71,7 +71,7 @@ export function matches(header: string, etag: string): boolean {
 }
 
 /** Parses an HTTP-date into whole seconds since the epoch, or undefined. @see RFC 9110 §5.6.7 */
-export function parseHttpDate(value: string | undefined): number | undefined {
+function parseHttpDate(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const ms = Date.parse(value);
   return Number.isNaN(ms) ? undefined : Math.floor(ms / 1000);

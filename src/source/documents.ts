@@ -115,12 +115,3 @@ export function fromMd(capability: string, from: number, until?: number): Md {
   return md;
 }
 
-/**
- * An upper bound of the bytes an entry takes in a Resource List: used to split parts under the size
- * limit before they are written (percent-encoding and XML escaping counted at their worst).
- */
-export function estimateResourceEntryBytes(setBaseUrl: string, r: StoredResource): number {
-  let hashes = 0;
-  for (const v of Object.values(r.hashes)) hashes += (v?.length ?? 0) + 10;
-  return 200 + setBaseUrl.length * 2 + Buffer.byteLength(r.path) * 3 + hashes + r.type.length;
-}

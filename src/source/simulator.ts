@@ -12,7 +12,7 @@ import { ResourceSyncError } from '../core/errors.js';
 import { writeFileAtomic } from '../node/file-sink.js';
 
 /** The kinds of change a Change List records. @see Z39.99 §12.1 */
-export const SIMULATED_CHANGES = ['created', 'updated', 'deleted'] as const;
+const SIMULATED_CHANGES = ['created', 'updated', 'deleted'] as const;
 export type SimulatedChangeKind = (typeof SIMULATED_CHANGES)[number];
 
 /** Options of `ChangeSimulator`. */

@@ -13,7 +13,6 @@
 import { compareUtf8 } from '../core/utf8-order.js';
 import { safeRelativePath } from '../node/safe-path.js';
 
-export { compareUtf8 };
 
 /** The folder (URL path segment) under the base URL that holds every document but the Source Description. */
 export const DOCUMENTS_PREFIX = '.resourcesync';

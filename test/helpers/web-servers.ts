@@ -22,7 +22,7 @@ export interface WebServerKind {
 const isRoot = process.getuid?.() === 0;
 
 /** An executable on PATH or in the sbin folders (nginx, apache2 and lighttpd live there). */
-export function which(name: string): string | undefined {
+function which(name: string): string | undefined {
   const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/local/sbin', '/usr/sbin', '/sbin'];
   for (const d of dirs) {
     if (d === '') continue;
@@ -160,7 +160,7 @@ mimetype.assign = ( ${Object.entries(TEXT_TYPES).map(([e, t]) => `".${e}" => "${
 ];
 
 /** A port that was free a moment ago on 127.0.0.1 (the servers need it in their configuration). */
-export async function freePort(): Promise<number> {
+async function freePort(): Promise<number> {
   const s = createServer();
   await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
   const { port } = s.address() as AddressInfo;
