@@ -12,8 +12,7 @@ import { ResourceSyncError } from '../core/errors.js';
 import { writeFileAtomic } from '../node/file-sink.js';
 
 /** The kinds of change a Change List records. @see Z39.99 §12.1 */
-const SIMULATED_CHANGES = ['created', 'updated', 'deleted'] as const;
-export type SimulatedChangeKind = (typeof SIMULATED_CHANGES)[number];
+export type SimulatedChangeKind = 'created' | 'updated' | 'deleted';
 
 /** Options of `ChangeSimulator`. */
 export interface SimulatorOptions {

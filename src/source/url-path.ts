@@ -10,7 +10,6 @@
  *   with `.`) are never published, so this prefix cannot collide with a resource.
  * @see Z39.99 §6.1, §6.3.2
  */
-import { compareUtf8 } from '../core/utf8-order.js';
 import { safeRelativePath } from '../node/safe-path.js';
 
 
