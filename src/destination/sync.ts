@@ -296,27 +296,31 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
     /** Changes after `cursor` from the set's Change List (and, after a gap, its archive), until no newer change can resolve a failure. */
     const changesSince = async (set: CapabilitySet, from: SyncCursor | undefined, documents: string[]): Promise<{ gap?: string }> => {
       const url = set.changeList!;
+      const changes = (cursor: SyncCursor | undefined, listUrl: string): ReturnType<typeof incremental> =>
+        incremental({ ...ctx, engine, concurrency, cursor, onDocument: onWholeDocument, ...(dryRun ? {} : { saveCursor: (c) => st.setCursor(set.key, c) }) }, listUrl);
       let cursor = from;
       for (let round = 0; round < CONVERGE_ROUNDS; round++) {
         const before = engine.failedUrls;
-        let inc = await incremental({ ...ctx, engine, concurrency, cursor, onDocument: onWholeDocument, ...(dryRun ? {} : { saveCursor: (c) => st.setCursor(set.key, c) }) }, url);
+        let inc = await changes(cursor, url);
         if (inc.gap !== undefined && set.changeListArchive !== undefined && round === 0) {
           // §5.2 / Archives §5: the Destination was away longer than the current Change Lists reach back
           engine.warn(`${inc.gap} Catching up from the Change List Archive '${set.changeListArchive}'.`);
-          const arch = await incremental({ ...ctx, engine, concurrency, cursor, onDocument: onWholeDocument, ...(dryRun ? {} : { saveCursor: (c) => st.setCursor(set.key, c) }) }, set.changeListArchive);
+          const arch = await changes(cursor, set.changeListArchive);
           if (arch.gap === undefined) {
             documents.push(set.changeListArchive, ...arch.processed);
             cursor = arch.cursor;
-            inc = await incremental({ ...ctx, engine, concurrency, cursor, onDocument: onWholeDocument, ...(dryRun ? {} : { saveCursor: (c) => st.setCursor(set.key, c) }) }, url);
+            inc = await changes(cursor, url);
           }
         }
         if (inc.gap !== undefined) return { gap: inc.gap };
         for (const u of [url, ...inc.processed]) if (!documents.includes(u)) documents.push(u);
         cursor = inc.cursor;
         engine.flush();
-        // a resource that failed (404, changed under its list's metadata) may have a newer change by now: read again
+        // a resource that failed (404, changed under its list's metadata) may have a newer change by now: read the
+        // list again, unless nothing is left to resolve or the last round resolved nothing
         const open = engine.failedUrls;
-        if (open.size === 0 || dryRun || [...open].every((u) => before.has(u)) && round > 0) break;
+        const progressed = round === 0 || [...open].some((u) => !before.has(u)) || open.size < before.size;
+        if (open.size === 0 || dryRun || !progressed) break;
       }
       return {};
     };
