@@ -105,3 +105,57 @@ void test('output cut short by its reader (| head -1) ends quietly, no EPIPE tra
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+/** Runs the CLI under a pseudo-terminal (util-linux `script`), so that stderr is a TTY; undefined without `script`. */
+async function runOnTerminal(args: string[], columns: number): Promise<{ code: number | null; output: string } | undefined> {
+  const { existsSync } = await import('node:fs');
+  if (!existsSync('/usr/bin/script')) return undefined;
+  const command = `stty cols ${columns} 2>/dev/null; "${process.execPath}" "${CLI}" ${args.map((a) => `'${a}'`).join(' ')}`;
+  return new Promise((resolve) => {
+    const child = spawn('/usr/bin/script', ['-qec', command, '/dev/null'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}
+
+void test('on a terminal the progress line is drawn, even at 0 columns, and never with --json', async (t) => {
+  const s = await startTestServer();
+  const dir = await mkdtemp(join(tmpdir(), 'rs-cli-tty-'));
+  try {
+    const ns = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/"';
+    const urls: string[] = [];
+    for (let i = 0; i < 300; i++) {
+      s.set(`/r/${i}.txt`, `resource ${i}`);
+      urls.push(`<url><loc>${s.origin}/r/${i}.txt</loc></url>`);
+    }
+    // slow enough that the bar is redrawn (it is drawn at most every 100 ms)
+    s.fault = async () => {
+      await new Promise((r) => setTimeout(r, 5));
+      return false;
+    };
+    s.set('/capabilitylist.xml', `<urlset ${ns}><rs:md capability="capabilitylist"/><url><loc>${s.origin}/resourcelist.xml</loc><rs:md capability="resourcelist"/></url></urlset>`);
+    s.set('/resourcelist.xml', `<urlset ${ns}><rs:md capability="resourcelist" at="2020-01-01T00:00:00Z"/>${urls.join('')}</urlset>`);
+    const plain = await runOnTerminal(['sync', `${s.origin}/capabilitylist.xml`, join(dir, 'a'), '--no-fsync', '--concurrency', '2'], 0);
+    if (plain === undefined) {
+      t.skip('no util-linux script to give the CLI a terminal');
+      return;
+    }
+    assert.equal(plain.code, 0, plain.output);
+    const CLEAR_LINE = '\u001b[2K';
+    assert.ok(plain.output.includes(`${CLEAR_LINE}baseline `), plain.output); // the progress line is drawn
+    assert.match(plain.output, /baseline (\[[#-]+\] )?\d+(\/\d+)? resources, /);
+    const json = await runOnTerminal(['sync', `${s.origin}/capabilitylist.xml`, join(dir, 'b'), '--no-fsync', '--concurrency', '2', '--json'], 80);
+    assert.equal(json?.code, 0, json?.output);
+    assert.ok(json !== undefined && !json.output.includes(CLEAR_LINE), json?.output); // no progress line drawn
+    assert.equal((JSON.parse(json.output.trim()) as { created: number }).created, 300);
+  } finally {
+    await s.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
