@@ -8,8 +8,9 @@
  * the socket's `end` handler (nodejs/undici#5360, fixed only in undici 8, which needs Node 22). Here every socket of
  * a pool passes through {@link EndGuard}: before undici sees a socket's `end`, the paused downloads of that pool are
  * resumed. By then the ending socket has handed every byte it had to its parser (a readable stream ends only when
- * drained), so its own download gains nothing to buffer and its parser can finish; a download on another socket
- * takes in what its socket holds and pauses again at its next chunk.
+ * drained), so its own download gains nothing to buffer and its parser can finish (a resumed parser first hands
+ * over an empty chunk, which must not pause it again); a download on another socket takes in what its socket holds
+ * and pauses again at its next chunk. At most {@link HIGH_WATER} bytes and a chunk wait in a download's queue.
  */
 import type { Dispatcher } from 'undici';
 import { buildConnector } from 'undici';
