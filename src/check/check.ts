@@ -22,7 +22,8 @@ import { createValidator, type Severity, type ValidationIssue, type Validator } 
 import { parseW3CDatetime } from '../core/w3c-datetime.js';
 import { readDocument } from '../core/xml/read-document.js';
 import type { Authority } from '../destination/authority.js';
-import { discover, htmlResourceSyncLinks, robotsSitemaps, type Discovery } from '../destination/discover.js';
+import { htmlResourceSyncLinks, robotsSitemaps } from '../core/discovery-hints.js';
+import { discover, type Discovery } from '../destination/discover.js';
 import { kindOf } from '../destination/documents.js';
 import type { HttpGet, HttpResponse } from '../destination/http.js';
 import { CHECK_MESSAGES, checkMessage, type CheckCode } from './issues.js';

@@ -12,7 +12,7 @@ import { connect } from './connection.js';
 import { changeTime, decide, orderChanges, sourceFacts, type LocalFacts, type SourceFacts } from './plan.js';
 import { StateStore, STATE_DIR } from './state-store.js';
 import { resolveSets } from './sync.js';
-import { hashFile } from './engine.js';
+import { hashFile } from '../node/hash-file.js';
 
 /** Options of {@link audit}. */
 export interface AuditOptions {

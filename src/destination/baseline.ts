@@ -2,7 +2,8 @@ import { ResourceSyncError, isResourceSyncError } from '../core/errors.js';
 import type { Entry } from '../core/model/types.js';
 import { FingerprintSet } from '../core/fingerprint-set.js';
 import { openDocument, resolveLoc, type DocumentContext, type RemoteDocument } from './documents.js';
-import { runPool, type Engine } from './engine.js';
+import type { Engine } from './engine.js';
+import { runPool } from './run-pool.js';
 
 /** Options of {@link baseline}. */
 export interface BaselineOptions extends DocumentContext {

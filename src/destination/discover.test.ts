@@ -4,7 +4,8 @@ import { isResourceSyncError } from '../core/errors.js';
 import { startTestServer, type TestServer } from '../../test/helpers/test-server.js';
 import { createAuthority } from './authority.js';
 import { createHttpClient } from './http-client.js';
-import { discover, htmlResourceSyncLinks, robotsSitemaps } from './discover.js';
+import { discover } from './discover.js';
+import { htmlResourceSyncLinks, robotsSitemaps } from '../core/discovery-hints.js';
 
 const XML = 'application/xml';
 

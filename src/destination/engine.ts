@@ -1,19 +1,17 @@
-import { createHash } from 'node:crypto';
-import { createReadStream, readFileSync } from 'node:fs';
 import { rmdir, stat, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { ResourceSyncError, isResourceSyncError, type ErrorCode } from '../core/errors.js';
-import { isKnownHashAlgorithm, nodeHashName, type HashValue } from '../core/hash.js';
+import type { HashValue } from '../core/hash.js';
 import type { Entry, Ln } from '../core/model/types.js';
 import { parseW3CDatetime } from '../core/w3c-datetime.js';
-import { REL_PATCH, type HashAlgorithm } from '../core/constants.js';
+import { REL_PATCH } from '../core/constants.js';
 import type { Authority } from './authority.js';
 import type { HttpGet } from './http.js';
 import type { Mapper } from './mapper.js';
 import { decide, sourceFacts, type LocalFacts, type PlanDecision, type SourceFacts } from './plan.js';
 import type { ResourceRecord, StateStore } from './state-store.js';
 import type { GroupCommit } from '../node/group-commit.js';
-import { digestHex } from '../node/digest.js';
+import { hashFile } from '../node/hash-file.js';
 import { safeJoin } from '../node/safe-path.js';
 import { writeVerified } from './verified-write.js';
 
@@ -97,24 +95,6 @@ export interface EngineOptions {
 const RETRYABLE: ReadonlySet<ErrorCode> = new Set(['RS_HASH_MISMATCH', 'RS_LENGTH_MISMATCH', 'RS_NETWORK', 'RS_HTTP_TIMEOUT']);
 const STATE_BATCH = 256;
 const MAX_LISTED = 1000;
-
-/** Digests of a local file for the given algorithms (md5 always). Small files are read in one call. */
-export async function hashFile(path: string, algorithms: Iterable<string>): Promise<{ length: number; hashes: Record<string, string> }> {
-  const algs = new Set<HashAlgorithm>(['md5']);
-  for (const a of algorithms) if (isKnownHashAlgorithm(a)) algs.add(a);
-  const st = await stat(path);
-  if (st.size <= 1024 * 1024) {
-    const data = readFileSync(path);
-    return { length: data.length, hashes: Object.fromEntries([...algs].map((a) => [a, digestHex(a, data)])) };
-  }
-  const hashers = [...algs].map((a) => [a, createHash(nodeHashName(a))] as const);
-  let length = 0;
-  for await (const chunk of createReadStream(path, { highWaterMark: 1024 * 1024 }) as AsyncIterable<Buffer>) {
-    length += chunk.length;
-    for (const [, h] of hashers) h.update(chunk);
-  }
-  return { length, hashes: Object.fromEntries(hashers.map(([a, h]) => [a, h.digest('hex')])) };
-}
 
 function toError(e: unknown): Error {
   return e instanceof Error ? e : new Error(typeof e === 'string' ? e : JSON.stringify(e));
@@ -488,70 +468,5 @@ export class Engine {
       }
       d = dirname(d);
     }
-  }
-}
-
-/**
- * Runs `fn` over `items` with at most `concurrency` at a time, pulling the next item only when a slot is free
- * (so a streamed list is never read ahead of the work). `fn` may give its slot back early by calling `release`
- * (its download is done and it only waits for the disk): the next item starts while it finishes, up to
- * `maxOutstanding` unfinished calls in all. Rejects with the first error `fn` throws, once the calls under way
- * have finished.
- */
-export async function runPool<T>(
-  items: AsyncIterable<T> | Iterable<T>,
-  concurrency: number,
-  fn: (item: T, release: () => void) => Promise<unknown>,
-  maxOutstanding = Math.max(1, concurrency) * 64,
-): Promise<void> {
-  const it = Symbol.asyncIterator in items ? items[Symbol.asyncIterator]() : items[Symbol.iterator]();
-  const slots = Math.max(1, concurrency);
-  const most = Math.max(slots, maxOutstanding);
-  let active = 0;
-  let outstanding = 0;
-  let failed: unknown;
-  let wake: (() => void) | undefined;
-  const changed = (): void => {
-    const w = wake;
-    wake = undefined;
-    w?.();
-  };
-  while (failed === undefined) {
-    while (active >= slots || outstanding >= most) await new Promise<void>((r) => (wake = r));
-    if (failed !== undefined) break;
-    let next: IteratorResult<T>;
-    try {
-      next = await it.next();
-    } catch (err) {
-      failed = err;
-      break;
-    }
-    if (next.done === true) break;
-    active++;
-    outstanding++;
-    let released = false;
-    const release = (): void => {
-      if (released) return;
-      released = true;
-      active--;
-      changed();
-    };
-    const item = next.value;
-    void (async () => {
-      try {
-        await fn(item, release);
-      } catch (err) {
-        failed ??= err;
-      } finally {
-        release();
-        outstanding--;
-        changed();
-      }
-    })();
-  }
-  while (outstanding > 0) await new Promise<void>((r) => (wake = r));
-  if (failed !== undefined) {
-    await Promise.resolve(it.return?.()).catch(() => undefined);
-    throw toError(failed);
   }
 }

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { GroupCommit } from '../node/group-commit.js';
-import { runPool } from './engine.js';
+import { runPool } from './run-pool.js';
 import { tempDir, writeVerified } from './verified-write.js';
 import { isResourceSyncError } from '../core/errors.js';
 import { fsyncEach, syncFileSystem } from '../node/sync-file-system.js';

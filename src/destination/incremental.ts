@@ -2,7 +2,8 @@ import { ResourceSyncError, isResourceSyncError } from '../core/errors.js';
 import type { Entry, ResourceSyncDocument } from '../core/model/types.js';
 import { formatW3CDatetime, parseW3CDatetime } from '../core/w3c-datetime.js';
 import { isAbsoluteLoc, loadDocument, resolveLoc, type DocumentContext } from './documents.js';
-import { runPool, type Engine } from './engine.js';
+import type { Engine } from './engine.js';
+import { runPool } from './run-pool.js';
 import { changeTime, lastChangePerResource, orderChanges } from './plan.js';
 import type { SyncCursor } from './state-store.js';
 

@@ -9,7 +9,8 @@
  */
 export { sync, type SyncOptions, type SyncReport, type SyncProgress, type SyncFailure } from './sync.js';
 export { audit, type AuditOptions, type AuditReport, type AuditDifference } from './audit.js';
-export { discover, robotsSitemaps, htmlResourceSyncLinks, type Discovery, type DiscoverOptions } from './discover.js';
+export { discover, type Discovery, type DiscoverOptions } from './discover.js';
+export { robotsSitemaps, htmlResourceSyncLinks } from '../core/discovery-hints.js';
 export { applyResourceDump, applyChangeDump, type ApplyDumpOptions, type DumpReport } from './dump.js';
 export { fetchResource, mirrorLinks, patchLinks, relatedLinks, type FetchResult, type FetchResourceOptions } from './links.js';
 export { createHttpClient, type HttpClientOptions } from './http-client.js';

@@ -9,7 +9,8 @@ import { checkDocument, loadDocument, resolveLoc, validating, type DocumentConte
 import { discover, type DiscoveredCapabilityList } from './discover.js';
 import { applyChangeDump, applyResourceDump, type DumpReport } from './dump.js';
 import { fetchResource } from './links.js';
-import { Engine, emptyCounts, runPool, type SyncCounts, type SyncProgress } from './engine.js';
+import { Engine, emptyCounts, type SyncCounts, type SyncProgress } from './engine.js';
+import { runPool } from './run-pool.js';
 import { baseline } from './baseline.js';
 import { incremental } from './incremental.js';
 import type { HttpGet } from './http.js';
