@@ -11,7 +11,7 @@ import type { Mapping } from './mapper.js';
 import { connect } from './connection.js';
 import { changeTime, decide, orderChanges, sourceFacts, type LocalFacts, type SourceFacts } from './plan.js';
 import { StateStore, STATE_DIR } from './state-store.js';
-import { resolveSets } from './sync.js';
+import { resolveSets } from './capability-sets.js';
 import { hashFile } from '../node/hash-file.js';
 
 /** Options of {@link audit}. */
