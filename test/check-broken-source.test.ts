@@ -3,7 +3,6 @@
 // error is reported that was not planted. Also the CLI: exit codes, --json and a self-contained --html page.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -12,11 +11,10 @@ import { CHECK_CODES, CHECK_MESSAGES } from '../src/check/issues.js';
 import { createAuthority } from '../src/destination/authority.js';
 import { createHttpClient } from '../src/destination/http-client.js';
 import { yazlZip } from './helpers/dump-fixtures.js';
-import { REPO_ROOT } from './helpers/paths.js';
 import { startTestServer, type TestServer } from './helpers/test-server.js';
 import { tempDir } from './helpers/tmp.js';
+import { runCli as runCliProcess } from './helpers/mirror-check.js';
 
-const MAIN = join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js');
 const md5 = (b: string | Uint8Array): string => createHash('md5').update(b).digest('hex');
 
 let server: TestServer;
@@ -294,15 +292,10 @@ void test('a well-known URI that holds no Source Description is an error', async
   }
 });
 
-function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.once('exit', (code) => resolve({ code, stdout, stderr }));
-  });
+/** The CLI as a child process (bounded in time), its exit code as `code`. */
+async function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const r = await runCliProcess(args);
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 void test('CLI: exit 1 with --json (issues with code, severity, url, section) and a self-contained --html page', async () => {

@@ -13,6 +13,7 @@ import { createSourceCore, type CoreHandler, type SourceCore } from '../src/serv
 import { serve, type RunningServer } from '../src/server/node-adapter.js';
 import { REPO_ROOT } from './helpers/paths.js';
 import { tempDir } from './helpers/tmp.js';
+import { runCli as runCliProcess } from './helpers/mirror-check.js';
 
 const MAIN = join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js');
 let tmp: { dir: string; cleanup: () => Promise<void> };
@@ -26,15 +27,10 @@ after(async () => {
   await tmp.cleanup();
 });
 
-function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.once('exit', (code) => resolve({ code, stdout, stderr }));
-  });
+/** The CLI as a child process (bounded in time), its exit code as `code`. */
+async function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const r = await runCliProcess(args);
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 async function runCheck(start: string): Promise<CheckReport> {

@@ -2,13 +2,10 @@
 // --depth bounds the crawl; the text tree shows every document; exit codes.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
 import type { ExploreResult } from '../src/check/explore.js';
-import { REPO_ROOT } from './helpers/paths.js';
 import { startTestServer, type TestServer } from './helpers/test-server.js';
+import { runCli as runCliProcess } from './helpers/mirror-check.js';
 
-const MAIN = join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js');
 let server: TestServer;
 let O: string;
 
@@ -54,15 +51,10 @@ after(async () => {
   await server.close();
 });
 
-function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.once('exit', (code) => resolve({ code, stdout, stderr }));
-  });
+/** The CLI as a child process (bounded in time), its exit code as `code`. */
+async function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const r = await runCliProcess(args);
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 const size = (path: string): number => Buffer.byteLength(bodies.get(path)!);
