@@ -7,9 +7,7 @@
  * @see WebSub §5.1 (subscriptions), §7 (content distribution)
  */
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
-import { ResourceSyncError } from '../core/errors.js';
+import { openStore } from '../node/sqlite.js';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS subscription (
@@ -104,21 +102,7 @@ export class HubStore {
 
   /** Opens (creating if needed) the store at `file` (`:memory:` for a throw-away one). */
   static open(file: string): HubStore {
-    if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
-    let db: Database.Database;
-    try {
-      db = new Database(file, { timeout: 5000 });
-      db.pragma('journal_mode = WAL');
-      db.pragma('synchronous = FULL');
-      db.pragma('foreign_keys = ON');
-      db.exec(SCHEMA);
-    } catch (cause) {
-      const busy = (cause as { code?: string }).code?.startsWith('SQLITE_BUSY') === true;
-      throw new ResourceSyncError(busy ? 'RS_LOCKED' : 'RS_IO', `Store '${file}' cannot be opened.`, {
-        data: { path: file },
-        cause,
-      });
-    }
+    const db = openStore(file, { schema: SCHEMA, synchronous: 'FULL', foreignKeys: true });
     return new HubStore(file, db);
   }
 

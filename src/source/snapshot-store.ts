@@ -10,10 +10,8 @@
  * @see Z39.99 §5.1, §12.1 (Change List: from/until, open and closed), §12.2 (Change List Index)
  */
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
 import type { ChangeType, HashAlgorithm } from '../core/constants.js';
-import { ResourceSyncError } from '../core/errors.js';
+import { openStore } from '../node/sqlite.js';
 import { formatHashes, isKnownHashAlgorithm, parseHashes } from '../core/hash.js';
 import { compareUtf8 } from '../core/utf8-order.js';
 import type { Hashes, InventoryEntry, PreviousState } from '../node/inventory.js';
@@ -231,17 +229,7 @@ export class SnapshotStore {
 
   /** Opens (creating if needed) the store at `file`. Throws `RS_LOCKED` when another process holds it. */
   static open(file: string): SnapshotStore {
-    if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
-    let db: Database.Database;
-    try {
-      db = new Database(file, { timeout: 5000 });
-      db.pragma('journal_mode = WAL');
-      db.pragma('synchronous = NORMAL');
-      db.exec(SCHEMA);
-    } catch (cause) {
-      const busy = (cause as { code?: string }).code?.startsWith('SQLITE_BUSY') === true;
-      throw new ResourceSyncError(busy ? 'RS_LOCKED' : 'RS_IO', `Store '${file}' cannot be opened.`, { data: { path: file }, cause });
-    }
+    const db = openStore(file, { schema: SCHEMA, synchronous: 'NORMAL' });
     return new SnapshotStore(file, db);
   }
 
