@@ -30,7 +30,7 @@ export interface CapabilitySet {
  */
 export async function resolveSets(ctx: DocumentContext, url: string, only?: string): Promise<{ sets: CapabilitySet[]; warnings: string[] }> {
   const d = await discover(url, { http: ctx.http, authority: ctx.authority, ...(ctx.signal ? { signal: ctx.signal } : {}) });
-  const warnings = [...d.notes.filter((n) => /tolerat|not |skipp|ignor|fail|could/i.test(n))];
+  const warnings = [...d.warnings];
   let lists = d.capabilityLists;
   if (only !== undefined) {
     lists = lists.filter((c) => c.url === only);

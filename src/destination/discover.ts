@@ -42,6 +42,8 @@ export interface Discovery {
   start: { url: string; kind: StartKind };
   /** How it was found and what was tolerated, one sentence each. */
   notes: string[];
+  /** Those of the notes a Destination should pass on as warnings (skipped, ignored, tolerated, failed). */
+  warnings: string[];
 }
 
 /** Options of `discover`: the injected HTTP effect and authority check, and the bounds of the walk. */
@@ -59,6 +61,8 @@ export interface DiscoverOptions {
 
 interface Ctx {
   opts: DiscoverOptions;
+  /** The notes that are warnings: something skipped, ignored, tolerated or failed. */
+  warnings: string[];
   /** What went wrong with the requests made: why a Source that cannot be read could not be. */
   failures: { url: string; status?: number; error?: Error }[];
   fetched: number;
@@ -107,6 +111,7 @@ const XML_LIMITS = { maxBytes: 8 * 1024 * 1024, maxEntries: 10_000 };
 export async function discover(startUrl: string, options: DiscoverOptions): Promise<Discovery> {
   const ctx: Ctx = {
     opts: options,
+    warnings: [],
     failures: [],
     fetched: 0,
     visited: new Set(),
@@ -117,7 +122,7 @@ export async function discover(startUrl: string, options: DiscoverOptions): Prom
   };
   const start = new URL(startUrl);
   options.authority.check(start.href); // the start itself must be on the authority (RS_AUTHORITY)
-  const result: Discovery = { capabilityLists: [], start: { url: start.href, kind: 'resource' }, notes: ctx.notes };
+  const result: Discovery = { capabilityLists: [], start: { url: start.href, kind: 'resource' }, notes: ctx.notes, warnings: ctx.warnings };
   const isRoot = start.pathname === '/' && start.search === '';
 
   if (isRoot) {
@@ -182,7 +187,7 @@ async function fromWellKnown(ctx: Ctx, result: Discovery, url: string): Promise<
   const doc = await fetchClassified(ctx, url, 0);
   if (doc?.type !== 'xml') return false;
   if (doc.kind !== 'source-description' && doc.kind !== 'source-description-index') {
-    ctx.notes.push(`'${url}' is not a Source Description (capability '${doc.capability ?? ''}').`);
+    warnNote(ctx, `'${url}' is not a Source Description (capability '${doc.capability ?? ''}').`);
     await follow(ctx, result, doc, 0);
     return result.capabilityLists.length > 0;
   }
@@ -226,7 +231,7 @@ async function follow(ctx: Ctx, result: Discovery, doc: Fetched, depth: number):
           continue;
         }
         if (e.md?.capability !== undefined && e.md.capability !== 'capabilitylist') {
-          ctx.notes.push(
+          warnNote(ctx, 
             `Source Description entry '${loc}' has capability '${e.md.capability}', not 'capabilitylist': skipped.`,
           );
           continue;
@@ -261,7 +266,7 @@ async function follow(ctx: Ctx, result: Discovery, doc: Fetched, depth: number):
       return doc.kind;
     }
     case undefined:
-      ctx.notes.push(`'${doc.url}' is a Sitemap without a ResourceSync capability: ignored.`);
+      warnNote(ctx, `'${doc.url}' is a Sitemap without a ResourceSync capability: ignored.`);
       return undefined;
     default: {
       // A Resource List, Change List, Dump, or their index or manifest: walk `index` then `up` (§6.2).
@@ -285,11 +290,17 @@ async function follow(ctx: Ctx, result: Discovery, doc: Fetched, depth: number):
         result.capabilityLists.push({ url: doc.url, capabilities: { [cap]: [own] }, synthetic: true });
       } else if (cap !== undefined) {
         const listed = result.capabilityLists.some((c) => c.capabilities[cap]?.some((u) => u === doc.url || u === index));
-        if (!listed) ctx.notes.push(`'${doc.url}' is not listed in the Capability List it points up to.`);
+        if (!listed) warnNote(ctx, `'${doc.url}' is not listed in the Capability List it points up to.`);
       }
       return kind;
     }
   }
+}
+
+/** A note that is also a warning. */
+function warnNote(ctx: Ctx, message: string): void {
+  ctx.notes.push(message);
+  ctx.warnings.push(message);
 }
 
 function isCapabilityName(c: string): c is CapabilityName {
@@ -310,15 +321,15 @@ function addCapabilityList(ctx: Ctx, result: Discovery, doc: Extract<Fetched, { 
     const loc = resolve(e.loc, doc.url);
     const cap = e.md?.capability;
     if (loc === undefined || cap === undefined) {
-      ctx.notes.push(`Capability List '${doc.url}' has an entry without a capability or a valid loc: skipped.`);
+      warnNote(ctx, `Capability List '${doc.url}' has an entry without a capability or a valid loc: skipped.`);
       continue;
     }
     const name = capabilityName(cap);
     if (name === undefined) {
-      ctx.notes.push(`Capability List '${doc.url}' advertises unknown capability '${cap}': ignored.`);
+      warnNote(ctx, `Capability List '${doc.url}' advertises unknown capability '${cap}': ignored.`);
       continue;
     }
-    if (name !== cap) ctx.notes.push(`Capability List '${doc.url}' advertises '${cap}' (a 1.0-era name): read as '${name}'.`);
+    if (name !== cap) warnNote(ctx, `Capability List '${doc.url}' advertises '${cap}' (a 1.0-era name): read as '${name}'.`);
     (capabilities[name] ??= []).push(loc);
   }
   const entry: DiscoveredCapabilityList = { url: doc.url, capabilities };
@@ -358,11 +369,11 @@ async function fetchClassified(ctx: Ctx, url: string, depth: number): Promise<Fe
   if (ctx.visited.has(key)) return undefined;
   ctx.visited.add(key);
   if (depth > ctx.maxDepth) {
-    ctx.notes.push(`'${url}' is deeper than ${ctx.maxDepth} links: not followed.`);
+    warnNote(ctx, `'${url}' is deeper than ${ctx.maxDepth} links: not followed.`);
     return undefined;
   }
   if (ctx.fetched >= ctx.maxDocuments) {
-    ctx.notes.push(`'${url}' not fetched: the limit of ${ctx.maxDocuments} documents was reached.`);
+    warnNote(ctx, `'${url}' not fetched: the limit of ${ctx.maxDocuments} documents was reached.`);
     return undefined;
   }
   try {
@@ -371,7 +382,7 @@ async function fetchClassified(ctx: Ctx, url: string, depth: number): Promise<Fe
     ctx.opts.authority.check(url);
   } catch (err) {
     if (!isResourceSyncError(err, 'RS_AUTHORITY')) throw err;
-    ctx.notes.push(`'${url}' is outside the authority: not fetched.`);
+    warnNote(ctx, `'${url}' is outside the authority: not fetched.`);
     return undefined;
   }
   ctx.fetched++;
@@ -388,7 +399,7 @@ async function fetchClassified(ctx: Ctx, url: string, depth: number): Promise<Fe
     ctx.opts.signal?.removeEventListener('abort', onAbort);
     if (ctx.opts.signal?.aborted) throw err;
     ctx.failures.push({ url, error: err instanceof Error ? err : new Error(String(err)) });
-    ctx.notes.push(`'${url}' failed: ${err instanceof Error ? err.message : String(err)}`);
+    warnNote(ctx, `'${url}' failed: ${err instanceof Error ? err.message : String(err)}`);
     return undefined;
   }
   try {
@@ -456,7 +467,7 @@ async function fetchClassified(ctx: Ctx, url: string, depth: number): Promise<Fe
         };
       } catch (err) {
         if (ctx.opts.signal?.aborted) throw err;
-        ctx.notes.push(
+        warnNote(ctx, 
           `'${url}' is not a readable ResourceSync document: ${err instanceof Error ? err.message : String(err)}`,
         );
         return { type: 'other', url: finalUrl, status: res.status, linkHeader };
