@@ -6,7 +6,7 @@
 import { REL_RESOURCESYNC } from './constants.js';
 
 /** An absolute http(s) URL for `href` against `base`, or undefined. */
-function resolve(href: string, base: string): string | undefined {
+export function httpUrl(href: string, base: string): string | undefined {
   try {
     const u = new URL(href.trim(), base);
     return u.protocol === 'http:' || u.protocol === 'https:' ? u.href : undefined;
@@ -26,7 +26,7 @@ export function robotsSitemaps(text: string, robotsUrl: string): string[] {
     const line = raw.replace(/#.*$/, '').trim();
     const m = /^sitemap\s*:\s*(\S+)/i.exec(line);
     if (!m) continue;
-    const u = resolve(m[1]!, robotsUrl);
+    const u = httpUrl(m[1]!, robotsUrl);
     if (u !== undefined && !out.includes(u)) out.push(u);
   }
   return out;
@@ -46,12 +46,12 @@ export function htmlResourceSyncLinks(html: string, pageUrl: string): string[] {
   for (let m = tag.exec(text); m !== null; m = tag.exec(text)) {
     const attrs = htmlAttributes(m[2]!);
     if (m[1]!.toLowerCase() === 'base') {
-      if (attrs.href !== undefined && base === pageUrl) base = resolve(attrs.href, pageUrl) ?? base;
+      if (attrs.href !== undefined && base === pageUrl) base = httpUrl(attrs.href, pageUrl) ?? base;
       continue;
     }
     const rel = (attrs.rel ?? '').toLowerCase().split(/\s+/);
     if (!rel.includes(REL_RESOURCESYNC) || attrs.href === undefined) continue;
-    const u = resolve(decodeEntities(attrs.href), base);
+    const u = httpUrl(decodeEntities(attrs.href), base);
     if (u !== undefined && !out.includes(u)) out.push(u);
   }
   return out;

@@ -1,6 +1,6 @@
 import { CAPABILITY_LIST_ENTRIES, REL_RESOURCESYNC, WELL_KNOWN_PATH } from '../core/constants.js';
 import { ResourceSyncError, isResourceSyncError } from '../core/errors.js';
-import { htmlResourceSyncLinks, robotsSitemaps } from '../core/discovery-hints.js';
+import { htmlResourceSyncLinks, httpUrl, robotsSitemaps } from '../core/discovery-hints.js';
 import { parseLinkHeader } from '../core/link-header.js';
 import type { DocumentKindId } from '../core/model/document-kinds.js';
 import type { Entry, Ln } from '../core/model/types.js';
@@ -222,7 +222,7 @@ async function follow(ctx: Ctx, result: Discovery, doc: Fetched, depth: number):
     case 'source-description-index': {
       result.sourceDescription ??= doc.url;
       for (const e of doc.entries) {
-        const loc = resolve(e.loc, doc.url);
+        const loc = httpUrl(e.loc, doc.url);
         if (loc === undefined) continue;
         const describedby = (e.ln ?? []).find((l) => relIs(l, 'describedby'))?.href;
         if (doc.kind === 'source-description-index' || e.md?.capability === 'description') {
@@ -240,7 +240,7 @@ async function follow(ctx: Ctx, result: Discovery, doc: Fetched, depth: number):
         if (cl) await follow(ctx, result, cl, depth + 1);
         const found = result.capabilityLists.find((c) => c.url === loc);
         if (found && found.describedby === undefined && describedby !== undefined) {
-          const d = resolve(describedby, doc.url);
+          const d = httpUrl(describedby, doc.url);
           if (d !== undefined) found.describedby = d;
         }
       }
@@ -248,7 +248,7 @@ async function follow(ctx: Ctx, result: Discovery, doc: Fetched, depth: number):
     }
     case 'capability-list-index': {
       for (const e of doc.entries) {
-        const loc = resolve(e.loc, doc.url);
+        const loc = httpUrl(e.loc, doc.url);
         if (loc === undefined) continue;
         const cl = await fetchClassified(ctx, loc, depth + 1);
         if (cl) await follow(ctx, result, cl, depth + 1);
@@ -318,7 +318,7 @@ function addCapabilityList(ctx: Ctx, result: Discovery, doc: Extract<Fetched, { 
   if (result.capabilityLists.some((c) => c.url === doc.url)) return;
   const capabilities: Partial<Record<CapabilityName, string[]>> = {};
   for (const e of doc.entries) {
-    const loc = resolve(e.loc, doc.url);
+    const loc = httpUrl(e.loc, doc.url);
     const cap = e.md?.capability;
     if (loc === undefined || cap === undefined) {
       warnNote(ctx, `Capability List '${doc.url}' has an entry without a capability or a valid loc: skipped.`);
@@ -344,21 +344,13 @@ function relIs(ln: Ln, rel: string): boolean {
 
 function linkHref(doc: Extract<Fetched, { type: 'xml' }>, rel: string): string | undefined {
   const ln = doc.ln.find((l) => relIs(l, rel) && l.href !== undefined);
-  return ln ? resolve(ln.href!, doc.url) : undefined;
+  return ln ? httpUrl(ln.href!, doc.url) : undefined;
 }
 
 function upLink(doc: Extract<Fetched, { type: 'xml' }>): string | undefined {
   return linkHref(doc, 'up');
 }
 
-function resolve(href: string, base: string): string | undefined {
-  try {
-    const u = new URL(href.trim(), base);
-    return u.protocol === 'http:' || u.protocol === 'https:' ? u.href : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 /**
  * Fetches and classifies a URL, or returns undefined when it is off-authority, already visited,
@@ -406,7 +398,7 @@ async function fetchClassified(ctx: Ctx, url: string, depth: number): Promise<Fe
     const finalUrl = res.url || url;
     const linkHeader = parseLinkHeader(res.headers.link ?? '')
       .filter((l) => l.rel.includes(REL_RESOURCESYNC))
-      .flatMap((l) => resolve(l.target, finalUrl) ?? []);
+      .flatMap((l) => httpUrl(l.target, finalUrl) ?? []);
     if (res.status !== 200) {
       await res.discard();
       ctx.failures.push({ url, status: res.status });

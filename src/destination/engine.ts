@@ -141,6 +141,9 @@ export class Engine {
 
   constructor(options: EngineOptions) {
     this.#o = options;
+    // the failures not resolved so far, listed when read (a report), not rebuilt on every failure
+    const failures = this.#failures;
+    Object.defineProperty(this.counts, 'failed', { enumerable: true, get: () => [...failures.values()] });
   }
 
   /** Starts a phase of the sync (for progress). */
@@ -166,7 +169,6 @@ export class Engine {
     const status = isResourceSyncError(err) ? err.data['status'] : undefined;
     if (typeof status === 'number') f.status = status;
     this.#failures.set(url, f);
-    this.counts.failed = [...this.#failures.values()];
   }
 
   /** URLs that failed in this run and are not resolved yet. */
@@ -176,10 +178,7 @@ export class Engine {
 
   /** A resource is now in line with the Source: an earlier failure of this run (and its pending entry) is resolved. */
   #succeeded(url: string): void {
-    if (this.#failures.delete(url)) {
-      this.counts.failed = [...this.#failures.values()];
-      if (!this.#o.dryRun) this.#resolved.push(url);
-    }
+    if (this.#failures.delete(url) && !this.#o.dryRun) this.#resolved.push(url);
   }
 
   progress(force = false): void {
@@ -188,7 +187,7 @@ export class Engine {
     const now = Date.now();
     if (!force && now - this.#lastProgress < 100) return;
     this.#lastProgress = now;
-    const p: SyncProgress = { phase: this.#phase, done: this.#done, bytes: this.counts.bytes, failed: this.counts.failed.length };
+    const p: SyncProgress = { phase: this.#phase, done: this.#done, bytes: this.counts.bytes, failed: this.#failures.size };
     if (this.#total !== undefined) p.total = this.#total;
     if (this.#document !== undefined) p.document = this.#document;
     cb(p);
