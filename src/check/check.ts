@@ -25,6 +25,7 @@ import type { Authority } from '../destination/authority.js';
 import { htmlResourceSyncLinks, robotsSitemaps } from '../core/discovery-hints.js';
 import { discover, type Discovery } from '../destination/discover.js';
 import { kindOf } from '../destination/documents.js';
+import type { DestinationNote } from '../destination/notes.js';
 import type { HttpGet, HttpResponse } from '../destination/http.js';
 import { CHECK_MESSAGES, checkMessage, type CheckCode } from './issues.js';
 import { readPackage, type PackageContents } from './package.js';
@@ -121,8 +122,8 @@ export interface CheckReport {
   /** No error: every MUST that was checked holds. */
   conformant: boolean;
   durationMs: number;
-  /** Notes of discovery, one sentence each. */
-  notes: string[];
+  /** Notes of discovery, with their codes (see `NOTES` of the Destination). */
+  notes: DestinationNote[];
 }
 
 /** Why a document is fetched: what its lister says about it. */

@@ -12,6 +12,7 @@ import { connect } from './connection.js';
 import { changeTime, decide, orderChanges, sourceFacts, type LocalFacts, type SourceFacts } from './plan.js';
 import { StateStore, STATE_DIR } from './state-store.js';
 import { resolveSets } from './capability-sets.js';
+import { note, type DestinationNote } from './notes.js';
 import { hashFile } from '../node/hash-file.js';
 
 /** Options of {@link audit}. */
@@ -60,7 +61,8 @@ export interface AuditReport {
   counts: { missing: number; extra: number; changed: number; failed: number };
   /** Resources with no hash, length or lastmod to compare: counted as unchanged when present. */
   unverifiable: number;
-  warnings: string[];
+  /** What could not be audited or was trusted, with codes (see `NOTES`). */
+  warnings: DestinationNote[];
   durationMs: number;
 }
 
@@ -229,7 +231,7 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
     report.warnings.push(...warnings);
     for (const set of sets) {
       if (set.resourceList === undefined) {
-        report.warnings.push(`Capability set '${set.key}' offers no Resource List: it cannot be audited.`);
+        report.warnings.push(note('set-not-auditable', { set: set.key }));
         continue;
       }
       // The Resource List (or its parts), opened first for its `at`.
@@ -263,7 +265,7 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
           }
         } catch (err) {
           if (isResourceSyncError(err, 'RS_ABORTED')) throw err;
-          report.warnings.push(`Change List '${set.changeList}' could not be read: changes after the Resource List are not included (${err instanceof Error ? err.message : String(err)}).`);
+          report.warnings.push(note('change-list-unreadable', { url: set.changeList, error: err instanceof Error ? err.message : String(err), ...(isResourceSyncError(err) ? { errorCode: err.code } : {}) }));
         }
       }
       const each = async (doc: RemoteDocument): Promise<void> => {
@@ -304,7 +306,7 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
         }
       }
     }
-    if (trust) report.warnings.push('The state store was trusted: local files were not read.');
+    if (trust) report.warnings.push(note('store-trusted', {}));
     report.inSync = report.counts.missing === 0 && report.counts.extra === 0 && report.counts.changed === 0 && report.counts.failed === 0;
     report.durationMs = Date.now() - started;
     return report;

@@ -4,6 +4,7 @@ import { FingerprintSet } from '../core/fingerprint-set.js';
 import { openDocument, resolveLoc, type DocumentContext, type RemoteDocument } from './documents.js';
 import type { Engine } from './engine.js';
 import { runPool } from './run-pool.js';
+import { note } from './notes.js';
 
 /** Options of {@link baseline}. */
 export interface BaselineOptions extends DocumentContext {
@@ -71,7 +72,7 @@ export async function baseline(options: BaselineOptions, url: string): Promise<B
       const doc = await openDocument(options, part);
       result.documents.push(part);
       if (doc.kind?.id !== 'resource-list') {
-        engine.warn(`Resource List Index '${url}' lists '${part}', which is not a Resource List (${doc.kind?.name ?? 'unknown kind'}); skipped.`);
+        engine.warn(note('index-part-not-resource-list', { url, part, ...(doc.kind !== undefined ? { kind: doc.kind.name } : {}) }));
         result.complete = false;
         continue;
       }

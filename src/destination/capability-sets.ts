@@ -5,6 +5,7 @@
 import { ResourceSyncError } from '../core/errors.js';
 import type { DocumentContext } from './documents.js';
 import { discover, type DiscoveredCapabilityList } from './discover.js';
+import { note, type DestinationNote } from './notes.js';
 
 /** The documents of one capability set, as found from the starting URL. */
 export interface CapabilitySet {
@@ -28,7 +29,7 @@ export interface CapabilitySet {
  * Capability List.
  * @see Z39.99 §6.2, §6.3
  */
-export async function resolveSets(ctx: DocumentContext, url: string, only?: string): Promise<{ sets: CapabilitySet[]; warnings: string[] }> {
+export async function resolveSets(ctx: DocumentContext, url: string, only?: string): Promise<{ sets: CapabilitySet[]; warnings: DestinationNote[] }> {
   const d = await discover(url, { http: ctx.http, authority: ctx.authority, ...(ctx.signal ? { signal: ctx.signal } : {}) });
   const warnings = [...d.warnings];
   let lists = d.capabilityLists;
@@ -59,7 +60,7 @@ export async function resolveSets(ctx: DocumentContext, url: string, only?: stri
     const cda = first('changedump-archive');
     if (cda !== undefined) set.changeDumpArchive = cda;
     for (const cap of ['resourcelist', 'changelist', 'resourcedump', 'changedump'] as const) {
-      if ((c.capabilities[cap]?.length ?? 0) > 1) warnings.push(`Capability List '${c.url}' advertises several ${cap} documents; the first is used.`);
+      if ((c.capabilities[cap]?.length ?? 0) > 1) warnings.push(note('capability-list-several', { url: c.url, capability: cap }));
     }
     return set;
   });

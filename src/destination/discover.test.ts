@@ -132,7 +132,7 @@ void test('discover from an origin: the well-known Source Description lists ever
         capabilities: { resourcelist: [`${o}/dataset2/resourcelist-index.xml`] },
       },
     ]);
-    assert.ok(d.notes.some((n) => n.includes("unknown capability 'somethingnew'")));
+    assert.ok(d.warnings.some((n) => n.code === 'capability-unknown' && n.data.capability === 'somethingnew'), JSON.stringify(d.notes));
     // Three documents, each once.
     assert.deepEqual(
       e.s.requests.map((r) => r.url),
@@ -166,7 +166,7 @@ void test('discover from a Capability List, a Resource List, and a Resource List
     const part = await e.run(`${o}/dataset2/rl-part1.xml`);
     assert.equal(part.start.kind, 'resource-list');
     assert.deepEqual(part.capabilityLists[0]?.capabilities, { resourcelist: [`${o}/dataset2/resourcelist-index.xml`] });
-    assert.ok(part.notes.some((n) => n.includes("followed its 'index'")));
+    assert.ok(part.notes.some((n) => n.code === 'discovery-index' && n.data.index === `${o}/dataset2/resourcelist-index.xml`), JSON.stringify(part.notes));
   } finally {
     await e.close();
   }
@@ -192,7 +192,7 @@ void test('discover through robots.txt Sitemap directives (§6.3.4), skipping pl
       d.capabilityLists.map((c) => c.url),
       [`${o}/dataset1/capabilitylist.xml`],
     );
-    assert.ok(d.notes.some((n) => n.includes('without a ResourceSync capability')));
+    assert.ok(d.warnings.some((n) => n.code === 'sitemap-ignored'), JSON.stringify(d.notes));
     assert.ok(!e.s.requests.some((r) => r.url === '/commented.xml'));
   } finally {
     await e.close();
@@ -300,7 +300,7 @@ void test('discover is bounded: loops are fetched once, the document limit holds
       sd.capabilityLists.map((c) => c.url),
       [`${o}/cl.xml`],
     );
-    assert.ok(sd.notes.some((n) => n.includes('outside the authority')));
+    assert.ok(sd.warnings.some((n) => n.code === 'outside-authority'), JSON.stringify(sd.notes));
     const rl = await e.run(`${o}/rl.xml`);
     assert.equal(rl.capabilityLists[0]?.synthetic, true);
     // The page's links lead off-authority: discovery falls back to the origin's well-known URI.
@@ -309,7 +309,7 @@ void test('discover is bounded: loops are fetched once, the document limit holds
       page.capabilityLists.map((c) => c.url),
       [`${o}/cl.xml`],
     );
-    assert.ok(page.notes.some((n) => n.includes(`'${x}/cl.xml' is outside the authority`)));
+    assert.ok(page.warnings.some((n) => n.code === 'outside-authority' && n.data.url === `${x}/cl.xml`), JSON.stringify(page.notes));
     assert.deepEqual(e.other.requests, [], 'the other origin saw no request');
   } finally {
     await e.close();

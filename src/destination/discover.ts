@@ -7,6 +7,7 @@ import type { Entry, Ln } from '../core/model/types.js';
 import { readDocument } from '../core/xml/read-document.js';
 import type { HttpGet, HttpResponse } from './http.js';
 import type { AuthorityCheck } from './links.js';
+import { note, type DestinationNote, type NoteCode, type NoteData } from './notes.js';
 
 /**
  * Discovery of a Source's ResourceSync documents from any starting URL: the well-known Source
@@ -40,10 +41,10 @@ export interface Discovery {
   sourceDescription?: string;
   capabilityLists: DiscoveredCapabilityList[];
   start: { url: string; kind: StartKind };
-  /** How it was found and what was tolerated, one sentence each. */
-  notes: string[];
-  /** Those of the notes a Destination should pass on as warnings (skipped, ignored, tolerated, failed). */
-  warnings: string[];
+  /** How it was found and what was tolerated, each with its code (see `NOTES`). */
+  notes: DestinationNote[];
+  /** Those of the notes whose severity is `warning` (skipped, ignored, tolerated, failed). */
+  warnings: DestinationNote[];
 }
 
 /** Options of `discover`: the injected HTTP effect and authority check, and the bounds of the walk. */
@@ -62,12 +63,12 @@ export interface DiscoverOptions {
 interface Ctx {
   opts: DiscoverOptions;
   /** The notes that are warnings: something skipped, ignored, tolerated or failed. */
-  warnings: string[];
+  warnings: DestinationNote[];
   /** What went wrong with the requests made: why a Source that cannot be read could not be. */
   failures: { url: string; status?: number; error?: Error }[];
   fetched: number;
   visited: Set<string>;
-  notes: string[];
+  notes: DestinationNote[];
   maxDocuments: number;
   maxDepth: number;
   maxText: number;
@@ -127,7 +128,7 @@ export async function discover(startUrl: string, options: DiscoverOptions): Prom
 
   if (isRoot) {
     const wk = new URL(WELL_KNOWN_PATH, start).href;
-    ctx.notes.push(`Start '${start.href}' is an origin: tried the well-known URI '${wk}' (§6.3.2).`);
+    push(ctx, 'discovery-tried-well-known', { start: start.href, url: wk, origin: true });
     if (await fromWellKnown(ctx, result, wk)) {
       result.start.kind = 'well-known';
       return result;
@@ -141,11 +142,11 @@ export async function discover(startUrl: string, options: DiscoverOptions): Prom
   }
   if (!isRoot) {
     const wk = new URL(WELL_KNOWN_PATH, start).href;
-    ctx.notes.push(`Nothing found at '${start.href}': tried the well-known URI '${wk}' (§6.3.2).`);
+    push(ctx, 'discovery-tried-well-known', { start: start.href, url: wk, origin: false });
     if (await fromWellKnown(ctx, result, wk)) return result;
   }
   const robots = new URL('/robots.txt', start).href;
-  ctx.notes.push(`Tried the Sitemap directives of '${robots}' (§6.3.4).`);
+  push(ctx, 'discovery-tried-robots', { url: robots });
   const r = await fetchClassified(ctx, robots, 0);
   if (r?.type === 'text') {
     for (const sm of robotsSitemaps(r.text, robots)) {
@@ -187,7 +188,7 @@ async function fromWellKnown(ctx: Ctx, result: Discovery, url: string): Promise<
   const doc = await fetchClassified(ctx, url, 0);
   if (doc?.type !== 'xml') return false;
   if (doc.kind !== 'source-description' && doc.kind !== 'source-description-index') {
-    warnNote(ctx, `'${url}' is not a Source Description (capability '${doc.capability ?? ''}').`);
+    push(ctx, 'not-source-description', { url, capability: doc.capability ?? '' });
     await follow(ctx, result, doc, 0);
     return result.capabilityLists.length > 0;
   }
@@ -205,11 +206,7 @@ async function follow(ctx: Ctx, result: Discovery, doc: Fetched, depth: number):
     }));
     if (doc.type === 'html') targets.push(...doc.links.map((t) => ({ t, how: 'html' as const })));
     for (const { t, how } of targets) {
-      ctx.notes.push(
-        how === 'html'
-          ? `'${doc.url}' links to '${t}' with <link rel="resourcesync"> (§6.3.3).`
-          : `'${doc.url}' links to '${t}' in a Link header (§6.3.3).`,
-      );
+      push(ctx, 'discovery-link', { url: doc.url, target: t, via: how });
       const cl = await fetchClassified(ctx, t, depth + 1);
       if (cl) await follow(ctx, result, cl, depth + 1);
     }
@@ -231,9 +228,7 @@ async function follow(ctx: Ctx, result: Discovery, doc: Fetched, depth: number):
           continue;
         }
         if (e.md?.capability !== undefined && e.md.capability !== 'capabilitylist') {
-          warnNote(ctx, 
-            `Source Description entry '${loc}' has capability '${e.md.capability}', not 'capabilitylist': skipped.`,
-          );
+          push(ctx, 'source-description-entry-skipped', { url: loc, capability: e.md.capability });
           continue;
         }
         const cl = await fetchClassified(ctx, loc, depth + 1);
@@ -261,12 +256,12 @@ async function follow(ctx: Ctx, result: Discovery, doc: Fetched, depth: number):
       if (up !== undefined && result.sourceDescription === undefined) {
         // Learn the Source Description's URL; do not expand other sets the start did not name.
         result.sourceDescription = up;
-        ctx.notes.push(`Capability List '${doc.url}' points up to the Source Description '${up}' (§6.2).`);
+        push(ctx, 'capability-list-up', { url: doc.url, up });
       }
       return doc.kind;
     }
     case undefined:
-      warnNote(ctx, `'${doc.url}' is a Sitemap without a ResourceSync capability: ignored.`);
+      push(ctx, 'sitemap-ignored', { url: doc.url });
       return undefined;
     default: {
       // A Resource List, Change List, Dump, or their index or manifest: walk `index` then `up` (§6.2).
@@ -275,32 +270,33 @@ async function follow(ctx: Ctx, result: Discovery, doc: Fetched, depth: number):
       const up = upLink(doc);
       const before = result.capabilityLists.length;
       if (up !== undefined) {
-        ctx.notes.push(`'${doc.url}' (${kind}) points up to '${up}' (§6.2).`);
+        push(ctx, 'discovery-up', { url: doc.url, kind, up });
         const cl = await fetchClassified(ctx, up, depth + 1);
         if (cl) await follow(ctx, result, cl, depth + 1);
       } else if (index !== undefined) {
-        ctx.notes.push(`'${doc.url}' (${kind}) has no 'up' link: followed its 'index' '${index}' (§6.2).`);
+        push(ctx, 'discovery-index', { url: doc.url, kind, index });
         const ix = await fetchClassified(ctx, index, depth + 1);
         if (ix) await follow(ctx, result, ix, depth + 1);
       }
       const cap = doc.capability === undefined ? undefined : capabilityName(doc.capability);
       if (result.capabilityLists.length === before && cap !== undefined) {
         const own = index ?? doc.url;
-        ctx.notes.push(`No Capability List reachable from '${doc.url}': using it as a set of its own.`);
+        push(ctx, 'set-of-its-own', { url: doc.url });
         result.capabilityLists.push({ url: doc.url, capabilities: { [cap]: [own] }, synthetic: true });
       } else if (cap !== undefined) {
         const listed = result.capabilityLists.some((c) => c.capabilities[cap]?.some((u) => u === doc.url || u === index));
-        if (!listed) warnNote(ctx, `'${doc.url}' is not listed in the Capability List it points up to.`);
+        if (!listed) push(ctx, 'not-in-capability-list', { url: doc.url });
       }
       return kind;
     }
   }
 }
 
-/** A note that is also a warning. */
-function warnNote(ctx: Ctx, message: string): void {
-  ctx.notes.push(message);
-  ctx.warnings.push(message);
+/** Notes what discovery did; a note of severity `warning` is also one of the warnings. */
+function push<C extends NoteCode>(ctx: Ctx, code: C, data: NoteData<C>): void {
+  const n = note(code, data);
+  ctx.notes.push(n);
+  if (n.severity === 'warning') ctx.warnings.push(n);
 }
 
 function isCapabilityName(c: string): c is CapabilityName {
@@ -321,15 +317,15 @@ function addCapabilityList(ctx: Ctx, result: Discovery, doc: Extract<Fetched, { 
     const loc = httpUrl(e.loc, doc.url);
     const cap = e.md?.capability;
     if (loc === undefined || cap === undefined) {
-      warnNote(ctx, `Capability List '${doc.url}' has an entry without a capability or a valid loc: skipped.`);
+      push(ctx, 'capability-entry-invalid', { url: doc.url });
       continue;
     }
     const name = capabilityName(cap);
     if (name === undefined) {
-      warnNote(ctx, `Capability List '${doc.url}' advertises unknown capability '${cap}': ignored.`);
+      push(ctx, 'capability-unknown', { url: doc.url, capability: cap });
       continue;
     }
-    if (name !== cap) warnNote(ctx, `Capability List '${doc.url}' advertises '${cap}' (a 1.0-era name): read as '${name}'.`);
+    if (name !== cap) push(ctx, 'capability-legacy-name', { url: doc.url, capability: cap, name });
     (capabilities[name] ??= []).push(loc);
   }
   const entry: DiscoveredCapabilityList = { url: doc.url, capabilities };
@@ -361,11 +357,11 @@ async function fetchClassified(ctx: Ctx, url: string, depth: number): Promise<Fe
   if (ctx.visited.has(key)) return undefined;
   ctx.visited.add(key);
   if (depth > ctx.maxDepth) {
-    warnNote(ctx, `'${url}' is deeper than ${ctx.maxDepth} links: not followed.`);
+    push(ctx, 'discovery-depth-limit', { url, maxDepth: ctx.maxDepth });
     return undefined;
   }
   if (ctx.fetched >= ctx.maxDocuments) {
-    warnNote(ctx, `'${url}' not fetched: the limit of ${ctx.maxDocuments} documents was reached.`);
+    push(ctx, 'discovery-document-limit', { url, maxDocuments: ctx.maxDocuments });
     return undefined;
   }
   try {
@@ -374,7 +370,7 @@ async function fetchClassified(ctx: Ctx, url: string, depth: number): Promise<Fe
     ctx.opts.authority.check(url);
   } catch (err) {
     if (!isResourceSyncError(err, 'RS_AUTHORITY')) throw err;
-    warnNote(ctx, `'${url}' is outside the authority: not fetched.`);
+    push(ctx, 'outside-authority', { url });
     return undefined;
   }
   ctx.fetched++;
@@ -391,7 +387,7 @@ async function fetchClassified(ctx: Ctx, url: string, depth: number): Promise<Fe
     ctx.opts.signal?.removeEventListener('abort', onAbort);
     if (ctx.opts.signal?.aborted) throw err;
     ctx.failures.push({ url, error: err instanceof Error ? err : new Error(String(err)) });
-    warnNote(ctx, `'${url}' failed: ${err instanceof Error ? err.message : String(err)}`);
+    push(ctx, 'fetch-failed', { url, error: err instanceof Error ? err.message : String(err), ...(isResourceSyncError(err) ? { errorCode: err.code } : {}) });
     return undefined;
   }
   try {
@@ -402,7 +398,7 @@ async function fetchClassified(ctx: Ctx, url: string, depth: number): Promise<Fe
     if (res.status !== 200) {
       await res.discard();
       ctx.failures.push({ url, status: res.status });
-      ctx.notes.push(`'${url}' answered HTTP ${res.status}.`);
+      push(ctx, 'http-status', { url, status: res.status });
       return { type: 'other', url: finalUrl, status: res.status, linkHeader };
     }
     const ctype = (res.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
@@ -459,9 +455,7 @@ async function fetchClassified(ctx: Ctx, url: string, depth: number): Promise<Fe
         };
       } catch (err) {
         if (ctx.opts.signal?.aborted) throw err;
-        warnNote(ctx, 
-          `'${url}' is not a readable ResourceSync document: ${err instanceof Error ? err.message : String(err)}`,
-        );
+        push(ctx, 'document-unreadable', { url, error: err instanceof Error ? err.message : String(err) });
         return { type: 'other', url: finalUrl, status: res.status, linkHeader };
       }
     }

@@ -5,6 +5,7 @@ import { readDocument, parseDocument } from '../core/xml/read-document.js';
 import { createValidator, validateDocument, type ValidationIssue } from '../core/validate/index.js';
 import type { Authority } from './authority.js';
 import type { HttpGet } from './http.js';
+import { note, type DestinationNote } from './notes.js';
 
 /** A ResourceSync document being read from the Source. */
 export interface RemoteDocument {
@@ -81,18 +82,17 @@ export function resolveLoc(loc: string, base: string): string {
   }
 }
 
-/** Summarizes the issues of one document as warnings: one line per issue code (with its count), at most 8. */
-function issueWarnings(url: string, issues: readonly ValidationIssue[]): string[] {
+/** Summarizes the issues of one document as warnings: one per issue code (with its count), at most 8. */
+function issueWarnings(url: string, issues: readonly ValidationIssue[]): DestinationNote[] {
   const byCode = new Map<string, { first: ValidationIssue; n: number }>();
   for (const i of issues) {
     const e = byCode.get(i.code);
     if (e === undefined) byCode.set(i.code, { first: i, n: 1 });
     else e.n++;
   }
-  return [...byCode.values()].slice(0, 8).map(({ first, n }) => {
-    const where = first.line !== undefined ? ` (line ${first.line})` : '';
-    return `Document '${url}'${where}: ${first.message} [${first.code}, ${first.section}${n > 1 ? `, ${n} times` : ''}].`;
-  });
+  return [...byCode.values()].slice(0, 8).map(({ first, n }) =>
+    note('document-issues', { url, issue: first.code, section: first.section, issueMessage: first.message, ...(first.line !== undefined ? { line: first.line } : {}), count: n }),
+  );
 }
 
 /**
@@ -100,7 +100,7 @@ function issueWarnings(url: string, issues: readonly ValidationIssue[]): string[
  * found wrong through `warn` when the stream ends; the entries are not changed.
  * @see Z39.99 §7 (lenient consumption: the Destination continues and reports)
  */
-export async function* validating(doc: RemoteDocument, warn: (message: string) => void): AsyncGenerator<Entry> {
+export async function* validating(doc: RemoteDocument, warn: (note: DestinationNote) => void): AsyncGenerator<Entry> {
   const v = createValidator(doc.header, { mode: 'lenient' });
   for await (const batch of doc.batches) {
     for (const e of batch) {
@@ -113,6 +113,6 @@ export async function* validating(doc: RemoteDocument, warn: (message: string) =
 }
 
 /** Validates a whole document in lenient mode and reports through `warn`. */
-export function checkDocument(url: string, doc: ResourceSyncDocument, warn: (message: string) => void): void {
+export function checkDocument(url: string, doc: ResourceSyncDocument, warn: (note: DestinationNote) => void): void {
   for (const w of issueWarnings(url, validateDocument(doc, { mode: 'lenient' }))) warn(w);
 }

@@ -26,6 +26,7 @@ import {
 import { isJsonPatchMediaType } from '../core/json-patch.js';
 import type { GroupCommit } from '../node/group-commit.js';
 import { writeVerified, type ByteSource } from './verified-write.js';
+import { gapNote, note, type DestinationNote, type GapNote } from './notes.js';
 
 /**
  * Applying Resource Dumps (baseline) and Change Dumps (incremental): download each ZIP package,
@@ -94,9 +95,9 @@ export interface DumpReport {
    * Change Dumps: set when the packages on offer start after the cursor (`after`): changes were missed, nothing was
    * applied, and this says why.
    */
-  gap?: string;
-  /** What was tolerated. */
-  notes: string[];
+  gap?: GapNote;
+  /** What was tolerated or skipped. */
+  notes: DestinationNote[];
   /** Milliseconds spent downloading and extracting (read + verify + write). */
   timings: { downloadMs: number; extractMs: number };
 }
@@ -254,7 +255,7 @@ async function applyDump(opts: ApplyDumpOptions, flavor: Flavor): Promise<DumpRe
     const froms = packages.map((p) => parseW3CDatetime(p.md?.from ?? '', true)?.ms).filter((t): t is number => t !== undefined);
     const earliest = froms.length === packages.length ? Math.min(...froms) : undefined;
     if (earliest !== undefined && earliest > after) {
-      report.gap = `The Change Dump packages at '${opts.dumpUrl}' start at '${formatW3CDatetime(earliest)}', after the last change applied '${opts.after ?? ''}': changes were missed.`;
+      report.gap = gapNote({ url: opts.dumpUrl, start: formatW3CDatetime(earliest), cursor: opts.after ?? '', dumps: true });
       return report;
     }
   }
@@ -264,7 +265,7 @@ async function applyDump(opts: ApplyDumpOptions, flavor: Flavor): Promise<DumpRe
     if (flavor === 'change' && after !== undefined) {
       const until = parseW3CDatetime(pkg.md?.until ?? pkg.lastmod ?? '', true)?.ms;
       if (until !== undefined && until <= after) {
-        report.notes.push(`Package '${pkg.loc}' ends at or before the cursor: skipped.`);
+        report.notes.push(note('package-before-cursor', { url: pkg.loc }));
         continue;
       }
     }
@@ -291,7 +292,7 @@ async function listPackages(run: Run, url: string, depth: number): Promise<Entry
     try {
       loc = new URL(e.loc, base).href;
     } catch {
-      run.report.notes.push(`Dump '${url}' has an invalid loc '${e.loc}': skipped.`);
+      run.report.notes.push(note('dump-loc-invalid', { url, loc: e.loc }));
       continue;
     }
     entries.push({ ...e, loc });
@@ -321,9 +322,7 @@ function orderChangePackages(run: Run, packages: Entry[]): void {
   const indexed = packages.map((e, i) => ({ e, i, k: keys[i] ?? Number.NEGATIVE_INFINITY }));
   indexed.sort((a, b) => a.k - b.k || a.i - b.i);
   packages.splice(0, packages.length, ...indexed.map((x) => x.e));
-  run.report.notes.push(
-    'Change Dump packages were not in forward chronological order: applied sorted by their from time.',
-  );
+  run.report.notes.push(note('packages-out-of-order', { url: run.opts.dumpUrl }));
 }
 
 function fail(run: Run, pkg: string, err: unknown, extra: { loc?: string; path?: string } = {}): void {
@@ -390,7 +389,7 @@ async function download(run: Run, pkg: Entry, tmp: string): Promise<number> {
   const length = parseLength(pkg.md?.length);
   const hs = hashers(knownHashes(pkg.md?.hash));
   if (length === undefined && hs.length === 0)
-    run.report.notes.push(`Package '${pkg.loc}' has no length or hash in the dump: not verified as a whole.`);
+    run.report.notes.push(note('package-unverified', { url: pkg.loc }));
   const out = createWriteStream(tmp, { flags: 'wx' });
   let n = 0;
   try {

@@ -8,6 +8,7 @@ import { REL_PATCH } from '../core/constants.js';
 import type { Authority } from './authority.js';
 import type { HttpGet } from './http.js';
 import type { Mapper } from './mapper.js';
+import type { DestinationNote } from './notes.js';
 import { decide, sourceFacts, type LocalFacts, type PlanDecision, type SourceFacts } from './plan.js';
 import type { ResourceRecord, StateStore } from './state-store.js';
 import type { GroupCommit } from '../node/group-commit.js';
@@ -49,7 +50,8 @@ export interface SyncCounts {
   deletionsSkipped: string[];
   deletionsSkippedCount: number;
   bytes: number;
-  warnings: string[];
+  /** What was skipped, tolerated or could not be done, with codes (see `NOTES`). */
+  warnings: DestinationNote[];
 }
 
 /** Counters of a sync that has done nothing yet. */
@@ -138,6 +140,7 @@ export class Engine {
   #phase: SyncProgress['phase'] = 'baseline';
   #total: number | undefined;
   #document: string | undefined;
+  readonly #warned = new Set<string>();
 
   constructor(options: EngineOptions) {
     this.#o = options;
@@ -159,8 +162,12 @@ export class Engine {
     this.#total = (this.#total ?? 0) + n;
   }
 
-  warn(message: string): void {
-    if (!this.counts.warnings.includes(message)) this.counts.warnings.push(message);
+  /** Adds a warning to the report, once: the same code with the same data is not repeated. */
+  warn(n: DestinationNote): void {
+    const key = `${n.code} ${JSON.stringify(n.data)}`;
+    if (this.#warned.has(key)) return;
+    this.#warned.add(key);
+    this.counts.warnings.push(n);
   }
 
   fail(url: string, err: unknown): void {

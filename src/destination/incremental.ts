@@ -6,6 +6,7 @@ import type { Engine } from './engine.js';
 import { runPool } from './run-pool.js';
 import { changeTime, lastChangePerResource, orderChanges } from './plan.js';
 import type { SyncCursor } from './state-store.js';
+import { gapNote, note, type GapNote } from './notes.js';
 
 /** Options of {@link incremental}. */
 export interface IncrementalOptions extends DocumentContext {
@@ -22,7 +23,7 @@ export interface IncrementalOptions extends DocumentContext {
 /** What an incremental run did. */
 export interface IncrementalResult {
   /** Set when the changes on offer start after the cursor: the caller falls back to a baseline. */
-  gap?: string;
+  gap?: GapNote;
   cursor: SyncCursor | undefined;
   /** Change Lists processed (closed ones before the cursor are skipped without being fetched). */
   processed: string[];
@@ -87,7 +88,7 @@ export async function incremental(options: IncrementalOptions, url: string): Pro
       return r;
     });
     if (lists.some((l, i) => i > 0 && l.from !== undefined && lists[i - 1]!.from !== undefined && l.from < lists[i - 1]!.from!)) {
-      engine.warn(`Change List Index '${url}' does not list its Change Lists in forward chronological order; sorted by 'from'.`);
+      engine.warn(note('change-lists-out-of-order', { url }));
       lists = [...lists].sort((a, b) => (a.from ?? 0) - (b.from ?? 0));
     }
   } else if (kind === 'change-list') {
@@ -108,7 +109,7 @@ export async function incremental(options: IncrementalOptions, url: string): Pro
     const froms = [kind === 'change-list-index' ? ms(top.md?.from) : undefined, ...lists.map((l) => l.from)].filter((x): x is number => x !== undefined);
     const earliest = froms.length > 0 ? Math.min(...froms) : undefined;
     if (earliest !== undefined && earliest > cursorMs) {
-      result.gap = `The changes on offer at '${url}' start at '${formatW3CDatetime(earliest)}', after the last change processed '${options.cursor!.datetime}': changes were missed.`;
+      result.gap = gapNote({ url, start: formatW3CDatetime(earliest), cursor: options.cursor!.datetime });
       return result;
     }
   }
@@ -131,7 +132,7 @@ export async function incremental(options: IncrementalOptions, url: string): Pro
         break; // later lists would move the cursor past what this one holds
       }
       if (doc.kind?.id !== 'change-list') {
-        engine.warn(`Change List Index '${url}' lists '${list.url}', which is not a Change List; skipped.`);
+        engine.warn(note('index-part-not-change-list', { url, part: list.url }));
         continue;
       }
       if (list.from === undefined) {
@@ -142,11 +143,11 @@ export async function incremental(options: IncrementalOptions, url: string): Pro
     result.processed.push(list.url);
     const base = doc.finalUrl;
     const { entries: ordered, sorted } = orderChanges(doc.entries.map((e) => (isAbsoluteLoc(e.loc) ? e : { ...e, loc: resolveLoc(e.loc, base) })));
-    if (sorted) engine.warn(`Change List '${list.url}' is not in forward chronological order (§12.1); its changes were sorted by time.`);
+    if (sorted) engine.warn(note('changes-out-of-order', { url: list.url }));
     const pending: { entry: Entry; index: number; time: number | undefined }[] = [];
     ordered.forEach((entry, index) => {
       const time = changeTime(entry);
-      if (time === undefined) engine.warn(`Change List '${list.url}' has a change of '${entry.loc}' without a readable datetime or lastmod; it is applied.`);
+      if (time === undefined) engine.warn(note('change-time-missing', { url: list.url, loc: entry.loc }));
       if (!done(options.cursor, cursorMs, time, list.url, index)) pending.push({ entry, index, time });
     });
     const last = lastChangePerResource(pending.map((p) => ({ loc: p.entry.loc, p })));
@@ -156,7 +157,7 @@ export async function incremental(options: IncrementalOptions, url: string): Pro
       const change = p.entry.md?.change;
       const ok = change === 'deleted' ? await engine.remove(p.entry.loc) : (await engine.apply(p.entry, release)) !== undefined;
       if (change !== undefined && change !== 'created' && change !== 'updated' && change !== 'deleted') {
-        engine.warn(`Change List '${list.url}' has change '${change}' for '${p.entry.loc}'; treated as an update.`);
+        engine.warn(note('change-unknown', { url: list.url, loc: p.entry.loc, change }));
       }
       if (!ok && (firstFailed === undefined || p.index < firstFailed.index)) firstFailed = { index: p.index, time: p.time };
     });

@@ -10,6 +10,7 @@
 export { sync, type SyncOptions, type SyncReport, type SyncProgress, type SyncFailure } from './sync.js';
 export { audit, type AuditOptions, type AuditReport, type AuditDifference } from './audit.js';
 export { discover, type Discovery, type DiscoverOptions } from './discover.js';
+export { NOTES, NOTE_CODES, note, type DestinationNote, type NoteCode, type NoteData, type NoteSeverity, type GapData, type GapNote, type GapRemedy } from './notes.js';
 export { robotsSitemaps, htmlResourceSyncLinks } from '../core/discovery-hints.js';
 export { applyResourceDump, applyChangeDump, type ApplyDumpOptions, type DumpReport } from './dump.js';
 export { fetchResource, mirrorLinks, patchLinks, relatedLinks, type FetchResult, type FetchResourceOptions } from './links.js';

@@ -11,6 +11,7 @@ import { applyChangeDump, applyResourceDump, type DumpReport } from './dump.js';
 import { fetchResource } from './links.js';
 import { Engine, emptyCounts, type SyncCounts, type SyncProgress } from './engine.js';
 import { runPool } from './run-pool.js';
+import { gapNote, note, type GapNote } from './notes.js';
 import { baseline } from './baseline.js';
 import { incremental } from './incremental.js';
 import type { HttpGet } from './http.js';
@@ -200,7 +201,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
     const seenAll = new FingerprintSet();
     let baselineComplete = true;
     let anyBaseline = false;
-    const unusable: string[] = [];
+    const unusable: { set: string; offered: string[] }[] = [];
     const catchUps: (() => Promise<void>)[] = [];
     const onDocument = (doc: RemoteDocument): AsyncIterable<Entry> => validating(doc, (w) => engine.warn(w));
     const onWholeDocument = (url: string, doc: ResourceSyncDocument): void => checkDocument(url, doc, (w) => engine.warn(w));
@@ -235,7 +236,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
     };
 
     /** Changes after `cursor` from the set's Change List (and, after a gap, its archive), until no newer change can resolve a failure. */
-    const changesSince = async (set: CapabilitySet, from: SyncCursor | undefined, documents: string[]): Promise<{ gap?: string }> => {
+    const changesSince = async (set: CapabilitySet, from: SyncCursor | undefined, documents: string[]): Promise<{ gap?: GapNote }> => {
       const url = set.changeList!;
       const changes = (cursor: SyncCursor | undefined, listUrl: string): ReturnType<typeof incremental> =>
         incremental({ ...ctx, engine, concurrency, cursor, onDocument: onWholeDocument, ...(dryRun ? {} : { saveCursor: (c) => st.setCursor(set.key, c) }) }, listUrl);
@@ -245,7 +246,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
         let inc = await changes(cursor, url);
         if (inc.gap !== undefined && set.changeListArchive !== undefined && round === 0) {
           // §5.2 / Archives §5: the Destination was away longer than the current Change Lists reach back
-          engine.warn(`${inc.gap} Catching up from the Change List Archive '${set.changeListArchive}'.`);
+          engine.warn(gapNote({ ...inc.gap.data, archive: set.changeListArchive }, 'archive'));
           const arch = await changes(cursor, set.changeListArchive);
           if (arch.gap === undefined) {
             documents.push(set.changeListArchive, ...arch.processed);
@@ -285,7 +286,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
        * current Change Dump starts later. Returns the new cursor time (undefined when a package failed: the cursor
        * stays), or the gap when changes were missed.
        */
-      const fromChangeDumps = async (after: string): Promise<{ until?: string; gap?: string }> => {
+      const fromChangeDumps = async (after: string): Promise<{ until?: string; gap?: GapNote }> => {
         engine.phase('incremental', undefined, set.changeDump);
         const apply = async (url: string, from: string): Promise<DumpReport> => {
           const rep = await applyChangeDump(dumpOptions(url, from));
@@ -300,7 +301,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
         let rep = await apply(set.changeDump!, from);
         if (rep.gap !== undefined && set.changeDumpArchive !== undefined) {
           // Archives §6: the Change Dumps of earlier periods, in forward order
-          engine.warn(`${rep.gap} Catching up from the Change Dump Archive '${set.changeDumpArchive}'.`);
+          engine.warn(gapNote({ ...rep.gap.data, archive: set.changeDumpArchive }, 'archive'));
           const archive = await loadDocument(ctx, set.changeDumpArchive);
           onWholeDocument(set.changeDumpArchive, archive);
           const at = (v: string | undefined): number => (v === undefined ? 0 : (parseW3CDatetime(v, true)?.ms ?? 0));
@@ -316,7 +317,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
         }
         if (rep.gap !== undefined) return { gap: rep.gap };
         if (rep.failures.length > 0) {
-          engine.warn(`Change Dump '${set.changeDump}' had failures: the cursor stays at '${from}'.`);
+          engine.warn(note('change-dump-failures', { url: set.changeDump!, cursor: from }));
           return {};
         }
         const until = rep.until ?? from;
@@ -330,7 +331,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
         if (dumpChanges && !dryRun) {
           const got = await fromChangeDumps(at);
           if (got.gap !== undefined) {
-            engine.warn(`${got.gap} Falling back to a baseline.`);
+            engine.warn(gapNote(got.gap.data, 'baseline'));
             missed = true;
           } else mode = 'incremental';
           at = got.until;
@@ -349,10 +350,10 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
               engine.flush();
             }
           } else {
-            engine.warn(`${got.gap} ${mode === undefined ? 'Falling back to a baseline.' : 'The changes since the Change Dumps are not all on offer.'}`);
+            engine.warn(gapNote(got.gap.data, mode === undefined ? 'baseline' : 'partial'));
           }
         } else if (set.changeList === undefined && !dumpChanges && (set.resourceList !== undefined || set.resourceDump !== undefined)) {
-          engine.warn(`Capability set '${set.key}' offers no Change List or Change Dump: a new baseline is taken.`);
+          engine.warn(note('no-change-list', { set: set.key }));
         }
       }
       let snapshotAt: string | undefined;
@@ -369,9 +370,9 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
         if (rep.failures.length > 0) baselineComplete = false;
         snapshotAt = head.md?.at ?? new Date(started).toISOString();
       } else if (mode === undefined && dumpBaseline && set.resourceList === undefined) {
-        engine.warn(`A dry run does not download dumps, and capability set '${set.key}' offers no Resource List to plan from.`);
+        engine.warn(note('dry-run-without-dumps', { set: set.key, planned: false }));
       } else if (mode === undefined && (options.preferDump ?? false) && set.resourceDump !== undefined) {
-        engine.warn('A dry run does not download dumps: the plan comes from the Resource List.');
+        engine.warn(note('dry-run-without-dumps', { set: set.key, planned: true }));
       }
       if (mode === undefined && set.resourceList !== undefined) {
         if (!dryRun) st.clearPending(set.key);
@@ -396,45 +397,46 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
             let at: string | undefined = snapshot;
             if (dumpChanges) {
               const got = await fromChangeDumps(snapshot);
-              if (got.gap !== undefined) engine.warn(`${got.gap} The mirror holds the snapshot of '${snapshot}' and may lag until the next baseline.`);
+              if (got.gap !== undefined) engine.warn(gapNote({ ...got.gap.data, snapshot }, 'lag'));
               at = got.until;
             }
             if (set.changeList !== undefined && at !== undefined) {
               engine.phase('incremental', undefined, set.changeList);
               const got = await changesSince(set, { datetime: at }, documents);
-              if (got.gap !== undefined) engine.warn(`${got.gap} The mirror holds the snapshot of '${snapshot}' and may lag until the next baseline.`);
+              if (got.gap !== undefined) engine.warn(gapNote({ ...got.gap.data, snapshot }, 'lag'));
             }
           });
         }
       }
       if (mode === undefined && set.changeList !== undefined) {
-        engine.warn(`Capability set '${set.key}' offers no Resource List: every change on offer is applied.`);
+        engine.warn(note('no-resource-list', { set: set.key, dumps: false }));
         const got = await changesSince(set, cursor, documents);
         if (got.gap !== undefined) engine.warn(got.gap);
         mode = 'incremental';
       } else if (mode === undefined && dumpChanges && !dryRun) {
-        engine.warn(`Capability set '${set.key}' offers no Resource List or Resource Dump: every Change Dump on offer is applied.`);
+        engine.warn(note('no-resource-list', { set: set.key, dumps: true }));
         const got = await fromChangeDumps(cursor?.datetime ?? '0001-01-01T00:00:00Z');
         if (got.gap !== undefined) engine.warn(got.gap);
         mode = 'incremental';
       }
       if (mode === undefined) {
-        unusable.push(`'${set.key}' offers ${set.offered.length > 0 ? set.offered.join(', ') : 'nothing'}`);
+        unusable.push({ set: set.key, offered: set.offered });
         continue;
       }
       report.sets.push({ key: set.key, mode, documents });
     }
     if (report.sets.length === 0) {
-      throw new ResourceSyncError('RS_NOT_RESOURCESYNC', `Source '${options.source}' offers nothing to synchronize from: ${unusable.join('; ')} (a Destination needs a Resource List, Resource Dump, Change List or Change Dump).`, {
-        data: { url: options.source, sets: unusable },
+      const offers = unusable.map((u) => `'${u.set}' offers ${u.offered.length > 0 ? u.offered.join(', ') : 'nothing'}`);
+      throw new ResourceSyncError('RS_NOT_RESOURCESYNC', `Source '${options.source}' offers nothing to synchronize from: ${offers.join('; ')} (a Destination needs a Resource List, Resource Dump, Change List or Change Dump).`, {
+        data: { url: options.source, sets: offers },
       });
     }
-    for (const u of unusable) engine.warn(`Capability set ${u}: nothing to synchronize from; skipped.`);
+    for (const u of unusable) engine.warn(note('set-unusable', u));
 
     // Resources held but no longer in any Resource List read in full: deletions (§5.2).
     if (anyBaseline) {
       if (!baselineComplete) {
-        engine.warn('A Resource List could not be read in full: no deletions were inferred.');
+        engine.warn(note('deletions-not-inferred', {}));
       } else if (report.sets.every((s) => s.mode === 'baseline')) {
         const gone: string[] = [];
         if (!fresh) for (const u of st.urls()) if (!seenAll.has(u)) gone.push(u); // fresh: every record is from the lists just read

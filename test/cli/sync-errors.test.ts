@@ -43,10 +43,10 @@ void test('a refused connection is exit 5 with the cause, and --json carries wha
     const r = await run(['sync', `http://127.0.0.1:${port}/`, join(dir, 'm'), '--json', '--retries', '0']);
     assert.equal(r.code, 5, r.stderr);
     assert.match(r.stderr, /could not be reached: .*connection refused/);
-    const out = JSON.parse(r.stdout) as { error: { code: string; data: { tried: unknown[]; notes: string[] } } };
+    const out = JSON.parse(r.stdout) as { error: { code: string; data: { tried: unknown[]; notes: { code: string; data: { url?: string } }[] } } };
     assert.equal(out.error.code, 'RS_NETWORK');
     assert.ok(out.error.data.tried.length > 0);
-    assert.ok(out.error.data.notes.some((n) => n.includes('well-known')));
+    assert.ok(out.error.data.notes.some((n) => n.code === 'discovery-tried-well-known' && n.data.url === `http://127.0.0.1:${port}/.well-known/resourcesync`));
     assert.doesNotMatch(r.stderr, /\n\s+at /); // no stack trace
   } finally {
     await rm(dir, { recursive: true, force: true });

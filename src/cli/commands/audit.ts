@@ -38,7 +38,7 @@ export function describeAudit(r: AuditReport): string {
   for (const e of r.extra.slice(0, 20)) lines.push(`  extra: ${e}`);
   for (const f of r.failed.slice(0, 20)) lines.push(`  failed: ${f.url} [${f.code}] ${f.message}`);
   if (r.unverifiable > 0) lines.push(`  ${r.unverifiable} resource(s) have no hash, length or lastmod to compare`);
-  for (const w of r.warnings.slice(0, 20)) lines.push(`  warning: ${w}`);
+  for (const w of r.warnings.slice(0, 20)) lines.push(`  warning: ${w.message}`);
   return `${lines.join('\n')}\n`;
 }
 

@@ -64,7 +64,7 @@ export async function run(args: string[]): Promise<number> {
     line(`\n$ resourcesync sync ${server.url}/ .demo/mirror --delete`);
     const first = await sync({ source: baseUrl, dest: mirror, delete: true });
     line(`  ${syncLine(first)}`);
-    for (const w of first.warnings) line(`  warning: ${w}`);
+    for (const w of first.warnings) line(`  warning: ${w.message}`);
     line(`\n$ resourcesync audit ${server.url}/ .demo/mirror`);
     const a1 = await audit({ source: baseUrl, dest: mirror });
     line(`  ${auditLine(a1)}`);
@@ -79,7 +79,7 @@ export async function run(args: string[]): Promise<number> {
     line(`\n$ resourcesync sync ${server.url}/ .demo/mirror --delete`);
     const second = await sync({ source: baseUrl, dest: mirror, delete: true });
     line(`  ${syncLine(second)}`);
-    for (const w of second.warnings) line(`  warning: ${w}`);
+    for (const w of second.warnings) line(`  warning: ${w.message}`);
     line(`\n$ resourcesync audit ${server.url}/ .demo/mirror`);
     const a2 = await audit({ source: baseUrl, dest: mirror });
     line(`  ${auditLine(a2)}`);

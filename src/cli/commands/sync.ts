@@ -70,7 +70,7 @@ export function describeSync(r: SyncReport): string {
   if (r.deletionsSkippedCount > 0) lines.push(`  ${r.deletionsSkippedCount} deletion(s) not applied (use --delete)`);
   for (const f of r.failed.slice(0, 20)) lines.push(`  failed: ${f.url} [${f.code}] ${f.message}`);
   if (r.failed.length > 20) lines.push(`  … and ${r.failed.length - 20} more failures`);
-  for (const w of r.warnings.slice(0, 20)) lines.push(`  warning: ${w}`);
+  for (const w of r.warnings.slice(0, 20)) lines.push(`  warning: ${w.message}`);
   return `${lines.join('\n')}\n`;
 }
 
