@@ -159,6 +159,51 @@ void test('a dry run changes nothing, state included', async () => {
     assert.equal(r.created, 7);
     assert.deepEqual(await readdir(dest), []);
     assert.ok(server.requests.every((q) => q.url.endsWith('.xml')), 'only documents fetched');
+    // the report is the plan: one item per resource, what would be done and why
+    assert.deepEqual(
+      r.plan?.map((i) => `${i.action} ${i.path} ${i.reason}`).sort(),
+      [...src.files.keys()].sort().map((p) => `create ${p} missing`),
+    );
+    assert.ok(r.plan?.every((i) => i.url === `${src.origin}${urlPath(i.path!)}` && i.source?.hashes.length === 2 && i.local === undefined));
+  });
+});
+
+void test('a dry run of changes plans updates and deletions (kept without delete) from the Change List; the sync then does what it planned', async () => {
+  await withSource(async (src, dest, server) => {
+    seed(src, 4);
+    src.publish();
+    await sync({ source: src.capabilityList, dest, fsync: false });
+    src.put('dir0/file-0.txt', 'changed at the Source');
+    src.put('dir2/new.txt', 'new');
+    src.remove('dir1/file-1.txt');
+    src.publish();
+    const url = (p: string): string => `${src.origin}${urlPath(p)}`;
+    const heard: string[] = [];
+    const before = server.requests.length;
+    const kept = await sync({ source: src.capabilityList, dest, dryRun: true, onPlan: (i) => void heard.push(i.url) });
+    assert.equal(kept.mode, 'incremental');
+    assert.ok(server.requests.slice(before).every((q) => q.url.endsWith('.xml')), 'only documents fetched');
+    const summary = (items: readonly { action: string; url: string; reason: string; change?: string; kept?: true }[] | undefined): string[] =>
+      (items ?? []).map((i) => `${i.action} ${i.url} ${i.reason} ${i.change ?? '-'}${i.kept ? ' kept' : ''}`).sort();
+    assert.deepEqual(summary(kept.plan), [
+      `create ${url('dir2/new.txt')} missing created`,
+      `delete ${url('dir1/file-1.txt')} deleted-at-source deleted kept`,
+      `update ${url('dir0/file-0.txt')} length updated`,
+    ]);
+    assert.deepEqual(heard.sort(), kept.plan?.map((i) => i.url).sort());
+    assert.deepEqual([kept.created, kept.updated, kept.deleted, kept.deletionsSkippedCount], [1, 1, 0, 1]);
+    assert.equal(await readFile(join(dest, 'dir1', 'file-1.txt'), 'utf8'), 'content of file 1\n'.repeat(2), 'a dry run deletes nothing');
+
+    const planned = await sync({ source: src.capabilityList, dest, dryRun: true, delete: true });
+    assert.deepEqual(summary(planned.plan), summary(kept.plan).map((l) => l.replace(' kept', '')));
+    assert.deepEqual([planned.deleted, planned.deletionsSkippedCount], [1, 0]);
+
+    const done: string[] = [];
+    const r = await sync({ source: src.capabilityList, dest, delete: true, fsync: false, onPlan: (i) => void done.push(`${i.action} ${i.url}`) });
+    assert.equal(r.plan, undefined, 'only a dry run lists the plan in the report');
+    assert.deepEqual(done.sort(), summary(planned.plan).map((l) => l.split(' ').slice(0, 2).join(' ')));
+    assert.deepEqual([r.created, r.updated, r.deleted], [1, 1, 1]);
+    assert.deepEqual(await tree(dest), expected(src));
   });
 });
 
@@ -178,6 +223,7 @@ void test('audit both ways: in sync, then missing, extra and changed files', asy
     const behind = await audit({ source: src.capabilityList, dest });
     assert.equal(behind.inSync, false);
     assert.deepEqual(behind.changed.map((c) => c.path), ['dir0/file-0.txt']);
+    assert.deepEqual(behind.plan.items.map((i) => `${i.action} ${i.path} ${i.reason} ${i.change}`), ['update dir0/file-0.txt length updated']);
 
     await sync({ source: src.capabilityList, dest, fsync: false });
     await writeFile(join(dest, 'dir1', 'file-1.txt'), 'tampered!');
@@ -188,6 +234,13 @@ void test('audit both ways: in sync, then missing, extra and changed files', asy
     assert.deepEqual(bad.missing.map((m) => m.path), ['dir2/file-2.txt']);
     assert.deepEqual(bad.changed.map((c) => `${c.path}:${c.reason}`), ['dir1/file-1.txt:length']);
     assert.deepEqual(bad.extra, ['stray.txt']);
+    // the figures are those of the plan a sync with --delete would carry out
+    assert.deepEqual(bad.plan.counts, { create: 1, update: 1, delete: 1, unchanged: 6 });
+    assert.deepEqual(bad.plan.reasons, { missing: 1, length: 1, same: 6, gone: 1 });
+    assert.deepEqual(
+      bad.plan.items.map((i) => `${i.action} ${i.path} ${i.reason}`),
+      ['update dir1/file-1.txt length', 'create dir2/file-2.txt missing', 'delete stray.txt gone'],
+    );
     const trusted = await audit({ source: src.capabilityList, dest, trustState: true });
     assert.equal(trusted.trustedState, true);
     assert.equal(trusted.inSync, true, 'the state does not see local tampering');

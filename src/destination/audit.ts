@@ -9,7 +9,8 @@ import { loadDocument, openDocument, resolveLoc, type DocumentContext, type Remo
 import type { HttpGet } from './http.js';
 import type { Mapping } from './mapper.js';
 import { connect } from './connection.js';
-import { changeTime, decide, orderChanges, sourceFacts, type LocalFacts, type SourceFacts } from './plan.js';
+import { changeTime, orderChanges, plan, planGone, type LocalFacts, type LocalLookup, type PlanAction, type PlanItem, type PlanReason, type SourceFacts } from './plan.js';
+import type { Entry } from '../core/model/types.js';
 import { StateStore, STATE_DIR } from './state-store.js';
 import { resolveSets } from './capability-sets.js';
 import { note, type DestinationNote } from './notes.js';
@@ -61,9 +62,22 @@ export interface AuditReport {
   counts: { missing: number; extra: number; changed: number; failed: number };
   /** Resources with no hash, length or lastmod to compare: counted as unchanged when present. */
   unverifiable: number;
+  /**
+   * The plan a sync would carry out (with deletions on), which the figures above summarise: the count of each
+   * action and of each reason, and the items that change something (at most 1,000 listed).
+   */
+  plan: AuditPlan;
   /** What could not be audited or was trusted, with codes (see `NOTES`). */
   warnings: DestinationNote[];
   durationMs: number;
+}
+
+/** The plan behind an audit. */
+export interface AuditPlan {
+  counts: Record<PlanAction, number>;
+  reasons: Partial<Record<PlanReason, number>>;
+  /** Items whose action is not `unchanged`, in the order planned; at most 1,000. */
+  items: PlanItem[];
 }
 
 const MAX_LISTED = 1000;
@@ -168,62 +182,91 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
     failed: [],
     counts: { missing: 0, extra: 0, changed: 0, failed: 0 },
     unverifiable: 0,
+    plan: { counts: { create: 0, update: 0, delete: 0, unchanged: 0 }, reasons: {}, items: [] },
     warnings: [],
     durationMs: 0,
   };
   // What is on offer, to find the extra: by URL against the state store (trustState), else by path against the
   // files. Fingerprints, not strings: 16 bytes a resource at most, where a string (a slice of the list that
-  // pins it) cost about 200 (live heap after 95,000 resources: 31 MB with strings).
+  // pins it) cost about 200.
   const onOffer = new FingerprintSet();
   let checked = 0;
 
-  const compare = (source: SourceFacts): Promise<void> | undefined => {
-    report.total++;
-    let path: string;
-    try {
-      authority.check(source.url);
-      path = mapper.toPath(source.url);
-    } catch (err) {
-      report.counts.failed++;
-      if (report.failed.length < MAX_LISTED) report.failed.push({ url: source.url, code: isResourceSyncError(err) ? err.code : 'RS_IO', message: err instanceof Error ? err.message : String(err) });
-      return;
+  /** The entries that can be held here: the others (unsafe names, other origins) are failures, not planned. */
+  async function* mappable(entries: AsyncIterable<Entry> | Iterable<Entry>): AsyncGenerator<Entry> {
+    for await (const e of entries) {
+      try {
+        authority.check(e.loc);
+        onOffer.add(trust ? e.loc : mapper.toPath(e.loc));
+      } catch (err) {
+        if (e.md?.change === 'deleted') continue; // a deletion of what cannot be held here: nothing to audit
+        report.total++;
+        report.counts.failed++;
+        if (report.failed.length < MAX_LISTED) report.failed.push({ url: e.loc, code: isResourceSyncError(err) ? err.code : 'RS_IO', message: err instanceof Error ? err.message : String(err) });
+        continue;
+      }
+      yield e;
     }
-    onOffer.add(trust ? source.url : path);
-    let local: LocalFacts | undefined;
+  }
+
+  /** What is held: the state's record (trustState), else the file, read and hashed for the algorithms the Source offers. */
+  const lookup = (url: string, source: SourceFacts | undefined): LocalLookup | Promise<LocalLookup> => {
     if (trust) {
-      const r = store.get(source.url);
-      if (r !== undefined) {
-        local = { length: r.length, hashes: r.hashes };
-        const t = r.lastmod === undefined ? undefined : parseW3CDatetime(r.lastmod, true);
-        if (t !== undefined) local.lastmod = t.ms;
-      }
-    } else {
-      const full = sep === '/' ? `${dest}/${path}` : join(dest, ...path.split('/'));
-      const got = localFile(full, source);
-      if (got === 'large') {
-        return hashFile(full, source.hashes.map((x) => x.algorithm)).then((h) => conclude(source, path, { length: h.length, hashes: h.hashes, lastmod: statSync(full).mtimeMs }));
-      }
-      local = got;
+      const r = store.get(url);
+      if (r === undefined) return {};
+      const local: LocalFacts = { length: r.length, hashes: r.hashes };
+      const t = r.lastmod === undefined ? undefined : parseW3CDatetime(r.lastmod, true);
+      if (t !== undefined) local.lastmod = t.ms;
+      return { path: r.path, local };
     }
-    conclude(source, path, local);
-    return undefined;
+    const path = mapper.toPath(url);
+    const full = sep === '/' ? `${dest}/${path}` : join(dest, ...path.split('/'));
+    const got = localFile(full, source ?? { url, hashes: [] });
+    if (got === 'large') {
+      return hashFile(full, (source?.hashes ?? []).map((x) => x.algorithm)).then((h) => ({ path, local: { length: h.length, hashes: h.hashes, lastmod: statSync(full).mtimeMs } }));
+    }
+    return got === undefined ? { path } : { path, local: got };
   };
 
-  const conclude = (source: SourceFacts, path: string, local: LocalFacts | undefined): void => {
+  /** Counts one plan item into the report. */
+  const count = (item: PlanItem): void => {
+    const p = report.plan;
+    p.counts[item.action]++;
+    p.reasons[item.reason] = (p.reasons[item.reason] ?? 0) + 1;
+    if (item.action !== 'unchanged' && p.items.length < MAX_LISTED) p.items.push(item);
+    const path = item.path ?? '';
+    switch (item.reason) {
+      case 'missing':
+        report.counts.missing++;
+        if (report.missing.length < MAX_LISTED) report.missing.push({ url: item.url, path });
+        break;
+      case 'hash':
+      case 'length':
+      case 'lastmod':
+        report.counts.changed++;
+        if (report.changed.length < MAX_LISTED) report.changed.push({ url: item.url, path, reason: item.reason });
+        break;
+      case 'unverifiable':
+        report.unverifiable++;
+        report.unchanged++;
+        break;
+      case 'same':
+        report.unchanged++;
+        break;
+      case 'gone':
+      case 'deleted-at-source':
+        report.counts.extra++;
+        if (report.extra.length < MAX_LISTED) report.extra.push(path);
+        return;
+      case 'absent':
+        return;
+    }
+    report.total++;
     if (++checked % 500 === 0) options.onProgress?.({ checked });
-    if (local === undefined) {
-      report.counts.missing++;
-      if (report.missing.length < MAX_LISTED) report.missing.push({ url: source.url, path });
-      return;
-    }
-    const d = decide(source, local);
-    if (d.action === 'unchanged' || d.reason === 'unverifiable') {
-      if (d.reason === 'unverifiable') report.unverifiable++;
-      report.unchanged++;
-      return;
-    }
-    report.counts.changed++;
-    if (report.changed.length < MAX_LISTED) report.changed.push({ url: source.url, path, reason: d.reason as AuditDifference['reason'] });
+  };
+
+  const audited = async (entries: AsyncIterable<Entry> | Iterable<Entry>): Promise<void> => {
+    for await (const item of plan(mappable(entries), lookup, { delete: true })) count(item);
   };
 
   try {
@@ -247,7 +290,7 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
       }
       const atMs = top.header.md?.at === undefined ? undefined : parseW3CDatetime(top.header.md.at, true)?.ms;
       // Later changes overlay the list: the last change of each resource after `at` wins.
-      const overlay = new Map<string, SourceFacts | 'deleted'>();
+      const overlay = new Map<string, Entry>();
       if (set.changeList !== undefined && atMs !== undefined) {
         try {
           const cl = await loadDocument(ctx, set.changeList);
@@ -260,7 +303,8 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
             for (const e of orderChanges(d.entries).entries) {
               const t = changeTime(e);
               if (t === undefined || t <= atMs) continue;
-              overlay.set(e.loc, e.md?.change === 'deleted' ? 'deleted' : sourceFacts(e));
+              overlay.delete(e.loc);
+              overlay.set(e.loc, e);
             }
           }
         } catch (err) {
@@ -269,13 +313,10 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
         }
       }
       const each = async (doc: RemoteDocument): Promise<void> => {
-        for await (const batch of doc.batches) {
-          for (const e of batch) {
-            if (overlay.has(e.loc)) continue;
-            const pending = compare(sourceFacts(e));
-            if (pending !== undefined) await pending;
-          }
+        async function* listed(): AsyncGenerator<Entry> {
+          for await (const batch of doc.batches) for (const e of batch) if (!overlay.has(e.loc)) yield e;
         }
+        await audited(listed());
       };
       for (const d of docs) await each(d);
       for (const p of parts) {
@@ -288,22 +329,16 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
         }
       }
       parts = [];
-      for (const v of overlay.values()) if (v !== 'deleted') await compare(v);
+      // the changes: created and updated are compared like list entries; a deletion of a held copy is extra
+      await audited(overlay.values());
     }
-    // Extra: held but not on offer.
+    // Extra: held but not on offer, planned as deletions ('gone').
     if (trust) {
-      for (const r of store.records()) {
-        if (!onOffer.has(r.url)) {
-          report.counts.extra++;
-          if (report.extra.length < MAX_LISTED) report.extra.push(r.path);
-        }
-      }
+      for (const r of store.records()) if (!onOffer.has(r.url)) count(planGone(r.url, { path: r.path, held: true }, { delete: true }));
     } else {
       for (const p of walkFiles(dest)) {
-        if (!onOffer.has(p)) {
-          report.counts.extra++;
-          if (report.extra.length < MAX_LISTED) report.extra.push(p);
-        }
+        // a file that no mapping covers is named by its path
+        if (!onOffer.has(p)) count(planGone(mapper.toUrl(p) ?? p, { path: p, held: true }, { delete: true }));
       }
     }
     if (trust) report.warnings.push(note('store-trusted', {}));

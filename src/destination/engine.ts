@@ -9,7 +9,7 @@ import type { Authority } from './authority.js';
 import type { HttpGet } from './http.js';
 import type { Mapper } from './mapper.js';
 import type { DestinationNote } from './notes.js';
-import { decide, sourceFacts, type LocalFacts, type PlanDecision, type SourceFacts } from './plan.js';
+import { planEntry, planGone, sourceFacts, type LocalFacts, type LocalLookup, type PlanAction, type PlanItem, type SourceFacts } from './plan.js';
 import type { ResourceRecord, StateStore } from './state-store.js';
 import type { GroupCommit } from '../node/group-commit.js';
 import { hashFile } from '../node/hash-file.js';
@@ -92,6 +92,8 @@ export interface EngineOptions {
   ) => Promise<{ length: number; hashes: Record<string, string> }>;
   /** Try `duplicate` mirrors before the primary URL. */
   preferMirrors?: boolean;
+  /** Called with each plan item before it is applied (in a dry run, instead). */
+  onPlan?: (item: PlanItem) => void;
 }
 
 const RETRYABLE: ReadonlySet<ErrorCode> = new Set(['RS_HASH_MISMATCH', 'RS_LENGTH_MISMATCH', 'RS_NETWORK', 'RS_HTTP_TIMEOUT']);
@@ -113,6 +115,13 @@ function localFacts(r: ResourceRecord): LocalFacts {
     if (t !== undefined) f.lastmod = t.ms;
   }
   return f;
+}
+
+/** What the engine found for a resource: the plan's lookup, and what applying the item needs. */
+interface Found extends LocalLookup {
+  record?: ResourceRecord;
+  /** The absolute path of the file. */
+  full?: string;
 }
 
 /** The §14 links worth keeping with a resource (everything except the transport ones used right away). */
@@ -235,68 +244,135 @@ export class Engine {
   }
 
   /**
-   * Brings one resource in line with an entry of a Resource List or a created/updated change: maps it,
-   * compares with the state (and the file), fetches (conditionally when only an ETag can tell), verifies,
-   * writes, records. Never throws for a per-resource problem: it is counted in `failed`.
+   * What the destination holds for a resource: the state's record and the file, or a file that the state does not
+   * know but that matches (adopted). For a resource on offer (`source`) the URL must be on the authority and map to a
+   * safe path (else it throws); for a deletion (`source` undefined) whatever is held is found, mapped or not.
+   */
+  async #find(url: string, source: SourceFacts | undefined): Promise<Found> {
+    const record = this.#o.fresh === true ? undefined : this.#o.store.get(url);
+    if (source === undefined) {
+      let relPath = record?.path;
+      if (relPath === undefined && this.#o.authority.allows(url)) relPath = this.#o.mapper.tryPath(url);
+      const found: Found = { held: record !== undefined };
+      if (record !== undefined) found.record = record;
+      if (relPath === undefined) return found;
+      found.path = relPath;
+      found.full = safeJoin(this.#o.dest, relPath);
+      const st = await stat(found.full).catch(() => undefined);
+      if (st?.isFile() === true) found.local = record !== undefined && record.path === relPath ? localFacts(record) : { length: st.size, hashes: {}, lastmod: st.mtimeMs };
+      return found;
+    }
+    this.#o.authority.check(url);
+    const relPath = this.#o.mapper.toPath(url);
+    const full = safeJoin(this.#o.dest, relPath);
+    const found: Found = { path: relPath, full, held: record !== undefined };
+    if (record !== undefined) found.record = record;
+    if (record !== undefined && record.path === relPath) {
+      const st = await stat(full).catch(() => undefined);
+      if (st !== undefined && st.isFile() && st.size === record.length) found.local = localFacts(record);
+    } else if (this.#o.adopt) {
+      const local = await this.#adoptable(full, source.hashes, source.length, source.lastmod);
+      if (local !== undefined) found.local = local;
+    }
+    return found;
+  }
+
+  /**
+   * Brings one resource in line with an entry of a Resource List or a change of a Change List: finds what is held,
+   * plans it (`planEntry`: create, update, delete or unchanged, with the reason) and applies the plan item: fetch
+   * (conditionally when only an ETag can tell), verify, write, record; or delete. A dry run stops at the plan.
+   * Never throws for a per-resource problem: it is counted in `failed`.
    * @param release called once the resource no longer needs its slot of the concurrency limit: downloaded and
    *   verified, only waiting for the disk (the small-file thread, a group commit; see `runPool`)
-   * @returns the decision taken ('unchanged' also after a 304), or undefined when it failed
+   * @returns the action taken ('unchanged' also after a 304), or undefined when it failed
    */
-  async apply(entry: Entry, release?: () => void): Promise<PlanDecision['action'] | undefined> {
+  async apply(entry: Entry, release?: () => void): Promise<PlanAction | undefined> {
     const url = entry.loc;
+    const deletion = entry.md?.change === 'deleted';
     try {
       if (this.#o.signal?.aborted) throw new ResourceSyncError('RS_ABORTED', `Sync of '${url}' aborted.`, { data: { url } });
-      this.#o.authority.check(url);
-      const relPath = this.#o.mapper.toPath(url);
-      const full = safeJoin(this.#o.dest, relPath);
-      const facts = sourceFacts(entry);
-      const record = this.#o.fresh === true ? undefined : this.#o.store.get(url);
-      let local: LocalFacts | undefined;
-      let present = false;
-      if (record !== undefined && record.path === relPath) {
-        const st = await stat(full).catch(() => undefined);
-        if (st !== undefined && st.isFile() && st.size === record.length) {
-          local = localFacts(record);
-          present = true;
-        }
-      } else if (this.#o.adopt) {
-        local = await this.#adoptable(full, facts.hashes, facts.length, facts.lastmod);
-        present = local !== undefined;
-      }
-      const decision = decide(facts, local);
-      if (decision.action === 'unchanged' && this.#o.hasPending?.(url) && !this.#o.dryRun) this.#resolved.push(url);
-      if (decision.action === 'unchanged') {
-        this.#succeeded(url);
-        if (record === undefined || record.path !== relPath || record.lastmod !== entry.lastmod || (local && record.hashes !== local.hashes)) {
-          this.#record({ ...this.#toRecord(url, relPath, entry, local!), ...(record?.etag ? { etag: record.etag } : {}) });
-        }
-        this.counts.unchanged++;
-        return 'unchanged';
-      }
-      const action = present || record !== undefined ? 'update' : 'create';
-      if (this.#o.dryRun) {
-        this.#succeeded(url);
-        this.counts[action === 'create' ? 'created' : 'updated']++;
-        return action;
-      }
-      const etag = present && decision.reason !== 'hash' && decision.reason !== 'length' ? record?.etag : undefined;
-      const outcome = await this.#fetch(entry, facts, relPath, full, etag, present, release);
-      if (outcome === 'not-modified') {
-        if (this.#o.hasPending?.(url)) this.#resolved.push(url);
-        this.#record({ ...record!, ...(entry.lastmod !== undefined ? { lastmod: entry.lastmod } : {}) });
-        this.counts.unchanged++;
-        return 'unchanged';
-      }
-      this.counts[action === 'create' ? 'created' : 'updated']++;
-      return action;
+      const found = await this.#find(url, deletion ? undefined : sourceFacts(entry));
+      return await this.#applyItem(planEntry(entry, found, { delete: this.#o.applyDeletes }), found, entry, release);
     } catch (err) {
       if (isResourceSyncError(err, 'RS_ABORTED')) throw err;
       this.fail(url, err);
-      if (!this.#o.dryRun) this.#retry.push({ entry, code: isResourceSyncError(err) ? err.code : 'RS_IO' });
+      if (!this.#o.dryRun && !deletion) this.#retry.push({ entry, code: isResourceSyncError(err) ? err.code : 'RS_IO' });
       return undefined;
     } finally {
       this.#tick();
     }
+  }
+
+  /**
+   * A resource the Source no longer has (held, but in no Resource List read in full): planned with `planGone` and
+   * removed (file, empty parent folders, record) with `applyDeletes`, otherwise listed in `deletionsSkipped`.
+   */
+  async remove(url: string): Promise<boolean> {
+    try {
+      const found = await this.#find(url, undefined);
+      await this.#applyItem(planGone(url, found, { delete: this.#o.applyDeletes }), found, undefined);
+      return true;
+    } catch (err) {
+      this.fail(url, err);
+      return false;
+    } finally {
+      this.#tick();
+    }
+  }
+
+  /** Applies one plan item (in a dry run: reports it and counts it, nothing else). */
+  async #applyItem(item: PlanItem, found: Found, entry: Entry | undefined, release?: () => void): Promise<PlanAction> {
+    this.#o.onPlan?.(item);
+    const { url, action } = item;
+    const record = found.record;
+    if (action === 'delete' || item.reason === 'absent') {
+      // the Source no longer has it: whatever failed for it in this run, or in an earlier one, is settled
+      this.#succeeded(url);
+      if (this.#o.hasPending?.(url) && !this.#o.dryRun) this.#resolved.push(url);
+      if (action !== 'delete') return action; // never held (or never ours)
+      if (item.kept === true) {
+        this.counts.deletionsSkippedCount++;
+        if (this.counts.deletionsSkipped.length < MAX_LISTED) this.counts.deletionsSkipped.push(url);
+        return action;
+      }
+      if (!this.#o.dryRun) {
+        if (found.full !== undefined && found.local !== undefined) {
+          await unlink(found.full);
+          await this.#pruneDirs(dirname(found.full));
+        }
+        this.#pendingDeletes.push(url);
+        if (this.#pendingDeletes.length >= STATE_BATCH) this.flush();
+      }
+      this.counts.deleted++;
+      return action;
+    }
+    const relPath = item.path!;
+    const local = item.local;
+    if (action === 'unchanged') {
+      if (this.#o.hasPending?.(url) && !this.#o.dryRun) this.#resolved.push(url);
+      this.#succeeded(url);
+      if (record === undefined || record.path !== relPath || record.lastmod !== entry!.lastmod || (local && record.hashes !== local.hashes)) {
+        this.#record({ ...this.#toRecord(url, relPath, entry!, local!), ...(record?.etag ? { etag: record.etag } : {}) });
+      }
+      this.counts.unchanged++;
+      return action;
+    }
+    if (this.#o.dryRun) {
+      this.#succeeded(url);
+      this.counts[action === 'create' ? 'created' : 'updated']++;
+      return action;
+    }
+    const present = local !== undefined;
+    const etag = present && item.reason !== 'hash' && item.reason !== 'length' ? record?.etag : undefined;
+    const outcome = await this.#fetch(entry!, item.source!, relPath, found.full!, etag, present, release);
+    if (outcome === 'not-modified') {
+      if (this.#o.hasPending?.(url)) this.#resolved.push(url);
+      this.#record({ ...record!, ...(entry!.lastmod !== undefined ? { lastmod: entry!.lastmod } : {}) });
+      this.counts.unchanged++;
+      return 'unchanged';
+    }
+    this.counts[action === 'create' ? 'created' : 'updated']++;
+    return action;
   }
 
   #toRecord(url: string, relPath: string, entry: Entry, got: { length: number; hashes: Record<string, string> }, etag?: string): ResourceRecord {
@@ -422,46 +498,6 @@ export class Engine {
       this.#record(rec);
     }
     this.#tick();
-  }
-
-  /**
-   * A resource the Source no longer has: removed (file, empty parent folders, record) with `applyDeletes`,
-   * otherwise listed in `deletionsSkipped`.
-   */
-  async remove(url: string): Promise<boolean> {
-    try {
-      const record = this.#o.fresh === true ? undefined : this.#o.store.get(url);
-      let relPath = record?.path;
-      if (relPath === undefined && this.#o.authority.allows(url)) relPath = this.#o.mapper.tryPath(url);
-      const full = relPath === undefined ? undefined : safeJoin(this.#o.dest, relPath);
-      const exists = full !== undefined && (await stat(full).then((s) => s.isFile(), () => false));
-      // the Source no longer has it: whatever failed for it in this run, or in an earlier one, is settled
-      this.#succeeded(url);
-      if (this.#o.hasPending?.(url) && !this.#o.dryRun) this.#resolved.push(url);
-      if (full === undefined || (!exists && record === undefined)) return true; // never held (or never ours)
-      if (!this.#o.applyDeletes) {
-        this.counts.deletionsSkippedCount++;
-        if (this.counts.deletionsSkipped.length < MAX_LISTED) this.counts.deletionsSkipped.push(url);
-        return true;
-      }
-      if (this.#o.dryRun) {
-        this.counts.deleted++;
-        return true;
-      }
-      if (exists) {
-        await unlink(full);
-        await this.#pruneDirs(dirname(full));
-      }
-      this.#pendingDeletes.push(url);
-      if (this.#pendingDeletes.length >= STATE_BATCH) this.flush();
-      this.counts.deleted++;
-      return true;
-    } catch (err) {
-      this.fail(url, err);
-      return false;
-    } finally {
-      this.#tick();
-    }
   }
 
   async #pruneDirs(dir: string): Promise<void> {

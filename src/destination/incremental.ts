@@ -155,7 +155,7 @@ export async function incremental(options: IncrementalOptions, url: string): Pro
     let firstFailed: { index: number; time: number | undefined } | undefined;
     await runPool(last, concurrency, async ({ p }, release) => {
       const change = p.entry.md?.change;
-      const ok = change === 'deleted' ? await engine.remove(p.entry.loc) : (await engine.apply(p.entry, release)) !== undefined;
+      const ok = (await engine.apply(p.entry, release)) !== undefined; // a deletion too: the plan item says delete
       if (change !== undefined && change !== 'created' && change !== 'updated' && change !== 'deleted') {
         engine.warn(note('change-unknown', { url: list.url, loc: p.entry.loc, change }));
       }

@@ -26,15 +26,116 @@ export interface LocalFacts {
   lastmod?: number;
 }
 
+/**
+ * Why an action was planned:
+ * - `missing`: no local copy (create; update when the state still holds a record of it);
+ * - `hash`, `length`: the local copy differs (update);
+ * - `lastmod`: the Source's `lastmod` is newer than the local copy's (update);
+ * - `unverifiable`: the Source gives no hash, length or `lastmod` to compare with (update, fetched conditionally);
+ * - `same`: the local copy matches (unchanged);
+ * - `gone`: held, but on offer no more (delete);
+ * - `deleted-at-source`: a Change List says deleted, and the copy is held (delete);
+ * - `absent`: a Change List says deleted, and nothing is held (unchanged: nothing to do).
+ */
+export type PlanReason = 'missing' | 'hash' | 'length' | 'lastmod' | 'unverifiable' | 'same' | 'gone' | 'deleted-at-source' | 'absent';
+
 /** The decision for one resource with its reason. */
 export interface PlanDecision {
   action: PlanAction;
-  /**
-   * Why: 'missing' (no local copy), 'hash' / 'length' (differs), 'lastmod' (the Source's is newer),
-   * 'unverifiable' (the Source gives neither hash nor length nor lastmod: fetch conditionally),
-   * 'same' (matches), 'gone' (not on offer any more).
-   */
-  reason: 'missing' | 'hash' | 'length' | 'lastmod' | 'unverifiable' | 'same' | 'gone';
+  reason: PlanReason;
+}
+
+/**
+ * One item of a plan: what the Destination does with one resource, and why.
+ * @example { url: 'http://example.com/a.txt', path: 'a.txt', action: 'update', reason: 'hash', source: { url, hashes: [...] }, local: { length: 3, hashes: { md5: '…' } } }
+ */
+export interface PlanItem extends PlanDecision {
+  url: string;
+  /** Where the resource lives in the destination (relative, `/`), when it can be mapped. */
+  path?: string;
+  /** The change of a Change List entry as written (`created`, `updated`, `deleted`, or another value, read as updated). */
+  change?: string;
+  /** What the Source says (absent for `gone`). */
+  source?: SourceFacts;
+  /** What the Destination holds (absent when nothing is). */
+  local?: LocalFacts;
+  /** A deletion that is not applied because deletions are off (`delete: false`): reported only. */
+  kept?: true;
+}
+
+/** What the Destination knows of one resource, as a lookup finds it. */
+export interface LocalLookup {
+  /** The relative path the resource maps to. */
+  path?: string;
+  /** The local copy's facts; absent when there is no usable copy. */
+  local?: LocalFacts;
+  /** The state holds a record of the resource (even when its file is gone or differs). */
+  held?: boolean;
+}
+
+/** Finds what the Destination holds for a resource: the state store, the file system, or both; injected. */
+export type LocalLookupFn = (url: string, source: SourceFacts | undefined) => LocalLookup | Promise<LocalLookup>;
+
+/** Options of {@link plan}. */
+export interface PlanOptions {
+  /** Deletions are applied; otherwise they are planned with `kept: true`. Default false. */
+  delete?: boolean;
+}
+
+/**
+ * Plans one entry of a Resource List or Change List against what the Destination holds. A change `deleted`
+ * plans a deletion when something is held; every other entry is compared with {@link decide}. Pure.
+ * @example planEntry({ loc: 'http://example.com/a', md: { change: 'deleted' } }, { held: true }) // { action: 'delete', reason: 'deleted-at-source', kept: true, … }
+ * @see Z39.99 §5.2, §12.1
+ */
+export function planEntry(entry: Entry, found: LocalLookup, options: PlanOptions = {}): PlanItem {
+  const source = sourceFacts(entry);
+  const change = entry.md?.change;
+  let item: PlanItem;
+  if (change === 'deleted') {
+    const held = found.local !== undefined || found.held === true;
+    item = held ? { url: entry.loc, action: 'delete', reason: 'deleted-at-source' } : { url: entry.loc, action: 'unchanged', reason: 'absent' };
+    if (held && options.delete !== true) item.kept = true;
+  } else {
+    const d = decide(source, found.local);
+    item = { url: entry.loc, action: d.action === 'create' && found.held === true ? 'update' : d.action, reason: d.reason };
+  }
+  if (found.path !== undefined) item.path = found.path;
+  if (change !== undefined) item.change = change;
+  item.source = source;
+  if (found.local !== undefined) item.local = found.local;
+  return item;
+}
+
+/**
+ * Plans a resource that is held but no longer on offer (not in any Resource List read in full): a deletion,
+ * `kept` when deletions are off. Pure.
+ * @example planGone('http://example.com/old', { path: 'old', held: true }, { delete: true }) // { url, path: 'old', action: 'delete', reason: 'gone' }
+ * @see Z39.99 §5.2 (Baseline Synchronization: resources no longer listed)
+ */
+export function planGone(url: string, found: LocalLookup, options: PlanOptions = {}): PlanItem {
+  const held = found.local !== undefined || found.held === true;
+  const item: PlanItem = held ? { url, action: 'delete', reason: 'gone' } : { url, action: 'unchanged', reason: 'absent' };
+  if (held && options.delete !== true) item.kept = true;
+  if (found.path !== undefined) item.path = found.path;
+  if (found.local !== undefined) item.local = found.local;
+  return item;
+}
+
+/**
+ * The plan as a stream: one item per entry of a Resource List or Change List, in order, compared with what
+ * `lookup` finds (resources held but no longer on offer are planned with {@link planGone}). Sync applies such
+ * items, a dry run reports them, audit counts them. No I/O of its own: the lookup is the only effect, and it is
+ * injected.
+ * @example
+ * for await (const item of plan(entries, (url) => ({ local: held.get(url) }), { delete: true })) console.log(item.action, item.url, item.reason);
+ * @see Z39.99 §5.2 (baseline, incremental, audit)
+ */
+export async function* plan(entries: AsyncIterable<Entry> | Iterable<Entry>, lookup: LocalLookupFn, options: PlanOptions = {}): AsyncGenerator<PlanItem> {
+  for await (const entry of entries) {
+    const source = entry.md?.change === 'deleted' ? undefined : sourceFacts(entry);
+    yield planEntry(entry, await lookup(entry.loc, source), options);
+  }
 }
 
 /** Reads the facts of a Resource List / Change List entry. */

@@ -12,6 +12,7 @@ import { fetchResource } from './links.js';
 import { Engine, emptyCounts, type SyncCounts, type SyncProgress } from './engine.js';
 import { runPool } from './run-pool.js';
 import { gapNote, note, type GapNote } from './notes.js';
+import type { PlanItem } from './plan.js';
 import { baseline } from './baseline.js';
 import { incremental } from './incremental.js';
 import type { HttpGet } from './http.js';
@@ -37,8 +38,13 @@ export interface SyncOptions {
   delete?: boolean;
   /** Resources fetched at once. Default 16. */
   concurrency?: number;
-  /** Plan only: nothing is fetched but documents, nothing is written, state included. */
+  /**
+   * Plan only: nothing is fetched but documents, nothing is written, state included. The report's `plan` lists
+   * every plan item.
+   */
   dryRun?: boolean;
+  /** Called with each plan item (create, update, delete or unchanged, with its reason) as it is decided. */
+  onPlan?: (item: PlanItem) => void;
   /** The HTTP effect; default an undici client built from the options below. */
   http?: HttpGet;
   signal?: AbortSignal;
@@ -88,6 +94,8 @@ export interface SyncReport extends SyncCounts {
   dryRun: boolean;
   /** Capability sets processed, with what was done for each. */
   sets: { key: string; mode: 'baseline' | 'incremental'; documents: string[] }[];
+  /** A dry run: the plan, one item per resource in the order decided. */
+  plan?: PlanItem[];
   durationMs: number;
 }
 
@@ -150,6 +158,8 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
     const durability = { fsync, ...(groupCommit !== undefined ? { groupCommit } : {}) };
     if (!dryRun) defaultSmallFileWriter(fsync, groupCommit !== undefined); // boots while discovery runs
     const pendingUrls = new Set<string>();
+    const planned: PlanItem[] = [];
+    const onPlan = options.onPlan;
     const engine = new Engine({
       dest,
       http,
@@ -164,6 +174,14 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
       fresh,
       hasPending: (u) => pendingUrls.has(u),
       preferMirrors: options.preferMirrors ?? false,
+      ...(dryRun || onPlan !== undefined
+        ? {
+            onPlan: (item: PlanItem) => {
+              if (dryRun) planned.push(item);
+              onPlan?.(item);
+            },
+          }
+        : {}),
       fetchViaLinks: async (entry, relPath, localCopy, mtime, how) => {
         const r = await fetchResource(entry, {
           http,
@@ -451,6 +469,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
     const c = engine.counts;
     engine.progress(true);
     Object.assign(report, c, { mode: anyBaseline ? 'baseline' : report.sets.length > 0 ? 'incremental' : 'none', durationMs: Date.now() - started });
+    if (dryRun) report.plan = planned;
     return report;
   } finally {
     store?.close();

@@ -1,5 +1,6 @@
 import { stderr, stdout } from 'node:process';
 import { sync, type SyncReport } from '../../destination/sync.js';
+import type { PlanItem } from '../../destination/plan.js';
 import { ProgressBar } from '../progress.js';
 import { EXIT, MIRROR_OPTIONS, exitCodeOf, integerOption, mirrorOptions, reportFailure, sourceAndDest, type MirrorOptions } from '../mirror-options.js';
 import { parseCommandArgs, usageError } from '../command-args.js';
@@ -17,7 +18,9 @@ cursor and lock live in <dest-dir>/.resourcesync/.
 Options:
   --delete                 apply deletions (default: only report them)
   --concurrency N          resources fetched at once (default 16)
-  --dry-run                show what would be done; change nothing, state included
+  --dry-run                show the plan (one line per resource to create, update or
+                           delete, with the reason; --json lists every item); change
+                           nothing, state included
   --json                   print one JSON report on stdout
   --capability-list URL    with several Capability Lists, sync only this one
   --allow-origin ORIGIN    also allow this origin (mirrors, other hosts); repeatable
@@ -60,13 +63,30 @@ Exit codes:
   130 interrupted
 `;
 
-/** Human summary of a sync report. */
+/** One line per plan item that changes something (action, URL, reason), then the count of each action. */
+function describePlan(plan: readonly PlanItem[]): string[] {
+  const lines: string[] = [];
+  const counts: Record<PlanItem['action'], number> = { create: 0, update: 0, delete: 0, unchanged: 0 };
+  let kept = 0;
+  for (const item of plan) {
+    counts[item.action]++;
+    if (item.kept === true) kept++;
+    if (item.action !== 'unchanged') lines.push(`  ${item.action.padEnd(6)} ${item.url} (${item.reason}${item.kept === true ? ', kept: no --delete' : ''})`);
+  }
+  lines.push(`  plan: ${counts.create} to create, ${counts.update} to update, ${counts.delete} to delete${kept > 0 ? ` (${kept} kept)` : ''}, ${counts.unchanged} unchanged`);
+  return lines;
+}
+
+/** Human summary of a sync report; a dry run lists its plan. */
 export function describeSync(r: SyncReport): string {
-  const lines = [
-    `${r.dryRun ? 'Dry run: ' : ''}${r.mode} sync of ${r.source} into ${r.dest}`,
-    `  created ${r.created}, updated ${r.updated}, deleted ${r.deleted}, unchanged ${r.unchanged}, failed ${r.failed.length}` +
-      ` (${(r.bytes / 1048576).toFixed(1)} MB in ${(r.durationMs / 1000).toFixed(1)} s)`,
-  ];
+  const lines = [`${r.dryRun ? 'Dry run: ' : ''}${r.mode} sync of ${r.source} into ${r.dest}`];
+  if (r.plan !== undefined) lines.push(...describePlan(r.plan));
+  else {
+    lines.push(
+      `  created ${r.created}, updated ${r.updated}, deleted ${r.deleted}, unchanged ${r.unchanged}, failed ${r.failed.length}` +
+        ` (${(r.bytes / 1048576).toFixed(1)} MB in ${(r.durationMs / 1000).toFixed(1)} s)`,
+    );
+  }
   if (r.deletionsSkippedCount > 0) lines.push(`  ${r.deletionsSkippedCount} deletion(s) not applied (use --delete)`);
   for (const f of r.failed.slice(0, 20)) lines.push(`  failed: ${f.url} [${f.code}] ${f.message}`);
   if (r.failed.length > 20) lines.push(`  … and ${r.failed.length - 20} more failures`);
