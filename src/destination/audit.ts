@@ -9,7 +9,7 @@ import { loadDocument, openDocument, resolveLoc, type DocumentContext, type Remo
 import type { HttpGet } from './http.js';
 import type { Mapping } from './mapper.js';
 import { connect } from './connection.js';
-import { changeTime, orderChanges, plan, planGone, type LocalFacts, type LocalLookup, type PlanAction, type PlanItem, type PlanReason, type SourceFacts } from './plan.js';
+import { changeTime, orderChanges, planBatches, planGone, type LocalFacts, type LocalLookup, type PlanAction, type PlanItem, type PlanReason, type SourceFacts } from './plan.js';
 import type { Entry } from '../core/model/types.js';
 import { StateStore, STATE_DIR } from './state-store.js';
 import { resolveSets } from './capability-sets.js';
@@ -192,22 +192,20 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
   const onOffer = new FingerprintSet();
   let checked = 0;
 
-  /** The entries that can be held here: the others (unsafe names, other origins) are failures, not planned. */
-  async function* mappable(entries: AsyncIterable<Entry> | Iterable<Entry>): AsyncGenerator<Entry> {
-    for await (const e of entries) {
-      try {
-        authority.check(e.loc);
-        onOffer.add(trust ? e.loc : mapper.toPath(e.loc));
-      } catch (err) {
-        if (e.md?.change === 'deleted') continue; // a deletion of what cannot be held here: nothing to audit
-        report.total++;
-        report.counts.failed++;
-        if (report.failed.length < MAX_LISTED) report.failed.push({ url: e.loc, code: isResourceSyncError(err) ? err.code : 'RS_IO', message: err instanceof Error ? err.message : String(err) });
-        continue;
-      }
-      yield e;
+  /** True for an entry that can be held here; the others (unsafe names, other origins) are failures, not planned. */
+  const holdable = (e: Entry): boolean => {
+    try {
+      authority.check(e.loc);
+      onOffer.add(trust ? e.loc : mapper.toPath(e.loc));
+      return true;
+    } catch (err) {
+      if (e.md?.change === 'deleted') return false; // a deletion of what cannot be held here: nothing to audit
+      report.total++;
+      report.counts.failed++;
+      if (report.failed.length < MAX_LISTED) report.failed.push({ url: e.loc, code: isResourceSyncError(err) ? err.code : 'RS_IO', message: err instanceof Error ? err.message : String(err) });
+      return false;
     }
-  }
+  };
 
   /** What is held: the state's record (trustState), else the file, read and hashed for the algorithms the Source offers. */
   const lookup = (url: string, source: SourceFacts | undefined): LocalLookup | Promise<LocalLookup> => {
@@ -265,8 +263,8 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
     if (++checked % 500 === 0) options.onProgress?.({ checked });
   };
 
-  const audited = async (entries: AsyncIterable<Entry> | Iterable<Entry>): Promise<void> => {
-    for await (const item of plan(mappable(entries), lookup, { delete: true })) count(item);
+  const audited = async (batches: AsyncIterable<readonly Entry[]> | Iterable<readonly Entry[]>): Promise<void> => {
+    for await (const items of planBatches(batches, lookup, { delete: true })) for (const item of items) count(item);
   };
 
   try {
@@ -313,8 +311,8 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
         }
       }
       const each = async (doc: RemoteDocument): Promise<void> => {
-        async function* listed(): AsyncGenerator<Entry> {
-          for await (const batch of doc.batches) for (const e of batch) if (!overlay.has(e.loc)) yield e;
+        async function* listed(): AsyncGenerator<Entry[]> {
+          for await (const batch of doc.batches) yield batch.filter((e) => !overlay.has(e.loc) && holdable(e));
         }
         await audited(listed());
       };
@@ -330,7 +328,7 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
       }
       parts = [];
       // the changes: created and updated are compared like list entries; a deletion of a held copy is extra
-      await audited(overlay.values());
+      await audited([[...overlay.values()].filter(holdable)]);
     }
     // Extra: held but not on offer, planned as deletions ('gone').
     if (trust) {

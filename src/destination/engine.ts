@@ -291,8 +291,9 @@ export class Engine {
     const deletion = entry.md?.change === 'deleted';
     try {
       if (this.#o.signal?.aborted) throw new ResourceSyncError('RS_ABORTED', `Sync of '${url}' aborted.`, { data: { url } });
-      const found = await this.#find(url, deletion ? undefined : sourceFacts(entry));
-      return await this.#applyItem(planEntry(entry, found, { delete: this.#o.applyDeletes }), found, entry, release);
+      const source = sourceFacts(entry);
+      const found = await this.#find(url, deletion ? undefined : source);
+      return await this.#applyItem(planEntry(entry, found, { delete: this.#o.applyDeletes }, source), found, entry, release);
     } catch (err) {
       if (isResourceSyncError(err, 'RS_ABORTED')) throw err;
       this.fail(url, err);

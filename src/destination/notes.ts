@@ -39,14 +39,15 @@ export interface GapData {
   snapshot?: string;
 }
 
-interface Row<D> {
+/** One row of `NOTES`: the severity, what the code means, and how its message is made from its data. */
+export interface NoteDefinition<D> {
   severity: NoteSeverity;
   /** What the code means, for the documentation's table (docs/destination.md). */
   meaning: string;
   message: (data: D) => string;
 }
 
-const row = <D>(severity: NoteSeverity, meaning: string, message: (data: D) => string): Row<D> => ({ severity, meaning, message });
+const row = <D>(severity: NoteSeverity, meaning: string, message: (data: D) => string): NoteDefinition<D> => ({ severity, meaning, message });
 
 /**
  * Every note code with its severity, meaning and message: the one message table.
@@ -193,7 +194,7 @@ export type GapNote = Extract<DestinationNote, { code: 'changes-missed' }>;
  *   // "'http://elsewhere.example/cl.xml' is outside the authority: not fetched."
  */
 export function note<C extends NoteCode>(code: C, data: NoteData<C>): DestinationNote {
-  const def = NOTES[code] as unknown as Row<NoteData<C>>;
+  const def = NOTES[code] as unknown as NoteDefinition<NoteData<C>>;
   return { code, severity: def.severity, message: def.message(data), data } as DestinationNote;
 }
 

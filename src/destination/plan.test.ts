@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Entry } from '../core/model/types.js';
-import { plan, planEntry, planGone, type LocalFacts, type LocalLookup, type PlanItem, type PlanOptions, type SourceFacts } from './plan.js';
+import { plan, planBatches, planEntry, planGone, type LocalFacts, type LocalLookup, type PlanItem, type PlanOptions, type SourceFacts } from './plan.js';
 
 // The digests of the three bytes 'abc', and of 'abd' (another content of the same length).
 const MD5 = '900150983cd24fb0d6963f7d28e17f72';
@@ -176,6 +176,24 @@ void describe('plan: the stream', () => {
     const items: PlanItem[] = [];
     for await (const item of plan([{ loc: URL_A, md: { change: 'deleted' } }], () => ({ held: true }), { delete: true })) items.push(item);
     assert.deepEqual(items, [{ url: URL_A, action: 'delete', reason: 'deleted-at-source', change: 'deleted', source: { url: URL_A, hashes: [] } }]);
+  });
+
+  void it('planBatches: the same items, one array per chunk, a synchronous and an asynchronous lookup alike', async () => {
+    const chunks: Entry[][] = [
+      [{ loc: 'http://example.com/1', md: { hash: `md5:${MD5}` } }, { loc: 'http://example.com/2', md: { hash: `md5:${MD5_ABD}` } }],
+      [],
+      [{ loc: 'http://example.com/3', md: { change: 'deleted' } }],
+    ];
+    const held = (url: string): LocalLookup => (url.endsWith('/1') ? {} : { local: abc(['md5']), held: true });
+    const flat: PlanItem[] = [];
+    for await (const item of plan(chunks.flat(), held)) flat.push(item);
+    for (const lookup of [held, (url: string) => Promise.resolve(held(url))]) {
+      const got: PlanItem[][] = [];
+      for await (const items of planBatches(chunks, lookup, {})) got.push(items);
+      assert.deepEqual(got.map((b) => b.length), [2, 0, 1]);
+      assert.deepEqual(got.flat(), flat);
+    }
+    assert.deepEqual(flat.map((i) => `${i.action} ${i.reason}`), ['create missing', 'update hash', 'delete deleted-at-source']);
   });
 
   void it('a lookup that fails ends the stream with its error', async () => {

@@ -84,12 +84,12 @@ export interface PlanOptions {
 
 /**
  * Plans one entry of a Resource List or Change List against what the Destination holds. A change `deleted`
- * plans a deletion when something is held; every other entry is compared with {@link decide}. Pure.
+ * plans a deletion when something is held; every other entry is compared with {@link decide}. Pure. `source` is
+ * the entry's facts when the caller has read them already.
  * @example planEntry({ loc: 'http://example.com/a', md: { change: 'deleted' } }, { held: true }) // { action: 'delete', reason: 'deleted-at-source', kept: true, … }
  * @see Z39.99 §5.2, §12.1
  */
-export function planEntry(entry: Entry, found: LocalLookup, options: PlanOptions = {}): PlanItem {
-  const source = sourceFacts(entry);
+export function planEntry(entry: Entry, found: LocalLookup, options: PlanOptions = {}, source: SourceFacts = sourceFacts(entry)): PlanItem {
   const change = entry.md?.change;
   let item: PlanItem;
   if (change === 'deleted') {
@@ -126,16 +126,36 @@ export function planGone(url: string, found: LocalLookup, options: PlanOptions =
  * The plan as a stream: one item per entry of a Resource List or Change List, in order, compared with what
  * `lookup` finds (resources held but no longer on offer are planned with {@link planGone}). Sync applies such
  * items, a dry run reports them, audit counts them. No I/O of its own: the lookup is the only effect, and it is
- * injected.
+ * injected. {@link planBatches} is the same plan in chunks.
  * @example
  * for await (const item of plan(entries, (url) => ({ local: held.get(url) }), { delete: true })) console.log(item.action, item.url, item.reason);
  * @see Z39.99 §5.2 (baseline, incremental, audit)
  */
 export async function* plan(entries: AsyncIterable<Entry> | Iterable<Entry>, lookup: LocalLookupFn, options: PlanOptions = {}): AsyncGenerator<PlanItem> {
-  for await (const entry of entries) {
-    const source = entry.md?.change === 'deleted' ? undefined : sourceFacts(entry);
-    yield planEntry(entry, await lookup(entry.loc, source), options);
+  for await (const entry of entries) yield await planOne(entry, lookup, options);
+}
+
+/**
+ * The plan of entries that come in chunks (a document's `batches`): one array of items per chunk, so that a
+ * long list costs one turn of the event loop per chunk rather than per resource (audit reads 100,000 resources
+ * this way). A synchronous lookup is not awaited.
+ * @example for await (const items of planBatches(doc.batches, lookup)) for (const item of items) tally(item);
+ */
+export async function* planBatches(batches: AsyncIterable<readonly Entry[]> | Iterable<readonly Entry[]>, lookup: LocalLookupFn, options: PlanOptions = {}): AsyncGenerator<PlanItem[]> {
+  for await (const batch of batches) {
+    const items: PlanItem[] = [];
+    for (const entry of batch) {
+      const item = planOne(entry, lookup, options);
+      items.push(item instanceof Promise ? await item : item);
+    }
+    yield items;
   }
+}
+
+function planOne(entry: Entry, lookup: LocalLookupFn, options: PlanOptions): PlanItem | Promise<PlanItem> {
+  const source = sourceFacts(entry);
+  const found = lookup(entry.loc, entry.md?.change === 'deleted' ? undefined : source);
+  return found instanceof Promise ? found.then((f) => planEntry(entry, f, options, source)) : planEntry(entry, found, options, source);
 }
 
 /** Reads the facts of a Resource List / Change List entry. */
