@@ -129,6 +129,11 @@ export interface PublishOptions {
    * @see Change Notification §4, Framework Notification §5
    */
   notifications?: { hub: string };
+  /**
+   * Files still being written (absolute paths under a set's folder), e.g. `SourceWatcher.unsettled`: each keeps
+   * its previous state in this publication (a new one is left out), so that no half-written content is listed.
+   */
+  hold?: (file: string) => boolean;
 }
 
 /** What `publish` did. */
@@ -195,6 +200,7 @@ interface Context {
   exclude: string[];
   stateDir: string | undefined;
   notifications?: { hub: string } | undefined;
+  hold: ((file: string) => boolean) | undefined;
 }
 
 interface SetResult {
@@ -266,6 +272,7 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
     exclude: [outDir, join(outDir, 'robots.txt'), ...(options.stateDir === undefined ? [] : [resolve(options.stateDir)])],
     stateDir: options.stateDir === undefined ? undefined : resolve(options.stateDir),
     notifications: options.notifications,
+    hold: options.hold,
   };
   mkdirSync(outDir, { recursive: true });
   const results: SetResult[] = [];
@@ -404,6 +411,7 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
         hashes: ctx.hashes,
         previous: cursor.get,
         exclude: ctx.exclude,
+        ...(ctx.hold !== undefined ? { hold: (rel: string) => ctx.hold!(join(set.dir, ...rel.split('/'))) } : {}),
         ...(rewrite !== undefined ? { rewrite, rewriteLimit: HTML_LINK_MAX_BYTES } : {}),
         ...(ctx.signal ? { signal: ctx.signal } : {}),
         onProgress: (p) => progress('scan', p.files, p.bytes),

@@ -179,9 +179,12 @@ export async function run(args: string[]): Promise<number> {
   // The watcher starts before the first publication, which it runs itself: a change made meanwhile is
   // never lost, and two publications never run at once.
   let first: { result?: PublishResult; error?: unknown } | undefined;
+  const held: { watcher?: SourceWatcher } = {};
   const publishOnce = async (): Promise<PublishResult> => {
     try {
-      const result = await publish(publishOptions);
+      // a file still being written keeps its previous state until the watcher has seen it settle
+      const w = held.watcher;
+      const result = await publish(w === undefined ? publishOptions : { ...publishOptions, hold: (f) => w.unsettled(f) });
       first ??= { result };
       return result;
     } catch (error) {
@@ -195,7 +198,6 @@ export async function run(args: string[]): Promise<number> {
         dirs,
         run: publishOnce,
         signal: ac.signal,
-        maxWaitMs: 250, // a steady stream of changes is published at least every 250 ms
         onEvent: () => live.core?.invalidate(),
         onRun: (r) => {
           live.core?.invalidate();
@@ -210,6 +212,7 @@ export async function run(args: string[]): Promise<number> {
         },
       })
     : undefined;
+  if (watcher !== undefined) held.watcher = watcher;
   if (watcher !== undefined) await watcher.flush();
   else await publishOnce().catch(() => undefined);
   if (first?.result === undefined) {
