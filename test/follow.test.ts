@@ -5,9 +5,9 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { unlink, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, relative, sep } from 'node:path';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -51,6 +51,17 @@ const lines = (p: Proc): Array<Record<string, unknown>> =>
     .split('\n')
     .filter((l) => l.startsWith('{'))
     .map((l) => JSON.parse(l) as Record<string, unknown>);
+
+/** Relative path → content of every visible file under `dir`. */
+function files(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    const full = join(e.parentPath, e.name);
+    if (!e.isFile() || relative(dir, full).split(sep).some((s) => s.startsWith('.'))) continue;
+    out[relative(dir, full)] = readFileSync(full, 'utf8');
+  }
+  return out;
+}
 
 let tmp: { dir: string; cleanup: () => Promise<void> };
 const procs: Proc[] = [];
@@ -103,6 +114,60 @@ test('sync --follow: two Destinations follow a Source through its hub; SIGTERM u
 
   followers[1]!.child.kill('SIGINT');
   assert.equal(((await once(followers[1]!.child, 'exit')) as [number])[0], 0);
+  serve.p.child.kill('SIGTERM');
+  await once(serve.p.child, 'exit');
+});
+
+test('sync --follow applies a notification from its own entries, without reading the Change List; deletions only with --delete; a plain sync afterwards finds nothing new', async () => {
+  const site = join(tmp.dir, 'direct');
+  mkdirSync(join(site, 'sub'), { recursive: true });
+  await writeFile(join(site, 'keep.txt'), 'keep\n');
+  const serve = await startServe(site);
+  procs.push(serve.p);
+  const dest = join(tmp.dir, 'direct-dest');
+  const f = start(['sync', serve.url, dest, '--follow', '--json', '--no-fsync']); // no --delete
+  procs.push(f);
+  await until(`a subscription; ${f.err()}`, () => /subscribed to /.test(f.err()));
+  await until('the verified subscription', () => /hub: verified subscribe/.test(serve.p.err()));
+  await sleep(300); // the catch-up after subscribing is done
+  const requestsBefore = serve.p.err().length;
+
+  await writeFile(join(site, 'sub', 'new é.txt'), 'new\n');
+  await until('new é.txt pushed', () => existsSync(join(dest, 'sub', 'new é.txt')));
+  assert.equal(readFileSync(join(dest, 'sub', 'new é.txt'), 'utf8'), 'new\n');
+  await writeFile(join(site, 'keep.txt'), 'kept, changed\n');
+  await until('keep.txt updated', () => readFileSync(join(dest, 'keep.txt'), 'utf8') === 'kept, changed\n');
+  await unlink(join(site, 'sub', 'new é.txt'));
+  await until(`the deletion notified; ${f.out()}`, () =>
+    lines(f).some((l) => l.via === 'push' && l.deleted === 0 && l.created === 0 && l.updated === 0 && l.notifications === 1),
+  );
+  assert.equal(existsSync(join(dest, 'sub', 'new é.txt')), true, 'not deleted without --delete');
+
+  // the requests the Source saw meanwhile: the two resources, never a Change List or Capability List
+  const requests = serve.p
+    .err()
+    .slice(requestsBefore)
+    .split('\n')
+    .filter((l) => /^GET /.test(l));
+  assert.ok(requests.some((l) => l.startsWith('GET /sub/new%20%C3%A9.txt 200')), requests.join('\n'));
+  assert.ok(requests.some((l) => l.startsWith('GET /keep.txt 200')), requests.join('\n'));
+  assert.deepEqual(
+    requests.filter((l) => /\/\.resourcesync\/|\.well-known/.test(l)),
+    [],
+    'no document was read: the notifications were applied from their own entries',
+  );
+  const pushed = lines(f).filter((l) => l.via === 'push');
+  assert.ok(pushed.length >= 3 && pushed.every((l) => l.mode === 'notification' && l.gaps === 0), f.out());
+
+  f.child.kill('SIGTERM');
+  assert.equal(((await once(f.child, 'exit')) as [number])[0], 0, f.err());
+  // a plain sync after following: nothing to create or update (the deletion is still only reported)
+  const plain = start(['sync', serve.url, dest, '--json', '--no-fsync']);
+  const [code] = (await once(plain.child, 'exit')) as [number];
+  assert.equal(code, 0, plain.err());
+  const report = JSON.parse(plain.out()) as { mode: string; created: number; updated: number; deleted: number; deletionsSkippedCount: number };
+  assert.equal(report.mode, 'incremental');
+  assert.deepEqual([report.created, report.updated, report.deleted], [0, 0, 0], plain.out());
   serve.p.child.kill('SIGTERM');
   await once(serve.p.child, 'exit');
 });
@@ -168,6 +233,9 @@ test('sync --follow detects a gap between notification windows and fills it from
   await until('c.txt pushed', () => existsSync(join(dest, 'c.txt')));
   assert.equal(readFileSync(join(dest, 'missed.txt'), 'utf8'), 'missed\n', 'the gap was filled from the Change List');
   await until('the gap line', () => lines(f).some((l) => l.via === 'push' && l.gaps === 1));
+  const gapLine = lines(f).find((l) => l.via === 'push' && l.gaps === 1)!;
+  assert.equal(gapLine.changeList, 'gap', 'the gap was read from the Change List');
+  assert.deepEqual(files(dest), files(site), 'the mirror ends identical to the Source');
   f.child.kill('SIGTERM');
   assert.equal(((await once(f.child, 'exit')) as [number])[0], 0);
   serve.p.child.kill('SIGTERM');
