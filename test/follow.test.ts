@@ -63,6 +63,15 @@ function files(dir: string): Record<string, string> {
   return out;
 }
 
+async function freePort(): Promise<number> {
+  return new Promise<number>((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
 let tmp: { dir: string; cleanup: () => Promise<void> };
 const procs: Proc[] = [];
 before(async () => {
@@ -193,12 +202,7 @@ test('sync --follow polls the Change List when the Source has no change channel'
 
 test('sync --follow detects a gap between notification windows and fills it from the Change List', async () => {
   // an external hub on a fixed port, so that it can be stopped and started again at the same URL
-  const free = await new Promise<number>((resolve) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
+  const free = await freePort();
   const hubData = join(tmp.dir, 'hub');
   const startHub = async (): Promise<Proc> => {
     const h = start(['hub', '--port', String(free), '--data', hubData, '--retry-ms', '20', '--verbose']);
@@ -242,4 +246,50 @@ test('sync --follow detects a gap between notification windows and fills it from
   await once(serve.p.child, 'exit');
   hub.child.kill('SIGTERM');
   await once(hub.child, 'exit');
+});
+
+test('serve --allow-callback: the embedded hub refuses a callback host that is not loopback by name unless a pattern allows it', async () => {
+  // [::ffff:7f00:1] is 127.0.0.1 mapped into IPv6: traffic stays on loopback, but by name it is not a
+  // loopback host, so the hub's callback policy treats it as any other host
+  const site = join(tmp.dir, 'allow');
+  mkdirSync(site);
+  await writeFile(join(site, 'a.txt'), 'a\n');
+  const follow = async (serveUrl: string, dest: string): Promise<Proc> => {
+    const port = await freePort();
+    const f = start([
+      'sync', serveUrl, dest, '--follow', '--json', '--no-fsync', '--interval', '30',
+      '--listen', `127.0.0.1:${port}`, '--callback-url', `http://[::ffff:7f00:1]:${port}/callback`,
+    ]);
+    procs.push(f);
+    return f;
+  };
+
+  const refused = await startServe(site, ['--state', join(tmp.dir, 'allow-state-1')]);
+  procs.push(refused.p);
+  const f1 = await follow(refused.url, join(tmp.dir, 'allow-d1'));
+  await until(`the refusal; ${f1.err()}`, () => /subscription failed \(.*403.*\); polling every 30 s/.test(f1.err()));
+  assert.doesNotMatch(refused.p.err(), /hub: verified subscribe/);
+  f1.child.kill('SIGTERM');
+  assert.equal(((await once(f1.child, 'exit')) as [number])[0], 0);
+  refused.p.child.kill('SIGTERM');
+  await once(refused.p.child, 'exit');
+
+  const allowed = await startServe(site, ['--state', join(tmp.dir, 'allow-state-2'), '--allow-callback', '[::ffff:7f00:1]']);
+  procs.push(allowed.p);
+  const dest = join(tmp.dir, 'allow-d2');
+  const f2 = await follow(allowed.url, dest);
+  await until(`a subscription; ${f2.err()}`, () => /subscribed to /.test(f2.err()));
+  await until('the verified subscription at the hub', () =>
+    /hub: verified subscribe http:\/\/\[::ffff:7f00:1\]:\d+\/callback/.test(allowed.p.err()),
+  );
+  await writeFile(join(site, 'b.txt'), 'b\n');
+  await until('b.txt pushed to the allowed callback', () => existsSync(join(dest, 'b.txt')));
+  f2.child.kill('SIGTERM');
+  assert.equal(((await once(f2.child, 'exit')) as [number])[0], 0);
+  allowed.p.child.kill('SIGTERM');
+  await once(allowed.p.child, 'exit');
+
+  const misuse = start(['serve', site, '--port', '0', '--no-hub', '--allow-callback', '*.example.org']);
+  assert.equal(((await once(misuse.child, 'exit')) as [number])[0], 2);
+  assert.match(misuse.err(), /--allow-callback applies to the embedded hub/);
 });

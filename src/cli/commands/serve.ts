@@ -34,6 +34,9 @@ Options:
   --hub URL               publish change and framework notifications to this WebSub hub (default:
                           an embedded hub at <base-url>/hub, state in <state>/hub)
   --no-hub                no notification channels
+  --allow-callback PATTERN  the embedded hub may also contact callbacks matching PATTERN: a host
+                          ('*.example.org') or a URL ('https://example.org/hooks/*'); loopback is
+                          always allowed; repeatable
 ${PUBLISH_HELP}  --verbose               log every request on stderr
   -h, --help              show this help
 `;
@@ -74,6 +77,7 @@ export async function run(args: string[]): Promise<number> {
       ...PUBLISH_ARGS,
       hub: { type: 'string' },
       'no-hub': { type: 'boolean' },
+      'allow-callback': { type: 'string', multiple: true },
       verbose: { type: 'boolean' },
     },
     HELP,
@@ -126,6 +130,10 @@ export async function run(args: string[]): Promise<number> {
     return usageError('serve', `--hub '${values.hub}' is not an http(s) URL.`);
   }
   if (values.hub !== undefined && values['no-hub'] === true) return usageError('serve', '--hub and --no-hub exclude each other.');
+  const allowCallback = values['allow-callback'] ?? [];
+  if (allowCallback.length > 0 && (values.hub !== undefined || values['no-hub'] === true)) {
+    return usageError('serve', '--allow-callback applies to the embedded hub: not with --hub or --no-hub.');
+  }
 
   const verbose = values.verbose === true;
   const log = (line: string): void => void process.stderr.write(`${line}\n`);
@@ -161,6 +169,7 @@ export async function run(args: string[]): Promise<number> {
       baseUrl,
       origin: running.url,
       ...(values.hub === undefined ? { hubDir: join(stateDir ?? join(dirs[0]!, '.resourcesync'), 'hub') } : { hub: values.hub }),
+      allowCallback,
       log,
       verbose,
     });
