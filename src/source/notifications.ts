@@ -7,7 +7,7 @@
  * @see Change Notification §3, §4; Framework Notification §3, §5
  */
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { changeNotification, frameworkNotification, type FrameworkChange } from '../core/model/notification.js';
 import type { Entry, ResourceSyncDocument } from '../core/model/types.js';
@@ -83,6 +83,9 @@ export function frameworkChanges(up: string, changes: readonly FrameworkChange[]
   return changes.length === 0 ? undefined : frameworkNotification({ up, changes });
 }
 
+/** Digests by file, reused while inode, size and mtime stay (the same process publishes the same folder run after run). */
+const digestCache = new Map<string, { ino: number; size: number; mtimeMs: number; digest: string }>();
+
 /**
  * The documents of a set's document folder that Framework Notifications speak of, with a digest of each:
  * the capability documents (Resource List, Change List, Resource Dump, Change Dump and their archives),
@@ -104,10 +107,18 @@ export function documentDigests(docDir: string, x: string): Map<string, string> 
     if (role === undefined) continue;
     if (role.whenNew) out.set(name, 'present');
     else {
+      const file = join(docDir, name);
       try {
-        out.set(name, createHash('sha256').update(readFileSync(join(docDir, name))).digest('hex'));
+        const st = statSync(file);
+        const known = digestCache.get(file);
+        if (known !== undefined && known.ino === st.ino && known.size === st.size && known.mtimeMs === st.mtimeMs) out.set(name, known.digest);
+        else {
+          const digest = createHash('sha256').update(readFileSync(file)).digest('hex');
+          digestCache.set(file, { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, digest });
+          out.set(name, digest);
+        }
       } catch {
-        // removed meanwhile
+        digestCache.delete(file); // removed meanwhile
       }
     }
   }
