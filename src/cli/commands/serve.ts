@@ -2,8 +2,8 @@
  * `resourcesync serve <dir>... [--port N] [--host H] [--base-url URL] [--no-watch] [--state DIR] [--verbose]`
  * and the publication options of `build` (`--hashes`, `--max-entries`, `--dumps`, `--gzip`…, see `../publish-options.ts`):
  * publishes the directories as a ResourceSync Source (one set of resources per directory), serves the
- * resources and documents over HTTP, and by default re-publishes on every change so that it shows up in the
- * open Change List within about a second. Prints `listening on <url>` on stdout once ready; SIGINT/SIGTERM
+ * resources and documents over HTTP, and by default re-publishes as soon as a changed file has settled
+ * (see ../../server/watch.ts), so that a change shows up in the open Change List within tens of milliseconds. Prints `listening on <url>` on stdout once ready; SIGINT/SIGTERM
  * shut it down cleanly (exit 0).
  * @see Z39.99 §6.3 (discovery), §12 (Change List)
  */
