@@ -189,12 +189,15 @@ export async function run(args: string[]): Promise<number> {
   // never lost, and two publications never run at once.
   let first: { result?: PublishResult; error?: unknown } | undefined;
   const held: { watcher?: SourceWatcher } = {};
+  let runMs = 0;
   const publishOnce = async (): Promise<PublishResult> => {
+    const t0 = performance.now();
     try {
       // a file still being written keeps its previous state until the watcher has seen it settle
       const w = held.watcher;
       const result = await publish(w === undefined ? publishOptions : { ...publishOptions, hold: (f) => w.unsettled(f) });
       first ??= { result };
+      runMs = performance.now() - t0;
       return result;
     } catch (error) {
       first ??= { error };
@@ -213,7 +216,7 @@ export async function run(args: string[]): Promise<number> {
           live.push?.send((r as PublishResult).notifications);
           if (verbose) {
             const ch = (r as PublishResult).changes;
-            log(`published: ${ch.created} created, ${ch.updated} updated, ${ch.deleted} deleted`);
+            log(`published: ${ch.created} created, ${ch.updated} updated, ${ch.deleted} deleted in ${runMs.toFixed(0)} ms`);
           }
         },
         onError: (e) => {
