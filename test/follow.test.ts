@@ -5,9 +5,9 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { unlink, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, relative, sep } from 'node:path';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -51,6 +51,26 @@ const lines = (p: Proc): Array<Record<string, unknown>> =>
     .split('\n')
     .filter((l) => l.startsWith('{'))
     .map((l) => JSON.parse(l) as Record<string, unknown>);
+
+/** Relative path → content of every visible file under `dir`. */
+function files(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    const full = join(e.parentPath, e.name);
+    if (!e.isFile() || relative(dir, full).split(sep).some((s) => s.startsWith('.'))) continue;
+    out[relative(dir, full)] = readFileSync(full, 'utf8');
+  }
+  return out;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise<number>((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
 
 let tmp: { dir: string; cleanup: () => Promise<void> };
 const procs: Proc[] = [];
@@ -107,6 +127,60 @@ test('sync --follow: two Destinations follow a Source through its hub; SIGTERM u
   await once(serve.p.child, 'exit');
 });
 
+test('sync --follow applies a notification from its own entries, without reading the Change List; deletions only with --delete; a plain sync afterwards finds nothing new', async () => {
+  const site = join(tmp.dir, 'direct');
+  mkdirSync(join(site, 'sub'), { recursive: true });
+  await writeFile(join(site, 'keep.txt'), 'keep\n');
+  const serve = await startServe(site);
+  procs.push(serve.p);
+  const dest = join(tmp.dir, 'direct-dest');
+  const f = start(['sync', serve.url, dest, '--follow', '--json', '--no-fsync']); // no --delete
+  procs.push(f);
+  await until(`a subscription; ${f.err()}`, () => /subscribed to /.test(f.err()));
+  await until('the verified subscription', () => /hub: verified subscribe/.test(serve.p.err()));
+  await sleep(300); // the catch-up after subscribing is done
+  const requestsBefore = serve.p.err().length;
+
+  await writeFile(join(site, 'sub', 'new é.txt'), 'new\n');
+  await until('new é.txt pushed', () => existsSync(join(dest, 'sub', 'new é.txt')));
+  assert.equal(readFileSync(join(dest, 'sub', 'new é.txt'), 'utf8'), 'new\n');
+  await writeFile(join(site, 'keep.txt'), 'kept, changed\n');
+  await until('keep.txt updated', () => readFileSync(join(dest, 'keep.txt'), 'utf8') === 'kept, changed\n');
+  await unlink(join(site, 'sub', 'new é.txt'));
+  await until(`the deletion notified; ${f.out()}`, () =>
+    lines(f).some((l) => l.via === 'push' && l.deleted === 0 && l.created === 0 && l.updated === 0 && l.notifications === 1),
+  );
+  assert.equal(existsSync(join(dest, 'sub', 'new é.txt')), true, 'not deleted without --delete');
+
+  // the requests the Source saw meanwhile: the two resources, never a Change List or Capability List
+  const requests = serve.p
+    .err()
+    .slice(requestsBefore)
+    .split('\n')
+    .filter((l) => /^GET /.test(l));
+  assert.ok(requests.some((l) => l.startsWith('GET /sub/new%20%C3%A9.txt 200')), requests.join('\n'));
+  assert.ok(requests.some((l) => l.startsWith('GET /keep.txt 200')), requests.join('\n'));
+  assert.deepEqual(
+    requests.filter((l) => /\/\.resourcesync\/|\.well-known/.test(l)),
+    [],
+    'no document was read: the notifications were applied from their own entries',
+  );
+  const pushed = lines(f).filter((l) => l.via === 'push');
+  assert.ok(pushed.length >= 3 && pushed.every((l) => l.mode === 'notification' && l.gaps === 0), f.out());
+
+  f.child.kill('SIGTERM');
+  assert.equal(((await once(f.child, 'exit')) as [number])[0], 0, f.err());
+  // a plain sync after following: nothing to create or update (the deletion is still only reported)
+  const plain = start(['sync', serve.url, dest, '--json', '--no-fsync']);
+  const [code] = (await once(plain.child, 'exit')) as [number];
+  assert.equal(code, 0, plain.err());
+  const report = JSON.parse(plain.out()) as { mode: string; created: number; updated: number; deleted: number; deletionsSkippedCount: number };
+  assert.equal(report.mode, 'incremental');
+  assert.deepEqual([report.created, report.updated, report.deleted], [0, 0, 0], plain.out());
+  serve.p.child.kill('SIGTERM');
+  await once(serve.p.child, 'exit');
+});
+
 test('sync --follow polls the Change List when the Source has no change channel', async () => {
   const site = join(tmp.dir, 'plain');
   mkdirSync(site);
@@ -128,12 +202,7 @@ test('sync --follow polls the Change List when the Source has no change channel'
 
 test('sync --follow detects a gap between notification windows and fills it from the Change List', async () => {
   // an external hub on a fixed port, so that it can be stopped and started again at the same URL
-  const free = await new Promise<number>((resolve) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
+  const free = await freePort();
   const hubData = join(tmp.dir, 'hub');
   const startHub = async (): Promise<Proc> => {
     const h = start(['hub', '--port', String(free), '--data', hubData, '--retry-ms', '20', '--verbose']);
@@ -168,10 +237,59 @@ test('sync --follow detects a gap between notification windows and fills it from
   await until('c.txt pushed', () => existsSync(join(dest, 'c.txt')));
   assert.equal(readFileSync(join(dest, 'missed.txt'), 'utf8'), 'missed\n', 'the gap was filled from the Change List');
   await until('the gap line', () => lines(f).some((l) => l.via === 'push' && l.gaps === 1));
+  const gapLine = lines(f).find((l) => l.via === 'push' && l.gaps === 1)!;
+  assert.equal(gapLine.changeList, 'gap', 'the gap was read from the Change List');
+  assert.deepEqual(files(dest), files(site), 'the mirror ends identical to the Source');
   f.child.kill('SIGTERM');
   assert.equal(((await once(f.child, 'exit')) as [number])[0], 0);
   serve.p.child.kill('SIGTERM');
   await once(serve.p.child, 'exit');
   hub.child.kill('SIGTERM');
   await once(hub.child, 'exit');
+});
+
+test('serve --allow-callback: the embedded hub refuses a callback host that is not loopback by name unless a pattern allows it', async () => {
+  // [::ffff:7f00:1] is 127.0.0.1 mapped into IPv6: traffic stays on loopback, but by name it is not a
+  // loopback host, so the hub's callback policy treats it as any other host
+  const site = join(tmp.dir, 'allow');
+  mkdirSync(site);
+  await writeFile(join(site, 'a.txt'), 'a\n');
+  const follow = async (serveUrl: string, dest: string): Promise<Proc> => {
+    const port = await freePort();
+    const f = start([
+      'sync', serveUrl, dest, '--follow', '--json', '--no-fsync', '--interval', '30',
+      '--listen', `127.0.0.1:${port}`, '--callback-url', `http://[::ffff:7f00:1]:${port}/callback`,
+    ]);
+    procs.push(f);
+    return f;
+  };
+
+  const refused = await startServe(site, ['--state', join(tmp.dir, 'allow-state-1')]);
+  procs.push(refused.p);
+  const f1 = await follow(refused.url, join(tmp.dir, 'allow-d1'));
+  await until(`the refusal; ${f1.err()}`, () => /subscription failed \(.*403.*\); polling every 30 s/.test(f1.err()));
+  assert.doesNotMatch(refused.p.err(), /hub: verified subscribe/);
+  f1.child.kill('SIGTERM');
+  assert.equal(((await once(f1.child, 'exit')) as [number])[0], 0);
+  refused.p.child.kill('SIGTERM');
+  await once(refused.p.child, 'exit');
+
+  const allowed = await startServe(site, ['--state', join(tmp.dir, 'allow-state-2'), '--allow-callback', '[::ffff:7f00:1]']);
+  procs.push(allowed.p);
+  const dest = join(tmp.dir, 'allow-d2');
+  const f2 = await follow(allowed.url, dest);
+  await until(`a subscription; ${f2.err()}`, () => /subscribed to /.test(f2.err()));
+  await until('the verified subscription at the hub', () =>
+    /hub: verified subscribe http:\/\/\[::ffff:7f00:1\]:\d+\/callback/.test(allowed.p.err()),
+  );
+  await writeFile(join(site, 'b.txt'), 'b\n');
+  await until('b.txt pushed to the allowed callback', () => existsSync(join(dest, 'b.txt')));
+  f2.child.kill('SIGTERM');
+  assert.equal(((await once(f2.child, 'exit')) as [number])[0], 0);
+  allowed.p.child.kill('SIGTERM');
+  await once(allowed.p.child, 'exit');
+
+  const misuse = start(['serve', site, '--port', '0', '--no-hub', '--allow-callback', '*.example.org']);
+  assert.equal(((await once(misuse.child, 'exit')) as [number])[0], 2);
+  assert.match(misuse.err(), /--allow-callback applies to the embedded hub/);
 });

@@ -4,19 +4,19 @@
  * changes as notifications arrive; without a channel, or while the hub cannot be reached, it polls the
  * Change List every `--interval` seconds and goes back to push when the hub answers again.
  *
- * Each notification (or run of notifications arriving together) is applied by an incremental `sync()`
- * from the Change List: verified and atomic like any sync, and a gap between notification windows
- * (missed notifications) is filled by the same run. One line per applied batch on stdout (`--json`: one
- * JSON object per line). SIGINT/SIGTERM unsubscribe and end with exit 0, the state saved.
+ * Each notification (or run of notifications arriving together) is applied from its own entries by the
+ * library's {@link Follower} (verified and atomic like any sync, the state store kept open); a gap between
+ * notification windows (missed notifications) or a change that failed is filled from the Change List. One
+ * line per applied batch on stdout (`--json`: one JSON object per line). SIGINT/SIGTERM unsubscribe and
+ * end with exit 0, the state saved.
  * @see Change Notification §4, §3 (from/until windows)
  */
 import { stdout } from 'node:process';
-import { sync, type SyncOptions, type SyncReport } from '../destination/sync.js';
+import type { SyncOptions } from '../destination/sync.js';
 import { readDocument } from '../core/xml/read-document.js';
-import { notificationWindow } from '../core/model/notification.js';
+import { Follower, type FollowBatch } from '../notify/follower.js';
 import { listen, type Listener } from '../notify/node-listener.js';
 import { Subscriber } from '../notify/subscriber.js';
-import { WindowTracker, type WindowOrder } from '../notify/windows.js';
 
 /** Options of {@link follow}. */
 export interface FollowOptions {
@@ -54,66 +54,48 @@ async function changeChannel(capabilityList: string, signal: AbortSignal): Promi
   return undefined;
 }
 
+type Via = 'start' | 'push' | 'poll' | 'catch-up';
+
+function printBatch(json: boolean, via: Via, b: Omit<FollowBatch, 'notifications' | 'gaps'> & Partial<FollowBatch>): void {
+  const failed = b.failed.length;
+  if (json) {
+    stdout.write(
+      `${JSON.stringify({ time: new Date().toISOString(), via, mode: b.mode, created: b.created, updated: b.updated, deleted: b.deleted, failed, durationMs: b.durationMs, notifications: b.notifications ?? 0, ...(b.window ? { window: b.window } : {}), gaps: b.gaps ?? 0, ...(b.reason !== undefined && via === 'push' ? { changeList: b.reason } : {}) })}\n`,
+    );
+  } else {
+    const gaps = b.gaps ?? 0;
+    stdout.write(
+      `${new Date().toISOString()} ${via}: ${b.mode} created ${b.created}, updated ${b.updated}, deleted ${b.deleted}, failed ${failed}` +
+        `${b.window ? ` (window ${b.window.from} .. ${b.window.until}${gaps > 0 ? `, ${gaps} gap(s) filled from the Change List` : ''})` : ''}\n`,
+    );
+  }
+}
+
 /** Runs the follow loop until `signal` aborts; resolves with the exit code. */
 export async function follow(o: FollowOptions): Promise<number> {
-  const tracker = new WindowTracker();
-  let running: Promise<void> | undefined;
-  let again = false;
-  let notes: { order: WindowOrder; from: string; until: string }[] = [];
   let mode: 'push' | 'poll' = 'poll';
+  let requested: Via = 'catch-up';
 
-  const print = (report: SyncReport, via: string): void => {
-    const window = notes.length > 0 ? { from: notes[0]!.from, until: notes[notes.length - 1]!.until } : undefined;
-    const gaps = notes.filter((n) => n.order === 'gap' || n.order === 'overlap').length;
-    if (o.json) {
-      stdout.write(
-        `${JSON.stringify({ time: new Date().toISOString(), via, mode: report.mode, created: report.created, updated: report.updated, deleted: report.deleted, failed: report.failed.length, durationMs: report.durationMs, notifications: notes.length, ...(window ? { window } : {}), gaps })}\n`,
-      );
-    } else {
-      stdout.write(
-        `${new Date().toISOString()} ${via}: ${report.mode} created ${report.created}, updated ${report.updated}, deleted ${report.deleted}, failed ${report.failed.length}` +
-          `${window ? ` (window ${window.from} .. ${window.until}${gaps > 0 ? `, ${gaps} gap(s) filled from the Change List` : ''})` : ''}\n`,
-      );
-    }
+  // 1. Baseline or catch-up; the follower then holds the destination
+  const { follower, first } = await Follower.start({
+    ...o.syncOptions,
+    signal: o.signal,
+    onBatch: (b) => {
+      const via: Via = b.notifications > 0 ? 'push' : requested;
+      if (b.created + b.updated + b.deleted + b.failed.length > 0 || b.notifications > 0) printBatch(o.json, via, b);
+    },
+    onError: (e) => o.log(`resourcesync sync: ${e instanceof Error ? e.message : String(e)}`),
+  });
+  printBatch(o.json, 'start', first);
+  const catchUp = (via: Via): Promise<void> => {
+    requested = via;
+    return follower.catchUp();
   };
-
-  const runSync = (via: string): Promise<void> => {
-    if (running !== undefined) {
-      again = true;
-      return running;
-    }
-    running = (async () => {
-      do {
-        again = false;
-        const taken = notes;
-        try {
-          const report = await sync({ ...o.syncOptions, signal: o.signal });
-          if (
-            report.created + report.updated + report.deleted + report.failed.length > 0 ||
-            taken.length > 0 ||
-            via === 'start'
-          )
-            print(report, via);
-          notes = notes.slice(taken.length);
-        } catch (e) {
-          if (o.signal.aborted) return;
-          o.log(`resourcesync sync: ${e instanceof Error ? e.message : String(e)}`);
-        }
-      } while (again && !o.signal.aborted);
-    })().finally(() => {
-      running = undefined;
-    });
-    return running;
-  };
-
-  // 1. Baseline or catch-up
-  const first = await sync({ ...o.syncOptions, signal: o.signal });
-  print(first, 'start');
-  const capabilityList = first.sets.map((s) => s.key).find((k) => /^https?:/.test(k));
 
   // 2. The callback endpoint
   const ref: { sub?: Subscriber } = {};
   let listener: Listener | undefined;
+  const capabilityList = follower.capabilityList;
   const channel =
     capabilityList === undefined ? undefined : await changeChannel(capabilityList, o.signal).catch(() => undefined);
   if (channel !== undefined) {
@@ -125,18 +107,7 @@ export async function follow(o: FollowOptions): Promise<number> {
       hub: channel.hub,
       topic: channel.topic,
       callbackUrl: o.callbackUrl ?? `${listener.url}/callback`,
-      onNotification: (bytes) => {
-        void readDocument(bytes)
-          .then(async (doc) => {
-            const w = notificationWindow(doc.header);
-            await doc.close();
-            if (w !== undefined) notes.push({ order: tracker.accept(w.from, w.until), ...w });
-            return runSync('push');
-          })
-          .catch((e: unknown) =>
-            o.log(`resourcesync sync: a notification was not readable: ${e instanceof Error ? e.message : String(e)}`),
-          );
-      },
+      onNotification: (bytes) => void follower.receive(bytes),
       onEvent: (e) => {
         if (e.type === 'renew-failed') {
           mode = 'poll';
@@ -157,7 +128,7 @@ export async function follow(o: FollowOptions): Promise<number> {
       await ref.sub.subscribe();
       if (mode === 'poll') o.log(`resourcesync sync: subscribed to ${channel!.topic} at ${channel!.hub}`);
       mode = 'push';
-      await runSync('catch-up'); // changes between the first sync and the subscription
+      await catchUp('catch-up'); // changes between the first sync and the subscription
     } catch (e) {
       if (mode === 'push' || ref.sub.subscribed) return;
       o.log(
@@ -170,7 +141,7 @@ export async function follow(o: FollowOptions): Promise<number> {
   // 3. Polling while not pushed to; retry the subscription at each tick
   await new Promise<void>((resolve) => {
     const tick = setInterval(() => {
-      if (mode === 'poll') void runSync('poll').then(trySubscribe);
+      if (mode === 'poll') void catchUp('poll').then(trySubscribe);
     }, o.intervalMs);
     o.signal.addEventListener(
       'abort',
@@ -182,7 +153,7 @@ export async function follow(o: FollowOptions): Promise<number> {
     );
   });
 
-  // 4. Stop: unsubscribe (bounded), wait for the sync in flight
+  // 4. Stop: unsubscribe (bounded), wait for the batch in flight, let the destination go
   if (ref.sub?.subscribed === true) {
     await ref.sub
       .unsubscribe()
@@ -191,7 +162,7 @@ export async function follow(o: FollowOptions): Promise<number> {
       );
   }
   ref.sub?.close();
-  await running;
+  await follower.close();
   await listener?.close();
   return 0;
 }

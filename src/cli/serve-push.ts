@@ -37,6 +37,8 @@ export function startPush(o: {
   origin: string;
   hubDir?: string;
   hub?: string;
+  /** Non-loopback callbacks the embedded hub may contact (patterns, see ../notify/callback-policy.ts). */
+  allowCallback?: readonly string[];
   log: (line: string) => void;
   verbose: boolean;
 }): Push {
@@ -51,7 +53,7 @@ export function startPush(o: {
     store = HubStore.open(join(o.hubDir!, 'hub.sqlite'));
     const describe = (e: HubEvent): string =>
       `hub: ${e.type}${'mode' in e ? ` ${e.mode}` : ''} ${'callback' in e ? e.callback : ''} ${e.topic}`;
-    hub = createHub({ store, hubUrl, ...(o.verbose ? { onEvent: (e: HubEvent) => o.log(describe(e)) } : {}) });
+    hub = createHub({ store, hubUrl, allowCallback: o.allowCallback ?? [], ...(o.verbose ? { onEvent: (e: HubEvent) => o.log(describe(e)) } : {}) });
     const h = hub;
     listener = nodeListener(
       (r) => h.handle(r),

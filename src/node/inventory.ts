@@ -80,6 +80,12 @@ export interface InventoryOptions {
   rewrite?: (path: string) => ((stored: Buffer) => Uint8Array) | undefined;
   /** Largest file `rewrite` is applied to; default 1 MiB. */
   rewriteLimit?: number;
+  /**
+   * Files being written (a watcher has not seen them settle): for a relative path, true to keep what the
+   * previous snapshot knew of it (size, mtime, hashes; a file it did not know is left out), so that no
+   * half-written content is listed. Its next inventory reads it.
+   */
+  hold?: (path: string) => boolean;
 }
 
 interface DirItem {
@@ -149,6 +155,16 @@ export async function* inventory(root: string, options: InventoryOptions = {}): 
       continue;
     }
     const prev = previous?.(rel);
+    if (options.hold?.(rel) === true) {
+      if (prev === undefined || !algorithms.every((a) => prev.hashes[a] !== undefined)) continue;
+      const hashes: Hashes = {};
+      for (const a of algorithms) hashes[a] = prev.hashes[a]!;
+      const held: InventoryEntry = { path: rel, size: prev.size, mtimeMs: prev.mtimeMs, type: typeOf(rel), hashes };
+      progress.files++;
+      progress.bytes += held.size;
+      yield held;
+      continue;
+    }
     let st: Stats | undefined = item.stats;
     let fd = -1;
     let entry: InventoryEntry | undefined;

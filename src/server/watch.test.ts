@@ -1,10 +1,14 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, open, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { watchSources } from './watch.js';
+import { parseDocument } from '../core/xml/read-document.js';
+import { publish, type PublishOptions } from '../source/publish.js';
+import { watchSources, type SourceWatcher } from './watch.js';
 
 let tmp: string;
 before(async () => {
@@ -20,11 +24,11 @@ async function until(cond: () => boolean, ms = 3000): Promise<void> {
   }
 }
 
-void test('a burst of changes gives one debounced run; hidden names give none', async () => {
+void test('a burst of changes that settles together gives one run; hidden names give none', async () => {
   const dir = join(tmp, 'burst');
   await mkdir(join(dir, '.resourcesync'), { recursive: true });
   let runs = 0;
-  const w = watchSources({ dirs: [dir], debounceMs: 100, run: () => Promise.resolve(runs++) });
+  const w = watchSources({ dirs: [dir], settleMs: 100, batchMs: 60, run: () => Promise.resolve(runs++) });
   try {
     assert.equal(w.mode, 'watch');
     for (let i = 0; i < 10; i++) await writeFile(join(dir, `f${i}.txt`), String(i));
@@ -52,7 +56,7 @@ void test('runs are serialized and changes during a run coalesce into one more r
   let runs = 0;
   const w = watchSources({
     dirs: [dir],
-    debounceMs: 20,
+    settleMs: 20,
     run: async () => {
       active++;
       maxActive = Math.max(maxActive, active);
@@ -84,7 +88,7 @@ void test('errors of run go to onError and the watcher keeps going', async () =>
   let calls = 0;
   const w = watchSources({
     dirs: [dir],
-    debounceMs: 20,
+    settleMs: 20,
     onError: (e) => errors.push(e),
     run: () => {
       calls++;
@@ -128,7 +132,7 @@ void test('poll mode detects creations, edits and deletions by rescanning', asyn
   await mkdir(dir, { recursive: true });
   await writeFile(join(dir, 'a.txt'), 'a');
   let runs = 0;
-  const w = watchSources({ dirs: [dir], poll: true, pollMs: 100, debounceMs: 20, run: () => Promise.resolve(runs++) });
+  const w = watchSources({ dirs: [dir], poll: true, pollMs: 100, settleMs: 20, run: () => Promise.resolve(runs++) });
   try {
     assert.equal(w.mode, 'poll');
     await sleep(250);
@@ -147,18 +151,101 @@ void test('poll mode detects creations, edits and deletions by rescanning', asyn
   }
 });
 
-void test('maxWaitMs: a steady stream of changes is published while it lasts, not only when it stops', async () => {
+void test('a steady stream of changes is published while it lasts: each file settles on its own', async () => {
   const dir = join(tmp, 'stream');
   await mkdir(dir, { recursive: true });
   let runs = 0;
-  const w = watchSources({ dirs: [dir], debounceMs: 150, maxWaitMs: 100, run: () => Promise.resolve(runs++) });
+  const w = watchSources({ dirs: [dir], settleMs: 30, run: () => Promise.resolve(runs++) });
   try {
-    // a change every 20 ms for 1 s: the quiet period alone would never pass
+    // a new file every 20 ms for 1 s: some file is always unsettled, yet every one is published
     for (let i = 0; i < 50; i++) {
       await writeFile(join(dir, `s${i}.txt`), String(i));
       await sleep(20);
     }
-    assert.ok(runs >= 2, `runs during the stream: ${runs}`);
+    assert.ok(runs >= 10, `runs during the stream: ${runs}`);
+  } finally {
+    await w.close();
+  }
+});
+
+void test('a file being written is unsettled until it has had no change for settleMs; other files are not held back', async () => {
+  const dir = join(tmp, 'held');
+  await mkdir(dir, { recursive: true });
+  const slow = join(dir, 'slow.bin');
+  const quick = join(dir, 'quick.txt');
+  const seen: Array<{ slow: boolean; quick: boolean }> = [];
+  const ref: { w?: SourceWatcher } = {};
+  const w = watchSources({
+    dirs: [dir],
+    settleMs: 60,
+    run: () => {
+      seen.push({ slow: ref.w!.unsettled(slow), quick: ref.w!.unsettled(quick) });
+      return Promise.resolve();
+    },
+  });
+  ref.w = w;
+  try {
+    const h = await open(slow, 'w');
+    try {
+      for (let i = 0; i < 30; i++) {
+        await h.write(Buffer.alloc(1024, i));
+        if (i === 5) await writeFile(quick, 'quick');
+        await sleep(10);
+      }
+    } finally {
+      await h.close();
+    }
+    // quick.txt settled and ran while slow.bin was still being written, and was not held
+    assert.ok(seen.some((s) => s.slow && !s.quick), JSON.stringify(seen));
+    await until(() => seen.length > 0 && !seen[seen.length - 1]!.slow);
+    assert.equal(w.unsettled(slow), false);
+  } finally {
+    await w.close();
+  }
+});
+
+void test('publish with the watcher: a file written slowly in chunks is recorded once, with its final hash', async () => {
+  const dir = join(tmp, 'chunks');
+  const out = join(tmp, 'chunks-out');
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, 'seed.txt'), 'seed');
+  const ref: { w?: SourceWatcher } = {};
+  const opts: PublishOptions = { sets: [{ name: 'data', dir }], baseUrl: 'http://127.0.0.1:1', outDir: out, stateDir: join(tmp, 'chunks-state') };
+  let failure: unknown;
+  const w = watchSources({
+    dirs: [dir],
+    settleMs: 50,
+    run: () => publish({ ...opts, hold: (f) => ref.w!.unsettled(f) }),
+    onError: (e) => (failure = e),
+  });
+  ref.w = w;
+  try {
+    await w.flush();
+    const body = Buffer.alloc(64 * 1024);
+    for (let i = 0; i < body.length; i++) body[i] = (i * 7) & 0xff;
+    const h = await open(join(dir, 'slow.bin'), 'w');
+    try {
+      // 16 chunks, 15 ms apart, while another file keeps the watcher running
+      for (let i = 0; i < 16; i++) {
+        await h.write(body.subarray(i * 4096, (i + 1) * 4096));
+        await writeFile(join(dir, `other-${i}.txt`), String(i));
+        await sleep(15);
+      }
+    } finally {
+      await h.close();
+    }
+    const changeList = join(out, '.resourcesync', 'data', 'changelist.xml');
+    await until(() => existsSync(changeList) && readFileSync(changeList, 'utf8').includes('slow.bin'), 5000);
+    await sleep(200);
+    await w.flush();
+    const doc = await parseDocument(readFileSync(changeList));
+    const slow = doc.entries.filter((e) => e.loc.endsWith('/slow.bin'));
+    assert.equal(slow.length, 1, JSON.stringify(slow));
+    assert.equal(slow[0]!.md?.change, 'created');
+    assert.equal(slow[0]!.md?.length, String(body.length));
+    assert.equal(slow[0]!.md?.hash, `md5:${createHash('md5').update(body).digest('hex')}`);
+    assert.equal(doc.entries.filter((e) => /other-\d+\.txt$/.test(e.loc)).length, 16);
+    assert.equal(failure, undefined);
   } finally {
     await w.close();
   }

@@ -1,13 +1,15 @@
 /**
- * Live change tracking for a served Source: watches the set directories and re-publishes, debounced and
- * serialized (never two runs at once; changes during a run coalesce into one more run), so that a change
- * shows up in the open Change List within about a second. Hidden names (the tool's own `.resourcesync`
- * state and output among them) never trigger a run.
+ * Live change tracking for a served Source: watches the set directories, settles each changed file on its
+ * own (it is settled once it has had no change for `settleMs`), and re-publishes as soon as a change has
+ * settled, serialized (never two runs at once; changes during a run coalesce into one more run). Changes
+ * elsewhere never hold a settled file back, and a file still being written is held out of a run
+ * ({@link SourceWatcher.unsettled}, passed to `publish` as `hold`), so that no half-written file is
+ * listed. Hidden names (the tool's own `.resourcesync` state and output among them) never trigger a run.
  * @see Z39.99 §12 (Change List)
  */
-import { watch, type FSWatcher } from 'node:fs';
+import { readdirSync, statSync, watch, type Dirent, type FSWatcher } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 
 /** Options of `watchSources`. */
 export interface WatchOptions {
@@ -15,13 +17,18 @@ export interface WatchOptions {
   dirs: readonly string[];
   /** The action to run after changes, typically `() => publish(...)`. Its rejections go to `onError`. */
   run: () => Promise<unknown>;
-  /** Quiet period after the last event before running. Default 200 ms. */
-  debounceMs?: number;
   /**
-   * Longest wait after the first event of a batch, however often events keep coming (a steady stream of
-   * changes would otherwise never be published). Default: none.
+   * A changed file is settled once it has had no change for this long (with `fs.watch`, every write is an
+   * event; when polling, its size and modification time are compared across this span). Default 25 ms.
    */
-  maxWaitMs?: number;
+  settleMs?: number;
+  /** Files that settle within this span of the first one go into the same run. Default 5 ms. */
+  batchMs?: number;
+  /**
+   * A file that keeps changing for this long is taken as it is (published, then again once it settles), so
+   * that a file written without pause is not held back for ever. Default 2,000 ms.
+   */
+  maxHoldMs?: number;
   /** Interval of the rescan used when recursive `fs.watch` is unavailable (or `poll` is set). Default 1000 ms. */
   pollMs?: number;
   /** Use periodic rescans instead of `fs.watch`. Default false. */
@@ -30,7 +37,7 @@ export interface WatchOptions {
   signal?: AbortSignal;
   /** Errors of `run` and of the watchers; the watcher keeps going. */
   onError?: (error: unknown) => void;
-  /** Called at once (not debounced) for every change event of a visible name, e.g. to drop server caches. */
+  /** Called at once (not settled) for every change event of a visible name, e.g. to drop server caches. */
   onEvent?: () => void;
   /** Called after each completed run with its result. */
   onRun?: (result: unknown) => void;
@@ -40,6 +47,11 @@ export interface WatchOptions {
 export interface SourceWatcher {
   /** How changes are detected. */
   readonly mode: 'watch' | 'poll';
+  /**
+   * True while the file at this absolute path (under one of the watched directories, as given) has changed
+   * and not settled yet: a run keeps its previous state.
+   */
+  unsettled(file: string): boolean;
   /** Runs now (serialized with other runs) and resolves when no run is pending or in flight. */
   flush(): Promise<void>;
   /** Stops watching; resolves once an in-flight run has finished. */
@@ -50,9 +62,9 @@ function hiddenPath(name: string): boolean {
   return name.startsWith('.') || name.includes('/.') || name.includes('\\.');
 }
 
-/** A cheap signature of a tree: names, sizes and modification times of visible files, bounded in work. */
-async function signature(dir: string, budget = 200_000): Promise<string> {
-  const parts: string[] = [];
+/** A cheap signature of a tree: path → size and modification time of each visible file, bounded in work. */
+async function signature(dir: string, budget = 200_000): Promise<Map<string, string>> {
+  const parts = new Map<string, string>();
   const stack = [dir];
   let seen = 0;
   while (stack.length > 0 && seen < budget) {
@@ -71,35 +83,119 @@ async function signature(dir: string, budget = 200_000): Promise<string> {
       else {
         try {
           const st = await stat(p);
-          parts.push(`${p}\0${st.size}\0${st.mtimeMs}`);
+          parts.set(p, `${st.size}:${st.mtimeMs}`);
         } catch {
           // vanished meanwhile: the next scan sees it
         }
       }
     }
   }
-  return parts.sort().join('\n');
+  return parts;
 }
 
 /**
- * Watches `dirs` and calls `run` after changes, debounced and serialized.
+ * Linux: one plain watcher (inotify) per visible folder, added as folders appear, instead of Node's
+ * recursive mode, which reads the whole folder again on every event there (its cost grows with the
+ * number of files, and a Source changing 50 times a second in a folder of thousands paid it each time).
+ * The files already in a folder that appears are reported as changed.
+ */
+function treeWatch(root: string, touched: (file: string) => void, onError: (e: unknown) => void, all: FSWatcher[]): void {
+  const byDir = new Map<string, FSWatcher>();
+  const forget = (dir: string): void => {
+    for (const [d, w] of byDir) {
+      if (d === dir || d.startsWith(`${dir}${sep}`)) {
+        w.close();
+        byDir.delete(d);
+        const i = all.indexOf(w);
+        if (i >= 0) all.splice(i, 1);
+      }
+    }
+  };
+  const add = (dir: string, report: boolean): void => {
+    if (byDir.has(dir)) return;
+    let w: FSWatcher;
+    try {
+      w = watch(dir, (event, name) => {
+        if (typeof name !== 'string') {
+          touched(dir);
+          return;
+        }
+        if (name.startsWith('.')) return;
+        const file = join(dir, name);
+        touched(file);
+        if (event === 'rename') {
+          const st = statSync(file, { throwIfNoEntry: false });
+          if (st?.isDirectory() === true) add(file, true);
+          else if (st === undefined) forget(file);
+        }
+      });
+    } catch (error) {
+      if (dir === root) throw error;
+      return; // gone meanwhile, or unreadable: its parent's next event says more
+    }
+    w.on('error', (error) => {
+      forget(dir);
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT' && (error as NodeJS.ErrnoException).code !== 'EPERM') onError(error);
+    });
+    byDir.set(dir, w);
+    all.push(w);
+    let entries: Dirent[] = [];
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      // gone meanwhile
+    }
+    for (const e of entries) {
+      if (e.name.startsWith('.')) continue;
+      const p = join(dir, e.name);
+      if (e.isDirectory()) add(p, report);
+      else if (report) touched(p);
+    }
+  };
+  add(root, false);
+}
+
+interface Changed {
+  /** When it was seen changing last (ms, `performance.now()`). */
+  last: number;
+  /** When it was first seen changing since it last settled. */
+  first: number;
+  /** Size and mtime when seen last (poll mode), to compare with. */
+  sig: string | undefined;
+}
+
+function fileSig(file: string): string {
+  try {
+    const st = statSync(file, { throwIfNoEntry: false });
+    if (st === undefined) return 'gone';
+    return st.isFile() ? `${st.size}:${st.mtimeMs}` : 'other';
+  } catch {
+    return 'gone';
+  }
+}
+
+/**
+ * Watches `dirs` and calls `run` once changed files have settled, serialized.
  * @example
- * const watcher = watchSources({ dirs: ['data'], run: () => publish(opts), onError: (e) => log(e) });
+ * const watcher = watchSources({ dirs: ['data'], run: () => publish({ ...opts, hold: (f) => watcher.unsettled(f) }), onError: (e) => log(e) });
  * // …later
  * await watcher.close();
  */
 export function watchSources(options: WatchOptions): SourceWatcher {
-  const debounce = options.debounceMs ?? 200;
+  const settleMs = options.settleMs ?? 25;
+  const batchMs = options.batchMs ?? 5;
+  const maxHoldMs = options.maxHoldMs ?? 2000;
   const onError = options.onError ?? (() => undefined);
   let closed = false;
-  let timer: NodeJS.Timeout | undefined;
-  let batchStart: number | undefined;
   let running: Promise<void> | undefined;
   let pending = false;
   let idle: Array<() => void> = [];
+  const changed = new Map<string, Changed>();
+  let checkTimer: NodeJS.Timeout | undefined;
+  let checkAt = Infinity;
 
   const settle = (): void => {
-    if (running === undefined && !pending && timer === undefined) {
+    if (running === undefined && !pending) {
       const waiting = idle;
       idle = [];
       for (const w of waiting) w();
@@ -129,17 +225,61 @@ export function watchSources(options: WatchOptions): SourceWatcher {
     });
   };
 
-  const trigger = (): void => {
+  /** Settles what is due, runs when something settled, and waits for the next file due. */
+  const check = (): void => {
+    checkTimer = undefined;
+    checkAt = Infinity;
     if (closed) return;
-    if (timer !== undefined) clearTimeout(timer);
-    const now = Date.now();
-    batchStart ??= now;
-    const wait = options.maxWaitMs === undefined ? debounce : Math.max(0, Math.min(debounce, batchStart + options.maxWaitMs - now));
-    timer = setTimeout(() => {
-      timer = undefined;
-      batchStart = undefined;
-      start();
-    }, wait);
+    const now = performance.now();
+    let settled = false;
+    let next = Infinity;
+    for (const [file, c] of changed) {
+      if (now - c.first >= maxHoldMs) {
+        changed.delete(file);
+        settled = true;
+        continue;
+      }
+      if (now - c.last < settleMs) {
+        next = Math.min(next, c.last + settleMs, c.first + maxHoldMs);
+        continue;
+      }
+      if (c.sig !== undefined) {
+        // polling: settled when size and mtime are what the scan saw, settleMs ago
+        const sig = fileSig(file);
+        if (sig !== c.sig && sig !== 'gone' && sig !== 'other') {
+          c.sig = sig;
+          c.last = now;
+          next = Math.min(next, now + settleMs);
+          continue;
+        }
+      }
+      changed.delete(file);
+      settled = true;
+    }
+    if (settled) start();
+    if (next < Infinity) schedule(next);
+  };
+
+  const schedule = (due: number): void => {
+    const at = due + batchMs;
+    if (checkTimer !== undefined && checkAt <= at) return;
+    if (checkTimer !== undefined) clearTimeout(checkTimer);
+    checkAt = at;
+    checkTimer = setTimeout(check, Math.max(0, at - performance.now()));
+  };
+
+  /** A change of `file` (absolute); `sig` is what a scan saw (poll mode). */
+  const touched = (file: string, sig?: string): void => {
+    if (closed) return;
+    options.onEvent?.();
+    const now = performance.now();
+    const c = changed.get(file);
+    if (c === undefined) changed.set(file, { last: now, first: now, sig });
+    else {
+      c.last = now;
+      if (sig !== undefined) c.sig = sig;
+    }
+    schedule(now + settleMs);
   };
 
   const watchers: FSWatcher[] = [];
@@ -148,13 +288,15 @@ export function watchSources(options: WatchOptions): SourceWatcher {
   if (mode === 'watch') {
     try {
       for (const dir of options.dirs) {
-        const w = watch(dir, { recursive: true }, (_event, name) => {
-          if (typeof name === 'string' && hiddenPath(name)) return;
-          options.onEvent?.();
-          trigger();
-        });
-        w.on('error', (error) => onError(error));
-        watchers.push(w);
+        if (process.platform === 'linux') treeWatch(dir, touched, onError, watchers);
+        else {
+          const w = watch(dir, { recursive: true }, (_event, name) => {
+            if (typeof name === 'string' && hiddenPath(name)) return;
+            touched(typeof name === 'string' ? join(dir, name) : dir);
+          });
+          w.on('error', (error) => onError(error));
+          watchers.push(w);
+        }
       }
     } catch (error) {
       for (const w of watchers) w.close();
@@ -165,15 +307,16 @@ export function watchSources(options: WatchOptions): SourceWatcher {
   }
   if (mode === 'poll') {
     const every = options.pollMs ?? 1000;
-    let last: string | undefined;
+    let last: Map<string, string> | undefined;
     let scanning = false;
     const scan = async (): Promise<void> => {
-      const sig = (await Promise.all(options.dirs.map((d) => signature(d)))).join('\n\n');
-      if (last !== undefined && sig !== last) {
-        options.onEvent?.();
-        trigger();
+      const now = new Map<string, string>();
+      for (const d of options.dirs) for (const [file, sig] of await signature(d)) now.set(file, sig);
+      if (last !== undefined) {
+        for (const [file, sig] of now) if (last.get(file) !== sig) touched(file, sig);
+        for (const file of last.keys()) if (!now.has(file)) touched(file, 'gone');
       }
-      last = sig;
+      last = now;
     };
     const tick = (): void => {
       if (scanning || closed) return;
@@ -192,8 +335,8 @@ export function watchSources(options: WatchOptions): SourceWatcher {
     closed = true;
     for (const w of watchers) w.close();
     if (pollTimer !== undefined) clearInterval(pollTimer);
-    if (timer !== undefined) clearTimeout(timer);
-    timer = undefined;
+    if (checkTimer !== undefined) clearTimeout(checkTimer);
+    checkTimer = undefined;
     pending = false;
     await running;
   };
@@ -203,11 +346,10 @@ export function watchSources(options: WatchOptions): SourceWatcher {
     get mode() {
       return mode;
     },
+    unsettled(file) {
+      return changed.has(file);
+    },
     flush() {
-      if (timer !== undefined) {
-        clearTimeout(timer);
-        timer = undefined;
-      }
       if (!closed) start();
       return new Promise<void>((resolve) => {
         idle.push(resolve);

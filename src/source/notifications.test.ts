@@ -6,7 +6,8 @@ import { tempDir } from '../../test/helpers/tmp.js';
 import { parseDocument } from '../core/xml/read-document.js';
 import { writeDocumentString } from '../core/xml/write-document.js';
 import { validateDocument } from '../core/validate/index.js';
-import { publish } from './publish.js';
+import { frameworkChangeAllowed } from '../core/model/notification.js';
+import { publish, type PublishOptions, type PublishResult } from './publish.js';
 import { changeNotifications, MAX_NOTIFICATION_ENTRIES } from './notifications.js';
 import type { ChangeRecord } from './snapshot-store.js';
 
@@ -32,8 +33,10 @@ void test('publish with notifications: channels in the Capability List, contiguo
       n0.framework!.entries.map((e) => [e.md?.capability, e.md?.change]),
       [
         ['capabilitylist', 'created'],
-        ['resourcelist', 'created'],
         ['changelist', 'created'],
+        ['resourcelist-archive', 'created'],
+        ['resourcelist', 'created'],
+        ['description', 'created'],
       ],
     );
     const caps = await parseDocument(readFileSync(join(dir, 'out', '.resourcesync', 'data', 'capabilitylist.xml')));
@@ -91,4 +94,80 @@ void test('changeNotifications splits large batches without overlapping windows'
       ['1970-01-01T00:00:02Z', '1970-01-01T00:00:02Z', 2],
     ],
   );
+});
+
+void test('the framework channel announces every capability document a publication writes: dumps, archives, closed Change Lists under their index, the Source Description', async () => {
+  const { dir, cleanup } = await tempDir('rs-pub-framework-');
+  try {
+    const data = join(dir, 'data');
+    mkdirSync(data);
+    writeFileSync(join(data, 'a.txt'), 'a');
+    let clock = Date.parse('2026-11-23T10:00:00Z');
+    const opts: PublishOptions = {
+      sets: [{ name: 'data', dir: data }],
+      baseUrl: 'http://127.0.0.1:9/',
+      outDir: join(dir, 'out'),
+      stateDir: join(dir, 'state'),
+      now: () => clock,
+      dumps: true,
+      changeList: { maxEntries: 2 },
+      notifications: { hub: 'http://127.0.0.1:9/hub' },
+    };
+    const doc = 'http://127.0.0.1:9/.resourcesync/data/';
+    const announced = async (r: PublishResult): Promise<Array<[string, string, string, string?]>> => {
+      const fn = r.notifications![0]!.framework!;
+      // what goes out is a valid Framework Notification whose pairs Table 2 allows
+      const back = await parseDocument(Buffer.from(writeDocumentString(fn)));
+      assert.deepEqual(validateDocument(back), []);
+      for (const e of back.entries) assert.ok(frameworkChangeAllowed(e.md!.capability!, e.md!.change!), e.loc);
+      return back.entries.map((e) => {
+        const row: [string, string, string, string?] = [e.loc.replace(doc, ''), e.md!.capability!, e.md!.change!];
+        const index = e.ln?.find((l) => l.rel === 'index')?.href;
+        if (index !== undefined) row.push(index.replace(doc, ''));
+        return row;
+      });
+    };
+
+    assert.deepEqual(await announced(await publish(opts)), [
+      ['capabilitylist.xml', 'capabilitylist', 'created'],
+      ['changedump.xml', 'changedump', 'created'],
+      ['changelist.xml', 'changelist', 'created'],
+      ['resourcedump-archive.xml', 'resourcedump-archive', 'created'],
+      ['resourcedump.xml', 'resourcedump', 'created'],
+      ['resourcelist-archive.xml', 'resourcelist-archive', 'created'],
+      ['resourcelist.xml', 'resourcelist', 'created'],
+      ['http://127.0.0.1:9/.well-known/resourcesync', 'description', 'created'],
+    ]);
+
+    // three changes close a Change List of two: a closed Change List under the new index, its Change Dump
+    // package, the archives; a new Resource Dump (Table 2: a Resource Dump is only ever created)
+    clock += 1000;
+    for (const n of ['b', 'c', 'd']) writeFileSync(join(data, `${n}.txt`), n);
+    assert.deepEqual(await announced(await publish(opts)), [
+      ['capabilitylist.xml', 'capabilitylist', 'updated'],
+      ['changedump-00001.xml', 'changedump', 'created'],
+      ['changedump-archive.xml', 'changedump-archive', 'created'],
+      ['changedump.xml', 'changedump', 'updated'],
+      ['changelist-00001.xml', 'changelist', 'created', 'changelist-index.xml'],
+      ['changelist-archive.xml', 'changelist-archive', 'created'],
+      ['changelist.xml', 'changelist', 'updated', 'changelist-index.xml'],
+      ['resourcedump-archive.xml', 'resourcedump-archive', 'updated'],
+      ['resourcedump.xml', 'resourcedump', 'created'],
+      ['resourcelist-archive.xml', 'resourcelist-archive', 'updated'],
+      ['resourcelist.xml', 'resourcelist', 'updated'],
+    ]);
+
+    // a second set: the Source Description changes, and goes out on the framework channels of both sets
+    const more = join(dir, 'more');
+    mkdirSync(more);
+    writeFileSync(join(more, 'm.txt'), 'm');
+    clock += 1000;
+    const two = await publish({ ...opts, sets: [...opts.sets, { name: 'more', dir: more }] });
+    for (const n of two.notifications!) {
+      const sd = n.framework!.entries.filter((e) => e.md?.capability === 'description');
+      assert.deepEqual(sd.map((e) => [e.loc, e.md?.change]), [['http://127.0.0.1:9/.well-known/resourcesync', 'updated']], n.set);
+    }
+  } finally {
+    await cleanup();
+  }
 });

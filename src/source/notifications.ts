@@ -6,6 +6,9 @@
  * caller's part (see src/notify/publisher.ts).
  * @see Change Notification §3, §4; Framework Notification §3, §5
  */
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { changeNotification, frameworkNotification, type FrameworkChange } from '../core/model/notification.js';
 import type { Entry, ResourceSyncDocument } from '../core/model/types.js';
 import { formatW3CDatetime } from '../core/w3c-datetime.js';
@@ -43,6 +46,8 @@ export interface SetNotifications {
   change: ResourceSyncDocument[];
   /** The Framework Notification, when a capability document was created or changed. */
   framework: ResourceSyncDocument | undefined;
+  /** Its changes (see {@link frameworkDiff}). */
+  frameworkChanges: FrameworkChange[];
 }
 
 /**
@@ -76,4 +81,109 @@ export function changeNotifications(
 /** The Framework Notification of the capability documents written by a publication (none: undefined). */
 export function frameworkChanges(up: string, changes: readonly FrameworkChange[]): ResourceSyncDocument | undefined {
   return changes.length === 0 ? undefined : frameworkNotification({ up, changes });
+}
+
+/** Digests by file, reused while inode, size and mtime stay (the same process publishes the same folder run after run). */
+const digestCache = new Map<string, { ino: number; size: number; mtimeMs: number; digest: string }>();
+
+/**
+ * The documents of a set's document folder that Framework Notifications speak of, with a digest of each:
+ * the capability documents (Resource List, Change List, Resource Dump, Change Dump and their archives),
+ * the Capability List, and the closed Change Lists, per-period Change Dumps and Resource List parts, which
+ * only count when new. Manifests and packages are parts of a dump, not capability documents, and the
+ * archived generations of the Resource List and Resource Dump are announced through their archives.
+ * @param x the extension of the document names (`.xml` or `.xml.gz`)
+ */
+export function documentDigests(docDir: string, x: string): Map<string, string> {
+  const out = new Map<string, string>();
+  let names: string[];
+  try {
+    names = readdirSync(docDir);
+  } catch {
+    return out;
+  }
+  for (const name of names) {
+    const role = documentRole(name, x);
+    if (role === undefined) continue;
+    if (role.whenNew) out.set(name, 'present');
+    else {
+      const file = join(docDir, name);
+      try {
+        const st = statSync(file);
+        const known = digestCache.get(file);
+        if (known !== undefined && known.ino === st.ino && known.size === st.size && known.mtimeMs === st.mtimeMs) out.set(name, known.digest);
+        else {
+          const digest = createHash('sha256').update(readFileSync(file)).digest('hex');
+          digestCache.set(file, { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, digest });
+          out.set(name, digest);
+        }
+      } catch {
+        digestCache.delete(file); // removed meanwhile
+      }
+    }
+  }
+  return out;
+}
+
+interface DocumentRole {
+  capability: string;
+  /** Announced only when created (the name is new each time). */
+  whenNew: boolean;
+  /** The index it resides under, by name. */
+  index?: string;
+  /** An index document: never announced itself (only looked for by what resides under it). */
+  isIndex?: boolean;
+}
+
+function documentRole(name: string, x: string): DocumentRole | undefined {
+  if (!name.endsWith(x)) return undefined;
+  const base = name.slice(0, -x.length);
+  switch (base) {
+    case 'capabilitylist':
+    case 'resourcelist':
+    case 'resourcelist-archive':
+    case 'changelist-archive':
+    case 'resourcedump':
+    case 'resourcedump-archive':
+    case 'changedump':
+    case 'changedump-archive':
+      return { capability: base, whenNew: false };
+    case 'changelist':
+      return { capability: 'changelist', whenNew: false, index: `changelist-index${x}` };
+    case 'changelist-index':
+      return { capability: 'changelist', whenNew: true, isIndex: true };
+  }
+  if (/^changelist-\d+$/.test(base)) return { capability: 'changelist', whenNew: true, index: `changelist-index${x}` };
+  if (/^changedump-\d+$/.test(base)) return { capability: 'changedump', whenNew: true };
+  if (/^resourcelist-\d+-part\d+$/.test(base)) return { capability: 'resourcelist', whenNew: true, index: `resourcelist${x}` };
+  return undefined;
+}
+
+/**
+ * What a publication did to the framework, from the {@link documentDigests} before and after it: documents
+ * created or changed, as Table 2 allows them (a Resource Dump is only ever `created`: a new dump; of the
+ * documents removed only a Capability List may be announced `deleted`). Index documents are never announced:
+ * a document under one carries `index` (the Resource List parts, the Change Lists under the Change List
+ * Index); when the Resource List is split into parts, the parts are announced instead of it.
+ * @see Framework Notification §2, §2.1 (Table 2), §3
+ */
+export function frameworkDiff(before: ReadonlyMap<string, string>, after: ReadonlyMap<string, string>, docUrl: string, x: string): FrameworkChange[] {
+  const out: FrameworkChange[] = [];
+  const newParts = [...after.keys()].some((n) => !before.has(n) && /^resourcelist-\d+-part\d+/.test(n));
+  for (const [name, digest] of after) {
+    const was = before.get(name);
+    if (was === digest) continue;
+    const role = documentRole(name, x)!;
+    if (role.isIndex === true || (role.whenNew && was !== undefined)) continue;
+    if (name === `resourcelist${x}` && newParts) continue; // an index now: its new parts are announced
+    const change = was === undefined || role.capability === 'resourcedump' ? 'created' : 'updated';
+    const c: FrameworkChange = { loc: docUrl + name, capability: role.capability, change };
+    if (role.index !== undefined && after.has(role.index) && (role.index !== `resourcelist${x}` || newParts)) c.index = docUrl + role.index;
+    out.push(c);
+  }
+  for (const name of before.keys()) {
+    if (name === `capabilitylist${x}` && !after.has(name)) out.push({ loc: docUrl + name, capability: 'capabilitylist', change: 'deleted' });
+  }
+  // the Capability List first, then the order of the names (stable notifications)
+  return out.sort((a, b) => Number(b.capability === 'capabilitylist') - Number(a.capability === 'capabilitylist') || (a.loc < b.loc ? -1 : a.loc > b.loc ? 1 : 0));
 }

@@ -63,8 +63,7 @@ import { SnapshotStore, type ChangePeriod, type ChangeRecord, type DumpRecord, t
 import { mediaType } from '../core/media-type.js';
 import { DOCUMENTS_PREFIX, isValidSetName, normalizeBaseUrl, setBaseUrl } from './url-path.js';
 import { writeZipPackage, type PackageItem } from './zip-package.js';
-import { channelEntries, channelTopics, changeNotifications, frameworkChanges, type SetNotifications } from './notifications.js';
-import type { FrameworkChange } from '../core/model/notification.js';
+import { channelEntries, channelTopics, changeNotifications, documentDigests, frameworkChanges, frameworkDiff, type SetNotifications } from './notifications.js';
 
 export type { HashAlgorithm };
 
@@ -129,6 +128,11 @@ export interface PublishOptions {
    * @see Change Notification §4, Framework Notification §5
    */
   notifications?: { hub: string };
+  /**
+   * Files still being written (absolute paths under a set's folder), e.g. `SourceWatcher.unsettled`: each keeps
+   * its previous state in this publication (a new one is left out), so that no half-written content is listed.
+   */
+  hold?: (file: string) => boolean;
 }
 
 /** What `publish` did. */
@@ -195,6 +199,7 @@ interface Context {
   exclude: string[];
   stateDir: string | undefined;
   notifications?: { hub: string } | undefined;
+  hold: ((file: string) => boolean) | undefined;
 }
 
 interface SetResult {
@@ -266,6 +271,7 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
     exclude: [outDir, join(outDir, 'robots.txt'), ...(options.stateDir === undefined ? [] : [resolve(options.stateDir)])],
     stateDir: options.stateDir === undefined ? undefined : resolve(options.stateDir),
     notifications: options.notifications,
+    hold: options.hold,
   };
   mkdirSync(outDir, { recursive: true });
   const results: SetResult[] = [];
@@ -275,8 +281,10 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
   }
 
   // Source Description (§8) at the well-known URI (§6.3.2), and robots.txt (§6.3.4)
+  const sdFile = join(outDir, '.well-known', 'resourcesync');
+  const sdBefore = ctx.notifications && existsSync(sdFile) ? readFileSync(sdFile) : undefined;
   await writeDoc(
-    join(outDir, '.well-known', 'resourcesync'),
+    sdFile,
     header('urlset', { capability: 'description' }, undefined, undefined, describedBy(options.describedBy)),
     results.map((r, i) => {
       const e = capabilityEntry(r.capabilityList, 'capabilitylist');
@@ -285,6 +293,16 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
       return e;
     }),
   );
+  if (ctx.notifications) {
+    // a Source Description created or changed goes out on every set's framework channel (Framework Notification §2)
+    const sdNow = readFileSync(sdFile);
+    if (sdBefore === undefined || !sdBefore.equals(sdNow)) {
+      for (const n of results.flatMap((r) => (r.notifications ? [r.notifications] : []))) {
+        n.frameworkChanges.push({ loc: ctx.sdUrl, capability: 'description', change: sdBefore === undefined ? 'created' : 'updated' });
+        n.framework = frameworkChanges(n.capabilityList, n.frameworkChanges);
+      }
+    }
+  }
   const robots = `User-agent: *\nDisallow:\n\n${results.map((r) => `Sitemap: ${r.resourceList}\n`).join('')}`;
   await writeFileAtomic(join(outDir, 'robots.txt'), [Buffer.from(robots)]);
 
@@ -375,6 +393,7 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
     const config = JSON.stringify({ v: 1, resBase, docUrl, maxEntries: ctx.maxEntries, maxBytes: ctx.maxBytes, hashes: ctx.hashes, dumps: ctx.dumps, gzip: ctx.gzip, html: ctx.htmlDiscoveryLink });
     const fresh = store.getMeta('published_config') !== config || !existsSync(f(`capabilitylist${x}`));
 
+    const docsBefore = ctx.notifications ? documentDigests(docDir, x) : undefined;
     // 1. Scan and record the changes (§12.1)
     const keep = ctx.dumps !== undefined;
     if (keep) mkdirSync(bitDir, { recursive: true });
@@ -404,6 +423,7 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
         hashes: ctx.hashes,
         previous: cursor.get,
         exclude: ctx.exclude,
+        ...(ctx.hold !== undefined ? { hold: (rel: string) => ctx.hold!(join(set.dir, ...rel.split('/'))) } : {}),
         ...(rewrite !== undefined ? { rewrite, rewriteLimit: HTML_LINK_MAX_BYTES } : {}),
         ...(ctx.signal ? { signal: ctx.signal } : {}),
         onProgress: (p) => progress('scan', p.files, p.bytes),
@@ -425,7 +445,6 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
     //    Resource List Archive. `resourcelist.xml` is a copy of the latest generation's list (or index).
     const rlUrl = u(`resourcelist${x}`);
     const rlArchiveUrl = u(`resourcelist-archive${x}`);
-    const framework: FrameworkChange[] = []; // capability documents written by this run (Framework Notification §3)
     let generations = JSON.parse(store.getMeta('rl_generations') ?? '[]') as RlGeneration[];
     if (fresh || changed || generations.length === 0 || !existsSync(f(`resourcelist${x}`))) {
       const n = (generations[generations.length - 1]?.n ?? 0) + 1;
@@ -445,11 +464,6 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
         },
       );
       await copyAtomic(f(`resourcelist-${n}${x}`), f(`resourcelist${x}`));
-      framework.push(
-        ...(res.indexed
-          ? res.parts.map((p): FrameworkChange => ({ loc: p.url, capability: 'resourcelist', change: 'created', index: rlUrl }))
-          : [{ loc: rlUrl, capability: 'resourcelist', change: generations.length === 0 ? 'created' : 'updated' } as const]),
-      );
       const files = [`resourcelist-${n}${x}`, ...(res.indexed ? res.parts.map((p) => p.url.slice(docUrl.length)) : [])];
       generations.push({ n, at: r.at, completed, files });
       const keep = ctx.retention ?? DEFAULT_SNAPSHOT_RETENTION;
@@ -492,7 +506,6 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
     // The open Change List and the index change only with the changes: a quiet run rewrites neither.
     const listsChanged = fresh || changed || r.closed.length > 0 || dropped.length > 0 || !existsSync(f(`changelist${x}`));
     if (listsChanged) {
-      framework.push({ loc: u(`changelist${x}`), capability: 'changelist', change: existsSync(f(`changelist${x}`)) ? 'updated' : 'created', ...(indexUrl ? { index: indexUrl } : {}) });
       await writeDoc(
         f(`changelist${x}`),
         header('urlset', fromMd('changelist', open.from), capUrl, indexUrl, clArchiveLn),
@@ -560,7 +573,8 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
     if (ctx.notifications && recorded) {
       // Windows are contiguous: each starts where the previous one announced ended (kept in the store).
       const last = store.getMeta('notified_until');
-      if (last === undefined) framework.unshift({ loc: capUrl, capability: 'capabilitylist', change: 'created' });
+      // every capability document this run created or changed (Framework Notification §3)
+      const framework = frameworkDiff(docsBefore!, documentDigests(docDir, x), docUrl, x);
       const from = last === undefined ? r.at : Number(last);
       if (last === undefined || recorded.length > 0) store.setMeta('notified_until', String(r.at));
       const topics = channelTopics(docUrl);
@@ -572,6 +586,7 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
         frameworkTopic: topics.framework,
         change: recorded.length > 0 ? changeNotifications(resBase, capUrl, from, r.at, recorded) : [],
         framework: frameworkChanges(capUrl, framework),
+        frameworkChanges: framework,
       };
     }
     return {

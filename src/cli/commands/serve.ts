@@ -2,8 +2,8 @@
  * `resourcesync serve <dir>... [--port N] [--host H] [--base-url URL] [--no-watch] [--state DIR] [--verbose]`
  * and the publication options of `build` (`--hashes`, `--max-entries`, `--dumps`, `--gzip`…, see `../publish-options.ts`):
  * publishes the directories as a ResourceSync Source (one set of resources per directory), serves the
- * resources and documents over HTTP, and by default re-publishes on every change so that it shows up in the
- * open Change List within about a second. Prints `listening on <url>` on stdout once ready; SIGINT/SIGTERM
+ * resources and documents over HTTP, and by default re-publishes as soon as a changed file has settled
+ * (see ../../server/watch.ts), so that a change shows up in the open Change List within tens of milliseconds. Prints `listening on <url>` on stdout once ready; SIGINT/SIGTERM
  * shut it down cleanly (exit 0).
  * @see Z39.99 §6.3 (discovery), §12 (Change List)
  */
@@ -34,6 +34,9 @@ Options:
   --hub URL               publish change and framework notifications to this WebSub hub (default:
                           an embedded hub at <base-url>/hub, state in <state>/hub)
   --no-hub                no notification channels
+  --allow-callback PATTERN  the embedded hub may also contact callbacks matching PATTERN: a host
+                          ('*.example.org') or a URL ('https://example.org/hooks/*'); loopback is
+                          always allowed; repeatable
 ${PUBLISH_HELP}  --verbose               log every request on stderr
   -h, --help              show this help
 `;
@@ -74,6 +77,7 @@ export async function run(args: string[]): Promise<number> {
       ...PUBLISH_ARGS,
       hub: { type: 'string' },
       'no-hub': { type: 'boolean' },
+      'allow-callback': { type: 'string', multiple: true },
       verbose: { type: 'boolean' },
     },
     HELP,
@@ -126,6 +130,10 @@ export async function run(args: string[]): Promise<number> {
     return usageError('serve', `--hub '${values.hub}' is not an http(s) URL.`);
   }
   if (values.hub !== undefined && values['no-hub'] === true) return usageError('serve', '--hub and --no-hub exclude each other.');
+  const allowCallback = values['allow-callback'] ?? [];
+  if (allowCallback.length > 0 && (values.hub !== undefined || values['no-hub'] === true)) {
+    return usageError('serve', '--allow-callback applies to the embedded hub: not with --hub or --no-hub.');
+  }
 
   const verbose = values.verbose === true;
   const log = (line: string): void => void process.stderr.write(`${line}\n`);
@@ -161,6 +169,7 @@ export async function run(args: string[]): Promise<number> {
       baseUrl,
       origin: running.url,
       ...(values.hub === undefined ? { hubDir: join(stateDir ?? join(dirs[0]!, '.resourcesync'), 'hub') } : { hub: values.hub }),
+      allowCallback,
       log,
       verbose,
     });
@@ -179,10 +188,16 @@ export async function run(args: string[]): Promise<number> {
   // The watcher starts before the first publication, which it runs itself: a change made meanwhile is
   // never lost, and two publications never run at once.
   let first: { result?: PublishResult; error?: unknown } | undefined;
+  const held: { watcher?: SourceWatcher } = {};
+  let runMs = 0;
   const publishOnce = async (): Promise<PublishResult> => {
+    const t0 = performance.now();
     try {
-      const result = await publish(publishOptions);
+      // a file still being written keeps its previous state until the watcher has seen it settle
+      const w = held.watcher;
+      const result = await publish(w === undefined ? publishOptions : { ...publishOptions, hold: (f) => w.unsettled(f) });
       first ??= { result };
+      runMs = performance.now() - t0;
       return result;
     } catch (error) {
       first ??= { error };
@@ -195,14 +210,13 @@ export async function run(args: string[]): Promise<number> {
         dirs,
         run: publishOnce,
         signal: ac.signal,
-        maxWaitMs: 250, // a steady stream of changes is published at least every 250 ms
         onEvent: () => live.core?.invalidate(),
         onRun: (r) => {
           live.core?.invalidate();
           live.push?.send((r as PublishResult).notifications);
           if (verbose) {
             const ch = (r as PublishResult).changes;
-            log(`published: ${ch.created} created, ${ch.updated} updated, ${ch.deleted} deleted`);
+            log(`published: ${ch.created} created, ${ch.updated} updated, ${ch.deleted} deleted in ${runMs.toFixed(0)} ms`);
           }
         },
         onError: (e) => {
@@ -210,6 +224,7 @@ export async function run(args: string[]): Promise<number> {
         },
       })
     : undefined;
+  if (watcher !== undefined) held.watcher = watcher;
   if (watcher !== undefined) await watcher.flush();
   else await publishOnce().catch(() => undefined);
   if (first?.result === undefined) {

@@ -1,0 +1,345 @@
+/**
+ * A Destination that follows a Source by its Change Notifications: it keeps its HTTP client, state store
+ * and lock open between notifications and applies each notification's entries directly (a Change
+ * Notification's entries are the changes: created/updated are fetched and verified against the entry's
+ * hash and length and written atomically, deleted are removed when deletions were asked for), without
+ * reading the Change List. The `from`/`until` windows are tracked ({@link WindowTracker}); a gap, an
+ * unreadable notification or a change that failed is caught up by an incremental `sync()` from the
+ * Change List, which the state's cursor keeps consistent with: a plain `sync` after following finds
+ * nothing new.
+ * @see Change Notification §3 (payload, from/until), §4 (delivery); Z39.99 §5.2 (incremental synchronization)
+ */
+import { resolve } from 'node:path';
+import { ResourceSyncError } from '../core/errors.js';
+import type { Entry } from '../core/model/types.js';
+import { notificationWindow, type NotificationWindow } from '../core/model/notification.js';
+import { parseDocument } from '../core/xml/read-document.js';
+import { formatW3CDatetime, parseW3CDatetime } from '../core/w3c-datetime.js';
+import { GroupCommit } from '../node/group-commit.js';
+import { connect, type Connection } from '../destination/connection.js';
+import { checkDocument, isAbsoluteLoc, kindOf, resolveLoc } from '../destination/documents.js';
+import { Engine, type SyncCounts } from '../destination/engine.js';
+import { fetchResource } from '../destination/links.js';
+import { changeTime, lastChangePerResource, orderChanges } from '../destination/plan.js';
+import { runPool } from '../destination/run-pool.js';
+import { StateStore, acquireLock, type SyncLock } from '../destination/state-store.js';
+import { sync, type SyncOptions, type SyncReport } from '../destination/sync.js';
+import { cleanTemp, defaultSmallFileWriter } from '../destination/verified-write.js';
+import { WindowTracker } from './windows.js';
+
+/** What one applied batch did. */
+export interface FollowBatch extends SyncCounts {
+  /**
+   * How the changes were applied: `notification` from the notifications' own entries; otherwise the mode
+   * of the `sync()` that read them from the Change List (a gap, a change that failed, an unreadable
+   * notification, or {@link Follower.catchUp}).
+   */
+  mode: 'notification' | SyncReport['mode'];
+  /** Why the Change List was read, when it was. */
+  reason?: 'gap' | 'failed' | 'unreadable' | 'requested';
+  /** Notifications in the batch (several arrive together while one is applied). */
+  notifications: number;
+  /** The span of their windows. */
+  window?: NotificationWindow;
+  /** Notifications whose window did not continue the one before (missed, out of order or overlapping). */
+  gaps: number;
+  durationMs: number;
+}
+
+/** Options of {@link Follower.start}: those of `sync()`, the first run included. */
+export interface FollowerOptions extends SyncOptions {
+  /** Called after each batch, in order. */
+  onBatch?: (batch: FollowBatch) => void;
+  /** Problems that do not stop following (a Change List catch-up that threw). */
+  onError?: (error: unknown) => void;
+}
+
+const ms = (v: string | undefined): number | undefined => (v === undefined ? undefined : parseW3CDatetime(v, true)?.ms);
+
+/**
+ * Follows one capability set of a Source.
+ * @example
+ * const { follower, first } = await Follower.start({ source: 'http://example.com/', dest: './mirror', onBatch: (b) => log(b) });
+ * subscriber = new Subscriber({ hub, topic, callbackUrl, onNotification: (bytes) => void follower.receive(bytes) });
+ * // …
+ * await follower.close();
+ */
+export class Follower {
+  /** The Capability List of the followed set (the key of its state), when the Source has one. */
+  readonly capabilityList: string | undefined;
+  readonly #o: FollowerOptions;
+  readonly #dest: string;
+  readonly #connection: Connection;
+  #store: StateStore | undefined;
+  #lock: SyncLock | undefined;
+  readonly #groupCommit: GroupCommit | undefined;
+  #tracker: WindowTracker;
+  #queue: Uint8Array[] = [];
+  #syncWanted = false;
+  #running: Promise<void> | undefined;
+  #closed = false;
+
+  private constructor(options: FollowerOptions, first: SyncReport) {
+    this.#o = options;
+    this.#dest = resolve(options.dest);
+    this.capabilityList = first.sets.map((s) => s.key).find((k) => /^https?:/.test(k));
+    this.#connection = connect({ ...options, concurrency: options.concurrency ?? 16 });
+    const fsync = options.fsync ?? true;
+    this.#groupCommit =
+      fsync && (options.fsyncMethod ?? 'batch') === 'batch'
+        ? new GroupCommit(options.barrier !== undefined ? { barrier: options.barrier } : {})
+        : undefined;
+    this.#tracker = new WindowTracker();
+  }
+
+  /**
+   * Runs the first `sync()` (a baseline or catch-up), then holds the destination (its lock and state
+   * store) for the notifications to come.
+   * @throws what `sync()` throws
+   */
+  static async start(options: FollowerOptions): Promise<{ follower: Follower; first: SyncReport }> {
+    if (options.dryRun === true) throw new ResourceSyncError('RS_INVALID_ARGUMENT', 'A dry run cannot follow a Source.');
+    const first = await sync(options);
+    const follower = new Follower(options, first);
+    try {
+      await follower.#open();
+    } catch (e) {
+      await follower.#connection.close();
+      throw e;
+    }
+    return { follower, first };
+  }
+
+  /** The end of the last notification window applied (or of the changes read from the Change List), ms. */
+  get until(): number | undefined {
+    return this.#tracker.until;
+  }
+
+  /**
+   * Queues a delivered Change Notification (the bytes as received) and resolves once it has been applied
+   * (with the others that arrived meanwhile, in order).
+   */
+  receive(bytes: Uint8Array): Promise<void> {
+    this.#queue.push(bytes);
+    return this.#kick();
+  }
+
+  /** Queues a catch-up from the Change List (a poll, or after the hub was unreachable). */
+  catchUp(): Promise<void> {
+    this.#syncWanted = true;
+    return this.#kick();
+  }
+
+  /** Waits for the batch in progress, then lets the destination go (lock, state store, HTTP client). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#queue = [];
+    this.#syncWanted = false;
+    await this.#running;
+    this.#release();
+    await this.#connection.close();
+  }
+
+  async #open(): Promise<void> {
+    const dest = this.#dest;
+    this.#lock = acquireLock(dest);
+    try {
+      await cleanTemp(dest);
+      this.#store = StateStore.open(dest);
+    } catch (e) {
+      this.#release();
+      throw e;
+    }
+    defaultSmallFileWriter(this.#o.fsync ?? true, this.#groupCommit !== undefined);
+    const key = this.capabilityList;
+    const cursor = key === undefined ? undefined : ms(this.#store.getCursor(key)?.datetime);
+    const known = this.#tracker.until;
+    this.#tracker = new WindowTracker(cursor === undefined ? known : Math.max(cursor, known ?? cursor));
+  }
+
+  #release(): void {
+    this.#store?.close();
+    this.#store = undefined;
+    this.#lock?.release();
+    this.#lock = undefined;
+  }
+
+  #kick(): Promise<void> {
+    if (this.#running !== undefined) return this.#running.then(() => (this.#pendingWork() ? this.#kick() : undefined));
+    this.#running = (async () => {
+      while (this.#pendingWork() && !this.#closed) {
+        const batch = this.#queue;
+        this.#queue = [];
+        const wanted = this.#syncWanted;
+        this.#syncWanted = false;
+        try {
+          await this.#batch(batch, wanted);
+        } catch (e) {
+          if (this.#o.signal?.aborted === true || this.#closed) return;
+          this.#o.onError?.(e);
+        }
+      }
+    })().finally(() => {
+      this.#running = undefined;
+    });
+    return this.#running;
+  }
+
+  #pendingWork(): boolean {
+    return this.#queue.length > 0 || this.#syncWanted;
+  }
+
+  async #batch(payloads: Uint8Array[], wanted: boolean): Promise<void> {
+    const started = Date.now();
+    if (this.#store === undefined) await this.#open(); // a catch-up that failed left the destination
+    const warnings: string[] = [];
+    const entries: Entry[] = [];
+    let reason: FollowBatch['reason'] = wanted ? 'requested' : undefined;
+    let gaps = 0;
+    let window: NotificationWindow | undefined;
+    let count = 0;
+    const base = this.capabilityList ?? this.#o.source;
+    for (const bytes of payloads) {
+      let doc;
+      try {
+        doc = await parseDocument(bytes);
+      } catch (e) {
+        warnings.push(`A notification could not be read: ${e instanceof Error ? e.message : String(e)}`);
+        reason ??= 'unreadable';
+        continue;
+      }
+      const kind = kindOf(doc);
+      if (kind?.id !== 'change-notification') {
+        warnings.push(`A notification of kind '${kind?.name ?? 'unknown'}' was ignored: a Change Notification was expected.`);
+        continue;
+      }
+      checkDocument('a Change Notification', doc, (w) => warnings.push(w));
+      const w = notificationWindow(doc);
+      const before = this.#tracker.until;
+      const order = this.#tracker.accept(w?.from, w?.until);
+      count++;
+      if (order === 'stale') continue; // a redelivery or a window already read from the Change List
+      if (w !== undefined) window = { from: window?.from ?? w.from, until: w.until };
+      if (order === 'invalid') {
+        warnings.push('A Change Notification without a readable from/until window: the Change List is read.');
+        reason ??= 'unreadable';
+        continue;
+      }
+      if (order === 'gap' || order === 'overlap') gaps++;
+      if (order === 'gap') {
+        reason ??= 'gap';
+        continue;
+      }
+      for (const e of doc.entries) {
+        // an overlapping window repeats changes already applied: only the later ones count
+        if (order === 'overlap' && before !== undefined && (changeTime(e) ?? Infinity) <= before) continue;
+        entries.push(isAbsoluteLoc(e.loc) ? e : { ...e, loc: resolveLoc(e.loc, base) });
+      }
+    }
+    const common = { notifications: count, gaps, ...(window ? { window } : {}) };
+    if (reason !== undefined || this.capabilityList === undefined) {
+      await this.#changeList(started, reason ?? 'requested', common, warnings);
+      return;
+    }
+    const engine = this.#engine();
+    for (const w of warnings) engine.warn(w);
+    const { entries: ordered } = orderChanges(entries);
+    const last = lastChangePerResource(ordered);
+    engine.phase('incremental', last.length, 'a Change Notification');
+    await runPool(last, this.#o.concurrency ?? 16, async (e, release) => {
+      const change = e.md?.change;
+      if (change !== undefined && change !== 'created' && change !== 'updated' && change !== 'deleted') {
+        engine.warn(`A Change Notification has change '${change}' for '${e.loc}'; treated as an update.`);
+      }
+      if (change === 'deleted') await engine.remove(e.loc);
+      else await engine.apply(e, release);
+    });
+    await this.#groupCommit?.settle();
+    engine.flush();
+    const counts = engine.counts;
+    if (engine.failedUrls.size > 0) {
+      // the cursor stays: the Change List from there brings what failed (or its newer changes)
+      await this.#changeList(started, 'failed', common, [], counts);
+      return;
+    }
+    const until = this.#tracker.until;
+    const store = this.#store!;
+    const cursor = ms(store.getCursor(this.capabilityList)?.datetime);
+    if (until !== undefined && (cursor === undefined || until > cursor)) {
+      store.setCursor(this.capabilityList, { datetime: formatW3CDatetime(until) });
+    }
+    this.#o.onBatch?.({ ...counts, mode: 'notification', ...common, durationMs: Date.now() - started });
+  }
+
+  /** An incremental `sync()` from the Change List, the destination let go meanwhile. */
+  async #changeList(
+    started: number,
+    reason: NonNullable<FollowBatch['reason']>,
+    common: Pick<FollowBatch, 'notifications' | 'gaps' | 'window'>,
+    warnings: string[],
+    before?: SyncCounts,
+  ): Promise<void> {
+    this.#release();
+    let report: SyncReport;
+    try {
+      report = await sync(this.#o);
+    } finally {
+      await this.#open();
+    }
+    const sum: SyncCounts = {
+      created: report.created + (before?.created ?? 0),
+      updated: report.updated + (before?.updated ?? 0),
+      deleted: report.deleted + (before?.deleted ?? 0),
+      unchanged: report.unchanged + (before?.unchanged ?? 0),
+      failed: report.failed,
+      deletionsSkipped: [...(before?.deletionsSkipped ?? []), ...report.deletionsSkipped],
+      deletionsSkippedCount: report.deletionsSkippedCount + (before?.deletionsSkippedCount ?? 0),
+      bytes: report.bytes + (before?.bytes ?? 0),
+      warnings: [...warnings, ...(before?.warnings ?? []), ...report.warnings],
+    };
+    this.#o.onBatch?.({ ...sum, mode: report.mode, reason, ...common, durationMs: Date.now() - started });
+  }
+
+  /** A fresh engine (its counters are the batch's) over the open store and HTTP client. */
+  #engine(): Engine {
+    const { http, authority, mapper } = this.#connection;
+    const o = this.#o;
+    const store = this.#store!;
+    const key = this.capabilityList!;
+    const pending = new Set(store.pending(key).map((e) => e.loc));
+    const fsync = o.fsync ?? true;
+    const durability = { fsync, ...(this.#groupCommit !== undefined ? { groupCommit: this.#groupCommit } : {}) };
+    const engine = new Engine({
+      dest: this.#dest,
+      http,
+      authority,
+      mapper,
+      store,
+      dryRun: false,
+      applyDeletes: o.delete ?? false,
+      ...durability,
+      verifyRetries: o.verifyRetries ?? 2,
+      adopt: true,
+      hasPending: (u) => pending.has(u),
+      preferMirrors: o.preferMirrors ?? false,
+      fetchViaLinks: async (entry, relPath, localCopy, mtime, how) => {
+        const r = await fetchResource(entry, {
+          http,
+          authority,
+          dest: this.#dest,
+          relPath,
+          preferMirrors: how.preferMirrors,
+          usePatches: how.usePatches,
+          ...durability,
+          ...(localCopy !== undefined ? { localCopy } : {}),
+          ...(mtime !== undefined ? { mtime } : {}),
+          ...(o.signal ? { signal: o.signal } : {}),
+        });
+        return { length: r.length, hashes: r.hashes };
+      },
+      ...(o.signal ? { signal: o.signal } : {}),
+    });
+    engine.setKey = key;
+    return engine;
+  }
+}

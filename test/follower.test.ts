@@ -1,0 +1,111 @@
+// The library's Follower against a real Source (publish + the node:http server on 127.0.0.1), fed the Change
+// Notifications that publish() returns, as a hub would deliver them: applied from their own entries (the Source
+// sees no document request), a stale redelivery skipped, a gap and a resource that failed verification caught up
+// from the Change List, and the state left as a plain sync expects it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Follower, type FollowBatch } from '../src/notify/follower.js';
+import { createSourceCore, type CoreHandler, type SourceCore } from '../src/server/core.js';
+import { serve } from '../src/server/node-adapter.js';
+import { publish, type PublishOptions } from '../src/source/publish.js';
+import { sync } from '../src/destination/sync.js';
+import { writeDocumentString } from '../src/core/xml/write-document.js';
+import { tempDir } from './helpers/tmp.js';
+
+test('Follower: notifications applied from their entries; stale skipped; a gap and a failed resource caught up from the Change List', async () => {
+  const { dir, cleanup } = await tempDir('rs-follower-');
+  const ac = new AbortController();
+  const requests: string[] = [];
+  const live: { core?: SourceCore } = {};
+  const front: CoreHandler = (req) => live.core!(req);
+  const running = await serve(front, { port: 0, signal: ac.signal, onResponse: (r) => requests.push(`${r.target} ${r.status}`) });
+  let follower: Follower | undefined;
+  try {
+    const data = join(dir, 'data');
+    mkdirSync(data);
+    writeFileSync(join(data, 'a.txt'), 'a1');
+    const outDir = join(dir, 'out');
+    const opts: PublishOptions = {
+      sets: [{ name: 'data', dir: data }],
+      baseUrl: running.url,
+      outDir,
+      stateDir: join(dir, 'state'),
+      notifications: { hub: `${running.url}/hub` },
+    };
+    const first = await publish(opts);
+    live.core = createSourceCore({ sets: [{ name: 'data', dir: data, capabilityList: first.capabilityLists[0]! }], outDir, baseUrl: running.url });
+    /** Publishes and returns the run's Change Notification as delivered bytes. */
+    const next = async (): Promise<Uint8Array> => {
+      await new Promise((r) => setTimeout(r, 5)); // distinct run times
+      const r = await publish(opts);
+      live.core!.invalidate();
+      const change = r.notifications![0]!.change;
+      assert.equal(change.length, 1);
+      return Buffer.from(writeDocumentString(change[0]!));
+    };
+
+    const dest = join(dir, 'mirror');
+    const batches: FollowBatch[] = [];
+    const started = await Follower.start({ source: `${running.url}/`, dest, delete: true, fsync: false, onBatch: (b) => batches.push(b) });
+    follower = started.follower;
+    assert.equal(started.first.mode, 'baseline');
+    assert.equal(readFileSync(join(dest, 'a.txt'), 'utf8'), 'a1');
+
+    // 1. a creation and an update, applied from the notification's entries
+    writeFileSync(join(data, 'b.txt'), 'b1');
+    writeFileSync(join(data, 'a.txt'), 'a2');
+    const n1 = await next();
+    requests.length = 0;
+    await follower.receive(n1);
+    assert.deepEqual(
+      [batches.at(-1)!.mode, batches.at(-1)!.created, batches.at(-1)!.updated, batches.at(-1)!.gaps],
+      ['notification', 1, 1, 0],
+    );
+    assert.equal(readFileSync(join(dest, 'a.txt'), 'utf8'), 'a2');
+    assert.equal(readFileSync(join(dest, 'b.txt'), 'utf8'), 'b1');
+    assert.deepEqual(requests.sort(), ['/a.txt 200', '/b.txt 200'], 'only the two resources were requested');
+
+    // 2. the same notification again (at-least-once delivery): stale, nothing done
+    requests.length = 0;
+    await follower.receive(n1);
+    assert.deepEqual([batches.at(-1)!.mode, batches.at(-1)!.created + batches.at(-1)!.updated], ['notification', 0]);
+    assert.deepEqual(requests, []);
+
+    // 3. a notification lost on the way: the next one shows the gap, the Change List fills it
+    writeFileSync(join(data, 'c.txt'), 'c1');
+    await next(); // never delivered
+    writeFileSync(join(data, 'd.txt'), 'd1');
+    const n3 = await next();
+    await follower.receive(n3);
+    assert.deepEqual([batches.at(-1)!.mode, batches.at(-1)!.reason, batches.at(-1)!.gaps], ['incremental', 'gap', 1]);
+    assert.equal(readFileSync(join(dest, 'c.txt'), 'utf8'), 'c1');
+    assert.equal(readFileSync(join(dest, 'd.txt'), 'utf8'), 'd1');
+
+    // 4. the resource changed again before it was fetched: its hash does not match the notification's, the
+    //    Change List is read (it still has the old hash: the failure stays pending), then the next notification
+    //    brings the new content and resolves it
+    writeFileSync(join(data, 'b.txt'), 'b2');
+    const n4 = await next();
+    writeFileSync(join(data, 'b.txt'), 'b3, longer');
+    await follower.receive(n4);
+    assert.equal(batches.at(-1)!.reason, 'failed');
+    assert.equal(readFileSync(join(dest, 'b.txt'), 'utf8'), 'b1', 'the unverified bytes were not written');
+    const n5 = await next();
+    await follower.receive(n5);
+    assert.deepEqual([batches.at(-1)!.mode, batches.at(-1)!.failed.length], ['notification', 0]);
+    assert.equal(readFileSync(join(dest, 'b.txt'), 'utf8'), 'b3, longer');
+
+    await follower.close();
+    follower = undefined;
+    // the state is what a plain sync expects: nothing new, nothing pending
+    const plain = await sync({ source: `${running.url}/`, dest, delete: true, fsync: false });
+    assert.deepEqual([plain.mode, plain.created, plain.updated, plain.deleted, plain.failed.length], ['incremental', 0, 0, 0, 0]);
+  } finally {
+    await follower?.close();
+    ac.abort();
+    await running.closed;
+    await cleanup();
+  }
+});
