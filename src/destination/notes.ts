@@ -161,6 +161,16 @@ export const NOTES = {
   'package-unverified': row<{ url: string }>('note', 'a package has no length or hash in the dump: not verified as a whole (its files still are)', (d) =>
     `Package '${d.url}' has no length or hash in the dump: not verified as a whole.`,
   ),
+  // notifications (Change Notification 1.0.1)
+  'notification-unreadable': row<{ error: string }>('warning', 'a notification could not be parsed: the Change List is read instead', (d) =>
+    `A notification could not be read: ${d.error}`,
+  ),
+  'notification-not-change': row<{ kind: string }>('warning', 'a notification is not a Change Notification: ignored', (d) =>
+    `A notification of kind '${d.kind}' was ignored: a Change Notification was expected.`,
+  ),
+  'notification-window-invalid': row<Record<string, never>>('warning', 'a Change Notification has no readable `from`/`until` window: the Change List is read instead (Change Notification §3)', () =>
+    'A Change Notification without a readable from/until window: the Change List is read.',
+  ),
   // audit (§5.2)
   'set-not-auditable': row<{ set: string }>('warning', 'a capability set offers no Resource List: it cannot be audited', (d) => `Capability set '${d.set}' offers no Resource List: it cannot be audited.`),
   'change-list-unreadable': row<{ url: string; error: string; errorCode?: string }>('warning', 'the Change List could not be read: the audit leaves out the changes after the Resource List', (d) =>

@@ -18,6 +18,7 @@ import { formatW3CDatetime, parseW3CDatetime } from '../core/w3c-datetime.js';
 import { GroupCommit } from '../node/group-commit.js';
 import { connect, type Connection } from '../destination/connection.js';
 import { checkDocument, isAbsoluteLoc, kindOf, resolveLoc } from '../destination/documents.js';
+import { note, type DestinationNote } from '../destination/notes.js';
 import { Engine, type SyncCounts } from '../destination/engine.js';
 import { fetchResource } from '../destination/links.js';
 import { changeTime, lastChangePerResource, orderChanges } from '../destination/plan.js';
@@ -192,7 +193,7 @@ export class Follower {
   async #batch(payloads: Uint8Array[], wanted: boolean): Promise<void> {
     const started = Date.now();
     if (this.#store === undefined) await this.#open(); // a catch-up that failed left the destination
-    const warnings: string[] = [];
+    const warnings: DestinationNote[] = [];
     const entries: Entry[] = [];
     let reason: FollowBatch['reason'] = wanted ? 'requested' : undefined;
     let gaps = 0;
@@ -204,13 +205,13 @@ export class Follower {
       try {
         doc = await parseDocument(bytes);
       } catch (e) {
-        warnings.push(`A notification could not be read: ${e instanceof Error ? e.message : String(e)}`);
+        warnings.push(note('notification-unreadable', { error: e instanceof Error ? e.message : String(e) }));
         reason ??= 'unreadable';
         continue;
       }
       const kind = kindOf(doc);
       if (kind?.id !== 'change-notification') {
-        warnings.push(`A notification of kind '${kind?.name ?? 'unknown'}' was ignored: a Change Notification was expected.`);
+        warnings.push(note('notification-not-change', { kind: kind?.name ?? 'unknown' }));
         continue;
       }
       checkDocument('a Change Notification', doc, (w) => warnings.push(w));
@@ -221,7 +222,7 @@ export class Follower {
       if (order === 'stale') continue; // a redelivery or a window already read from the Change List
       if (w !== undefined) window = { from: window?.from ?? w.from, until: w.until };
       if (order === 'invalid') {
-        warnings.push('A Change Notification without a readable from/until window: the Change List is read.');
+        warnings.push(note('notification-window-invalid', {}));
         reason ??= 'unreadable';
         continue;
       }
@@ -249,10 +250,9 @@ export class Follower {
     await runPool(last, this.#o.concurrency ?? 16, async (e, release) => {
       const change = e.md?.change;
       if (change !== undefined && change !== 'created' && change !== 'updated' && change !== 'deleted') {
-        engine.warn(`A Change Notification has change '${change}' for '${e.loc}'; treated as an update.`);
+        engine.warn(note('change-unknown', { url: base, loc: e.loc, change }));
       }
-      if (change === 'deleted') await engine.remove(e.loc);
-      else await engine.apply(e, release);
+      await engine.apply(e, release); // a deletion is planned like a Change List's (deleted-at-source, kept without --delete)
     });
     await this.#groupCommit?.settle();
     engine.flush();
@@ -276,7 +276,7 @@ export class Follower {
     started: number,
     reason: NonNullable<FollowBatch['reason']>,
     common: Pick<FollowBatch, 'notifications' | 'gaps' | 'window'>,
-    warnings: string[],
+    warnings: DestinationNote[],
     before?: SyncCounts,
   ): Promise<void> {
     this.#release();
