@@ -88,6 +88,8 @@ button:hover{background:#e6edf4}
 #search{display:flex;gap:.3rem;margin:.3rem 0}
 #q{flex:1;font:inherit;padding:.2rem .4rem;border:1px solid #b9c6d3;border-radius:.3rem}
 table{border-collapse:collapse;width:100%;font-size:.85rem}
+#entries td.loc{min-width:14rem}
+td.time{white-space:nowrap}td.md{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.8rem;overflow-wrap:anywhere}
 th,td{text-align:left;padding:.25rem .4rem;border-bottom:1px solid #e8edf2;vertical-align:top}
 th{background:#f3f6f9}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .pager{display:flex;gap:.6rem;align-items:center;margin-top:.5rem}
@@ -129,7 +131,7 @@ export const APP_JS = `'use strict';
     return (b / 1048576).toFixed(1) + ' MB';
   }
   function link(url) {
-    return /^https?:\\/\\//i.test(url) ? el('a', { href: url, rel: 'noreferrer noopener', target: '_blank' }, url) : document.createTextNode(url);
+    return /^https?:\\/\\//i.test(url) ? el('a', { href: url, rel: 'noreferrer noopener', target: '_blank', title: url }, short(url)) : document.createTextNode(url);
   }
   function failure(node, error) { clear(node); node.appendChild(el('p', { class: 'bad' }, String(error && error.message || error))); }
 
@@ -208,7 +210,7 @@ export const APP_JS = `'use strict';
         var change = r.md && r.md.change;
         return el('tr', change ? { class: 'change-' + change } : null,
           el('td', { class: 'num' }, r.position + 1), el('td', { class: 'loc' }, link(r.loc)),
-          el('td', null, r.lastmod || ''), el('td', { class: 'url' }, mdText(r.md)));
+          el('td', { class: 'time' }, r.lastmod || ''), el('td', { class: 'md' }, mdText(r.md)));
       })));
   }
   function pager(prev, next, info, page, more, onPage) {
@@ -258,8 +260,8 @@ export const APP_JS = `'use strict';
       else box.appendChild(el('table', null,
         el('thead', null, el('tr', null, el('th', null, 'when'), el('th', null, 'change'), el('th', null, 'resource'), el('th', null, 'Change List'))),
         el('tbody', null, ...t.entries.map(function (c) {
-          return el('tr', { class: 'change-' + (c.change || '') }, el('td', null, c.datetime || ''), el('td', null, c.change || ''),
-            el('td', { class: 'loc' }, link(c.loc)), el('td', { class: 'url' }, c.list));
+          return el('tr', { class: 'change-' + (c.change || '') }, el('td', { class: 'time' }, c.datetime || ''), el('td', null, c.change || ''),
+            el('td', { class: 'loc' }, link(c.loc)), el('td', { class: 'url', title: c.list }, short(c.list)));
         }))));
       $('tl-info').textContent = t.total + ' changes in ' + t.lists + ' Change List' + (t.lists === 1 ? '' : 's') + '; page ' + (t.page + 1);
       pager($('tl-prev'), $('tl-next'), $('tl-info'), t.page, t.more, function (n) { state.tl = n; loadTimeline(); });
