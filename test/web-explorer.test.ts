@@ -219,6 +219,21 @@ describe('JSON API', () => {
     }
   });
 
+  void test('a Source that cannot be read gives 502 with its error code, and the page still loads', async () => {
+    const empty = await startTestServer();
+    try {
+      const e = await startExplorer(`${empty.origin}/`);
+      assert.equal((await fetch(e)).status, 200);
+      const r = await getJson<{ error: { code: string; message: string } }>(`${e}api/tree`);
+      assert.equal(r.status, 502);
+      assert.match(r.body.error.code, /^RS_/);
+      const c = await getJson<{ error: { code: string } }>(`${e}api/changes`);
+      assert.equal(c.status, 502, 'the time line needs the tree');
+    } finally {
+      await empty.close();
+    }
+  });
+
   void test('the time line lists the changes, most recent first, with their type', async () => {
     const r = await getJson<TimelinePage>(`${ui}api/changes`);
     assert.equal(r.status, 200);

@@ -58,7 +58,7 @@ export interface PageOptions {
  * GETs a document and opens it for streaming. Throws `RS_HTTP_STATUS` for any status but 200.
  * @example const reader = await openDocument(http, 'https://example.com/resourcelist.xml');
  */
-export async function openDocument(http: HttpGet, url: string, signal?: AbortSignal): Promise<DocumentReader> {
+async function openDocument(http: HttpGet, url: string, signal?: AbortSignal): Promise<DocumentReader> {
   const res = await http(url, signal === undefined ? {} : { signal });
   if (res.status !== 200) {
     await res.discard();

@@ -34,7 +34,7 @@ export interface TimelinePage {
 }
 
 /** The Change Lists of a tree, newest first. */
-export function changeLists(roots: readonly TreeNode[]): TreeNode[] {
+function changeLists(roots: readonly TreeNode[]): TreeNode[] {
   const out: TreeNode[] = [];
   const seen = new Set<string>();
   const walk = (n: TreeNode): void => {

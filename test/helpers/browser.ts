@@ -6,7 +6,7 @@ import { chromium, type BrowserContext } from 'playwright-core';
 import { REPO_ROOT } from './paths.js';
 
 /** Debian's Chromium, or $CHROMIUM_PATH. */
-export const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
+const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 
 /** Where tests keep their screenshots (git-ignored). */
 export const ARTIFACTS = join(REPO_ROOT, 'test-artifacts');
