@@ -24,6 +24,9 @@ import { ARTIFACTS, launchChromium, noBrowser } from './helpers/browser.js';
 import { CLI } from './helpers/mirror-check.js';
 import { startTestServer, type TestServer } from './helpers/test-server.js';
 import { tempDir } from './helpers/tmp.js';
+import { TestSubscriber } from './helpers/websub-subscriber.js';
+import type { ChannelSummary } from '../src/web/explorer.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const FILES = 250;
 const name = (i: number): string => `f${String(i).padStart(3, '0')}.txt`;
@@ -439,6 +442,28 @@ describe('in Chromium', () => {
         }
       });
     });
+    // A subscriber of the change channel, verified by the embedded hub, shows up in the channels summary.
+    const topic = `${url}/.resourcesync/served/change-notification/`;
+    const sub = await TestSubscriber.start();
+    try {
+      const res = await fetch(`${url}/hub`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ 'hub.mode': 'subscribe', 'hub.topic': topic, 'hub.callback': `${sub.url}/cn` }).toString(),
+      });
+      assert.equal(res.status, 202);
+      await res.arrayBuffer();
+      let summary: ChannelSummary | undefined;
+      for (let i = 0; i < 100 && (summary?.subscriptions ?? []).length === 0; i++) {
+        if (i > 0) await sleep(100);
+        summary = (await getJson<ChannelSummary>(`${url}/.resourcesync/ui/api/channels`)).body;
+      }
+      assert.equal(summary!.hub, `${url}/hub`);
+      assert.deepEqual(summary!.subscriptions!.map((x) => [x.topic, x.callback]), [[topic, `${sub.url}/cn`]]);
+      assert.equal(summary!.channels.find((c) => c.topic === topic)?.subscribers, 1);
+    } finally {
+      await sub.close();
+    }
     const redirect = await fetch(`${url}/.resourcesync/ui`, { redirect: 'manual' });
     assert.deepEqual([redirect.status, redirect.headers.get('location')], [301, '/.resourcesync/ui/']);
     const { page, done } = await open(`${url}/.resourcesync/ui/`);
@@ -449,6 +474,7 @@ describe('in Chromium', () => {
     await page.locator('#entries td.loc').filter({ hasText: '/a.txt' }).waitFor();
     await page.locator('#tab-channels').click();
     await page.locator('#channel-list tbody tr').first().waitFor();
+    assert.equal(await page.locator('#panel-channels td.url').filter({ hasText: '/cn' }).count(), 1, 'the subscriber is listed');
     const topics = await page.locator('#channel-list tbody td.url').allTextContents();
     assert.ok(topics.length > 0 && topics.every((tp) => /^http:\/\/127\.0\.0\.1:\d+\/\.resourcesync\/served\/(change|framework)-notification\/$/.test(tp)), topics.join(', '));
     await shot(t, page, 'explorer-serve.png');

@@ -5,7 +5,7 @@
  */
 
 /** The page. It names its script and style sheet relatively, so it works under any mount path. */
-export const INDEX_HTML = `<!DOCTYPE html>
+export const INDEX_HTML: string = `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -61,7 +61,7 @@ export const INDEX_HTML = `<!DOCTYPE html>
 `;
 
 /** The style sheet. */
-export const APP_CSS = `
+export const APP_CSS: string = `
 *{box-sizing:border-box}
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1d2733;background:#f6f8fa}
 header{background:#1f3a5a;color:#fff;padding:.7rem 1.2rem}
@@ -101,7 +101,7 @@ th{background:#f3f6f9}td.num{text-align:right;font-variant-numeric:tabular-nums}
 `;
 
 /** The script: reads the JSON API and builds the page from it. */
-export const APP_JS = `'use strict';
+export const APP_JS: string = `'use strict';
 (function () {
   var $ = function (id) { return document.getElementById(id); };
   /** An element with attributes and children; strings become text nodes. */
