@@ -170,6 +170,7 @@ describe('JSON API', () => {
     assert.deepEqual(pages.map((p) => p.more), [true, true, false]);
     assert.equal(pages[0]!.kind, 'resource-list');
     assert.equal(pages[0]!.total, undefined, 'the first page does not read the whole list');
+    assert.equal(pages[0]!.listed, total, 'the count the crawl found');
     assert.equal(pages[2]!.total, total);
     const locs = pages.flatMap((p) => p.entries.map((e) => e.loc));
     assert.equal(new Set(locs).size, total, 'no entry twice');
@@ -365,6 +366,7 @@ describe('in Chromium', () => {
     const rows = page.locator('#entries tbody tr');
     await page.locator('#page-info').filter({ hasText: 'entries 1–100' }).waitFor();
     assert.equal(await rows.count(), 100);
+    assert.match((await page.locator('#doc-facts').textContent())!, /; 251 entries$/);
     const firstOfPage1 = await rows.first().locator('td.loc').textContent();
     assert.equal(firstOfPage1, `/${name(0)}`, 'a URL of the Source is shown as its path');
     assert.equal(await rows.first().locator('td.loc a').getAttribute('href'), `${source.url}/${name(0)}`);

@@ -172,6 +172,13 @@ export const APP_JS: string = `'use strict';
       button.setAttribute('aria-current', 'true');
       state.doc = n.url; state.kind = n.kind; state.page = 0; state.q = ''; $('q').value = '';
       show('entries');
+      if (n.kind === 'notification-channel') {
+        // A WebSub topic, not a document: nothing to list.
+        $('doc-title').textContent = 'Notification channel ' + n.url;
+        $('search').hidden = true; $('doc-facts').textContent = 'Notifications are pushed to subscribers through the hub; see the Capability List.';
+        clear($('entries')); $('prev').hidden = true; $('next').hidden = true; $('page-info').textContent = '';
+        return;
+      }
       loadEntries();
     });
     var li = el('li', { role: 'treeitem' }, button);
@@ -235,6 +242,7 @@ export const APP_JS: string = `'use strict';
       if (p.kind) facts.push((isPackage ? 'manifest: ' : '') + p.kind);
       var md = mdText(p.md); if (md) facts.push(md);
       if (p.total !== undefined) facts.push(p.total + (p.q ? ' matching' : '') + ' entries');
+      else if (p.listed !== undefined && !p.q) facts.push(p.listed + ' entries');
       $('doc-facts').textContent = facts.join('; ');
       clear(box);
       if (p.scanLimitHit) box.appendChild(el('p', { class: 'notice', id: 'scan-limit' }, 'Stopped after reading ' + p.scanned + ' entries (the scan limit): later entries are not searched.'));

@@ -42,6 +42,8 @@ export interface EntriesPage {
   total?: number;
   /** Reading stopped at `scanLimit` entries before the end of the document. */
   scanLimitHit: boolean;
+  /** Entries the document had when the tree was last read (the explorer adds it when it knows). */
+  listed?: number;
 }
 
 /** Bounds of {@link readEntriesPage}. */

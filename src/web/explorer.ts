@@ -13,7 +13,7 @@
  */
 import { isResourceSyncError } from '../core/errors.js';
 import { check, type CheckReport } from '../check/check.js';
-import { explore, type ExploreResult } from '../check/explore.js';
+import { explore, type ExploreResult, type TreeNode } from '../check/explore.js';
 import { originOf, type Authority } from '../destination/authority.js';
 import type { HttpGet } from '../destination/http.js';
 import { APP_CSS, APP_JS, INDEX_HTML } from './assets.js';
@@ -147,14 +147,27 @@ export function createExplorerHandler(options: ExplorerOptions): ExplorerHandler
   const crawl = { url: options.source, http, authority, maxDocuments, rate, ...(signal === undefined ? {} : { signal }) };
 
   let tree: { at: number; result: Promise<ExploreResult> } | undefined;
+  /** Entries of each document of the last tree read (as many as the crawl's documents). */
+  let counts = new Map<string, number>();
   const readTree = (refresh: boolean): { at: number; result: Promise<ExploreResult> } => {
     const maxAge = options.treeMaxAgeMs ?? Infinity;
     if (tree === undefined || refresh || Date.now() - tree.at > maxAge) {
       const entry = { at: Date.now(), result: explore(crawl) };
       tree = entry;
-      entry.result.catch(() => {
-        if (tree === entry) tree = undefined;
-      });
+      entry.result.then(
+        (r) => {
+          const next = new Map<string, number>();
+          const walk = (n: TreeNode): void => {
+            if (n.kind !== 'package' && n.status === undefined) next.set(n.url, n.entries);
+            n.children.forEach(walk);
+          };
+          r.roots.forEach(walk);
+          if (tree === entry) counts = next;
+        },
+        () => {
+          if (tree === entry) tree = undefined;
+        },
+      );
     }
     return tree;
   };
@@ -198,7 +211,9 @@ export function createExplorerHandler(options: ExplorerOptions): ExplorerHandler
         const doc = docParam(params);
         const page = pageParam(params);
         const q = queryParam(params);
-        return json(await readEntriesPage(http, doc, { page, pageSize, scanLimit, q, ...(signal === undefined ? {} : { signal }) }));
+        const result = await readEntriesPage(http, doc, { page, pageSize, scanLimit, q, ...(signal === undefined ? {} : { signal }) });
+        const listed = counts.get(doc);
+        return json(listed === undefined ? result : { ...result, listed });
       }
       case 'changes': {
         const page = pageParam(params);
