@@ -11,6 +11,7 @@ import { createHub, type Hub, type HubEvent } from '../notify/hub.js';
 import { HubStore } from '../notify/hub-store.js';
 import { nodeListener } from '../notify/node-listener.js';
 import { publishNotification, type SendRequest } from '../notify/publisher.js';
+import type { ChannelSummary } from '../web/explorer.js';
 import type { SetNotifications } from '../source/notifications.js';
 import { DOCUMENTS_PREFIX } from '../source/url-path.js';
 
@@ -25,6 +26,8 @@ export interface Push {
   send(notifications: readonly SetNotifications[] | undefined): void;
   /** Waits for queued notifications, then stops the embedded hub. */
   close(): Promise<void>;
+  /** The channels notifications were sent on and, with the embedded hub, their subscriptions (for the explorer page). */
+  channels(): ChannelSummary;
 }
 
 const TOPIC = new RegExp(
@@ -63,6 +66,7 @@ export function startPush(o: {
     send = (r) => h.handle(r);
   }
   let queue: Promise<void> = Promise.resolve();
+  const topics = new Set<string>();
 
   return {
     hubUrl,
@@ -98,6 +102,7 @@ export function startPush(o: {
           ...(n.framework ? [{ topic: n.frameworkTopic, payload: n.framework }] : []),
         ];
         for (const item of items) {
+          topics.add(item.topic);
           queue = queue.then(() =>
             publishNotification(
               { hub: hubUrl, topic: item.topic, capabilityList: n.capabilityList, payload: item.payload },
@@ -110,6 +115,17 @@ export function startPush(o: {
           );
         }
       }
+    },
+    channels() {
+      const subscriptions = store?.subscriptions() ?? [];
+      const all = new Set([...topics, ...subscriptions.map((s) => s.topic)]);
+      return {
+        hub: hubUrl,
+        channels: [...all].sort().map((topic) => ({ topic, subscribers: subscriptions.filter((s) => s.topic === topic).length })),
+        ...(store === undefined
+          ? {}
+          : { subscriptions: subscriptions.map((s) => ({ topic: s.topic, callback: s.callback, expiresAt: s.expiresAt })) }),
+      };
     },
     async close() {
       await queue;

@@ -11,6 +11,7 @@ Commands:
   audit <source-url> <dest-dir> [--json]                compare a mirror with its Source
   check <url> [--json] [--html FILE] [--sample N]       crawl a live Source and judge it whole
   explore <url> [--json] [--depth N]                    print a Source's document tree
+  explore --web <url> [--port N]                        the explorer page: tree, entries, timeline, check
   simulate [--resources N] [--rate R] [--seed S]        a live Source that changes at a seeded rate
   hub [--port N] [--host H] [--data DIR]                run a WebSub hub for notifications
   demo                                                  run the bundled demonstration

@@ -2,23 +2,37 @@
  * `resourcesync explore <url> [--json] [--depth N] [--max-documents N] [--rate N]`: prints a Source's document
  * tree (sets, capabilities, documents with their at/from/until, entry counts, sizes, dumps and packages).
  * Exit 0 when the tree was read, 2 on usage errors, 3 when the Source cannot be reached.
+ * `resourcesync explore --web <url> [--port N] [--host H]` serves the explorer page instead (src/web), prints
+ * `listening on <url>` and runs until SIGINT or SIGTERM (exit 0).
  * @see Z39.99 §6.1
  */
-import { stdout } from 'node:process';
+import { stderr, stdout } from 'node:process';
 import { explore, type ExploreResult, type TreeNode } from '../../check/explore.js';
+import { createHttpClient } from '../../destination/http-client.js';
+import { listen, type Listener } from '../../notify/node-listener.js';
+import { createExplorerHandler } from '../../web/explorer.js';
 import { parseCommandArgs, usageError } from '../command-args.js';
-import { CRAWL_OPTIONS, crawlOf, withCrawlClient } from '../crawl-options.js';
+import { CRAWL_OPTIONS, crawlOf, withCrawlClient, type Crawl } from '../crawl-options.js';
 import { integerOption } from '../mirror-options.js';
 
 const HELP = `Usage: resourcesync explore <url> [options]
+       resourcesync explore --web <url> [--port N] [--host H] [options]
 
 Prints the document tree of a ResourceSync Source found from <url> (origin, Source Description,
 Capability List, list, resource or HTML page): Capability Lists (one per set of resources), the
 documents they advertise, index parts, archives, dumps and their packages, each with its time
 (at, from, until), entry count and size. Resources are not fetched.
 
+With --web, serves a page on 127.0.0.1 instead (its URL is printed) that shows the tree, opens any
+document's entries (paged, searchable by URL), shows the Change Lists as a time line, opens dump packages
+and their manifests, and runs check. It reads the Source on the server side and only the Source (and
+the --allow-origin origins); it runs until interrupted (Ctrl-C).
+
 Options:
   --json               print the tree as one JSON object
+  --web                serve the explorer page instead of printing the tree
+  --port N             port of the page (with --web; default 8090, 0 picks a free one)
+  --host H             interface of the page (with --web; default 127.0.0.1)
   --depth N            levels below the Source Description to read (default: all)
   --max-documents N    most documents fetched (default 1000)
   --rate N             requests per second at most (default 20; 0 for no pacing)
@@ -26,7 +40,8 @@ Options:
   --timeout MS         HTTP timeout (default 30000)
   -h, --help           show this help
 
-Exit codes: 0 done, 2 usage error, 3 the Source cannot be reached.
+Exit codes: 0 done (--web: stopped by SIGINT or SIGTERM), 1 the page cannot listen, 2 usage error,
+3 the Source cannot be reached.
 `;
 
 function size(bytes: number): string {
@@ -65,18 +80,65 @@ export function describeTree(result: ExploreResult): string {
   return `${lines.join('\n')}\n`;
 }
 
+/** Serves the explorer page until SIGINT or SIGTERM. */
+async function serveWeb(crawl: Crawl, port: number, host: string): Promise<number> {
+  const ac = new AbortController();
+  const stop = (): void => ac.abort();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  const http = createHttpClient({ authority: crawl.authority, timeoutMs: crawl.timeoutMs, signal: ac.signal });
+  const { url, authority, maxDocuments, rate } = crawl;
+  const handler = createExplorerHandler({ source: url, http, authority, maxDocuments, rate, signal: ac.signal });
+  let listener: Listener | undefined;
+  try {
+    listener = await listen(handler, {
+      port,
+      host,
+      onError: (e) => void stderr.write(`resourcesync explore: ${e instanceof Error ? e.message : String(e)}\n`),
+    });
+    stdout.write(`listening on ${listener.url}/\n`);
+    await new Promise<void>((resolve) => {
+      if (ac.signal.aborted) resolve();
+      else ac.signal.addEventListener('abort', () => resolve(), { once: true });
+    });
+    return 0;
+  } catch (error) {
+    stderr.write(`resourcesync explore: cannot listen on ${host}:${port}: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  } finally {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+    await listener?.close();
+    await http.close();
+  }
+}
+
 /** Runs `resourcesync explore`. */
 export async function run(args: string[]): Promise<number> {
-  const parsed = parseCommandArgs('explore', args, { ...CRAWL_OPTIONS, depth: { type: 'string' } }, HELP);
+  const parsed = parseCommandArgs(
+    'explore',
+    args,
+    { ...CRAWL_OPTIONS, depth: { type: 'string' }, web: { type: 'boolean' }, port: { type: 'string' }, host: { type: 'string' } },
+    HELP,
+  );
   if (typeof parsed === 'number') return parsed;
   const { values } = parsed;
   const crawl = crawlOf('explore', HELP, parsed.positionals, values);
   if (typeof crawl === 'number') return crawl;
   let maxDepth: number | undefined;
+  let port: number;
   try {
     maxDepth = integerOption('depth', values.depth, 0);
+    port = integerOption('port', values.port, 0) ?? 8090;
+    if (port > 65535) throw new Error(`--port '${values.port}' is not a port number`);
   } catch (error) {
     return usageError('explore', error);
+  }
+  if (values.web !== true && (values.port !== undefined || values.host !== undefined))
+    return usageError('explore', '--port and --host go with --web.');
+  if (values.web === true) {
+    if (values.json === true || maxDepth !== undefined) return usageError('explore', '--web does not take --json or --depth.');
+    return serveWeb(crawl, port, values.host ?? '127.0.0.1');
   }
   return withCrawlClient('explore', crawl, values.json, async (http, signal) => {
     const { url, authority, maxDocuments, rate } = crawl;

@@ -3,7 +3,8 @@
  * and the publication options of `build` (`--hashes`, `--max-entries`, `--dumps`, `--gzip`…, see `../publish-options.ts`):
  * publishes the directories as a ResourceSync Source (one set of resources per directory), serves the
  * resources and documents over HTTP, and by default re-publishes as soon as a changed file has settled
- * (see ../../server/watch.ts), so that a change shows up in the open Change List within tens of milliseconds. Prints `listening on <url>` on stdout once ready; SIGINT/SIGTERM
+ * (see ../../server/watch.ts), so that a change shows up in the open Change List within tens of milliseconds. Prints
+ * `listening on <url>` on stdout once ready; the explorer page (src/web) is at `<base-url>/.resourcesync/ui/`; SIGINT/SIGTERM
  * shut it down cleanly (exit 0).
  * @see Z39.99 §6.3 (discovery), §12 (Change List)
  */
@@ -16,12 +17,14 @@ import { watchSources, type SourceWatcher } from '../../server/watch.js';
 import { publish, type PublishOptions, type PublishResult } from '../../source/publish.js';
 import { PUBLISH_ARGS, PUBLISH_HELP, PublishArgsError, publishArgs, type PublishArgsResult } from '../publish-options.js';
 import { startPush, type Push } from '../serve-push.js';
+import { startUi, type ServeUi } from '../serve-ui.js';
 
 const HELP = `Usage: resourcesync serve <dir>... [options]
 
 Publishes each directory as a set of resources of a ResourceSync Source and serves it over HTTP:
 resources at their relative paths (with several directories, under /<name>/), the Source Description at
-/.well-known/resourcesync, the other documents under /.resourcesync/, and robots.txt. HTML pages (up to
+/.well-known/resourcesync, the other documents under /.resourcesync/, and robots.txt. The explorer page
+(the Source's documents, entries, time line, check, notification channels) is at /.resourcesync/ui/. HTML pages (up to
 1 MiB) are served, and listed, with <link rel="resourcesync"> to their Capability List in their <head>.
 
 Options:
@@ -143,7 +146,7 @@ export async function run(args: string[]): Promise<number> {
   process.once('SIGTERM', stop);
 
   // Until the first publication is done, requests get 503 (the listening line is printed after it).
-  const live: { core?: SourceCore; push?: Push } = {};
+  const live: { core?: SourceCore; push?: Push; ui?: ServeUi } = {};
   const front: CoreHandler = (req) => live.push?.topic(req) ?? (live.core === undefined ? SERVICE_UNAVAILABLE : live.core(req));
   let running: RunningServer;
   try {
@@ -152,7 +155,7 @@ export async function run(args: string[]): Promise<number> {
       host,
       signal: ac.signal,
       onError: (e) => log(`resourcesync serve: ${message(e)}`),
-      intercept: (req, res) => live.push?.intercept(req, res) ?? false,
+      intercept: (req, res) => (live.push?.intercept(req, res) ?? false) || (live.ui?.intercept(req, res) ?? false),
       ...(verbose ? { onResponse: (r) => log(`${r.method} ${r.target} ${r.status} ${r.ms.toFixed(1)}ms`) } : {}),
     });
   } catch (error) {
@@ -174,6 +177,15 @@ export async function run(args: string[]): Promise<number> {
       verbose,
     });
   }
+  // The explorer page at <base-url>/.resourcesync/ui/, with the channels when push is on.
+  const push = live.push;
+  live.ui = startUi({
+    baseUrl,
+    origin: running.url,
+    signal: ac.signal,
+    log,
+    ...(push === undefined ? {} : { channels: () => push.channels() }),
+  });
   // HTML is served with its discovery link (§6.3.3) and published as served, so listed and served bytes agree.
   const publishOptions: PublishOptions = {
     ...shared,
@@ -235,6 +247,7 @@ export async function run(args: string[]): Promise<number> {
     await running.closed;
     await watcher?.close();
     await live.push?.close();
+    await live.ui.close();
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);
     return stopped ? 0 : 1;
@@ -257,6 +270,7 @@ export async function run(args: string[]): Promise<number> {
   await running.closed;
   await watcher?.close();
   await live.push?.close();
+  await live.ui.close();
   process.off('SIGINT', stop);
   process.off('SIGTERM', stop);
   return 0;

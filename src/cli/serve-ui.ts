@@ -1,0 +1,55 @@
+/**
+ * The explorer page inside `resourcesync serve`, at `<base-url>/.resourcesync/ui/`: the same page as
+ * `explore --web`, exploring the served Source itself (through the HTTP client, from its base URL), with
+ * its notification channels and subscribers when push is on.
+ * @see Z39.99 §6.1
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createAuthority, originOf } from '../destination/authority.js';
+import { createHttpClient } from '../destination/http-client.js';
+import { nodeListener } from '../notify/node-listener.js';
+import { DOCUMENTS_PREFIX } from '../source/url-path.js';
+import { createExplorerHandler, type ChannelSummary } from '../web/explorer.js';
+
+/** The page as `serve` mounts it. */
+export interface ServeUi {
+  /** Path of the page, e.g. `/.resourcesync/ui/`. */
+  path: string;
+  /** Takes the requests under `path`; false for all others. */
+  intercept(req: IncomingMessage, res: ServerResponse): boolean;
+  close(): Promise<void>;
+}
+
+/** Mounts the explorer for the Source served at `baseUrl` (no trailing slash) by a server listening at `origin`. */
+export function startUi(o: {
+  baseUrl: string;
+  origin: string;
+  channels?: () => ChannelSummary;
+  signal: AbortSignal;
+  log: (line: string) => void;
+}): ServeUi {
+  const path = `${new URL(`${o.baseUrl}/`).pathname}${DOCUMENTS_PREFIX}/ui/`;
+  const authority = createAuthority({ origins: [originOf(`${o.baseUrl}/`)!] });
+  const http = createHttpClient({ authority, env: {}, retries: 0, signal: o.signal });
+  const handler = createExplorerHandler({
+    source: `${o.baseUrl}/`,
+    http,
+    authority,
+    basePath: path,
+    rate: 0,
+    treeMaxAgeMs: 2000,
+    signal: o.signal,
+    ...(o.channels === undefined ? {} : { channels: o.channels }),
+  });
+  const listener = nodeListener(handler, o.origin, (e) => o.log(`resourcesync serve: explorer: ${e instanceof Error ? e.message : String(e)}`));
+  return {
+    path,
+    intercept(req, res) {
+      const p = (req.url ?? '/').split('?')[0]!;
+      if (!p.startsWith(path) && `${p}/` !== path) return false;
+      listener(req, res);
+      return true;
+    },
+    close: () => http.close(),
+  };
+}

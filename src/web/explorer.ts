@@ -1,0 +1,258 @@
+/**
+ * The explorer: a web page that shows a Source's document tree, pages through any document's entries
+ * (searchable by URL), shows the Change Lists as a time line, opens dump packages and their manifests and
+ * runs `check`, plus the JSON endpoints behind it. Everything is fetched on the server side, through the
+ * Destination's client and its authority check: a document URL given to an endpoint must be one the
+ * Source's authority allows (its origin, and those allowed with it), so the page is never an open proxy.
+ * Lists are streamed and paged, never held whole.
+ *
+ * Routes, under `basePath` (default `/`): the page (`basePath`), `app.js`, `app.css`, and
+ * `api/tree[?refresh=1]`, `api/entries?doc=URL&page=N&q=TEXT`, `api/changes?page=N`,
+ * `api/package?doc=URL&page=N&q=TEXT`, `api/check[?refresh=1]`, `api/channels` (when `channels` is given).
+ * @see Z39.99 §6.1 (structure), §7 (documents), §11–13 (dumps and Change Lists)
+ */
+import { isResourceSyncError } from '../core/errors.js';
+import { check, type CheckReport } from '../check/check.js';
+import { explore, type ExploreResult, type TreeNode } from '../check/explore.js';
+import { originOf, type Authority } from '../destination/authority.js';
+import type { HttpGet } from '../destination/http.js';
+import { APP_CSS, APP_JS, INDEX_HTML } from './assets.js';
+import { readEntriesPage } from './entries.js';
+import { PackageReader } from './packages.js';
+import { readTimeline } from './timeline.js';
+
+/** A web-standard request handler. */
+export type ExplorerHandler = (request: Request) => Promise<Response>;
+
+/** A Source's notification channels and their subscribers, as `serve` shows them. */
+export interface ChannelSummary {
+  hub: string;
+  channels: Array<{ topic: string; subscribers: number }>;
+  /** The verified subscriptions, when the hub is embedded. */
+  subscriptions?: Array<{ topic: string; callback: string; expiresAt: number }>;
+}
+
+/** Options of {@link createExplorerHandler}. */
+export interface ExplorerOptions {
+  /** Where to start exploring: an origin, a Source Description, Capability List, list or HTML page. */
+  source: string;
+  /** The client every document is fetched with (its authority check applies to redirects too). */
+  http: HttpGet;
+  /** The origins the explorer may read; a `doc` parameter outside them is refused (403). */
+  authority: Authority;
+  /** Path the page is mounted at, ending in `/`. Default `/`. */
+  basePath?: string;
+  /** Entries per page, at most 500. Default 100. */
+  pageSize?: number;
+  /** Most entries read for one page of a document or one search. Default 50,000 (the Sitemaps limit). */
+  scanLimit?: number;
+  /** Most documents the tree and `check` fetch. Default 1000. */
+  maxDocuments?: number;
+  /** Requests per second of the tree's crawl and of `check`; 0 for no pacing. Default 20. */
+  rate?: number;
+  /** Resources `check` fetches and compares. Default 50. */
+  checkSample?: number;
+  /** Largest package downloaded, bytes. Default 256 MiB. */
+  maxPackageBytes?: number;
+  /** Where packages are downloaded while they are read. Default the OS's temporary folder. */
+  tmpDir?: string;
+  /** How long the tree of a crawl is reused, ms. Default: until the page asks to reload it. */
+  treeMaxAgeMs?: number;
+  /** The notification channels to show (the Channels tab). Default: none. */
+  channels?: () => ChannelSummary;
+  /** Aborts crawls, checks and reads in flight. */
+  signal?: AbortSignal;
+}
+
+/** Most entries per page a caller may ask for. */
+const MAX_PAGE_SIZE = 500;
+/** Longest search text. */
+const MAX_QUERY = 200;
+/** Highest page number accepted. */
+const MAX_PAGE = 1_000_000;
+
+const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  'content-security-policy':
+    "default-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'x-frame-options': 'DENY',
+};
+
+/** A request the handler refuses, with its status. */
+class Refusal extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function respond(status: number, body: string, type: string, extra: Record<string, string> = {}): Response {
+  return new Response(body, {
+    status,
+    headers: { ...SECURITY_HEADERS, 'content-type': type, 'cache-control': 'no-store', ...extra },
+  });
+}
+
+function json(value: unknown, status = 200): Response {
+  return respond(status, JSON.stringify(value), 'application/json; charset=utf-8');
+}
+
+function errorResponse(error: unknown): Response {
+  if (error instanceof Refusal) return json({ error: { code: error.code, message: error.message } }, error.status);
+  if (isResourceSyncError(error)) {
+    const status = error.code === 'RS_AUTHORITY' ? 403 : error.code === 'RS_ABORTED' ? 503 : 502;
+    return json({ error: { code: error.code, message: error.message } }, status);
+  }
+  return json({ error: { code: 'RS_INTERNAL', message: error instanceof Error ? error.message : String(error) } }, 500);
+}
+
+function pageParam(params: URLSearchParams): number {
+  const raw = params.get('page') ?? '0';
+  if (!/^\d{1,7}$/.test(raw) || Number(raw) > MAX_PAGE)
+    throw new Refusal(400, 'RS_INVALID_ARGUMENT', `page '${raw.slice(0, 20)}' is not a page number (0 to ${MAX_PAGE}).`);
+  return Number(raw);
+}
+
+function queryParam(params: URLSearchParams): string {
+  const q = params.get('q') ?? '';
+  if (q.length > MAX_QUERY) throw new Refusal(400, 'RS_INVALID_ARGUMENT', `q is longer than ${MAX_QUERY} characters.`);
+  return q;
+}
+
+/**
+ * Creates the explorer's handler for one Source.
+ * @example
+ * const authority = createAuthority({ origins: ['https://example.com'] });
+ * const http = createHttpClient({ authority });
+ * const handler = createExplorerHandler({ source: 'https://example.com/', http, authority });
+ * const res = await handler(new Request('http://127.0.0.1:8090/api/tree'));
+ */
+export function createExplorerHandler(options: ExplorerOptions): ExplorerHandler {
+  const basePath = options.basePath ?? '/';
+  if (!basePath.startsWith('/') || !basePath.endsWith('/')) throw new TypeError(`basePath '${basePath}' must start and end with '/'.`);
+  const pageSize = Math.min(Math.max(options.pageSize ?? 100, 1), MAX_PAGE_SIZE);
+  const scanLimit = Math.max(options.scanLimit ?? 50_000, 1);
+  const maxDocuments = options.maxDocuments ?? 1000;
+  const rate = options.rate ?? 20;
+  const { http, authority, signal } = options;
+  const packages = new PackageReader({
+    http,
+    maxBytes: options.maxPackageBytes ?? 256 * 1024 * 1024,
+    ...(options.tmpDir === undefined ? {} : { tmpDir: options.tmpDir }),
+  });
+  const crawl = { url: options.source, http, authority, maxDocuments, rate, ...(signal === undefined ? {} : { signal }) };
+
+  let tree: { at: number; result: Promise<ExploreResult> } | undefined;
+  /** Entries of each document of the last tree read (as many as the crawl's documents). */
+  let counts = new Map<string, number>();
+  const readTree = (refresh: boolean): { at: number; result: Promise<ExploreResult> } => {
+    const maxAge = options.treeMaxAgeMs ?? Infinity;
+    if (tree === undefined || refresh || Date.now() - tree.at > maxAge) {
+      const entry = { at: Date.now(), result: explore(crawl) };
+      tree = entry;
+      entry.result.then(
+        (r) => {
+          const next = new Map<string, number>();
+          const walk = (n: TreeNode): void => {
+            if (n.kind !== 'package' && n.status === undefined) next.set(n.url, n.entries);
+            n.children.forEach(walk);
+          };
+          r.roots.forEach(walk);
+          if (tree === entry) counts = next;
+        },
+        () => {
+          if (tree === entry) tree = undefined;
+        },
+      );
+    }
+    return tree;
+  };
+  let checking: { done: boolean; report: Promise<CheckReport> } | undefined;
+  const runCheck = (refresh: boolean): Promise<CheckReport> => {
+    // A check in flight is shared by the requests that arrive meanwhile, even those asking for a new one.
+    if (checking === undefined || (refresh && checking.done)) {
+      const entry = {
+        done: false,
+        report: check({ ...crawl, sample: options.checkSample ?? 50, ...(options.tmpDir === undefined ? {} : { tmpDir: options.tmpDir }) }),
+      };
+      entry.report.then(
+        () => (entry.done = true),
+        () => {
+          if (checking === entry) checking = undefined;
+        },
+      );
+      checking = entry;
+    }
+    return checking.report;
+  };
+
+  /** The `doc` parameter: an http(s) URL on the Source's authority. */
+  const docParam = (params: URLSearchParams): string => {
+    const doc = params.get('doc');
+    if (doc === null || doc === '') throw new Refusal(400, 'RS_INVALID_ARGUMENT', 'the doc parameter (a document URL) is missing.');
+    if (originOf(doc) === undefined) throw new Refusal(400, 'RS_INVALID_ARGUMENT', 'doc is not an absolute http(s) URL.');
+    const url = new URL(doc).href;
+    if (!authority.allows(url))
+      throw new Refusal(403, 'RS_AUTHORITY', `doc '${url}' is outside the explored Source (${authority.origins.join(', ')}).`);
+    return url;
+  };
+
+  const api = async (route: string, params: URLSearchParams): Promise<Response> => {
+    switch (route) {
+      case 'tree': {
+        const { at, result } = readTree(params.get('refresh') === '1');
+        return json({ source: options.source, crawledAt: at, channels: options.channels !== undefined, ...(await result) });
+      }
+      case 'entries': {
+        const doc = docParam(params);
+        const page = pageParam(params);
+        const q = queryParam(params);
+        const result = await readEntriesPage(http, doc, { page, pageSize, scanLimit, q, ...(signal === undefined ? {} : { signal }) });
+        const listed = counts.get(doc);
+        return json(listed === undefined ? result : { ...result, listed });
+      }
+      case 'changes': {
+        const page = pageParam(params);
+        const { roots } = await readTree(false).result;
+        return json(await readTimeline(http, roots, page, pageSize, signal));
+      }
+      case 'package': {
+        const doc = docParam(params);
+        const page = pageParam(params);
+        const q = queryParam(params);
+        return json(await packages.read(doc, page, pageSize, scanLimit, q, signal));
+      }
+      case 'check':
+        return json(await runCheck(params.get('refresh') === '1'));
+      case 'channels':
+        if (options.channels === undefined) break;
+        return json(options.channels());
+    }
+    return json({ error: { code: 'RS_NOT_FOUND', message: `no endpoint api/${route}.` } }, 404);
+  };
+
+  return async (request) => {
+    const url = new URL(request.url);
+    const path = url.pathname;
+    if (request.method !== 'GET' && request.method !== 'HEAD')
+      return respond(405, 'Method Not Allowed\n', 'text/plain; charset=utf-8', { allow: 'GET, HEAD' });
+    if (`${path}/` === basePath) return respond(301, '', 'text/plain; charset=utf-8', { location: basePath });
+    if (!path.startsWith(basePath)) return respond(404, 'Not Found\n', 'text/plain; charset=utf-8');
+    const rest = path.slice(basePath.length);
+    if (rest === '' || rest === 'index.html') return respond(200, INDEX_HTML, 'text/html; charset=utf-8');
+    if (rest === 'app.js') return respond(200, APP_JS, 'text/javascript; charset=utf-8');
+    if (rest === 'app.css') return respond(200, APP_CSS, 'text/css; charset=utf-8');
+    if (rest.startsWith('api/')) {
+      try {
+        return await api(rest.slice(4), url.searchParams);
+      } catch (error) {
+        return errorResponse(error);
+      }
+    }
+    return respond(404, 'Not Found\n', 'text/plain; charset=utf-8');
+  };
+}
