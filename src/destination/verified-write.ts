@@ -265,7 +265,3 @@ export async function writeVerified(options: WriteVerifiedOptions): Promise<Writ
 }
 
 
-/** Removes leftover temporary files of `root` (from a sync that was killed). */
-export async function cleanTemp(root: string | DestinationRoot): Promise<void> {
-  await (typeof root === 'string' ? new DestinationRoot(root) : root).cleanTemp();
-}

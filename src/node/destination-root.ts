@@ -11,7 +11,7 @@ import { dirname, join, sep } from 'node:path';
 import { ResourceSyncError } from '../core/errors.js';
 
 /** Size of a pooled buffer (large bodies are read into two of them). */
-export const POOLED_BUFFER = 1024 * 1024;
+const POOLED_BUFFER = 1024 * 1024;
 
 /**
  * The destination folder of a run.

@@ -30,7 +30,7 @@ Options:
                            a Retry-After on 429/503 always holds every request to that origin
   --retries N              HTTP retries on 5xx, 429 and network errors (default 3)
   --fsync-method M         how files are made durable before they are renamed into place:
-                           batch (default: one flush per batch of files, syncfs on Linux)
+                           batch (default: the files of about 50 ms fsynced together)
                            or file (an fsync of each file)
   --no-fsync               do not make files durable before renaming them (faster, not
                            safe against a power cut)
