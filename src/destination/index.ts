@@ -21,4 +21,5 @@ export { writeVerified, type WriteVerifiedOptions, type WriteVerifiedResult, typ
 export { RenameOnly, FsyncEach, type Durability } from '../node/durability.js';
 export { GroupCommit, type GroupCommitOptions, type FlushFiles } from '../node/group-commit.js';
 export { DestinationRoot } from '../node/destination-root.js';
+export { SyncfsFlush } from '../node/syncfs.js';
 export { StateStore, acquireLock, STATE_DIR, type ResourceRecord, type SyncCursor } from './state-store.js';
