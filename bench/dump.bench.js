@@ -12,6 +12,7 @@ import yauzl from 'yauzl';
 import yazl from 'yazl';
 import { createAuthority } from '../dist/src/destination/authority.js';
 import { applyResourceDump } from '../dist/src/destination/dump.js';
+import { RenameOnly } from '../dist/src/node/durability.js';
 import { createHttpClient } from '../dist/src/destination/http-client.js';
 import { createMapper } from '../dist/src/destination/mapper.js';
 
@@ -175,7 +176,7 @@ async function main() {
     authority,
     dest,
     mapPath: (loc) => mapper.toPath(loc),
-    fsync: false,
+    durability: new RenameOnly(),
     concurrency: CONCURRENCY,
   });
   const totalMs = performance.now() - t0;

@@ -11,6 +11,7 @@ import { discover } from '../src/destination/discover.js';
 import { applyChangeDump, applyResourceDump, type ApplyDumpOptions } from '../src/destination/dump.js';
 import { createHttpClient } from '../src/destination/http-client.js';
 import { fetchResource } from '../src/destination/links.js';
+import { RenameOnly } from '../src/node/durability.js';
 import { createMapper } from '../src/destination/mapper.js';
 import { dumpXml, manifestXml, yazlZip } from './helpers/dump-fixtures.js';
 import { rawZip } from './helpers/raw-zip.js';
@@ -343,7 +344,7 @@ void test('off-authority rs:ln mirrors and patches, up/index links and Link head
           relPath: 'res.json',
           localCopy: join(e.dest, 'nothing.json'),
           preferMirrors: true,
-          fsync: false,
+          durability: new RenameOnly(),
         },
       ),
       (err: unknown) => isResourceSyncError(err) && err.recoverable,
@@ -353,7 +354,7 @@ void test('off-authority rs:ln mirrors and patches, up/index links and Link head
     await assert.rejects(
       fetchResource(
         { loc: `${o}/ok.json` },
-        { http: e.http, authority: e.authority, dest: e.dest, relPath: '../escape.json', fsync: false },
+        { http: e.http, authority: e.authority, dest: e.dest, relPath: '../escape.json', durability: new RenameOnly() },
       ),
       (err: unknown) => isResourceSyncError(err, 'RS_UNSAFE_PATH'),
     );

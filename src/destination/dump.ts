@@ -24,7 +24,8 @@ import {
   type RelatedLinks,
 } from './links.js';
 import { isJsonPatchMediaType } from '../core/json-patch.js';
-import type { GroupCommit } from '../node/group-commit.js';
+import { FsyncEach, type Durability } from '../node/durability.js';
+import { DestinationRoot } from '../node/destination-root.js';
 import { writeVerified, type ByteSource } from './verified-write.js';
 import { gapNote, note, type DestinationNote, type GapNote } from './notes.js';
 
@@ -131,10 +132,11 @@ export interface ApplyDumpOptions {
   maxTotalBytes?: number;
   /** Cap on the ZIP entries of one package. Default 1,000,000. */
   maxEntries?: number;
-  /** Make each file written durable. Passed to `writeVerified`. */
-  fsync?: boolean;
-  /** Passed to `writeVerified`: files made durable in batches; an extraction frees its slot once staged. */
-  groupCommit?: GroupCommit;
+  /**
+   * Makes each file written durable (passed to `writeVerified`; a given one is settled by the caller). Default:
+   * an fsync of each file, and of the folders that received files before the call resolves.
+   */
+  durability?: Durability;
   /** Change Dumps: skip packages whose `until` is at or before this W3C Datetime (the cursor), and the changes at or before it in the others. */
   after?: string;
   /** Bitstreams extracted at the same time (changes to one path stay in order). Default 4. */
@@ -186,6 +188,9 @@ interface Run {
   flavor: Flavor;
   report: DumpReport;
   tmpDir: string;
+  /** The destination folder as this run sees it (temporary files, confinement, pooled buffers). */
+  root: DestinationRoot;
+  durability: Durability;
   extractedTotal: number;
   maxTotal: number;
   /** The cursor (`after`) in ms since the epoch. */
@@ -243,6 +248,8 @@ async function applyDump(opts: ApplyDumpOptions, flavor: Flavor): Promise<DumpRe
     flavor,
     report,
     tmpDir: join(opts.dest, '.resourcesync', 'tmp'),
+    root: new DestinationRoot(opts.dest),
+    durability: opts.durability ?? new FsyncEach(),
     extractedTotal: 0,
     maxTotal: opts.maxTotalBytes ?? DEFAULT_MAX_TOTAL,
     afterMs: opts.after === undefined ? undefined : parseW3CDatetime(opts.after, true)?.ms,
@@ -271,6 +278,7 @@ async function applyDump(opts: ApplyDumpOptions, flavor: Flavor): Promise<DumpRe
     }
     await applyPackage(run, pkg);
   }
+  if (opts.durability === undefined) await run.durability.settle();
   return report;
 }
 
@@ -620,14 +628,13 @@ function prepareItem(ctx: PackageCtx, item: Entry): { relPath: string; work: Wor
   const write = (body: AsyncIterable<Uint8Array> | ByteSource, expected: { length: number; hashes?: HashValue[] }, staged: () => void) => {
     const lastmod = item.lastmod === undefined ? undefined : parseW3CDatetime(item.lastmod, true);
     return writeVerified({
-      root: opts.dest,
+      root: run.root,
       relPath: rel,
       body,
       expected,
-      onStaged: staged,
+      durability: run.durability,
+      onVerified: staged,
       ...(lastmod ? { mtime: new Date(lastmod.ms) } : {}),
-      ...(opts.fsync === undefined ? {} : { fsync: opts.fsync }),
-      ...(opts.groupCommit === undefined ? {} : { groupCommit: opts.groupCommit }),
     });
   };
   /** Tells the caller (the state store) what was written. */
@@ -785,7 +792,7 @@ async function extractPackage(run: Run, pkgUrl: string, tmp: string): Promise<vo
     // order); failures and `onResource` calls are reported in manifest order.
     const concurrency = Math.max(1, opts.concurrency ?? 4);
     const inFlight = new Set<Promise<void>>();
-    /** Extractions holding a slot: not yet staged for a group commit (or not done). */
+    /** Extractions holding a slot: not yet verified (or not done). */
     const active = new Set<Promise<void>>();
     const maxInFlight = concurrency * 64;
     const lastForPath = new Map<string, Promise<void>>();

@@ -11,7 +11,8 @@ import type { Mapper } from './mapper.js';
 import type { DestinationNote } from './notes.js';
 import { planEntry, planGone, sourceFacts, type LocalFacts, type LocalLookup, type PlanAction, type PlanItem, type SourceFacts } from './plan.js';
 import type { ResourceRecord, StateStore } from './state-store.js';
-import type { GroupCommit } from '../node/group-commit.js';
+import type { Durability } from '../node/durability.js';
+import type { DestinationRoot } from '../node/destination-root.js';
 import { hashFile } from '../node/hash-file.js';
 import { safeJoin } from '../node/safe-path.js';
 import { writeVerified } from './verified-write.js';
@@ -69,9 +70,10 @@ export interface EngineOptions {
   store: StateStore;
   dryRun: boolean;
   applyDeletes: boolean;
-  fsync: boolean;
-  /** Makes files durable in batches instead of an fsync each (with `fsync`). */
-  groupCommit?: GroupCommit;
+  /** The destination folder of this run (temporary files, confinement). */
+  root: DestinationRoot;
+  /** Makes written files durable; settled by the caller. */
+  durability: Durability;
   /** Attempts per resource after a failed verification or a broken body. Default 2 more. */
   verifyRetries: number;
   signal?: AbortSignal;
@@ -283,7 +285,7 @@ export class Engine {
    * (conditionally when only an ETag can tell), verify, write, record; or delete. A dry run stops at the plan.
    * Never throws for a per-resource problem: it is counted in `failed`.
    * @param release called once the resource no longer needs its slot of the concurrency limit: downloaded and
-   *   verified, only waiting for the disk (the small-file thread, a group commit; see `runPool`)
+   *   verified, only waiting for the disk (a group commit's batch; see `runPool`)
    * @returns the action taken ('unchanged' also after a 304), or undefined when it failed
    */
   async apply(entry: Entry, release?: () => void): Promise<PlanAction | undefined> {
@@ -442,14 +444,13 @@ export class Engine {
           throw new ResourceSyncError('RS_HTTP_STATUS', `URL '${url}' answered HTTP ${res.status}.`, { data: { url, status: res.status }, recoverable: true });
         }
         const written = await writeVerified({
-          root: this.#o.dest,
+          root: this.#o.root,
           relPath,
           body: res.body,
           expected,
-          fsync: this.#o.fsync,
+          durability: this.#o.durability,
           ...(mtime !== undefined ? { mtime } : {}),
-          ...(this.#o.groupCommit !== undefined ? { groupCommit: this.#o.groupCommit } : {}),
-          ...(release !== undefined ? { onStaged: release } : {}),
+          ...(release !== undefined ? { onVerified: release } : {}),
         });
         this.counts.bytes += written.length;
         this.#record(this.#toRecord(url, relPath, entry, written, res.headers['etag']));

@@ -8,7 +8,7 @@ import type { Entry, Ln } from '../core/model/types.js';
 import type { Authority } from './authority.js';
 import type { HttpGet } from './http.js';
 import { safeJoin } from '../node/safe-path.js';
-import type { GroupCommit } from '../node/group-commit.js';
+import type { Durability } from '../node/durability.js';
 import { writeVerified } from './verified-write.js';
 
 /**
@@ -174,10 +174,11 @@ export interface FetchResourceOptions {
   usePatches?: boolean;
   /** Modification time to set on the file (from `lastmod`). */
   mtime?: Date;
-  /** Passed to `writeVerified`. */
-  fsync?: boolean;
-  /** Passed to `writeVerified`. */
-  groupCommit?: GroupCommit;
+  /**
+   * Makes the written file durable (passed to `writeVerified`; the caller settles it). Default: an fsync of the
+   * file and its folder.
+   */
+  durability?: Durability;
   signal?: AbortSignal;
   /** Largest patch document and local copy read for patching, bytes. Default 16 MiB. */
   maxPatchBytes?: number;
@@ -299,8 +300,7 @@ export async function fetchResource(entry: Entry, options: FetchResourceOptions)
     relPath: options.relPath,
     expected,
     ...(options.mtime === undefined ? {} : { mtime: options.mtime }),
-    ...(options.fsync === undefined ? {} : { fsync: options.fsync }),
-    ...(options.groupCommit === undefined ? {} : { groupCommit: options.groupCommit }),
+    ...(options.durability === undefined ? {} : { durability: options.durability }),
   };
   const allowed = (url: string, kind: FetchAttempt['kind']): boolean => {
     let scheme: string;

@@ -22,9 +22,9 @@ import { StateStore, acquireLock, type SyncCursor, type SyncLock } from './state
 
 /** Rounds of reading the Change List again while newer changes may resolve failures (a Source changing under us). */
 const CONVERGE_ROUNDS = 3;
-import { cleanTemp, defaultSmallFileWriter } from './verified-write.js';
 import { GroupCommit } from '../node/group-commit.js';
-import type { DurabilityBarrier } from '../node/sync-file-system.js';
+import { FsyncEach, RenameOnly, type Durability } from '../node/durability.js';
+import { DestinationRoot } from '../node/destination-root.js';
 
 export type { SyncProgress, SyncFailure } from './engine.js';
 
@@ -70,12 +70,12 @@ export interface SyncOptions {
   /** Make each file durable before renaming it into place. Default true. */
   fsync?: boolean;
   /**
-   * How files are made durable (with `fsync`): `'batch'` (default) one durability barrier per batch of files
-   * (group commit: one `syncfs` on Linux, see `GroupCommit`), `'file'` an fsync of each file on its own.
+   * How files are made durable (with `fsync`): `'batch'` (default) the files of about 50 ms fsynced together,
+   * then renamed (`GroupCommit`), `'file'` an fsync of each file before its rename (`FsyncEach`).
    */
   fsyncMethod?: 'batch' | 'file';
-  /** The barrier of `fsyncMethod: 'batch'`. Default `syncFileSystem` (src/node/sync-file-system.ts). */
-  barrier?: DurabilityBarrier;
+  /** Makes files durable instead of `fsync` and `fsyncMethod`: a `Durability` of the caller's (settled by the sync). */
+  durability?: Durability;
   /** Authorization header values per origin (see `createHttpClient`). */
   auth?: Record<string, string>;
   /** At most this many requests per second to each origin. Default: no limit. */
@@ -97,6 +97,15 @@ export interface SyncReport extends SyncCounts {
   /** A dry run: the plan, one item per resource in the order decided. */
   plan?: PlanItem[];
   durationMs: number;
+}
+
+/**
+ * The run's {@link Durability} for the `fsync` and `fsyncMethod` options: a group commit (the default), an fsync
+ * of each file, or a rename only.
+ */
+export function durabilityFor(fsync: boolean, method: 'batch' | 'file'): Durability {
+  if (!fsync) return new RenameOnly();
+  return method === 'file' ? new FsyncEach() : new GroupCommit();
 }
 
 /** Creates the destination folder, or says plainly why it cannot be one. */
@@ -142,21 +151,16 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
 
   let lock: SyncLock | undefined;
   let store: StateStore | undefined;
+  const root = new DestinationRoot(dest);
   try {
     if (!dryRun) {
       makeDestination(dest);
       lock = acquireLock(dest);
-      await cleanTemp(dest);
+      await root.cleanTemp();
     }
     store = StateStore.open(dest, { readonly: dryRun });
     const fresh = store.count() === 0 && (await isEmptyDir(dest));
-    const fsync = options.fsync ?? true;
-    const groupCommit =
-      fsync && !dryRun && (options.fsyncMethod ?? 'batch') === 'batch'
-        ? new GroupCommit(options.barrier !== undefined ? { barrier: options.barrier } : {})
-        : undefined;
-    const durability = { fsync, ...(groupCommit !== undefined ? { groupCommit } : {}) };
-    if (!dryRun) defaultSmallFileWriter(fsync, groupCommit !== undefined); // boots while discovery runs
+    const durability = options.durability ?? durabilityFor(options.fsync ?? true, options.fsyncMethod ?? 'batch');
     const pendingUrls = new Set<string>();
     const planned: PlanItem[] = [];
     const onPlan = options.onPlan;
@@ -168,7 +172,8 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
       store,
       dryRun,
       applyDeletes: options.delete ?? false,
-      ...durability,
+      root,
+      durability,
       verifyRetries: options.verifyRetries ?? 2,
       adopt: !fresh,
       fresh,
@@ -190,7 +195,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
           relPath,
           preferMirrors: how.preferMirrors,
           usePatches: how.usePatches,
-          ...durability,
+          durability,
           ...(localCopy !== undefined ? { localCopy } : {}),
           ...(mtime !== undefined ? { mtime } : {}),
           ...(options.signal ? { signal: options.signal } : {}),
@@ -230,7 +235,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
       dest,
       mapPath: (loc) => mapper.toPath(loc),
       delete: options.delete ?? false,
-      ...durability,
+      durability,
       ...(after !== undefined ? { after } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
       onResource: (r) => {
@@ -463,7 +468,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
       }
     }
     for (const catchUp of catchUps) await catchUp();
-    await groupCommit?.settle();
+    await durability.settle();
     engine.flush();
     if (!dryRun) await rm(`${dest}/.resourcesync/tmp`, { recursive: true, force: true });
     const c = engine.counts;

@@ -1,14 +1,18 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, readdir, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { writeVerified, tempDir } from './verified-write.js';
+import { writeVerified } from './verified-write.js';
 import { isResourceSyncError } from '../core/errors.js';
 import { GroupCommit } from '../node/group-commit.js';
-import { SmallFileWriter } from '../node/small-file-writer.js';
+import { FsyncEach, RenameOnly, type Durability } from '../node/durability.js';
+import { DestinationRoot } from '../node/destination-root.js';
+
+const tempDir = (root: string): string => join(root, '.resourcesync', 'tmp');
 
 function chunks(data: Buffer, size: number): AsyncIterable<Uint8Array> {
   const parts: Buffer[] = [];
@@ -44,119 +48,59 @@ void test('writes small and large bodies atomically with verified length and has
   }
 });
 
-void test('small bodies without an fsync of their own: by default, on the small-file thread, on this thread, or here when the thread stopped', async () => {
+void test('every durability: the file is verified, then committed; onVerified is called once before the commit', async () => {
   const root = await mkdtemp(join(tmpdir(), 'rs-vw-'));
-  const stopped = new SmallFileWriter(new URL('./no-such-thread.js', import.meta.url));
-  const thread = SmallFileWriter.shared();
-  assert.ok(thread !== undefined, 'the shared small-file thread starts');
   try {
     const mtime = new Date('2013-01-02T13:00:00Z');
-    const ways = [
-      ['default', {}],
-      ['thread', { smallFiles: thread }],
-      ['here', { smallFiles: false as const }],
-      ['stopped', { smallFiles: stopped }],
-    ] as const;
-    for (const [name, how] of ways) {
-      // no group commit (no fsync); one with a given barrier (it stays here); one with the default barrier (the
-      // thread commits the file itself, and this one only makes the rename durable when it settles)
-      for (const grouped of [false, 'given', 'default'] as const) {
-        const group =
-          grouped === 'given' ? new GroupCommit({ barrier: async () => undefined, gatherMs: 1, idleMs: 1 }) : grouped === 'default' ? new GroupCommit() : undefined;
-        const data = Buffer.from(`${name} ${grouped}`);
-        let staged = 0;
-        const r = await writeVerified({
-          root,
-          relPath: `${name}/${grouped === false ? 'plain' : grouped}.txt`,
-          body: chunks(data, 64),
+    const dest = new DestinationRoot(root);
+    const ways: [string, Durability | undefined][] = [
+      ['default', undefined],
+      ['rename-only', new RenameOnly()],
+      ['fsync-each', new FsyncEach()],
+      ['group', new GroupCommit({ gatherMs: 5, idleMs: 1 })],
+    ];
+    for (const [name, durability] of ways) {
+      for (const size of [5, 300 * 1024]) {
+        const data = Buffer.alloc(size, name);
+        const events: string[] = [];
+        const relPath = `${name}/f${size}.bin`;
+        const written = writeVerified({
+          root: dest,
+          relPath,
+          body: chunks(data, 64 * 1024),
           expected: { length: data.length, hashes: [{ algorithm: 'md5', digest: md5(data) }] },
           mtime,
-          ...(group === undefined ? { fsync: false } : { groupCommit: group }),
-          onStaged: () => staged++,
-          ...how,
+          ...(durability === undefined ? {} : { durability }),
+          onVerified: () => events.push(existsSync(join(root, relPath)) ? 'verified after commit' : 'verified'),
         });
-        assert.deepEqual(await readFile(r.path), data, `${name}, grouped ${grouped}`);
+        const r = await written;
+        events.push('resolved');
+        assert.deepEqual(events, ['verified', 'resolved'], `${name} ${size}`);
+        assert.deepEqual(await readFile(r.path), data, `${name} ${size}`);
         assert.equal((await stat(r.path)).mtime.getTime(), mtime.getTime());
-        if (grouped !== false) assert.equal(staged, 1, 'onStaged is called once');
         // the same path again: the new bytes replace the old ones
-        const again = Buffer.from(`${name} ${grouped} again`);
-        await writeVerified({ root, relPath: `${name}/${grouped === false ? 'plain' : grouped}.txt`, body: chunks(again, 64), ...(group === undefined ? { fsync: false } : { groupCommit: group }), ...how });
+        const again = Buffer.from(`${name} again`);
+        await writeVerified({ root: dest, relPath, body: chunks(again, 64), ...(durability === undefined ? {} : { durability }) });
         assert.deepEqual(await readFile(r.path), again);
-        if (group !== undefined) {
-          const before = group.barriers;
-          await group.settle();
-          assert.equal(group.barriers, before + 1, `${name}, ${grouped}: settle makes the renames durable`);
-        }
       }
+      await durability?.settle();
     }
-    assert.ok(stopped.stopped);
-    // an error of the file system on the thread is a recoverable RS_IO, and leaves no temporary file
+    // an error of the file system is a recoverable RS_IO, and leaves no temporary file
     await writeFile(join(root, 'blocker'), 'a file where a folder should be');
-    await assert.rejects(
-      writeVerified({ root, relPath: 'blocker/x.txt', body: chunks(Buffer.from('x'), 64), fsync: false }),
-      (e: unknown) => isResourceSyncError(e, 'RS_IO') && e.recoverable,
-    );
-    // …and so is a rename that fails after the thread's own group commit
-    await assert.rejects(
-      writeVerified({ root, relPath: 'blocker/y.txt', body: chunks(Buffer.from('y'), 64), groupCommit: new GroupCommit() }),
-      (e: unknown) => isResourceSyncError(e, 'RS_IO') && e.recoverable && /ENOTDIR/.test(e.message),
-    );
-    assert.deepEqual(await readdir(tempDir(root)), []);
-  } finally {
-    await rm(root, { recursive: true, force: true });
-  }
-});
-
-void test('a durable small file whose thread stops before or during its group commit is written here instead', async () => {
-  const root = await mkdtemp(join(tmpdir(), 'rs-vw-'));
-  // a thread that writes each temporary file and then hangs, as one stuck in its group commit would
-  const hung = new URL(
-    `data:text/javascript,${encodeURIComponent(`import { writeFileSync } from 'node:fs';
-import { parentPort } from 'node:worker_threads';
-parentPort.on('message', ({ nums, paths, bytes }) => {
-  const names = paths.split('\\0');
-  let name = 0;
-  let at = 0;
-  for (let i = 0; i < nums.length; i += 4) {
-    const tmp = names[name++];
-    if (nums[i + 3] !== 0) name++;
-    writeFileSync(tmp, new Uint8Array(bytes, at, nums[i + 1]));
-    at += nums[i + 1];
-  }
-});`)}`,
-  );
-  try {
-    // 'queued': the thread stops while the file waits in this side's batch; 'held': once the thread has written
-    // the temporary file and holds it
-    for (const when of ['queued', 'held'] as const) {
-      const writer = new SmallFileWriter(when === 'queued' ? undefined : hung);
-      const group = new GroupCommit();
-      const data = Buffer.from(`stopped while ${when}`);
-      let stop: Promise<void> | undefined;
-      const written = writeVerified({
-        root,
-        relPath: `${when}.txt`,
-        body: chunks(data, 64),
-        expected: { length: data.length, hashes: [{ algorithm: 'md5', digest: md5(data) }] },
-        groupCommit: group,
-        smallFiles: writer,
-        onStaged: () => {
-          if (when === 'queued') stop ??= writer.close();
-        },
-      });
-      if (when === 'held') {
-        while ((await readdir(tempDir(root))).length === 0) await new Promise((r) => setTimeout(r, 2));
-        assert.equal(writer.stopped, false, 'the temporary file was written by the thread');
-        stop = writer.close();
-      }
-      const r = await written;
-      await stop;
-      assert.ok(writer.stopped);
-      assert.deepEqual(await readFile(r.path), data, when);
-      assert.equal(group.barriers, 1, `${when}: committed on this side, by its own group commit`);
-      await group.settle();
-      assert.deepEqual(await readdir(tempDir(root)), [], `${when}: no temporary file left`);
+    for (const durability of [new RenameOnly(), new GroupCommit({ gatherMs: 1, idleMs: 1 })]) {
+      await assert.rejects(
+        writeVerified({ root, relPath: 'blocker/x.txt', body: chunks(Buffer.from('x'), 64), durability }),
+        (e: unknown) => isResourceSyncError(e, 'RS_IO') && e.recoverable,
+      );
     }
+    // a failed flush is a recoverable RS_IO of that file
+    const failing = new GroupCommit({ gatherMs: 1, idleMs: 1, flush: () => Promise.reject(new Error('EIO: simulated')) });
+    await assert.rejects(
+      writeVerified({ root, relPath: 'flush/x.txt', body: chunks(Buffer.from('x'), 64), durability: failing }),
+      (e: unknown) => isResourceSyncError(e, 'RS_IO') && e.recoverable && /EIO: simulated/.test(e.message),
+    );
+    assert.ok(!existsSync(join(root, 'flush', 'x.txt')));
+    assert.deepEqual(await readdir(tempDir(root)), []);
   } finally {
     await rm(root, { recursive: true, force: true });
   }
@@ -193,7 +137,7 @@ void test('a mismatch is never committed and leaves no temporary file', async ()
 });
 
 void test('a symbolic link inside the destination never carries a write outside it', async () => {
-  const { mkdir: mkdirP, symlink, writeFile } = await import('node:fs/promises');
+  const { mkdir: mkdirP } = await import('node:fs/promises');
   const base = await mkdtemp(join(tmpdir(), 'rs-vw-link-'));
   try {
     const root = join(base, 'mirror');
@@ -204,15 +148,44 @@ void test('a symbolic link inside the destination never carries a write outside 
     await symlink(outside, join(root, 'escape'));
     for (const relPath of ['escape/x.txt', 'escape/new/deeper/x.txt']) {
       await assert.rejects(
-        writeVerified({ root, relPath, body: Readable.from([Buffer.from('evil')]), fsync: false }),
+        writeVerified({ root, relPath, body: Readable.from([Buffer.from('evil')]), durability: new RenameOnly() }),
         (e) => isResourceSyncError(e, 'RS_UNSAFE_PATH'),
         relPath,
       );
     }
     assert.deepEqual(await readdir(outside), ['keep.txt']);
     // A real folder next to it is fine.
-    await writeVerified({ root, relPath: 'inside/x.txt', body: Readable.from([Buffer.from('ok')]), fsync: false });
+    await writeVerified({ root, relPath: 'inside/x.txt', body: Readable.from([Buffer.from('ok')]), durability: new RenameOnly() });
     assert.equal(await readFile(join(root, 'inside', 'x.txt'), 'utf8'), 'ok');
+  } finally {
+    await rm(base, { recursive: true, force: true });
+  }
+});
+
+void test('a folder replaced by a symbolic link between two writes of one run: the second write is refused', async () => {
+  const base = await mkdtemp(join(tmpdir(), 'rs-vw-link-'));
+  try {
+    const root = join(base, 'mirror');
+    const outside = join(base, 'outside');
+    const { mkdir: mkdirP } = await import('node:fs/promises');
+    await mkdirP(outside, { recursive: true });
+    const dest = new DestinationRoot(root); // one run: the same object for both writes
+    const durability = new GroupCommit({ gatherMs: 1, idleMs: 1 });
+    await writeVerified({ root: dest, relPath: 'sub/a.txt', body: Readable.from([Buffer.from('first')]), durability });
+    assert.equal(await readFile(join(root, 'sub', 'a.txt'), 'utf8'), 'first');
+    // the folder is moved away and a link to outside the destination takes its place
+    await rename(join(root, 'sub'), join(base, 'moved'));
+    await symlink(outside, join(root, 'sub'));
+    for (const relPath of ['sub/b.txt', 'sub/deeper/c.txt']) {
+      await assert.rejects(
+        writeVerified({ root: dest, relPath, body: Readable.from([Buffer.from('evil')]), durability }),
+        (e: unknown) => isResourceSyncError(e, 'RS_UNSAFE_PATH') && e.recoverable,
+        relPath,
+      );
+    }
+    await durability.settle();
+    assert.deepEqual(await readdir(outside), [], 'nothing written outside');
+    assert.deepEqual(await readdir(tempDir(root)), []);
   } finally {
     await rm(base, { recursive: true, force: true });
   }

@@ -8,18 +8,10 @@ import { ResourceSyncError } from '../core/errors.js';
  */
 const PLAIN_RELATIVE = /^(?:[A-Za-z0-9_~-][A-Za-z0-9._~-]*\/)*[A-Za-z0-9_~-][A-Za-z0-9._~-]*$/;
 
-/** `root` normalised, with a trailing separator; a few roots are kept (a sync has one). */
-const rootPrefixes = new Map<string, string>();
-
+/** `root` normalised, with a trailing separator. */
 function rootPrefix(root: string): string {
-  let p = rootPrefixes.get(root);
-  if (p === undefined) {
-    const n = normalize(root === '' ? '.' : root);
-    p = n.endsWith(sep) ? n : n + sep;
-    if (rootPrefixes.size > 64) rootPrefixes.clear();
-    rootPrefixes.set(root, p);
-  }
-  return p;
+  const n = normalize(root === '' ? '.' : root);
+  return n.endsWith(sep) ? n : n + sep;
 }
 
 /**

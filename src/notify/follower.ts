@@ -15,7 +15,8 @@ import type { Entry } from '../core/model/types.js';
 import { notificationWindow, type NotificationWindow } from '../core/model/notification.js';
 import { parseDocument } from '../core/xml/read-document.js';
 import { formatW3CDatetime, parseW3CDatetime } from '../core/w3c-datetime.js';
-import { GroupCommit } from '../node/group-commit.js';
+import { DestinationRoot } from '../node/destination-root.js';
+import type { Durability } from '../node/durability.js';
 import { connect, type Connection } from '../destination/connection.js';
 import { checkDocument, isAbsoluteLoc, kindOf, resolveLoc } from '../destination/documents.js';
 import { note, type DestinationNote } from '../destination/notes.js';
@@ -24,8 +25,7 @@ import { fetchResource } from '../destination/links.js';
 import { changeTime, lastChangePerResource, orderChanges } from '../destination/plan.js';
 import { runPool } from '../destination/run-pool.js';
 import { StateStore, acquireLock, type SyncLock } from '../destination/state-store.js';
-import { sync, type SyncOptions, type SyncReport } from '../destination/sync.js';
-import { cleanTemp, defaultSmallFileWriter } from '../destination/verified-write.js';
+import { durabilityFor, sync, type SyncOptions, type SyncReport } from '../destination/sync.js';
 import { WindowTracker } from './windows.js';
 
 /** What one applied batch did. */
@@ -73,7 +73,9 @@ export class Follower {
   readonly #connection: Connection;
   #store: StateStore | undefined;
   #lock: SyncLock | undefined;
-  readonly #groupCommit: GroupCommit | undefined;
+  /** The run's durability: the caller's (`durability`) or the one `fsync`/`fsyncMethod` name, as `sync()` chooses it. */
+  readonly #durability: Durability;
+  readonly #root: DestinationRoot;
   #tracker: WindowTracker;
   #queue: Uint8Array[] = [];
   #syncWanted = false;
@@ -85,11 +87,8 @@ export class Follower {
     this.#dest = resolve(options.dest);
     this.capabilityList = first.sets.map((s) => s.key).find((k) => /^https?:/.test(k));
     this.#connection = connect({ ...options, concurrency: options.concurrency ?? 16 });
-    const fsync = options.fsync ?? true;
-    this.#groupCommit =
-      fsync && (options.fsyncMethod ?? 'batch') === 'batch'
-        ? new GroupCommit(options.barrier !== undefined ? { barrier: options.barrier } : {})
-        : undefined;
+    this.#durability = options.durability ?? durabilityFor(options.fsync ?? true, options.fsyncMethod ?? 'batch');
+    this.#root = new DestinationRoot(this.#dest);
     this.#tracker = new WindowTracker();
   }
 
@@ -145,13 +144,12 @@ export class Follower {
     const dest = this.#dest;
     this.#lock = acquireLock(dest);
     try {
-      await cleanTemp(dest);
+      await this.#root.cleanTemp();
       this.#store = StateStore.open(dest);
     } catch (e) {
       this.#release();
       throw e;
     }
-    defaultSmallFileWriter(this.#o.fsync ?? true, this.#groupCommit !== undefined);
     const key = this.capabilityList;
     const cursor = key === undefined ? undefined : ms(this.#store.getCursor(key)?.datetime);
     const known = this.#tracker.until;
@@ -254,7 +252,7 @@ export class Follower {
       }
       await engine.apply(e, release); // a deletion is planned like a Change List's (deleted-at-source, kept without --delete)
     });
-    await this.#groupCommit?.settle();
+    await this.#durability.settle();
     engine.flush();
     const counts = engine.counts;
     if (engine.failedUrls.size > 0) {
@@ -307,8 +305,7 @@ export class Follower {
     const store = this.#store!;
     const key = this.capabilityList!;
     const pending = new Set(store.pending(key).map((e) => e.loc));
-    const fsync = o.fsync ?? true;
-    const durability = { fsync, ...(this.#groupCommit !== undefined ? { groupCommit: this.#groupCommit } : {}) };
+    const durability = this.#durability;
     const engine = new Engine({
       dest: this.#dest,
       http,
@@ -317,7 +314,8 @@ export class Follower {
       store,
       dryRun: false,
       applyDeletes: o.delete ?? false,
-      ...durability,
+      root: this.#root,
+      durability,
       verifyRetries: o.verifyRetries ?? 2,
       adopt: true,
       hasPending: (u) => pending.has(u),
@@ -330,7 +328,7 @@ export class Follower {
           relPath,
           preferMirrors: how.preferMirrors,
           usePatches: how.usePatches,
-          ...durability,
+          durability,
           ...(localCopy !== undefined ? { localCopy } : {}),
           ...(mtime !== undefined ? { mtime } : {}),
           ...(o.signal ? { signal: o.signal } : {}),

@@ -5,6 +5,20 @@ import { ProgressBar } from '../progress.js';
 import { EXIT, MIRROR_OPTIONS, exitCodeOf, integerOption, mirrorOptions, reportFailure, sourceAndDest, type MirrorOptions } from '../mirror-options.js';
 import { parseCommandArgs, usageError } from '../command-args.js';
 import { follow } from '../follow.js';
+import { GroupCommit } from '../../node/group-commit.js';
+import { SyncfsFlush } from '../../node/syncfs.js';
+import type { Durability } from '../../node/durability.js';
+
+/**
+ * The CLI's durability for `--fsync-method batch` (the default): a group commit flushed by `syncfs` (one flush
+ * per batch; a helper shell that `close` ends), which the library only uses when asked. Undefined otherwise:
+ * `sync()` maps `--fsync-method file` and `--no-fsync` itself.
+ */
+function batchDurability(fsync: boolean, method: string | undefined): { durability: Durability; close: () => void } | undefined {
+  if (!fsync || (method ?? 'batch') !== 'batch') return undefined;
+  const syncfs = new SyncfsFlush();
+  return { durability: new GroupCommit({ flush: syncfs.flush }), close: () => syncfs.close() };
+}
 
 const HELP = `Usage: resourcesync sync <source-url> <dest-dir> [options]
 
@@ -133,6 +147,7 @@ export async function run(args: string[]): Promise<number> {
     return usageError('sync', err);
   }
   const fsyncMethod = v['fsync-method'];
+  const batch = batchDurability(!(v['no-fsync'] ?? false), fsyncMethod);
   if (v.follow === true) {
     const m = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(v.listen ?? '127.0.0.1:0');
     if (m === null || Number(m[2]) > 65535) return usageError('sync', `--listen '${v.listen}' is not HOST:PORT.`);
@@ -153,6 +168,7 @@ export async function run(args: string[]): Promise<number> {
           preferMirrors: v['prefer-mirrors'] ?? false,
           fsync: !(v['no-fsync'] ?? false),
           ...(fsyncMethod !== undefined ? { fsyncMethod } : {}),
+          ...(batch !== undefined ? { durability: batch.durability } : {}),
           ...common,
           ...(concurrency !== undefined ? { concurrency } : {}),
           ...(retries !== undefined ? { retries } : {}),
@@ -168,6 +184,7 @@ export async function run(args: string[]): Promise<number> {
       reportFailure('sync', err, v.json);
       return controller.signal.aborted ? 0 : exitCodeOf(err);
     } finally {
+      batch?.close();
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
     }
@@ -187,6 +204,7 @@ export async function run(args: string[]): Promise<number> {
       preferMirrors: v['prefer-mirrors'] ?? false,
       fsync: !(v['no-fsync'] ?? false),
       ...(fsyncMethod !== undefined ? { fsyncMethod } : {}),
+      ...(batch !== undefined ? { durability: batch.durability } : {}),
       signal: controller.signal,
       ...common,
       ...(concurrency !== undefined ? { concurrency } : {}),
@@ -202,6 +220,7 @@ export async function run(args: string[]): Promise<number> {
     reportFailure('sync', err, v.json);
     return controller.signal.aborted ? EXIT.ABORTED : exitCodeOf(err);
   } finally {
+    batch?.close();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }

@@ -5,11 +5,12 @@ import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { GroupCommit } from '../node/group-commit.js';
-import { runPool } from './run-pool.js';
-import { tempDir, writeVerified } from './verified-write.js';
+import { GroupCommit } from './group-commit.js';
+import { writeVerified } from '../destination/verified-write.js';
 import { isResourceSyncError } from '../core/errors.js';
-import { fsyncEach, syncFileSystem } from '../node/sync-file-system.js';
+import { fsyncAll, fsyncEachOf } from './durability.js';
+
+const tempDir = (root: string): string => join(root, '.resourcesync', 'tmp');
 
 const body = (s: string): AsyncIterable<Uint8Array> => Readable.from([Buffer.from(s)]);
 
@@ -23,7 +24,7 @@ void test('group commit: files appear only after the barrier that covers them, m
       maxBatch: 50,
       gatherMs: 60_000, // the batch closes when full
       idleMs: 60_000,
-      barrier: async (_dir, files) => {
+      flush: async (files) => {
         batches.push([...files]);
         // every file of the batch is staged (in the temporary folder), none is in place yet
         for (const f of files) assert.ok(existsSync(f), `${f} staged`);
@@ -36,8 +37,8 @@ void test('group commit: files appear only after the barrier that covers them, m
         root,
         relPath: `d${i % 3}/f${i}.txt`,
         body: body(`file ${i}`),
-        groupCommit: group,
-        onStaged: () => staged++,
+        durability: group,
+        onVerified: () => staged++,
       }),
     );
     while (batches.length === 0) await new Promise((r) => setTimeout(r, 2));
@@ -49,16 +50,9 @@ void test('group commit: files appear only after the barrier that covers them, m
     const results = await Promise.all(writes);
     assert.equal(results.length, 50);
     assert.equal(await readFile(join(root, 'd1', 'f49.txt'), 'utf8'), 'file 49');
-    assert.equal(group.barriers, 1);
-    await group.settle();
-    assert.equal(group.barriers, 2, 'settle makes the renames durable with one more barrier');
-    assert.deepEqual(
-      batches[1]!.sort(),
-      ['d0', 'd1', 'd2'].map((d) => join(root, d)),
-      'the folders that received files',
-    );
-    await group.settle();
-    assert.equal(group.barriers, 2, 'nothing renamed since: no barrier');
+    assert.equal(group.batches, 1);
+    await group.settle(); // fsyncs the folders that received files (real folders: no error)
+    assert.equal(group.batches, 1, 'settle flushes no batch when none is queued');
     assert.deepEqual(await readdir(tempDir(root)), []);
   } finally {
     await rm(root, { recursive: true, force: true });
@@ -71,12 +65,12 @@ void test('group commit: a failed barrier fails its batch, commits nothing and l
     let fail = true;
     const group = new GroupCommit({
       gatherMs: 1,
-      barrier: async () => {
+      flush: async () => {
         if (fail) throw new Error('EIO: simulated flush failure');
       },
     });
     const results = await Promise.allSettled(
-      [1, 2, 3].map((i) => writeVerified({ root, relPath: `f${i}.txt`, body: body('x'), groupCommit: group })),
+      [1, 2, 3].map((i) => writeVerified({ root, relPath: `f${i}.txt`, body: body('x'), durability: group })),
     );
     for (const r of results) {
       assert.equal(r.status, 'rejected');
@@ -88,7 +82,7 @@ void test('group commit: a failed barrier fails its batch, commits nothing and l
     );
     assert.deepEqual(await readdir(tempDir(root)), []);
     fail = false; // the queue goes on after a failure
-    await writeVerified({ root, relPath: 'f4.txt', body: body('y'), groupCommit: group });
+    await writeVerified({ root, relPath: 'f4.txt', body: body('y'), durability: group });
     assert.equal(await readFile(join(root, 'f4.txt'), 'utf8'), 'y');
   } finally {
     await rm(root, { recursive: true, force: true });
@@ -103,7 +97,7 @@ void test('group commit: a verification failure never reaches the batch; a full 
       maxBatch: 4,
       gatherMs: 60_000,
       idleMs: 60_000,
-      barrier: async (_d, files) => {
+      flush: async (files) => {
         sizes.push(files.length);
       },
     });
@@ -112,12 +106,12 @@ void test('group commit: a verification failure never reaches the batch; a full 
       relPath: 'bad.txt',
       body: body('abc'),
       expected: { length: 4 },
-      groupCommit: group,
+      durability: group,
     });
     await assert.rejects(bad, (e: unknown) => isResourceSyncError(e, 'RS_LENGTH_MISMATCH'));
     const t0 = Date.now();
     await Promise.all(
-      [1, 2, 3, 4].map((i) => writeVerified({ root, relPath: `ok${i}.txt`, body: body('ok'), groupCommit: group })),
+      [1, 2, 3, 4].map((i) => writeVerified({ root, relPath: `ok${i}.txt`, body: body('ok'), durability: group })),
     );
     assert.ok(Date.now() - t0 < 10_000, 'a full batch is committed at once');
     assert.deepEqual(sizes, [4]);
@@ -127,77 +121,26 @@ void test('group commit: a verification failure never reaches the batch; a full 
   }
 });
 
-void test('large bodies keep an fsync of their own: no barrier, no wait for a batch', async () => {
+void test('a large body goes through the same batch as the small ones', async () => {
   const root = await mkdtemp(join(tmpdir(), 'rs-gc-'));
   try {
-    let barriers = 0;
-    const group = new GroupCommit({ gatherMs: 60_000, idleMs: 60_000, barrier: async () => void barriers++ });
+    const sizes: number[] = [];
+    const group = new GroupCommit({ gatherMs: 60_000, idleMs: 20, flush: async (files) => void sizes.push(files.length) });
     const data = Buffer.alloc(300 * 1024, 7);
-    const r = await writeVerified({ root, relPath: 'big.bin', body: Readable.from([data]), groupCommit: group });
+    const [r] = await Promise.all([
+      writeVerified({ root, relPath: 'big.bin', body: Readable.from([data]), durability: group }),
+      writeVerified({ root, relPath: 'small.txt', body: body('s'), durability: group }),
+    ]);
     assert.equal(r.length, data.length);
-    assert.equal(barriers, 0);
+    assert.deepEqual(sizes, [2]);
     assert.deepEqual(await readFile(join(root, 'big.bin')), data);
+    assert.equal(await readFile(join(root, 'small.txt'), 'utf8'), 's');
   } finally {
     await rm(root, { recursive: true, force: true });
   }
 });
 
-void test('runPool: a released slot starts the next item; at most `concurrency` unreleased, `maxOutstanding` unfinished', async () => {
-  let active = 0;
-  let maxActive = 0;
-  let outstanding = 0;
-  let maxOutstanding = 0;
-  const finish: (() => void)[] = [];
-  const done: number[] = [];
-  const pool = runPool(
-    Array.from({ length: 40 }, (_, i) => i),
-    3,
-    async (i, release) => {
-      active++;
-      outstanding++;
-      maxActive = Math.max(maxActive, active);
-      maxOutstanding = Math.max(maxOutstanding, outstanding);
-      await new Promise((r) => setTimeout(r, 1));
-      active--;
-      release(); // downloaded: only waiting for a commit now
-      await new Promise<void>((r) => finish.push(r));
-      outstanding--;
-      done.push(i);
-    },
-    10,
-  );
-  while (finish.length < 10) await new Promise((r) => setTimeout(r, 2));
-  await new Promise((r) => setTimeout(r, 10));
-  assert.equal(finish.length, 10, 'no more than maxOutstanding unfinished');
-  const releaseAll = setInterval(() => finish.splice(0).forEach((f) => f()), 2);
-  await pool;
-  clearInterval(releaseAll);
-  assert.equal(done.length, 40);
-  assert.ok(maxActive <= 3, `at most 3 unreleased (saw ${maxActive})`);
-  assert.ok(maxOutstanding > 3 && maxOutstanding <= 10, `more than 3, at most 10 unfinished (saw ${maxOutstanding})`);
-});
-
-void test('runPool: the first error rejects once the calls under way have finished; no further item starts', async () => {
-  let started = 0;
-  let finished = 0;
-  await assert.rejects(
-    runPool(
-      Array.from({ length: 100 }, (_, i) => i),
-      4,
-      async (i) => {
-        started++;
-        await new Promise((r) => setTimeout(r, 2));
-        finished++;
-        if (i === 5) throw new Error('boom');
-      },
-    ),
-    /boom/,
-  );
-  assert.equal(finished, started, 'nothing left running');
-  assert.ok(started < 20, `stopped pulling after the error (started ${started})`);
-});
-
-void test('syncFileSystem and fsyncEach make real files and folders durable; a missing file is an error', async () => {
+void test('fsyncAll and fsyncEachOf make real files and folders durable; a missing file is an error of its own', async () => {
   const root = await mkdtemp(join(tmpdir(), 'rs-sfs-'));
   try {
     const { writeFile } = await import('node:fs/promises');
@@ -208,17 +151,13 @@ void test('syncFileSystem and fsyncEach make real files and folders durable; a m
         return p;
       }),
     );
-    await syncFileSystem(root, files); // syncfs on Linux (6 files), fsyncs elsewhere
-    await syncFileSystem(root, files); // the helper shell is reused
-    const odd = join(root, 'a\nfolder'); // a name the helper's line protocol cannot carry: sync -f run directly
-    const { mkdir } = await import('node:fs/promises');
-    await mkdir(odd);
-    await syncFileSystem(odd, files);
-    await assert.rejects(syncFileSystem(join(root, 'gone'), [...files, join(root, 'gone', 'x')]), /ENOENT/, 'a folder that is gone: the fsyncs report it');
-    await syncFileSystem(root, files); // and syncfs still serves afterwards
-    await syncFileSystem(root, files.slice(0, 2)); // few files: fsyncs
-    await fsyncEach([root, ...files]); // a folder among them
-    await assert.rejects(fsyncEach([join(root, 'missing')]), /ENOENT/);
+    await fsyncAll([root, ...files]); // a folder among them
+    const missing = join(root, 'missing');
+    const errors = await fsyncEachOf([files[0]!, missing, files[1]!]);
+    assert.equal(errors[0], undefined);
+    assert.match(String(errors[1]), /ENOENT/);
+    assert.equal(errors[2], undefined);
+    await assert.rejects(fsyncAll([missing]), /ENOENT/);
   } finally {
     await rm(root, { recursive: true, force: true });
   }
@@ -228,9 +167,9 @@ void test('group commit: a batch closes once no file came for idleMs, long befor
   const root = await mkdtemp(join(tmpdir(), 'rs-gc-'));
   try {
     const sizes: number[] = [];
-    const group = new GroupCommit({ gatherMs: 60_000, idleMs: 200, barrier: async (_d, files) => void sizes.push(files.length) });
+    const group = new GroupCommit({ gatherMs: 60_000, idleMs: 200, flush: async (files) => void sizes.push(files.length) });
     const t0 = Date.now();
-    await Promise.all([1, 2, 3].map((i) => writeVerified({ root, relPath: `f${i}.txt`, body: body('x'), groupCommit: group })));
+    await Promise.all([1, 2, 3].map((i) => writeVerified({ root, relPath: `f${i}.txt`, body: body('x'), durability: group })));
     assert.ok(Date.now() - t0 < 30_000, 'not held for gatherMs');
     assert.deepEqual(sizes, [3]);
   } finally {

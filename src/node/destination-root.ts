@@ -1,0 +1,101 @@
+/**
+ * A destination folder as one run (a sync, a dump, one `writeVerified` call) sees it: where its temporary files
+ * go, how they are named, the confinement check of every write, and the large buffers reused from file to file.
+ * Everything that used to be cached for the whole process lives here, for as long as the run holds the object.
+ */
+
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, realpathSync } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import { dirname, join, sep } from 'node:path';
+import { ResourceSyncError } from '../core/errors.js';
+
+/** Size of a pooled buffer (large bodies are read into two of them). */
+const POOLED_BUFFER = 1024 * 1024;
+
+/**
+ * The destination folder of a run.
+ * @example
+ * const dest = new DestinationRoot('/mirror');
+ * await writeVerified({ root: dest, relPath: 'a/b.txt', body });
+ */
+export class DestinationRoot {
+  /** The folder, as given. */
+  readonly path: string;
+  /** Folder (inside the destination, so on the same file system) for temporary files. */
+  readonly tempDir: string;
+  readonly #tag = `${process.pid}-${randomBytes(4).toString('hex')}`;
+  #counter = 0;
+  #realPath: string | undefined;
+  #tempReady = false;
+  readonly #buffers: Buffer[] = [];
+
+  constructor(path: string) {
+    this.path = path;
+    this.tempDir = join(path, '.resourcesync', 'tmp');
+  }
+
+  /** A new temporary file's path in {@link tempDir} (the folder exists once this resolves). */
+  async tempPath(): Promise<string> {
+    if (!this.#tempReady) {
+      try {
+        await mkdir(this.tempDir, { recursive: true });
+      } catch (err) {
+        throw ioError(this.tempDir, 'cannot be created', err);
+      }
+      this.#tempReady = true;
+    }
+    return `${this.tempDir}${sep}${this.#tag}-${(this.#counter++).toString(36)}.tmp`;
+  }
+
+  /**
+   * Makes sure that `dir` is really inside the destination and exists: a folder of the destination that is a
+   * symbolic link to elsewhere must not carry writes out of it. Checked on every call (a folder may be
+   * replaced by a link between two writes): the deepest existing ancestor is resolved before anything is
+   * created, so `mkdir -p` never runs through a link.
+   * @throws ResourceSyncError RS_UNSAFE_PATH, RS_IO
+   */
+  confine(dir: string): void {
+    if (this.#realPath === undefined) {
+      mkdirSync(this.path, { recursive: true });
+      this.#realPath = realpathSync.native(this.path);
+    }
+    const realRoot = this.#realPath;
+    let probe = dir;
+    while (!existsSync(probe) && dirname(probe) !== probe) probe = dirname(probe);
+    const real = realpathSync.native(probe);
+    if (real !== realRoot && !real.startsWith(realRoot.endsWith(sep) ? realRoot : realRoot + sep)) {
+      throw new ResourceSyncError('RS_UNSAFE_PATH', `Folder '${probe}' leads outside the destination '${this.path}' through a symbolic link.`, {
+        data: { path: probe, root: this.path },
+        recoverable: true,
+      });
+    }
+    if (probe === dir) return;
+    try {
+      mkdirSync(dir, { recursive: true });
+    } catch (err) {
+      throw ioError(dir, 'cannot be created', err);
+    }
+  }
+
+  /** A {@link POOLED_BUFFER}-byte buffer, reused across the files of this run. */
+  takeBuffer(): Buffer {
+    return this.#buffers.pop() ?? Buffer.allocUnsafeSlow(POOLED_BUFFER);
+  }
+
+  giveBack(bufs: readonly Buffer[]): void {
+    for (const b of bufs) if (this.#buffers.length < 4) this.#buffers.push(b);
+  }
+
+  /** Removes leftover temporary files (from a run that was killed). */
+  async cleanTemp(): Promise<void> {
+    await rm(this.tempDir, { recursive: true, force: true });
+    this.#tempReady = false;
+  }
+}
+
+/** A recoverable `RS_IO` for `path`. */
+export function ioError(path: string, what: string, cause: unknown): ResourceSyncError {
+  const msg = cause instanceof Error ? cause.message : String(cause);
+  return new ResourceSyncError('RS_IO', `Path '${path}' ${what}: ${msg}.`, { data: { path }, cause, recoverable: true });
+}
