@@ -9,7 +9,7 @@ import { gzipSync } from 'node:zlib';
 import type { ResourceSyncError } from '../core/errors.js';
 import type { Entry } from '../core/model/types.js';
 import { writeFileAtomic } from '../node/file-sink.js';
-import { changeEntry, fromMd, header, intervalEntry, packageEntry } from './documents.js';
+import { changeEntry, fromTimes, header, intervalEntry, packageEntry } from './documents.js';
 import { archivesLn, docBytes, pad, writeDoc, type Context } from './publish-context.js';
 import { sameFile } from './publish-files.js';
 import type { Rewrite } from './publish-html.js';
@@ -81,7 +81,7 @@ export async function changeDump(
       });
       entries.push(changeEntry(o.resBase, c, `/${zipPath}`));
     }
-    const manifest = await docBytes(header('urlset', fromMd('changedump-manifest', p.from, p.until), o.capUrl), entries);
+    const manifest = await docBytes(header('change-dump-manifest', fromTimes(p.from, p.until), o.capUrl), entries);
     const zip = `changedump-${pad(p.id)}.zip`;
     const man = `changedump-${pad(p.id)}-manifest${x}`;
     let pkg;
@@ -95,7 +95,7 @@ export async function changeDump(
     const data: ChangePackage = { zip, manifest: man, length: pkg.length, md5: pkg.md5 };
     await writeDoc(
       f(periodDoc(p)),
-      header('urlset', fromMd('changedump', p.from, p.until), o.capUrl, undefined, archivesLn(archiveUrl)),
+      header('change-dump', fromTimes(p.from, p.until), o.capUrl, undefined, archivesLn(archiveUrl)),
       [packageEntry(u(zip), data, { from: p.from, until: p.until! }, u(man))],
       ctx.gzip,
     );
@@ -108,14 +108,14 @@ export async function changeDump(
   const from = o.closed[0]?.from ?? o.open.from;
   await writeDoc(
     f(`changedump${x}`),
-    header('urlset', fromMd('changedump', from), o.capUrl, undefined, archivesLn(archived ? archiveUrl : undefined)),
+    header('change-dump', fromTimes(from), o.capUrl, undefined, archivesLn(archived ? archiveUrl : undefined)),
     packages.map(({ p, d }) => packageEntry(u(d.zip), d, { from: p.from, until: p.until! }, u(d.manifest))),
     ctx.gzip,
   );
   if (archived) {
     await writeDoc(
       f(`changedump-archive${x}`),
-      header('urlset', { capability: 'changedump-archive' }, o.capUrl),
+      header('change-dump-archive', {}, o.capUrl),
       packages.map(({ p }) => intervalEntry(u(periodDoc(p)), p.from, p.until)),
       ctx.gzip,
     );

@@ -6,7 +6,7 @@
  */
 import { existsSync, rmSync } from 'node:fs';
 import type { FrameworkChange } from '../core/model/notification.js';
-import { changeEntry, fromMd, header, intervalEntry } from './documents.js';
+import { changeEntry, fromTimes, header, intervalEntry } from './documents.js';
 import { archivesLn, map, pad, writeDoc, type Context, type SetPaths } from './publish-context.js';
 import type { ChangePeriod, SnapshotStore } from './snapshot-store.js';
 
@@ -49,7 +49,7 @@ export async function publishChangeLists(
     if (run.fresh || !existsSync(f(name))) {
       await writeDoc(
         f(name),
-        header('urlset', fromMd('changelist', p.from, p.until), capUrl, indexUrl, clArchiveLn),
+        header('change-list', fromTimes(p.from, p.until), capUrl, indexUrl, clArchiveLn),
         map(store.changes(p.id), (c) => changeEntry(resBase, c)),
         ctx.gzip,
       );
@@ -62,7 +62,7 @@ export async function publishChangeLists(
     framework.push({ loc: u(`changelist${x}`), capability: 'changelist', change: existsSync(f(`changelist${x}`)) ? 'updated' : 'created', ...(indexUrl ? { index: indexUrl } : {}) });
     await writeDoc(
       f(`changelist${x}`),
-      header('urlset', fromMd('changelist', open.from), capUrl, indexUrl, clArchiveLn),
+      header('change-list', fromTimes(open.from), capUrl, indexUrl, clArchiveLn),
       map(store.changes(open.id), (c) => changeEntry(resBase, c)),
       ctx.gzip,
     );
@@ -74,13 +74,13 @@ export async function publishChangeLists(
     const first = closed[0]!;
     await writeDoc(
       f(`changelist-index${x}`),
-      header('sitemapindex', fromMd('changelist', first.from), capUrl, undefined, clArchiveLn),
+      header('change-list-index', fromTimes(first.from), capUrl, undefined, clArchiveLn),
       [...closed.map((p) => intervalEntry(u(`changelist-${pad(p.id)}${x}`), p.from, p.until)), intervalEntry(u(`changelist${x}`), open.from)],
       ctx.gzip,
     );
     await writeDoc(
       f(`changelist-archive${x}`),
-      header('urlset', { capability: 'changelist-archive' }, capUrl),
+      header('change-list-archive', {}, capUrl),
       closed.map((p) => intervalEntry(u(`changelist-${pad(p.id)}${x}`), p.from, p.until)),
       ctx.gzip,
     );

@@ -9,7 +9,7 @@ import { gzipSync } from 'node:zlib';
 import { isResourceSyncError } from '../core/errors.js';
 import type { Entry } from '../core/model/types.js';
 import { writeFileAtomic } from '../node/file-sink.js';
-import { atMd, header, packageEntry, resourceEntry, snapshotEntry } from './documents.js';
+import { atTimes, header, packageEntry, resourceEntry, snapshotEntry } from './documents.js';
 import { archivesLn, DEFAULT_SNAPSHOT_RETENTION, docBytes, ts, writeDoc, type Context } from './publish-context.js';
 import type { Rewrite } from './publish-html.js';
 import { DOCUMENTS_PREFIX } from './url-path.js';
@@ -48,7 +48,7 @@ export async function resourceDump(
       const manName = `${prefix}-part${k}-manifest${x}`;
       const start = ctx.now();
       const manifest = await docBytes(
-        header('urlset', atMd('resourcedump-manifest', o.at, o.completed), o.capUrl),
+        header('resource-dump-manifest', atTimes(o.at, o.completed), o.capUrl),
         batch.map((res) => resourceEntry(o.resBase, res, `/resources/${res.path}`)),
       );
       const items: PackageItem[] = batch.map((res) => {
@@ -91,7 +91,7 @@ export async function resourceDump(
       return { documents: dumps.length > 0 ? dumpDocuments(dumps, u, x) : [], available: dumps.length > 0 };
     }
     const done = ctx.now();
-    const h = header('urlset', atMd('resourcedump', o.at, done), o.capUrl, undefined, archiveLn);
+    const h = header('resource-dump', atTimes(o.at, done), o.capUrl, undefined, archiveLn);
     await writeDoc(f(files.doc), h, entries, ctx.gzip);
     await writeDoc(f(`resourcedump${x}`), h, entries, ctx.gzip);
     store.addDump({ kind: 'resourcedump', at: o.at, completed: done, data: JSON.stringify(files) });
@@ -109,7 +109,7 @@ export async function resourceDump(
   }
   await writeDoc(
     f(`resourcedump-archive${x}`),
-    header('urlset', { capability: 'resourcedump-archive' }, o.capUrl),
+    header('resource-dump-archive', {}, o.capUrl),
     dumps.map((d) => {
       const e = snapshotEntry(u((JSON.parse(d.data) as DumpFiles).doc), d.at!, d.completed);
       if (d.completed !== undefined) e.lastmod = ts(d.completed);

@@ -9,7 +9,7 @@ import { existsSync, rmSync } from 'node:fs';
 import type { FrameworkChange } from '../core/model/notification.js';
 import { writeDocumentSet } from '../core/xml/write-document-set.js';
 import { fileSink } from '../node/file-sink.js';
-import { atMd, header, listedEntry, snapshotEntry } from './documents.js';
+import { atTimes, header, listedEntry, snapshotEntry } from './documents.js';
 import { archivesLn, DEFAULT_SNAPSHOT_RETENTION, map, ts, writeDoc, type Context, type SetPaths } from './publish-context.js';
 import { copyAtomic } from './publish-files.js';
 import type { SnapshotStore } from './snapshot-store.js';
@@ -44,7 +44,7 @@ export async function publishResourceLists(
   let generations = JSON.parse(store.getMeta('rl_generations') ?? '[]') as RlGeneration[];
   if (snapshot.rebuild || generations.length === 0 || !existsSync(f(`resourcelist${x}`))) {
     const n = (generations[generations.length - 1]?.n ?? 0) + 1;
-    const h = header('urlset', atMd('resourcelist', snapshot.at, completed), capUrl, undefined, archivesLn(rlArchiveUrl));
+    const h = header('resource-list', atTimes(snapshot.at, completed), capUrl, undefined, archivesLn(rlArchiveUrl));
     const res = await writeDocumentSet(
       h,
       map(store.listing(), (x) => listedEntry(resBase, x)),
@@ -74,7 +74,7 @@ export async function publishResourceLists(
   }
   await writeDoc(
     f(`resourcelist-archive${x}`),
-    header('urlset', { capability: 'resourcelist-archive' }, capUrl),
+    header('resource-list-archive', {}, capUrl),
     generations.map((g) => snapshotEntry(u(g.files[0]!), g.at, g.completed)),
     ctx.gzip,
   );

@@ -214,7 +214,7 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
   // Source Description (§8) at the well-known URI (§6.3.2), and robots.txt (§6.3.4)
   await writeDoc(
     join(outDir, '.well-known', 'resourcesync'),
-    header('urlset', { capability: 'description' }, undefined, undefined, describedBy(options.describedBy)),
+    header('source-description', {}, undefined, undefined, describedBy(options.describedBy)),
     results.map((r, i) => {
       const e = capabilityEntry(r.capabilityList, 'capabilitylist');
       const d = options.sets[i]!.describedBy;
@@ -378,7 +378,7 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
     // 5. Capability List (§9)
     await writeDoc(
       f(`capabilitylist${x}`),
-      header('urlset', { capability: 'capabilitylist' }, ctx.sdUrl, undefined, describedBy(set.describedBy)),
+      header('capability-list', {}, ctx.sdUrl, undefined, describedBy(set.describedBy)),
       [...caps, ...archives],
       ctx.gzip,
     );

@@ -5,7 +5,7 @@
  * @see Z39.99 §7–13, Appendix A
  */
 import { CHANGEFREQS, CAPABILITY_LIST_ENTRIES, HASH_ALGORITHMS, PRI_MAX, PRI_MIN, RS_NS } from '../constants.js';
-import { documentKind, type DocumentKind, type DocumentKindId } from '../model/document-kinds.js';
+import { documentKind, documentKindById, type DocumentKind, type EntryOrder, type EntryRules, type TimeAttribute } from '../model/document-kinds.js';
 import type { DocumentHeader, Entry, ForeignAttribute, Ln, Md, ParseNote, ResourceSyncDocument } from '../model/types.js';
 import { hasSpaceSeparator, parseW3CDatetime, type W3CDatetime } from '../w3c-datetime.js';
 import { readManifestPath } from '../manifest-path.js';
@@ -67,51 +67,13 @@ const LN_KNOWN: ReadonlySet<string> = new Set(['rel', 'href', 'hash', 'length', 
 const ABSOLUTE_URI = /^[A-Za-z][A-Za-z0-9+.-]*:/;
 const BASE64ISH = /^[A-Za-z0-9+/_-]+=*$/;
 const PRIORITY = /^(0(\.\d+)?|1(\.0+)?|\.\d+)$/;
-
-/** Section citation of each document kind. */
-function kindSection(kind: DocumentKind): string {
-  switch (kind.id) {
-    case 'resource-list-archive':
-    case 'resource-list-archive-index':
-      return 'ResourceSync Archives §3';
-    case 'resource-dump-archive':
-    case 'resource-dump-archive-index':
-      return 'ResourceSync Archives §4';
-    case 'change-list-archive':
-    case 'change-list-archive-index':
-      return 'ResourceSync Archives §5';
-    case 'change-dump-archive':
-    case 'change-dump-archive-index':
-      return 'ResourceSync Archives §6';
-    case 'change-notification':
-      return 'ResourceSync Change Notification §3';
-    case 'framework-notification':
-      return 'ResourceSync Framework Notification §3';
-    default:
-      return `Z39.99 §${kind.section}`;
-  }
-}
-
-const SNAPSHOT_KINDS: ReadonlySet<DocumentKindId> = new Set([
-  'resource-list', 'resource-list-index', 'resource-dump', 'resource-dump-index', 'resource-dump-manifest',
-]);
-const INTERVAL_KINDS: ReadonlySet<DocumentKindId> = new Set([
-  'change-list', 'change-list-index', 'change-dump', 'change-dump-index', 'change-dump-manifest',
-]);
-/** Table 4: entries that may carry `at`/`completed` (Archives: archived Resource Lists and Dumps). */
-const ENTRY_AT_ALLOWED: ReadonlySet<DocumentKindId> = new Set([
-  'resource-list-index', 'resource-dump', 'resource-dump-index', 'resource-list-archive', 'resource-dump-archive',
-]);
-/** Table 4: entries that may carry `from`/`until`. */
-const ENTRY_FROM_ALLOWED: ReadonlySet<DocumentKindId> = new Set([
-  'change-list-index', 'change-dump', 'change-dump-index', 'change-list-archive', 'change-dump-archive',
-]);
-/** Table 4: entries where `from` is recommended. */
-const ENTRY_FROM_RECOMMENDED: ReadonlySet<DocumentKindId> = new Set(['change-list-index', 'change-dump', 'change-dump-index']);
-/** Documents without a mandatory `up` link. */
-const NO_UP_REQUIRED: ReadonlySet<DocumentKindId> = new Set([
-  'source-description', 'source-description-index', 'capability-list-index', 'change-notification', 'framework-notification',
-]);
+/** The code of a missing top-level time attribute, and what lenient reading reports instead. */
+const MISSING: Readonly<Record<TimeAttribute, readonly [IssueCode, IssueCode]>> = {
+  at: ['at-missing', 'tolerated-at-missing'],
+  completed: ['completed-without-at', 'completed-without-at'],
+  from: ['from-missing', 'tolerated-from-missing'],
+  until: ['until-missing', 'until-missing'],
+};
 
 function kindName(kind: DocumentKind | undefined): string {
   return kind?.name ?? 'ResourceSync document';
@@ -168,8 +130,6 @@ function periodEnd(d: W3CDatetime): number {
   }
 }
 
-type OrderRule = 'change' | 'index' | 'package' | 'archive' | undefined;
-
 class StreamingValidator implements Validator {
   readonly kind: DocumentKind | undefined;
   private readonly issues: ValidationIssue[] = [];
@@ -181,24 +141,14 @@ class StreamingValidator implements Validator {
   private readonly child: string;
   private readonly name: string;
   private readonly section: string;
-  // per-kind switches, computed once
-  private readonly id: DocumentKindId | undefined;
-  private readonly changeRequired: boolean;
+  /** The kind's entry rules (those of an unknown kind: nothing required, anything allowed). */
+  private readonly rules: EntryRules | undefined;
   private readonly changeAllowed: boolean;
   private readonly lastmodRequired: boolean;
-  private readonly lastmodDiscouraged: boolean;
-  private readonly pathRule: 'all' | 'not-deleted' | 'none';
   private readonly pathAllowed: boolean;
-  private readonly typeRecommended: boolean;
-  private readonly packageMetadata: boolean;
-  private readonly entryTimesChecked: boolean;
-  private readonly entryAtAllowed: boolean;
-  private readonly entryFromAllowed: boolean;
-  private readonly entryFromRecommended: boolean;
-  private readonly capabilityRule: 'capabilitylist' | 'list' | 'framework' | 'none';
+  private readonly pathRule: EntryRules['path'];
   private readonly datetimeAllowed: boolean;
-  private readonly order: OrderRule;
-  private readonly trackLocs: boolean;
+  private readonly order: EntryOrder | undefined;
   // interval of the document, for datetime (1.1) and lastmod (1.0) checks
   private readonly fromMs: number | undefined;
   private readonly untilMs: number | undefined;
@@ -226,41 +176,17 @@ class StreamingValidator implements Validator {
     const kind = this.headerKind(header);
     this.kind = kind;
     this.name = kindName(kind);
-    this.section = kind ? kindSection(kind) : 'Z39.99 §7';
-    const id = kind?.id;
-    this.id = id;
-    const isCL = id === 'change-list';
-    const isCDM = id === 'change-dump-manifest';
-    const isCN = id === 'change-notification';
-    const isFN = id === 'framework-notification';
-    this.changeRequired = isCL || isCDM || isCN || isFN;
-    this.changeAllowed = this.changeRequired || id === undefined;
-    this.lastmodRequired = !this.v11 && (isCL || isCDM);
-    this.lastmodDiscouraged = id === 'source-description' || id === 'capability-list';
-    this.pathRule = id === 'resource-dump-manifest' ? 'all' : isCDM ? 'not-deleted' : 'none';
-    this.pathAllowed = this.pathRule !== 'none' || id === undefined;
-    this.typeRecommended = id === 'resource-dump-manifest' || isCDM;
-    this.packageMetadata = id === 'resource-dump' || id === 'change-dump';
-    this.entryTimesChecked = id !== undefined && (SNAPSHOT_KINDS.has(id) || INTERVAL_KINDS.has(id));
-    this.entryAtAllowed = id !== undefined && ENTRY_AT_ALLOWED.has(id);
-    this.entryFromAllowed = id !== undefined && ENTRY_FROM_ALLOWED.has(id);
-    this.entryFromRecommended = id !== undefined && ENTRY_FROM_RECOMMENDED.has(id);
-    this.capabilityRule =
-      id === 'source-description' ? 'capabilitylist' : id === 'capability-list' ? 'list' : isFN ? 'framework' : 'none';
-    this.datetimeAllowed = this.v11 ? isCL || isCDM || isCN || isFN || id === undefined : false;
-    this.order =
-      isCL || isCDM || isCN
-        ? 'change'
-        : id === 'change-list-index'
-          ? 'index'
-          : id === 'change-dump'
-            ? 'package'
-            : id === 'change-list-archive' || id === 'change-dump-archive'
-              ? 'archive'
-              : undefined;
-    this.trackLocs = id === 'resource-list' || id === 'resource-dump-manifest';
-    if (this.trackLocs) this.locs = new FingerprintSet({ capacity: 50_000 });
-    if (this.capabilityRule === 'list') this.capabilities = new Set();
+    this.section = kind ? kind.citation : 'Z39.99 §7';
+    const rules = kind?.entry;
+    this.rules = rules;
+    this.changeAllowed = rules === undefined || rules.change === 'required';
+    this.lastmodRequired = !this.v11 && rules?.lastmod === 'required-1.0';
+    this.pathRule = rules?.path ?? 'forbidden';
+    this.pathAllowed = rules === undefined || rules.path !== 'forbidden';
+    this.datetimeAllowed = this.v11 && (rules === undefined || rules.datetime);
+    this.order = kind?.order;
+    if (rules?.uniqueLocs === true) this.locs = new FingerprintSet({ capacity: 50_000 });
+    if (rules?.capability === 'advertised') this.capabilities = new Set();
 
     const md = header.md;
     const from = md?.from !== undefined ? parseW3CDatetime(md.from, true) : undefined;
@@ -339,28 +265,24 @@ class StreamingValidator implements Validator {
   }
 
   private checkTopTimes(md: Md, kind: DocumentKind | undefined, mdPath: string, line: number | undefined): void {
-    const id = kind?.id;
+    const top = kind?.top;
     const params = { kind: this.name };
-    const snapshot = id !== undefined && SNAPSHOT_KINDS.has(id);
-    const interval = id !== undefined && (INTERVAL_KINDS.has(id) || id === 'change-notification');
     // Lenient: resync-build writes Resource Dump Manifests without `at` and Change Lists without `from`;
     // a list without `from` is read as starting at its earliest entry.
-    if (snapshot && md.at === undefined) {
-      this.report(this.lenient ? 'tolerated-at-missing' : 'at-missing', params, '/rs:md/@at', line, this.section);
+    if (top !== undefined) {
+      for (const a of top.required) {
+        if (md[a] !== undefined) continue;
+        const [strict, tolerated] = MISSING[a];
+        const code = this.lenient && top.toleratedMissing.includes(a) ? tolerated : strict;
+        this.report(code, params, `/rs:md/@${a}`, line, this.section);
+      }
+      for (const a of top.forbidden) {
+        if (md[a] === undefined) continue;
+        const code = a === 'at' || a === 'completed' ? 'at-forbidden' : 'from-forbidden';
+        this.report(code, { ...params, attribute: a }, `/rs:md/@${a}`, line);
+      }
     }
-    if (interval && md.from === undefined) {
-      const code = this.lenient && id !== 'change-notification' ? 'tolerated-from-missing' : 'from-missing';
-      this.report(code, params, '/rs:md/@from', line, this.section);
-    }
-    if (id === 'change-notification' && md.until === undefined) this.report('until-missing', params, '/rs:md/@until', line, this.section);
-    if (interval) {
-      if (md.at !== undefined) this.report('at-forbidden', { ...params, attribute: 'at' }, '/rs:md/@at', line);
-      if (md.completed !== undefined) this.report('at-forbidden', { ...params, attribute: 'completed' }, '/rs:md/@completed', line);
-    }
-    if (snapshot) {
-      if (md.from !== undefined) this.report('from-forbidden', { ...params, attribute: 'from' }, '/rs:md/@from', line);
-      if (md.until !== undefined) this.report('from-forbidden', { ...params, attribute: 'until' }, '/rs:md/@until', line);
-    }
+    const interval = top?.required.includes('from') === true;
     const at = this.time(md.at, 'at', '/rs:md/@at', line, true);
     const completed = this.time(md.completed, 'completed', '/rs:md/@completed', line, true);
     const from = this.time(md.from, 'from', '/rs:md/@from', line, true);
@@ -401,19 +323,16 @@ class StreamingValidator implements Validator {
       this.checkLn(ln, i + 1, header.mdLine);
     }
     if (!kind) return;
-    const id = kind.id;
-    if (up === 0 && !NO_UP_REQUIRED.has(id)) {
-      const expected = id === 'capability-list' ? 'Source Description' : 'Capability List';
+    const rules = kind.links;
+    if (up === 0 && rules.up === 'required') {
+      const expected = documentKindById(rules.upTo ?? 'capability-list').name;
       if (this.lenient) this.report('tolerated-up-link-missing', { kind: kind.name }, '', undefined, this.section);
       else this.report('up-link-missing', { kind: kind.name, expected }, '', undefined, this.section);
     }
     if (up > 1) this.report('up-link-repeated', { count: up }, '', undefined);
-    if (up > 0 && (id === 'source-description' || id === 'source-description-index')) {
-      this.report('up-link-unexpected', {}, '', undefined);
-    }
-    if (describedby === 0 && (id === 'source-description' || id === 'capability-list')) {
-      const expected = id === 'source-description' ? 'the Source' : 'its set of resources';
-      this.report('describedby-link-missing', { kind: kind.name, expected }, '', undefined, this.section);
+    if (up > 0 && rules.up === 'forbidden') this.report('up-link-unexpected', {}, '', undefined);
+    if (describedby === 0 && rules.describedby !== undefined) {
+      this.report('describedby-link-missing', { kind: kind.name, expected: rules.describedby }, '', undefined, this.section);
     }
   }
 
@@ -542,7 +461,7 @@ class StreamingValidator implements Validator {
     let lastmod: W3CDatetime | undefined;
     if (e.lastmod !== undefined) {
       lastmod = this.time(e.lastmod, 'lastmod', '/lastmod', line);
-      if (this.lastmodDiscouraged) this.report('lastmod-discouraged', { kind: this.name }, '/lastmod', line, this.section);
+      if (this.rules?.lastmod === 'discouraged') this.report('lastmod-discouraged', { kind: this.name }, '/lastmod', line, this.section);
     } else if (this.lastmodRequired) {
       // Lenient: 1.0 producers leave <lastmod> off deletions (the time of a deletion is often unknown).
       const code = this.lenient && e.md?.change === 'deleted' ? 'tolerated-lastmod-missing' : 'lastmod-missing';
@@ -561,26 +480,26 @@ class StreamingValidator implements Validator {
     if (md !== undefined) {
       const mdPath = '/rs:md';
       this.checkMdAttributes(md, line, false);
-      if (md.type === undefined && this.typeRecommended && md.change !== 'deleted') {
+      if (md.type === undefined && this.rules?.typeRecommended === true && md.change !== 'deleted') {
         this.report('type-missing', { kind: this.name }, '/rs:md/@type', line, this.section);
       }
-      if (this.packageMetadata && (md.type === undefined || md.length === undefined)) {
+      if (this.rules?.packageMetadata === true && (md.type === undefined || md.length === undefined)) {
         this.report('package-metadata-missing', { kind: this.name }, mdPath, line, this.section);
       }
       datetime = this.entryTimes(md, mdPath, line);
       from = md.from !== undefined ? parseW3CDatetime(md.from, true) : undefined;
       this.entryChange(md, mdPath, line);
       this.entryPath(md, mdPath, line);
-      if (this.capabilityRule !== 'none') this.entryCapability(md.capability, mdPath, line);
-      if (this.capabilityRule === 'framework') this.entryFrameworkChange(md, line);
+      if (this.rules?.capability !== undefined) this.entryCapability(md.capability, mdPath, line);
+      if (this.rules?.capability === 'framework') this.entryFrameworkChange(md, line);
     } else {
       const mdPath = '/rs:md';
-      if (this.changeRequired) this.report('change-missing', { kind: this.name }, mdPath, line, this.section);
-      if (this.pathRule !== 'none') this.report('path-missing', { kind: this.name, expected: '' }, mdPath, line, this.section);
-      if (this.typeRecommended) this.report('type-missing', { kind: this.name }, mdPath, line, this.section);
-      if (this.packageMetadata) this.report('package-metadata-missing', { kind: this.name }, mdPath, line, this.section);
-      if (this.entryFromRecommended) this.report('entry-from-missing', { kind: this.name }, mdPath, line, this.section);
-      if (this.capabilityRule === 'list' || this.capabilityRule === 'framework') {
+      if (this.rules?.change === 'required') this.report('change-missing', { kind: this.name }, mdPath, line, this.section);
+      if (this.pathRule !== 'forbidden') this.report('path-missing', { kind: this.name, expected: '' }, mdPath, line, this.section);
+      if (this.rules?.typeRecommended === true) this.report('type-missing', { kind: this.name }, mdPath, line, this.section);
+      if (this.rules?.packageMetadata === true) this.report('package-metadata-missing', { kind: this.name }, mdPath, line, this.section);
+      if (this.rules?.from === 'recommended') this.report('entry-from-missing', { kind: this.name }, mdPath, line, this.section);
+      if (this.rules?.capability === 'advertised' || this.rules?.capability === 'framework') {
         this.report('entry-capability-missing', { kind: this.name }, mdPath, line, this.section);
       }
     }
@@ -596,7 +515,8 @@ class StreamingValidator implements Validator {
       let keyName: string;
       let keyText: string | undefined;
       if (this.order === 'change') {
-        if (this.v11 || this.id === 'change-notification') {
+        if (this.v11 || this.rules?.lastmod !== 'required-1.0') {
+          // 1.0 changes are timed by <lastmod>, notifications by datetime in both versions
           key = datetime;
           keyName = 'datetime';
           keyText = md?.datetime;
@@ -616,7 +536,7 @@ class StreamingValidator implements Validator {
       }
       if (key !== undefined) this.checkOrder(key.ms, keyName, keyText ?? '', '', line);
     }
-    if (!this.v11 && lastmod !== undefined && (this.id === 'change-list' || this.id === 'change-dump-manifest')) {
+    if (!this.v11 && lastmod !== undefined && this.lastmodRequired) {
       if ((this.fromMs !== undefined && lastmod.ms < this.fromMs) || (this.untilMs !== undefined && lastmod.ms > this.untilMs)) {
         this.report('lastmod-outside-interval', { value: e.lastmod, from: this.fromText, until: this.untilText }, '/lastmod', line, this.section);
       }
@@ -646,19 +566,19 @@ class StreamingValidator implements Validator {
       const from = this.time(md.from, 'from', '/rs:md/@from', line);
       const until = this.time(md.until, 'until', '/rs:md/@until', line);
       this.checkPairs(md, at, completed, from, until, mdPath, line);
-      if (this.entryTimesChecked) {
+      {
         const params = { kind: this.name };
-        if (!this.entryAtAllowed) {
+        if (this.rules?.at === 'forbidden') {
           if (md.at !== undefined) this.report('at-forbidden', { ...params, attribute: 'at' }, '/rs:md/@at', line);
           if (md.completed !== undefined) this.report('at-forbidden', { ...params, attribute: 'completed' }, '/rs:md/@completed', line);
         }
-        if (!this.entryFromAllowed) {
+        if (this.rules?.from === 'forbidden') {
           if (md.from !== undefined) this.report('from-forbidden', { ...params, attribute: 'from' }, '/rs:md/@from', line);
           if (md.until !== undefined) this.report('from-forbidden', { ...params, attribute: 'until' }, '/rs:md/@until', line);
         }
       }
     }
-    if (this.entryFromRecommended && md.from === undefined) {
+    if (this.rules?.from === 'recommended' && md.from === undefined) {
       this.report('entry-from-missing', { kind: this.name }, mdPath, line, this.section);
     }
     return datetime;
@@ -667,7 +587,7 @@ class StreamingValidator implements Validator {
   private entryChange(md: Md, mdPath: string, line: number | undefined): void {
     const change = md.change;
     if (change === undefined) {
-      if (this.changeRequired) this.report('change-missing', { kind: this.name }, '/rs:md/@change', line, this.section);
+      if (this.rules?.change === 'required') this.report('change-missing', { kind: this.name }, '/rs:md/@change', line, this.section);
       return;
     }
     if (change !== 'created' && change !== 'updated' && change !== 'deleted') {
@@ -700,7 +620,7 @@ class StreamingValidator implements Validator {
       this.report('entry-capability-missing', { kind: this.name }, path, line, this.section);
       return;
     }
-    if (this.capabilityRule === 'capabilitylist') {
+    if (this.rules?.capability === 'capabilitylist') {
       if (capability !== 'capabilitylist') {
         this.report('entry-capability-invalid', { value: capability, kind: this.name, expected: 'capabilitylist' }, path, line, this.section);
       }
