@@ -16,7 +16,6 @@ import { intervals } from './cross-document.js';
 import type { CheckedDocument } from './report.js';
 import { sampleResource } from './resources.js';
 
-const CHANGE_KINDS = new Set(['change-list', 'change-dump-manifest', 'change-notification']);
 const ARCHIVE_OF: Readonly<Record<string, string>> = {
   'resourcelist-archive': 'resourcelist',
   'resourcedump-archive': 'resourcedump',
@@ -80,8 +79,9 @@ async function checkDocument(c: CheckContext, x: Expectation): Promise<void> {
     for (const k of ['at', 'completed', 'from', 'until'] as const) if (md?.[k] !== undefined) doc[k] = md[k];
     expectations(c, x, header, kind?.capability ?? md?.capability);
 
-    // Validators: change documents under both versions until their entries say which one they follow.
-    const both = kind !== undefined && CHANGE_KINDS.has(kind.id);
+    // Validators: documents of changes (entries in order of their time) under both versions until their
+    // entries say which one they follow.
+    const both = kind?.order === 'change';
     const v11 = createValidator(header, { spec: '1.1', mode: 'strict' });
     const v10: Validator | undefined = both ? createValidator(header, { spec: '1.0', mode: 'strict' }) : undefined;
     let usesDatetime = md?.datetime !== undefined;

@@ -60,7 +60,12 @@ function etagOf(st: Stats): string {
 }
 
 function sameFile(info: FileInfo, st: Stats): boolean {
-  return info.ino === st.ino && (info.storedSize ?? info.size) === st.size && info.mtimeMs === st.mtimeMs && info.ctimeMs === st.ctimeMs;
+  return (
+    info.ino === st.ino &&
+    (info.storedSize ?? info.size) === st.size &&
+    info.mtimeMs === st.mtimeMs &&
+    info.ctimeMs === st.ctimeMs
+  );
 }
 
 /** Metadata and validators (ETag, Last-Modified) of a file, without its bytes. */
@@ -141,7 +146,16 @@ export class FileResolver {
         : kind === 'document' && (name === 'resourcesync' || name.endsWith('.xml'))
           ? XML
           : this.mediaType(name);
-    const r: Resolution = { real: undefined, info: undefined, contentType, kind, link, checkedAt: at, weight: 0, plain: undefined };
+    const r: Resolution = {
+      real: undefined,
+      info: undefined,
+      contentType,
+      kind,
+      link,
+      checkedAt: at,
+      weight: 0,
+      plain: undefined,
+    };
     const real = confined(root, segments, kind === 'document');
     if (real === undefined) return r;
     const st = statSync(real, { throwIfNoEntry: false });
@@ -149,7 +163,8 @@ export class FileResolver {
     r.real = real;
     const old = prev?.real === real ? prev.info : undefined;
     if (old !== undefined && sameFile(old, st)) r.info = old;
-    else if (html !== undefined && contentType === HTML_LINK_MEDIA_TYPE && st.size <= HTML_LINK_MAX_BYTES) r.info = rewritten(real, html) ?? infoFrom(st);
+    else if (html !== undefined && contentType === HTML_LINK_MEDIA_TYPE && st.size <= HTML_LINK_MAX_BYTES)
+      r.info = rewritten(real, html) ?? infoFrom(st);
     else if (st.size <= this.smallLimit) r.info = readSmall(real, this.smallLimit) ?? infoFrom(st);
     else r.info = infoFrom(st);
     r.weight = (r.info.bytes?.length ?? 0) + (r.info.gz?.length ?? 0);

@@ -105,7 +105,10 @@ export function respond(
   if (rangeHeader !== undefined && ifRangeHolds(header(h, 'if-range'), etag, info.lastModified)) {
     const range = parseRange(rangeHeader, size);
     if (range === 'unsatisfiable') {
-      return statusResponse(416, 'Range Not Satisfiable', { 'content-range': `bytes */${size}`, 'accept-ranges': 'bytes' });
+      return statusResponse(416, 'Range Not Satisfiable', {
+        'content-range': `bytes */${size}`,
+        'accept-ranges': 'bytes',
+      });
     }
     if (range !== undefined) {
       status = 206;
@@ -138,7 +141,11 @@ export function respond(
 }
 
 /** Serves a file without bytes in memory through a descriptor, with metadata from that descriptor. */
-export async function respondFromDescriptor(req: CoreRequest, r: Resolution, options: ResponseOptions): Promise<CoreResponse> {
+export async function respondFromDescriptor(
+  req: CoreRequest,
+  r: Resolution,
+  options: ResponseOptions,
+): Promise<CoreResponse> {
   const handle = await open(r.real!, 'r');
   let res: CoreResponse | undefined;
   try {

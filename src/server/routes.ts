@@ -40,13 +40,22 @@ export interface Router {
 export function createRouter(options: RouterOptions, files: FileResolver): Router {
   const base = options.baseUrl === undefined ? undefined : new URL(options.baseUrl);
   const basePath = base === undefined ? '' : base.pathname.replace(/\/+$/, '');
-  const basePrefix = basePath === '' ? [] : basePath.slice(1).split('/').map((s) => decodeURIComponent(s));
+  const basePrefix =
+    basePath === ''
+      ? []
+      : basePath
+          .slice(1)
+          .split('/')
+          .map((s) => decodeURIComponent(s));
   const origin = base === undefined ? '' : `${base.origin}${basePath}`;
 
   const sets = new Map<string, ServedSet>();
   for (const s of options.sets) {
     const cap = s.capabilityList ?? `${origin}/.resourcesync/${encodeURIComponent(s.name)}/capabilitylist.xml`;
-    const html = options.htmlDiscoveryLink === true ? (stored: Buffer): Uint8Array => withResourceSyncLink(stored, cap) : undefined;
+    const html =
+      options.htmlDiscoveryLink === true
+        ? (stored: Buffer): Uint8Array => withResourceSyncLink(stored, cap)
+        : undefined;
     sets.set(s.name, { root: { dir: s.dir, real: undefined }, link: `<${cap}>; rel="${REL_RESOURCESYNC}"`, html });
   }
   const docs: Root = { dir: options.outDir, real: undefined };

@@ -34,7 +34,16 @@ export async function changeDump(
   ctx: Context,
   store: SnapshotStore,
   set: { name: string; dir: string },
-  o: { docUrl: string; capUrl: string; resBase: string; rewrite: Rewrite | undefined; bitDir: string; closed: ChangePeriod[]; open: ChangePeriod; fresh: boolean },
+  o: {
+    docUrl: string;
+    capUrl: string;
+    resBase: string;
+    rewrite: Rewrite | undefined;
+    bitDir: string;
+    closed: ChangePeriod[];
+    open: ChangePeriod;
+    fresh: boolean;
+  },
 ): Promise<{ documents: string[]; archived: boolean }> {
   const u = (name: string): string => o.docUrl + name;
   const f = (name: string): string => join(ctx.outDir, DOCUMENTS_PREFIX, set.name, name);
@@ -51,7 +60,13 @@ export async function changeDump(
   }
   for (const p of o.closed) {
     const old = have.get(p.id);
-    if (old !== undefined && !o.fresh && existsSync(f((JSON.parse(old.data) as ChangePackage).zip)) && existsSync(f(periodDoc(p)))) continue;
+    if (
+      old !== undefined &&
+      !o.fresh &&
+      existsSync(f((JSON.parse(old.data) as ChangePackage).zip)) &&
+      existsSync(f(periodDoc(p)))
+    )
+      continue;
     if (old !== undefined) store.removeDump(old.id);
     const changes = [...store.changes(p.id)];
     const items: PackageItem[] = [];
@@ -86,7 +101,10 @@ export async function changeDump(
     const man = `changedump-${pad(p.id)}-manifest${x}`;
     let pkg;
     try {
-      pkg = await writeZipPackage(f(zip), manifest, items, { now: ctx.now, ...(ctx.signal ? { signal: ctx.signal } : {}) });
+      pkg = await writeZipPackage(f(zip), manifest, items, {
+        now: ctx.now,
+        ...(ctx.signal ? { signal: ctx.signal } : {}),
+      });
     } catch (err) {
       if ((err as ResourceSyncError).code !== 'RS_HASH_MISMATCH') throw err;
       continue; // a kept bitstream was altered: leave this package for a later call
@@ -99,11 +117,19 @@ export async function changeDump(
       [packageEntry(u(zip), data, { from: p.from, until: p.until! }, u(man))],
       ctx.gzip,
     );
-    const rec = store.addDump({ kind: 'changedump', from: p.from, until: p.until!, period: p.id, data: JSON.stringify(data) });
+    const rec = store.addDump({
+      kind: 'changedump',
+      from: p.from,
+      until: p.until!,
+      period: p.id,
+      data: JSON.stringify(data),
+    });
     have.set(p.id, rec);
     for (const it of items) if (it.file.startsWith(o.bitDir)) rmSync(it.file, { force: true });
   }
-  const packages = o.closed.filter((p) => have.has(p.id)).map((p) => ({ p, d: JSON.parse(have.get(p.id)!.data) as ChangePackage }));
+  const packages = o.closed
+    .filter((p) => have.has(p.id))
+    .map((p) => ({ p, d: JSON.parse(have.get(p.id)!.data) as ChangePackage }));
   const archived = packages.length > 0;
   const from = o.closed[0]?.from ?? o.open.from;
   await writeDoc(

@@ -36,7 +36,8 @@ export async function publishChangeLists(
   let dropped: ChangePeriod[] = [];
   if (ctx.retention !== undefined) dropped = store.prunePeriods(ctx.retention);
   for (const p of dropped) {
-    for (const name of [`changelist-${pad(p.id)}`, `changedump-${pad(p.id)}`, `changedump-${pad(p.id)}-manifest`]) rmSync(f(name + x), { force: true });
+    for (const name of [`changelist-${pad(p.id)}`, `changedump-${pad(p.id)}`, `changedump-${pad(p.id)}-manifest`])
+      rmSync(f(name + x), { force: true });
     rmSync(f(`changedump-${pad(p.id)}.zip`), { force: true });
   }
   const periods = store.periods();
@@ -59,7 +60,12 @@ export async function publishChangeLists(
   // The open Change List and the index change only with the changes: a quiet run rewrites neither.
   const listsChanged = run.fresh || run.changed || dropped.length > 0 || !existsSync(f(`changelist${x}`));
   if (listsChanged) {
-    framework.push({ loc: u(`changelist${x}`), capability: 'changelist', change: existsSync(f(`changelist${x}`)) ? 'updated' : 'created', ...(indexUrl ? { index: indexUrl } : {}) });
+    framework.push({
+      loc: u(`changelist${x}`),
+      capability: 'changelist',
+      change: existsSync(f(`changelist${x}`)) ? 'updated' : 'created',
+      ...(indexUrl ? { index: indexUrl } : {}),
+    });
     await writeDoc(
       f(`changelist${x}`),
       header('change-list', fromTimes(open.from), capUrl, indexUrl, clArchiveLn),
@@ -75,7 +81,10 @@ export async function publishChangeLists(
     await writeDoc(
       f(`changelist-index${x}`),
       header('change-list-index', fromTimes(first.from), capUrl, undefined, clArchiveLn),
-      [...closed.map((p) => intervalEntry(u(`changelist-${pad(p.id)}${x}`), p.from, p.until)), intervalEntry(u(`changelist${x}`), open.from)],
+      [
+        ...closed.map((p) => intervalEntry(u(`changelist-${pad(p.id)}${x}`), p.from, p.until)),
+        intervalEntry(u(`changelist${x}`), open.from),
+      ],
       ctx.gzip,
     );
     await writeDoc(

@@ -64,7 +64,12 @@ export const ts = formatW3CDatetime;
 export const DEFAULT_SNAPSHOT_RETENTION = 5;
 
 /** Writes a document atomically (temporary file + rename), gzipped with `gzip`. */
-export async function writeDoc(file: string, h: DocumentHeader, entries: Iterable<Entry> | AsyncIterable<Entry>, gzip = false): Promise<void> {
+export async function writeDoc(
+  file: string,
+  h: DocumentHeader,
+  entries: Iterable<Entry> | AsyncIterable<Entry>,
+  gzip = false,
+): Promise<void> {
   mkdirSync(dirname(file), { recursive: true });
   await writeFileAtomic(file, writeDocument(h, entries, { gzip }));
 }

@@ -27,7 +27,15 @@ export async function resourceDump(
   ctx: Context,
   store: SnapshotStore,
   set: { name: string; dir: string },
-  o: { docUrl: string; capUrl: string; resBase: string; rewrite: Rewrite | undefined; at: number; completed: number; rebuild: boolean },
+  o: {
+    docUrl: string;
+    capUrl: string;
+    resBase: string;
+    rewrite: Rewrite | undefined;
+    at: number;
+    completed: number;
+    rebuild: boolean;
+  },
 ): Promise<{ documents: string[]; available: boolean }> {
   const u = (name: string): string => o.docUrl + name;
   const f = (name: string): string => join(ctx.outDir, DOCUMENTS_PREFIX, set.name, name);
@@ -62,7 +70,10 @@ export async function resourceDump(
           ...(rw !== undefined ? { rewrite: rw } : {}),
         };
       });
-      const pkg = await writeZipPackage(f(zipName), manifest, items, { now: ctx.now, ...(ctx.signal ? { signal: ctx.signal } : {}) });
+      const pkg = await writeZipPackage(f(zipName), manifest, items, {
+        now: ctx.now,
+        ...(ctx.signal ? { signal: ctx.signal } : {}),
+      });
       await writeFileAtomic(f(manName), [ctx.gzip ? gzipSync(manifest) : manifest]);
       entries.push(packageEntry(u(zipName), pkg, { at: start, completed: ctx.now() }, u(manName)));
       files.zips.push(zipName);

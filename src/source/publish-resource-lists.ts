@@ -10,7 +10,15 @@ import type { FrameworkChange } from '../core/model/notification.js';
 import { writeDocumentSet } from '../core/xml/write-document-set.js';
 import { fileSink } from '../node/file-sink.js';
 import { atTimes, header, listedEntry, snapshotEntry } from './documents.js';
-import { archivesLn, DEFAULT_SNAPSHOT_RETENTION, map, ts, writeDoc, type Context, type SetPaths } from './publish-context.js';
+import {
+  archivesLn,
+  DEFAULT_SNAPSHOT_RETENTION,
+  map,
+  ts,
+  writeDoc,
+  type Context,
+  type SetPaths,
+} from './publish-context.js';
 import { copyAtomic } from './publish-files.js';
 import type { SnapshotStore } from './snapshot-store.js';
 
@@ -62,13 +70,25 @@ export async function publishResourceLists(
     await copyAtomic(f(`resourcelist-${n}${x}`), f(`resourcelist${x}`));
     framework.push(
       ...(res.indexed
-        ? res.parts.map((p): FrameworkChange => ({ loc: p.url, capability: 'resourcelist', change: 'created', index: rlUrl }))
-        : [{ loc: rlUrl, capability: 'resourcelist', change: generations.length === 0 ? 'created' : 'updated' } as const]),
+        ? res.parts.map((p): FrameworkChange => ({
+            loc: p.url,
+            capability: 'resourcelist',
+            change: 'created',
+            index: rlUrl,
+          }))
+        : [
+            {
+              loc: rlUrl,
+              capability: 'resourcelist',
+              change: generations.length === 0 ? 'created' : 'updated',
+            } as const,
+          ]),
     );
     const files = [`resourcelist-${n}${x}`, ...(res.indexed ? res.parts.map((p) => p.url.slice(docUrl.length)) : [])];
     generations.push({ n, at: snapshot.at, completed, files });
     const keep = ctx.retention ?? DEFAULT_SNAPSHOT_RETENTION;
-    for (const g of generations.slice(0, Math.max(0, generations.length - keep))) for (const name of g.files) rmSync(f(name), { force: true });
+    for (const g of generations.slice(0, Math.max(0, generations.length - keep)))
+      for (const name of g.files) rmSync(f(name), { force: true });
     generations = generations.slice(-keep);
     store.setMeta('rl_generations', JSON.stringify(generations));
   }

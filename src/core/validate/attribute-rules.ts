@@ -10,9 +10,30 @@ import { hasSpaceSeparator, parseW3CDatetime, type W3CDatetime } from '../w3c-da
 import { IssueCollector } from './issue-collector.js';
 
 const MD_KNOWN: ReadonlySet<string> = new Set([
-  'capability', 'at', 'completed', 'from', 'until', 'change', 'datetime', 'encoding', 'hash', 'length', 'path', 'type',
+  'capability',
+  'at',
+  'completed',
+  'from',
+  'until',
+  'change',
+  'datetime',
+  'encoding',
+  'hash',
+  'length',
+  'path',
+  'type',
 ]);
-const LN_KNOWN: ReadonlySet<string> = new Set(['rel', 'href', 'hash', 'length', 'modified', 'path', 'pri', 'type', 'encoding']);
+const LN_KNOWN: ReadonlySet<string> = new Set([
+  'rel',
+  'href',
+  'hash',
+  'length',
+  'modified',
+  'path',
+  'pri',
+  'type',
+  'encoding',
+]);
 const BASE64ISH = /^[A-Za-z0-9+/_-]+=*$/;
 
 function isHexDigit(c: number): boolean {
@@ -56,7 +77,13 @@ export abstract class AttributeRules extends IssueCollector {
   protected abstract readonly name: string;
 
   /** Parses a date-time attribute once; reports syntax problems. */
-  protected time(value: string | undefined, attribute: string, path: string, line: number | undefined, top = false): W3CDatetime | undefined {
+  protected time(
+    value: string | undefined,
+    attribute: string,
+    path: string,
+    line: number | undefined,
+    top = false,
+  ): W3CDatetime | undefined {
     if (value === undefined) return undefined;
     const d = parseW3CDatetime(value, true);
     if (!d) {
@@ -64,7 +91,13 @@ export abstract class AttributeRules extends IssueCollector {
       return undefined;
     }
     // A time after a space instead of 'T' (CORE's manifests): the parser's lenient reading.
-    if (value.charCodeAt(10) !== 84 && d.granularity !== 'year' && d.granularity !== 'month' && d.granularity !== 'day' && hasSpaceSeparator(value)) {
+    if (
+      value.charCodeAt(10) !== 84 &&
+      d.granularity !== 'year' &&
+      d.granularity !== 'month' &&
+      d.granularity !== 'day' &&
+      hasSpaceSeparator(value)
+    ) {
       if (!this.lenient) {
         this.report('datetime-invalid', { attribute, value }, path, line);
         return undefined;
@@ -77,7 +110,13 @@ export abstract class AttributeRules extends IssueCollector {
         this.report('datetime-invalid', { attribute, value }, path, line);
         return undefined;
       }
-    } else if (top && (d.granularity === 'year' || d.granularity === 'month' || d.granularity === 'day' || !value.trimEnd().endsWith('Z'))) {
+    } else if (
+      top &&
+      (d.granularity === 'year' ||
+        d.granularity === 'month' ||
+        d.granularity === 'day' ||
+        !value.trimEnd().endsWith('Z'))
+    ) {
       this.report('datetime-not-utc', { attribute, value }, path, line);
     }
     return d;
@@ -100,22 +139,31 @@ export abstract class AttributeRules extends IssueCollector {
       const code = this.lenient ? 'tolerated-until-before-from' : 'until-before-from';
       this.report(code, { value: md.until, expected: md.from }, '/rs:md/@until', line);
     }
-    if (md.completed !== undefined && md.at === undefined) this.report('completed-without-at', {}, '/rs:md/@completed', line);
-    if (md.until !== undefined && md.from === undefined && !fromReported) this.report('until-without-from', {}, '/rs:md/@until', line);
+    if (md.completed !== undefined && md.at === undefined)
+      this.report('completed-without-at', {}, '/rs:md/@completed', line);
+    if (md.until !== undefined && md.from === undefined && !fromReported)
+      this.report('until-without-from', {}, '/rs:md/@until', line);
   }
 
-  protected checkForeign(extra: ForeignAttribute[], known: ReadonlySet<string>, path: string, line: number | undefined): void {
+  protected checkForeign(
+    extra: ForeignAttribute[],
+    known: ReadonlySet<string>,
+    path: string,
+    line: number | undefined,
+  ): void {
     for (const a of extra) {
       const qname = a.prefix ? `${a.prefix}:${a.local}` : a.local;
       if (a.ns === RS_NS) this.report('rs-attribute-prefixed', { value: qname }, `${path}/@${qname}`, line);
-      else if (a.ns === '' && !known.has(a.local)) this.report('attribute-not-namespaced', { value: qname }, `${path}/@${qname}`, line);
+      else if (a.ns === '' && !known.has(a.local))
+        this.report('attribute-not-namespaced', { value: qname }, `${path}/@${qname}`, line);
     }
   }
 
   /** Attribute syntax of an `rs:md` (top level or entry). */
   protected checkMdAttributes(md: Md, line: number | undefined, top: boolean): void {
     if (md.hash !== undefined) this.checkHash(md.hash, '/rs:md/@hash', line);
-    if (md.length !== undefined && !isDigits(md.length)) this.report('length-invalid', { value: md.length }, '/rs:md/@length', line);
+    if (md.length !== undefined && !isDigits(md.length))
+      this.report('length-invalid', { value: md.length }, '/rs:md/@length', line);
     if (md.extra !== undefined) this.checkForeign(md.extra, MD_KNOWN, '/rs:md', line);
     if (!top) return;
     if (md.change !== undefined) this.report('change-unexpected', { kind: this.name }, '/rs:md/@change', line);
@@ -132,7 +180,8 @@ export abstract class AttributeRules extends IssueCollector {
       if (!(n >= PRI_MIN && n <= PRI_MAX)) this.report('pri-out-of-range', { value: pri }, '/@pri', line);
     }
     if (ln.hash !== undefined) this.checkHash(ln.hash, '/@hash', line);
-    if (ln.length !== undefined && !isDigits(ln.length)) this.report('length-invalid', { value: ln.length }, '/@length', line);
+    if (ln.length !== undefined && !isDigits(ln.length))
+      this.report('length-invalid', { value: ln.length }, '/@length', line);
     if (ln.modified !== undefined) this.time(ln.modified, 'modified', '/@modified', line);
     if (ln.extra !== undefined) this.checkForeign(ln.extra, LN_KNOWN, '', line);
     this.lnAt = 0;
@@ -176,7 +225,12 @@ export abstract class AttributeRules extends IssueCollector {
           this.report('hash-not-hex', { value: token }, path, line);
         }
       } else if (i - colon - 1 !== expected) {
-        this.report('hash-digest-length', { value: value.slice(start, i), count: i - colon - 1, attribute: alg, expected }, path, line);
+        this.report(
+          'hash-digest-length',
+          { value: value.slice(start, i), count: i - colon - 1, attribute: alg, expected },
+          path,
+          line,
+        );
       }
     }
   }

@@ -74,11 +74,21 @@ export abstract class HeaderRules extends AttributeRules {
           this.report('capability-unknown', { value: capability }, '/rs:md/@capability', line);
         }
       } else if (INDEX_NAMES[capability] !== undefined) {
-        this.report('tolerated-capability-index-name', { value: capability, expected: kind.capability }, '/rs:md/@capability', line);
+        this.report(
+          'tolerated-capability-index-name',
+          { value: capability, expected: kind.capability },
+          '/rs:md/@capability',
+          line,
+        );
       }
       if (capability === LEGACY_CHANGE_NOTIFICATION) {
         const params = { value: capability, expected: CHANGE_NOTIFICATION };
-        this.report(this.lenient ? 'tolerated-capability-legacy-name' : 'capability-legacy-name', params, '/rs:md/@capability', line);
+        this.report(
+          this.lenient ? 'tolerated-capability-legacy-name' : 'capability-legacy-name',
+          params,
+          '/rs:md/@capability',
+          line,
+        );
       }
       if (kind?.id === 'capability-list-index') this.report('capabilitylist-index', {}, '', line);
       this.checkTopTimes(md, kind, mdPath, line);
@@ -134,7 +144,13 @@ export abstract class HeaderRules extends AttributeRules {
     if (up > 1) this.report('up-link-repeated', { count: up }, '', undefined);
     if (up > 0 && rules.up === 'forbidden') this.report('up-link-unexpected', {}, '', undefined);
     if (describedby === 0 && rules.describedby !== undefined) {
-      this.report('describedby-link-missing', { kind: kind.name, expected: rules.describedby }, '', undefined, this.section);
+      this.report(
+        'describedby-link-missing',
+        { kind: kind.name, expected: rules.describedby },
+        '',
+        undefined,
+        this.section,
+      );
     }
   }
 }

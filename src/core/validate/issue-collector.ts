@@ -10,8 +10,14 @@ import { formatMessage, MESSAGES, type MessageParams } from './messages.js';
 /** Note codes the validator derives from the model itself (with a path), so notes would repeat them. */
 const NOTES_COVERED: ReadonlySet<string> = new Set(['rs-attribute-prefixed', 'unknown-attribute']);
 const NOTE_CODES: ReadonlySet<string> = new Set<IssueCode>([
-  'wrong-namespace', 'child-element-mismatch', 'md-repeated', 'element-repeated', 'unexpected-element', 'unexpected-text',
-  'unknown-element', 'header-after-entries',
+  'wrong-namespace',
+  'child-element-mismatch',
+  'md-repeated',
+  'element-repeated',
+  'unexpected-element',
+  'unexpected-text',
+  'unknown-element',
+  'header-after-entries',
 ]);
 /** The issues of one document, and where in it the validator is (entry, link) for their paths. */
 export abstract class IssueCollector {
@@ -37,7 +43,13 @@ export abstract class IssueCollector {
    * Records an issue. `tail` is the path below the current element: the root, or the current
    * entry (`this.at`), or the current link of either (`this.lnAt`); paths are only built here.
    */
-  protected report(code: IssueCode, params: MessageParams, tail: string, line: number | undefined, section?: string): void {
+  protected report(
+    code: IssueCode,
+    params: MessageParams,
+    tail: string,
+    line: number | undefined,
+    section?: string,
+  ): void {
     const n = (this.counts.get(code) ?? 0) + 1;
     this.counts.set(code, n);
     if (n > this.max) return;
@@ -45,7 +57,12 @@ export abstract class IssueCollector {
     let path = this.root;
     if (this.at > 0) path += `/${this.child}[${this.at}]`;
     if (this.lnAt > 0) path += `/rs:ln[${this.lnAt}]`;
-    const issue: ValidationIssue = { code, severity: def.severity, message: formatMessage(code, params), section: section ?? def.section };
+    const issue: ValidationIssue = {
+      code,
+      severity: def.severity,
+      message: formatMessage(code, params),
+      section: section ?? def.section,
+    };
     if (line !== undefined) issue.line = line;
     issue.path = path + tail;
     this.issues.push(issue);
@@ -68,7 +85,13 @@ export abstract class IssueCollector {
         this.counts.set(code, n);
         if (n > this.max) continue;
         const def = MESSAGES[code];
-        this.issues.push({ code, severity: def.severity, message: formatMessage(code, params), section: def.section, line: note.line });
+        this.issues.push({
+          code,
+          severity: def.severity,
+          message: formatMessage(code, params),
+          section: def.section,
+          line: note.line,
+        });
       }
     }
   }
@@ -76,12 +99,13 @@ export abstract class IssueCollector {
   /** Adds one `issues-truncated` per code past the limit and orders the issues by line (document-wide first). */
   protected finish(): ValidationIssue[] {
     for (const [code, n] of this.counts) {
-      if (n > this.max) this.issues.push({
-        code: 'issues-truncated',
-        severity: 'warning',
-        message: formatMessage('issues-truncated', { count: n - this.max, value: code }),
-        section: MESSAGES[code].section,
-      });
+      if (n > this.max)
+        this.issues.push({
+          code: 'issues-truncated',
+          severity: 'warning',
+          message: formatMessage('issues-truncated', { count: n - this.max, value: code }),
+          section: MESSAGES[code].section,
+        });
     }
     // Stable: by line, issues without a line (document-wide) first.
     this.issues.sort((a, b) => (a.line ?? 0) - (b.line ?? 0));

@@ -8,14 +8,26 @@ import { kind, type DocumentKind } from './rules.js';
 
 export const CAPABILITY_LIST_KINDS: readonly DocumentKind[] = [
   kind({
-    id: 'capability-list', name: 'Capability List', root: 'urlset', capability: 'capabilitylist',
-    section: '9', citation: 'Z39.99 §9', time: 'none', family: 'capability',
+    id: 'capability-list',
+    name: 'Capability List',
+    root: 'urlset',
+    capability: 'capabilitylist',
+    section: '9',
+    citation: 'Z39.99 §9',
+    time: 'none',
+    family: 'capability',
     entry: { lastmod: 'discouraged', capability: 'advertised' },
     links: { up: 'required', upTo: 'source-description', describedby: 'its set of resources' },
   }),
   kind({
-    id: 'capability-list-index', name: 'Capability List Index', root: 'sitemapindex', capability: 'capabilitylist',
-    section: '9', citation: 'Z39.99 §9', time: 'none', family: 'capability',
+    id: 'capability-list-index',
+    name: 'Capability List Index',
+    root: 'sitemapindex',
+    capability: 'capabilitylist',
+    section: '9',
+    citation: 'Z39.99 §9',
+    time: 'none',
+    family: 'capability',
     links: { up: 'optional' },
   }),
 ];

@@ -7,14 +7,28 @@ import { kind, SNAPSHOT_TOP, type DocumentKind } from './rules.js';
 
 export const RESOURCE_LIST_KINDS: readonly DocumentKind[] = [
   kind({
-    id: 'resource-list', name: 'Resource List', root: 'urlset', capability: 'resourcelist',
-    section: '10.1', citation: 'Z39.99 §10.1', time: 'at', family: 'list', top: SNAPSHOT_TOP,
+    id: 'resource-list',
+    name: 'Resource List',
+    root: 'urlset',
+    capability: 'resourcelist',
+    section: '10.1',
+    citation: 'Z39.99 §10.1',
+    time: 'at',
+    family: 'list',
+    top: SNAPSHOT_TOP,
     entry: { at: 'forbidden', from: 'forbidden', uniqueLocs: true },
     links: { up: 'required', upTo: 'capability-list', index: 'resource-list-index' },
   }),
   kind({
-    id: 'resource-list-index', name: 'Resource List Index', root: 'sitemapindex', capability: 'resourcelist',
-    section: '10.2', citation: 'Z39.99 §10.2', time: 'at', family: 'list', top: SNAPSHOT_TOP,
+    id: 'resource-list-index',
+    name: 'Resource List Index',
+    root: 'sitemapindex',
+    capability: 'resourcelist',
+    section: '10.2',
+    citation: 'Z39.99 §10.2',
+    time: 'at',
+    family: 'list',
+    top: SNAPSHOT_TOP,
     entry: { at: 'allowed', from: 'forbidden' },
   }),
 ];

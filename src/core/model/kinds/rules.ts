@@ -136,7 +136,11 @@ const NONE: Pick<DocumentKind, 'top' | 'entry' | 'links'> = {
 /** A snapshot's top level: `at` mandatory (Table 4), `from`/`until` not its family. */
 export const SNAPSHOT_TOP: TopTimes = { required: ['at'], forbidden: ['from', 'until'], toleratedMissing: ['at'] };
 /** A period's top level: `from` mandatory (Table 4), `at`/`completed` not its family. */
-export const INTERVAL_TOP: TopTimes = { required: ['from'], forbidden: ['at', 'completed'], toleratedMissing: ['from'] };
+export const INTERVAL_TOP: TopTimes = {
+  required: ['from'],
+  forbidden: ['at', 'completed'],
+  toleratedMissing: ['from'],
+};
 
 /** A kind from what it states; what it leaves out is the rule of a kind that says nothing of it. */
 export function kind(

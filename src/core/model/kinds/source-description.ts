@@ -7,14 +7,26 @@ import { kind, type DocumentKind } from './rules.js';
 
 export const SOURCE_DESCRIPTION_KINDS: readonly DocumentKind[] = [
   kind({
-    id: 'source-description', name: 'Source Description', root: 'urlset', capability: 'description',
-    section: '8', citation: 'Z39.99 §8', time: 'none', family: 'description',
+    id: 'source-description',
+    name: 'Source Description',
+    root: 'urlset',
+    capability: 'description',
+    section: '8',
+    citation: 'Z39.99 §8',
+    time: 'none',
+    family: 'description',
     entry: { lastmod: 'discouraged', capability: 'capabilitylist' },
     links: { up: 'forbidden', describedby: 'the Source' },
   }),
   kind({
-    id: 'source-description-index', name: 'Source Description Index', root: 'sitemapindex', capability: 'description',
-    section: '8', citation: 'Z39.99 §8', time: 'none', family: 'description',
+    id: 'source-description-index',
+    name: 'Source Description Index',
+    root: 'sitemapindex',
+    capability: 'description',
+    section: '8',
+    citation: 'Z39.99 §8',
+    time: 'none',
+    family: 'description',
     links: { up: 'forbidden' },
   }),
 ];
