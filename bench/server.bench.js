@@ -19,7 +19,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
 const CONNECTIONS = 32;
 const TARGET = 15000;
 
-const { createSourceCore } = await import(join(ROOT, 'dist/src/server/core.js'));
+const { createSourceCore } = await import(join(ROOT, 'dist/src/server/source-responder.js'));
 const { serve } = await import(join(ROOT, 'dist/src/server/node-adapter.js'));
 
 function generate() {

@@ -3,7 +3,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { SnapshotStore } from '../dist/src/source/snapshot-store.js';
-import { header, atMd, listedEntry } from '../dist/src/source/documents.js';
+import { header, atTimes, listedEntry } from '../dist/src/source/documents.js';
 import { writeDocumentSet } from '../dist/src/core/xml/write-document-set.js';
 import { fileSink } from '../dist/src/node/file-sink.js';
 
@@ -34,7 +34,7 @@ if (n > 0) {
   const c1 = cpuMs();
   const t1 = performance.now();
   const res = await writeDocumentSet(
-    header('urlset', atMd('resourcelist', 1.8e12, 1.8e12 + 1000), `${docs}capabilitylist.xml`),
+    header('resource-list', atTimes(1.8e12, 1.8e12 + 1000), `${docs}capabilitylist.xml`),
     (function* () {
       for (const r of store.listing()) yield listedEntry(base, r);
     })(),

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { gunzipSync } from 'node:zlib';
-import { createSourceCore } from '../src/server/core.js';
+import { createSourceCore } from '../src/server/source-responder.js';
 import { serve, type RunningServer } from '../src/server/node-adapter.js';
 
 let tmp: string;

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createSourceCore } from '../src/server/core.js';
+import { createSourceCore } from '../src/server/source-responder.js';
 import { serve, type RunningServer } from '../src/server/node-adapter.js';
 import { rawRequest } from './helpers/raw-http.js';
 

@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
-import type { CoreRequest, CoreResponse } from '../server/core.js';
+import type { CoreRequest, CoreResponse } from '../server/request-response.js';
 import { createHub, type Hub, type HubEvent } from '../notify/hub.js';
 import { HubStore } from '../notify/hub-store.js';
 import { nodeListener } from '../notify/node-listener.js';

@@ -1,19 +1,22 @@
-import { createHash } from 'node:crypto';
-import { open } from 'node:fs/promises';
-import { REL_PATCH } from '../core/constants.js';
 import { ResourceSyncError, isResourceSyncError, type ErrorCode } from '../core/errors.js';
-import { isKnownHashAlgorithm, knownHashes, nodeHashName, parseLength, type HashValue } from '../core/hash.js';
-import { applyJsonPatch, isJsonPatchMediaType, type JsonValue } from '../core/json-patch.js';
+import { REL_PATCH } from '../core/constants.js';
+import { knownHashes, parseLength, type HashValue } from '../core/hash.js';
+import { isJsonPatchMediaType } from '../core/json-patch.js';
 import type { Entry, Ln } from '../core/model/types.js';
+import { safeJoin } from '../node/safe-path.js';
+import { applyPatchLink, once } from './apply-patch.js';
 import type { Authority } from './authority.js';
 import type { HttpGet } from './http.js';
-import { safeJoin } from '../node/safe-path.js';
 import type { Durability } from '../node/durability.js';
 import { writeVerified } from './verified-write.js';
 
+/** Patch application, for the Destination's dumps. */
+export { applyJsonPatchBytes, once, readFileCapped } from './apply-patch.js';
+
 /**
  * Links to related resources (`rs:ln` of an entry): mirrors to fetch from, patches to apply, and the
- * other relations kept in the state store for the user.
+ * other relations kept in the state store for the user; `fetchResource` follows them. Applying a patch
+ * (JSON Patch onto the local copy) is in `apply-patch.ts`.
  * @see Z39.99 §14
  */
 
@@ -186,22 +189,6 @@ export interface FetchResourceOptions {
   headers?: Record<string, string>;
 }
 
-/** One buffer as an async iterable body (for `writeVerified`). */
-export function once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
-  return {
-    [Symbol.asyncIterator]() {
-      let done = false;
-      return {
-        next: () => {
-          const r: IteratorResult<Uint8Array> = done ? { done: true, value: undefined } : { done: false, value: bytes };
-          done = true;
-          return Promise.resolve(r);
-        },
-      };
-    },
-  };
-}
-
 function expectedOf(entry: Entry): { length?: number; hashes?: HashValue[] } {
   const expected: { length?: number; hashes?: HashValue[] } = {};
   const length = parseLength(entry.md?.length);
@@ -217,66 +204,6 @@ function codeOf(err: unknown): ErrorCode {
 
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
-}
-
-async function readCapped(body: AsyncIterable<Uint8Array>, max: number, url: string): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let total = 0;
-  for await (const chunk of body) {
-    total += chunk.byteLength;
-    if (total > max) {
-      throw new ResourceSyncError('RS_LIMIT_BYTES', `Patch '${url}' is larger than ${max} bytes.`, {
-        data: { url, max },
-        recoverable: true,
-      });
-    }
-    chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-  }
-  return Buffer.concat(chunks, total);
-}
-
-/** Reads a whole file of at most `max` bytes, else throws `RS_LIMIT_BYTES`. */
-export async function readFileCapped(path: string, max: number): Promise<Buffer> {
-  const fh = await open(path, 'r');
-  try {
-    const { size } = await fh.stat();
-    if (size > max)
-      throw new ResourceSyncError('RS_LIMIT_BYTES', `Local copy '${path}' is larger than ${max} bytes for patching.`, {
-        data: { path, max },
-        recoverable: true,
-      });
-    const buf = Buffer.alloc(size);
-    let off = 0;
-    while (off < size) {
-      const { bytesRead } = await fh.read(buf, off, size - off, off);
-      if (bytesRead === 0) break;
-      off += bytesRead;
-    }
-    return buf.subarray(0, off);
-  } finally {
-    await fh.close();
-  }
-}
-
-function digestMatches(bytes: Uint8Array, hashes: HashValue[]): boolean {
-  return hashes.every(
-    (h) =>
-      isKnownHashAlgorithm(h.algorithm) &&
-      createHash(nodeHashName(h.algorithm)).update(bytes).digest('hex') === h.digest,
-  );
-}
-
-/**
- * Serializations tried for a patched JSON value: JSON has no canonical form, so the result is
- * accepted only when one of these matches the entry's hash exactly.
- */
-function serializations(value: JsonValue): Buffer[] {
-  const out: Buffer[] = [];
-  for (const indent of [undefined, 2, 4, '\t'] as const) {
-    const text = JSON.stringify(value, null, indent);
-    out.push(Buffer.from(text), Buffer.from(text + '\n'));
-  }
-  return out;
 }
 
 /**
@@ -414,87 +341,3 @@ export async function fetchResource(entry: Entry, options: FetchResourceOptions)
   );
 }
 
-async function applyPatchLink(
-  url: string,
-  ln: Ln,
-  entry: Entry,
-  options: FetchResourceOptions,
-  hashes: HashValue[],
-): Promise<Buffer> {
-  const max = options.maxPatchBytes ?? 16 * 1024 * 1024;
-  const res = await options.http(url, options.signal ? { signal: options.signal } : {});
-  if (res.status !== 200) {
-    await res.discard();
-    throw new ResourceSyncError('RS_HTTP_STATUS', `Patch '${url}' answered HTTP ${res.status}.`, {
-      data: { url, status: res.status },
-      recoverable: true,
-    });
-  }
-  const patchBytes = await readCapped(res.body, max, url);
-  const patchLength = parseLength(ln.length);
-  if (patchLength !== undefined && patchLength !== patchBytes.length) {
-    throw new ResourceSyncError(
-      'RS_LENGTH_MISMATCH',
-      `Patch '${url}' has ${patchBytes.length} bytes, not '${ln.length}'.`,
-      { data: { url }, recoverable: true },
-    );
-  }
-  const patchHashes = knownHashes(ln.hash);
-  if (!digestMatches(patchBytes, patchHashes)) {
-    throw new ResourceSyncError('RS_HASH_MISMATCH', `Patch '${url}' does not match its hash.`, {
-      data: { url },
-      recoverable: true,
-    });
-  }
-  const local = await readFileCapped(options.localCopy!, max);
-  return applyJsonPatchBytes(
-    local,
-    patchBytes,
-    { hashes, ...(parseLength(entry.md?.length) === undefined ? {} : { length: parseLength(entry.md?.length)! }) },
-    entry.loc,
-  );
-}
-
-/**
- * Applies a JSON Patch document (bytes) to a JSON resource (bytes) and returns the new bytes, accepted
- * only when they match `expected.hashes` (and `length`). JSON has no canonical form, so the compact and
- * the usual indented serializations (2, 4 spaces, tab; with or without a final newline) are tried.
- * Throws `RS_PATCH` (not JSON, a failing operation) or `RS_HASH_MISMATCH` (no serialization matches).
- * @example const bytes = applyJsonPatchBytes(await readFile(local), patchBytes, { hashes: parseHashes(entry.md?.hash) }, entry.loc);
- * @see Z39.99 §14.4; RFC 6902
- */
-export function applyJsonPatchBytes(
-  local: Uint8Array,
-  patch: Uint8Array,
-  expected: { hashes: HashValue[]; length?: number },
-  what: string,
-): Buffer {
-  const hashes = expected.hashes.filter((h) => isKnownHashAlgorithm(h.algorithm));
-  if (hashes.length === 0) {
-    throw new ResourceSyncError('RS_PATCH', `Patch for '${what}' cannot be verified: no known hash.`, {
-      data: { loc: what },
-      recoverable: true,
-    });
-  }
-  let ops: unknown;
-  let doc: JsonValue;
-  try {
-    ops = JSON.parse(Buffer.from(patch).toString('utf8'));
-    doc = JSON.parse(Buffer.from(local).toString('utf8')) as JsonValue;
-  } catch (err) {
-    throw new ResourceSyncError('RS_PATCH', `Patch for '${what}' or its local copy is not JSON.`, {
-      data: { loc: what },
-      cause: err,
-      recoverable: true,
-    });
-  }
-  const result = applyJsonPatch(doc, ops);
-  for (const bytes of serializations(result)) {
-    if (expected.length !== undefined && bytes.length !== expected.length) continue;
-    if (digestMatches(bytes, hashes)) return bytes;
-  }
-  throw new ResourceSyncError('RS_HASH_MISMATCH', `Patched '${what}' does not match the entry's hash.`, {
-    data: { loc: what },
-    recoverable: true,
-  });
-}

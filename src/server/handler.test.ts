@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { createSourceCore } from './core.js';
+import { createSourceCore } from './source-responder.js';
 import { createSourceHandler, toWebHandler, type SourceHandler } from './handler.js';
 
 const BASE = 'http://localhost:8080';

@@ -6,7 +6,8 @@
  */
 import { Readable } from 'node:stream';
 import { createGzip } from 'node:zlib';
-import { createSourceCore, type CoreBody, type CoreHandler, type CoreResponse, type SourceServerOptions } from './core.js';
+import type { CoreBody, CoreHandler, CoreResponse } from './request-response.js';
+import { createSourceCore, type SourceServerOptions } from './source-responder.js';
 
 /** A web-standard request handler. */
 export type SourceHandler = (request: Request) => Promise<Response>;

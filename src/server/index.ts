@@ -7,16 +7,8 @@
  * const running = await serve(core, { port: 8080 });
  * @see Z39.99 §6.3 (discovery)
  */
-export {
-  createSourceCore,
-  type CoreBody,
-  type CoreHandler,
-  type CoreRequest,
-  type CoreResponse,
-  type SourceCore,
-  type SourceServerOptions,
-  type SourceSet,
-} from './core.js';
+export { createSourceCore, type SourceCore, type SourceServerOptions, type SourceSet } from './source-responder.js';
+export type { CoreBody, CoreHandler, CoreRequest, CoreResponse } from './request-response.js';
 export { createSourceHandler, toWebHandler, toWebResponse, type SourceHandler } from './handler.js';
 export { serve, type RunningServer, type ServeOptions } from './node-adapter.js';
 export { watchSources, type SourceWatcher, type WatchOptions } from './watch.js';

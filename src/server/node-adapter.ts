@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
-import type { CoreHandler, CoreRequest, CoreResponse } from './core.js';
+import type { CoreHandler, CoreRequest, CoreResponse } from './request-response.js';
 
 /** Options of `serve`. */
 export interface ServeOptions {

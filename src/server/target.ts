@@ -1,6 +1,6 @@
 /**
  * Parsing of an HTTP request-target into decoded path segments, refusing everything that could name a file
- * outside the served directories. Pure: the file-system half of confinement (symlinks) is in `core.ts`.
+ * outside the served directories. Pure: the file-system half of confinement (symlinks) is in `file-resolver.ts`.
  * @see RFC 9112 §3.2 (request-target), RFC 3986 §3.3 (path segments)
  */
 

@@ -5,6 +5,7 @@
  * Dump and Manifest), §12 (Change List and Index), §13 (Change Dump and Manifest), Appendix A;
  * ResourceSync Archives (D-Lib 2013; archives examples 2–6)
  */
+import { documentKindById, type DocumentKindId } from '../core/model/document-kinds.js';
 import type { DocumentHeader, Entry, Ln, Md } from '../core/model/types.js';
 import { formatHashes } from '../core/hash.js';
 import { formatW3CDatetime } from '../core/w3c-datetime.js';
@@ -24,8 +25,14 @@ function withFixity(md: Md, r: { size?: number; type?: string; hashes?: Hashes }
   return md;
 }
 
-/** Header of a document: root, top-level `rs:md` and the navigation links (`up` first, then `index`). */
-export function header(root: DocumentHeader['root'], md: Md, up?: string, index?: string, extra: Ln[] = []): DocumentHeader {
+/**
+ * Header of a document of a kind: the kind's root and capability, the top-level time attributes `times`
+ * (`atTimes`, `fromTimes`), and the navigation links (`up` first, then `index`, then `extra`).
+ * @see Z39.99 §6.1, §6.2
+ */
+export function header(kind: DocumentKindId, times: Md, up?: string, index?: string, extra: Ln[] = []): DocumentHeader {
+  const { root, capability } = documentKindById(kind);
+  const md: Md = { capability, ...times };
   const ln: Ln[] = [];
   if (up !== undefined) ln.push({ rel: 'up', href: up });
   if (index !== undefined) ln.push({ rel: 'index', href: index });
@@ -101,16 +108,16 @@ export function packageEntry(
   return e;
 }
 
-/** Time attributes of a document's top-level `rs:md`. */
-export function atMd(capability: string, at: number, completed?: number): Md {
-  const md: Md = { capability, at: ts(at) };
+/** Snapshot attributes of a document's top-level `rs:md` (`at`, and `completed`). @see Z39.99 Appendix A */
+export function atTimes(at: number, completed?: number): Md {
+  const md: Md = { at: ts(at) };
   if (completed !== undefined) md.completed = ts(completed);
   return md;
 }
 
 /** Interval attributes of a document's top-level `rs:md` (`from`, and `until` once closed). @see Z39.99 §12.1 */
-export function fromMd(capability: string, from: number, until?: number): Md {
-  const md: Md = { capability, from: ts(from) };
+export function fromTimes(from: number, until?: number): Md {
+  const md: Md = { from: ts(from) };
   if (until !== undefined) md.until = ts(until);
   return md;
 }

@@ -31,50 +31,36 @@
  * no change and rewrites only the small documents (stat only: no file is read again). Overlapping calls
  * for the same set in one process run one after the other; across processes, the store's lock
  * (SQLite, 5 s busy timeout) refuses a second writer with `RS_LOCKED`/`RS_IO`.
+ *
+ * This module writes the Source Description, robots.txt and each set's Capability List, in the order of the
+ * steps; each family of documents has its own module: `publish-resource-lists.ts`, `publish-change-lists.ts`,
+ * `publish-resource-dump.ts`, `publish-change-dump.ts` (shared parts in `publish-context.ts`,
+ * `publish-files.ts`, `publish-html.ts`).
  * @see Z39.99 §5.1, §6, §8–13, Appendix A; ResourceSync Archives
  */
-import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { copyFile, rename } from 'node:fs/promises';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { gzipSync } from 'node:zlib';
 import type { HashAlgorithm } from '../core/constants.js';
-import { isResourceSyncError, ResourceSyncError } from '../core/errors.js';
-import type { DocumentHeader, Entry, Ln } from '../core/model/types.js';
-import { writeDocument } from '../core/xml/write-document.js';
-import { writeDocumentSet } from '../core/xml/write-document-set.js';
-import { formatW3CDatetime } from '../core/w3c-datetime.js';
-import { HTML_LINK_MAX_BYTES, HTML_LINK_MEDIA_TYPE, withResourceSyncLink } from '../core/html-discovery.js';
-import { fileSink, writeFileAtomic } from '../node/file-sink.js';
-import { inventory, type Hashes } from '../node/inventory.js';
-import {
-  atMd,
-  capabilityEntry,
-  changeEntry,
-  fromMd,
-  header,
-  intervalEntry,
-  listedEntry,
-  packageEntry,
-  resourceEntry,
-  snapshotEntry,
-} from './documents.js';
-import { SnapshotStore, type ChangePeriod, type ChangeRecord, type DumpRecord, type StoredResource } from './snapshot-store.js';
-import { mediaType } from '../core/media-type.js';
-import { DOCUMENTS_PREFIX, isValidSetName, normalizeBaseUrl, setBaseUrl } from './url-path.js';
-import { writeZipPackage, type PackageItem } from './zip-package.js';
+import { ResourceSyncError } from '../core/errors.js';
+import type { Entry, Ln } from '../core/model/types.js';
+import { HTML_LINK_MAX_BYTES } from '../core/html-discovery.js';
+import { writeFileAtomic } from '../node/file-sink.js';
+import { inventory } from '../node/inventory.js';
+import { capabilityEntry, header } from './documents.js';
 import { channelEntries, channelTopics, changeNotifications, documentDigests, frameworkChanges, frameworkDiff, type SetNotifications } from './notifications.js';
+import { publishChangeLists } from './publish-change-lists.js';
+import { changeDump } from './publish-change-dump.js';
+import { writeDoc, type Context, type PublishProgress, type SetPaths } from './publish-context.js';
+import { htmlRewrite } from './publish-html.js';
+import { publishResourceLists } from './publish-resource-lists.js';
+import { resourceDump } from './publish-resource-dump.js';
+import { SnapshotStore, type ChangeRecord } from './snapshot-store.js';
+import { DOCUMENTS_PREFIX, isValidSetName, normalizeBaseUrl, setBaseUrl } from './url-path.js';
 
+export type { PublishProgress } from './publish-context.js';
+
+const DEFAULT_PACKAGE_BYTES = 100 * 1024 * 1024;
 export type { HashAlgorithm };
-
-/** Progress of a publication. */
-export interface PublishProgress {
-  set: string;
-  phase: 'scan' | 'documents' | 'dumps';
-  /** Files inventoried so far in this set. */
-  files: number;
-  bytes: number;
-}
 
 /** Options of `publish`. */
 export interface PublishOptions {
@@ -150,56 +136,6 @@ export interface PublishResult {
   resources: number;
   /** With `options.notifications`: what to send on each set's channels, in the order of `sets`. */
   notifications?: SetNotifications[];
-}
-
-const pad = (n: number): string => String(n).padStart(5, '0');
-const ts = formatW3CDatetime;
-const DEFAULT_PACKAGE_BYTES = 100 * 1024 * 1024;
-/** Resource Lists and Resource Dumps kept for the archives when `retention` is not set. */
-const DEFAULT_SNAPSHOT_RETENTION = 5;
-
-/** One generation of the Resource List (a snapshot that changed). */
-interface RlGeneration {
-  n: number;
-  at: number;
-  completed: number;
-  /** The list (or index) first, then its parts. */
-  files: string[];
-}
-
-async function copyAtomic(from: string, to: string): Promise<void> {
-  const tmp = `${to}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
-  try {
-    await copyFile(from, tmp);
-    await rename(tmp, to);
-  } catch (err) {
-    rmSync(tmp, { force: true });
-    throw err;
-  }
-}
-
-interface Context {
-  baseUrl: string;
-  sdUrl: string;
-  outDir: string;
-  setCount: number;
-  hashes: HashAlgorithm[];
-  maxEntries: number;
-  maxBytes: number;
-  changeList: { maxEntries?: number; periodMs?: number };
-  dumps: { maxPackageBytes: number } | undefined;
-  gzip: boolean;
-  htmlDiscoveryLink: boolean;
-  /** Extension of the document names: `.xml`, or `.xml.gz` with `gzip`. */
-  x: string;
-  retention: number | undefined;
-  now: () => number;
-  signal: AbortSignal | undefined;
-  onProgress: ((p: PublishProgress) => void) | undefined;
-  exclude: string[];
-  stateDir: string | undefined;
-  notifications?: { hub: string } | undefined;
-  hold: ((file: string) => boolean) | undefined;
 }
 
 interface SetResult {
@@ -285,7 +221,7 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
   const sdBefore = ctx.notifications && existsSync(sdFile) ? readFileSync(sdFile) : undefined;
   await writeDoc(
     sdFile,
-    header('urlset', { capability: 'description' }, undefined, undefined, describedBy(options.describedBy)),
+    header('source-description', {}, undefined, undefined, describedBy(options.describedBy)),
     results.map((r, i) => {
       const e = capabilityEntry(r.capabilityList, 'capabilitylist');
       const d = options.sets[i]!.describedBy;
@@ -328,26 +264,6 @@ function describedBy(href: string | undefined): Ln[] {
 
 function sum(rs: SetResult[], k: 'created' | 'updated' | 'deleted' | 'resources'): number {
   return rs.reduce((a, r) => a + r[k], 0);
-}
-
-async function writeDoc(file: string, h: DocumentHeader, entries: Iterable<Entry> | AsyncIterable<Entry>, gzip = false): Promise<void> {
-  mkdirSync(dirname(file), { recursive: true });
-  await writeFileAtomic(file, writeDocument(h, entries, { gzip }));
-}
-
-/** The top-level `archives` link of a document whose archive exists. @see ResourceSync Archives §2.2 */
-function archivesLn(href: string | undefined): Ln[] {
-  return href === undefined ? [] : [{ rel: 'archives', href }];
-}
-
-async function docBytes(h: DocumentHeader, entries: Iterable<Entry>): Promise<Buffer> {
-  const chunks: Uint8Array[] = [];
-  for await (const c of writeDocument(h, entries)) chunks.push(c);
-  return Buffer.concat(chunks);
-}
-
-function* map<A, B>(it: Iterable<A>, f: (a: A) => B): Generator<B> {
-  for (const a of it) yield f(a);
 }
 
 /** The store file of a set. */
@@ -441,100 +357,17 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
     const changed = r.baseline || r.created + r.updated + r.deleted > 0;
     progress('documents');
 
-    // 2. Resource List or Resource List Index (§10), one generation per snapshot that changed, kept for the
-    //    Resource List Archive. `resourcelist.xml` is a copy of the latest generation's list (or index).
-    const rlUrl = u(`resourcelist${x}`);
-    const rlArchiveUrl = u(`resourcelist-archive${x}`);
-    let generations = JSON.parse(store.getMeta('rl_generations') ?? '[]') as RlGeneration[];
-    if (fresh || changed || generations.length === 0 || !existsSync(f(`resourcelist${x}`))) {
-      const n = (generations[generations.length - 1]?.n ?? 0) + 1;
-      const h = header('urlset', atMd('resourcelist', r.at, completed), capUrl, undefined, archivesLn(rlArchiveUrl));
-      const res = await writeDocumentSet(
-        h,
-        map(store.listing(), (x) => listedEntry(resBase, x)),
-        {
-          maxEntries: ctx.maxEntries,
-          maxBytes: ctx.maxBytes,
-          indexUrl: u(`resourcelist-${n}${x}`),
-          partUrl: (k) => u(`resourcelist-${n}-part${k}${x}`),
-          gzip: ctx.gzip,
-          sink: ({ url }) => fileSink(f(url.slice(docUrl.length))),
-          partEntry: () => ({ md: { at: ts(r.at), completed: ts(completed) } }),
-          ...(ctx.signal ? { signal: ctx.signal } : {}),
-        },
-      );
-      await copyAtomic(f(`resourcelist-${n}${x}`), f(`resourcelist${x}`));
-      const files = [`resourcelist-${n}${x}`, ...(res.indexed ? res.parts.map((p) => p.url.slice(docUrl.length)) : [])];
-      generations.push({ n, at: r.at, completed, files });
-      const keep = ctx.retention ?? DEFAULT_SNAPSHOT_RETENTION;
-      for (const g of generations.slice(0, Math.max(0, generations.length - keep))) for (const name of g.files) rmSync(f(name), { force: true });
-      generations = generations.slice(-keep);
-      store.setMeta('rl_generations', JSON.stringify(generations));
-    }
-    await writeDoc(
-      f(`resourcelist-archive${x}`),
-      header('urlset', { capability: 'resourcelist-archive' }, capUrl),
-      generations.map((g) => snapshotEntry(u(g.files[0]!), g.at, g.completed)),
-      ctx.gzip,
-    );
-    documents.push(rlUrl, rlArchiveUrl, ...generations.flatMap((g) => g.files.map(u)));
+    // 2. Resource List or Resource List Index (§10), with its generations and archive
+    const paths: SetPaths = { docUrl, capUrl, resBase, u, f };
+    const rl = await publishResourceLists(ctx, store, paths, { at: r.at, completed, rebuild: fresh || changed });
+    const rlUrl = rl.url;
+    const rlArchiveUrl = rl.archiveUrl;
+    documents.push(...rl.documents);
 
     // 3. Change Lists (§12.1), Change List Index (§12.2), Change List Archive; retention
-    let dropped: ChangePeriod[] = [];
-    if (ctx.retention !== undefined) dropped = store.prunePeriods(ctx.retention);
-    for (const p of dropped) {
-      for (const name of [`changelist-${pad(p.id)}`, `changedump-${pad(p.id)}`, `changedump-${pad(p.id)}-manifest`]) rmSync(f(name + x), { force: true });
-      rmSync(f(`changedump-${pad(p.id)}.zip`), { force: true });
-    }
-    const periods = store.periods();
-    const closed = periods.filter((p) => p.until !== undefined);
-    const open = periods.find((p) => p.until === undefined)!;
-    const indexUrl = closed.length > 0 ? u(`changelist-index${x}`) : undefined;
-    const clArchiveLn = archivesLn(closed.length > 0 ? u(`changelist-archive${x}`) : undefined);
-    for (const p of closed) {
-      const name = `changelist-${pad(p.id)}${x}`;
-      if (fresh || !existsSync(f(name))) {
-        await writeDoc(
-          f(name),
-          header('urlset', fromMd('changelist', p.from, p.until), capUrl, indexUrl, clArchiveLn),
-          map(store.changes(p.id), (c) => changeEntry(resBase, c)),
-          ctx.gzip,
-        );
-      }
-      documents.push(u(name));
-    }
-    // The open Change List and the index change only with the changes: a quiet run rewrites neither.
-    const listsChanged = fresh || changed || r.closed.length > 0 || dropped.length > 0 || !existsSync(f(`changelist${x}`));
-    if (listsChanged) {
-      await writeDoc(
-        f(`changelist${x}`),
-        header('urlset', fromMd('changelist', open.from), capUrl, indexUrl, clArchiveLn),
-        map(store.changes(open.id), (c) => changeEntry(resBase, c)),
-        ctx.gzip,
-      );
-    }
-    documents.push(u(`changelist${x}`));
-    if (closed.length > 0 && !listsChanged && existsSync(f(`changelist-index${x}`))) {
-      documents.push(u(`changelist-index${x}`), u(`changelist-archive${x}`));
-    } else if (closed.length > 0) {
-      const first = closed[0]!;
-      await writeDoc(
-        f(`changelist-index${x}`),
-        header('sitemapindex', fromMd('changelist', first.from), capUrl, undefined, clArchiveLn),
-        [...closed.map((p) => intervalEntry(u(`changelist-${pad(p.id)}${x}`), p.from, p.until)), intervalEntry(u(`changelist${x}`), open.from)],
-        ctx.gzip,
-      );
-      await writeDoc(
-        f(`changelist-archive${x}`),
-        header('urlset', { capability: 'changelist-archive' }, capUrl),
-        closed.map((p) => intervalEntry(u(`changelist-${pad(p.id)}${x}`), p.from, p.until)),
-        ctx.gzip,
-      );
-      documents.push(u(`changelist-index${x}`), u(`changelist-archive${x}`));
-    } else {
-      rmSync(f(`changelist-index${x}`), { force: true });
-      rmSync(f(`changelist-archive${x}`), { force: true });
-    }
+    const cl = await publishChangeLists(ctx, store, paths, { fresh, changed: changed || r.closed.length > 0 });
+    const { closed, open, indexUrl } = cl;
+    documents.push(...cl.documents);
 
     // 4. Dumps (§11, §13)
     //    The Capability List names the core capabilities, then the archives (Archives §2.1, Example 2.1).
@@ -563,7 +396,7 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
     // 5. Capability List (§9)
     await writeDoc(
       f(`capabilitylist${x}`),
-      header('urlset', { capability: 'capabilitylist' }, ctx.sdUrl, undefined, describedBy(set.describedBy)),
+      header('capability-list', {}, ctx.sdUrl, undefined, describedBy(set.describedBy)),
       [...caps, ...archives],
       ctx.gzip,
     );
@@ -602,260 +435,4 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
   } finally {
     store.close();
   }
-}
-
-/** For a resource path, the function from its stored to its published bytes, or undefined. */
-type Rewrite = (path: string) => ((stored: Buffer) => Uint8Array) | undefined;
-
-/**
- * The HTML discovery link of a set: HTML resources up to {@link HTML_LINK_MAX_BYTES} are published with
- * `<link rel="resourcesync">` to the Capability List. @see Z39.99 §6.3.3
- */
-function htmlRewrite(capUrl: string): Rewrite {
-  const add = (stored: Buffer): Uint8Array => withResourceSyncLink(stored, capUrl);
-  return (path) => (mediaType(path) === HTML_LINK_MEDIA_TYPE ? add : undefined);
-}
-
-interface DumpFiles {
-  doc: string;
-  zips: string[];
-  manifests: string[];
-}
-
-/** Resource Dump (§11.1) with its packages and manifests (§11.2), and the Resource Dump Archive. */
-async function resourceDump(
-  ctx: Context,
-  store: SnapshotStore,
-  set: { name: string; dir: string },
-  o: { docUrl: string; capUrl: string; resBase: string; rewrite: Rewrite | undefined; at: number; completed: number; rebuild: boolean },
-): Promise<{ documents: string[]; available: boolean }> {
-  const u = (name: string): string => o.docUrl + name;
-  const f = (name: string): string => join(ctx.outDir, DOCUMENTS_PREFIX, set.name, name);
-  const x = ctx.x;
-  const archiveLn = archivesLn(u(`resourcedump-archive${x}`));
-  let dumps = store.dumps('resourcedump');
-  if (o.rebuild || dumps.length === 0 || store.getMeta('rd_stale') === '1' || !existsSync(f(`resourcedump${x}`))) {
-    const n = Number(store.getMeta('rd_seq') ?? '0') + 1;
-    store.setMeta('rd_seq', String(n));
-    const prefix = `resourcedump-${n}`;
-    const files: DumpFiles = { doc: `${prefix}${x}`, zips: [], manifests: [] };
-    const entries: Entry[] = [];
-    let batch: StoredResource[] = [];
-    let bytes = 0;
-    const flush = async (): Promise<void> => {
-      const k = files.zips.length + 1;
-      const zipName = `${prefix}-part${k}.zip`;
-      const manName = `${prefix}-part${k}-manifest${x}`;
-      const start = ctx.now();
-      const manifest = await docBytes(
-        header('urlset', atMd('resourcedump-manifest', o.at, o.completed), o.capUrl),
-        batch.map((res) => resourceEntry(o.resBase, res, `/resources/${res.path}`)),
-      );
-      const items: PackageItem[] = batch.map((res) => {
-        const rw = o.rewrite?.(res.path);
-        return {
-          zipPath: `resources/${res.path}`,
-          file: join(set.dir, ...res.path.split('/')),
-          size: res.size,
-          mtimeMs: res.mtimeMs,
-          ...(res.hashes.md5 !== undefined ? { md5: res.hashes.md5 } : {}),
-          ...(rw !== undefined ? { rewrite: rw } : {}),
-        };
-      });
-      const pkg = await writeZipPackage(f(zipName), manifest, items, { now: ctx.now, ...(ctx.signal ? { signal: ctx.signal } : {}) });
-      await writeFileAtomic(f(manName), [ctx.gzip ? gzipSync(manifest) : manifest]);
-      entries.push(packageEntry(u(zipName), pkg, { at: start, completed: ctx.now() }, u(manName)));
-      files.zips.push(zipName);
-      files.manifests.push(manName);
-      batch = [];
-      bytes = 0;
-    };
-    const maxPkg = ctx.dumps!.maxPackageBytes;
-    const perPackage = Math.min(ctx.maxEntries, 50_000);
-    // Streams the snapshot: nothing writes to the store until the loop ends.
-    try {
-      for (const res of store.resources()) {
-        if (batch.length > 0 && (bytes + res.size > maxPkg || batch.length >= perPackage)) {
-          await flush();
-        }
-        batch.push(res);
-        bytes += res.size;
-      }
-      if (batch.length > 0) await flush();
-    } catch (err) {
-      // A file changed or went away since the scan: drop this dump, keep the previous one, retry next run.
-      const gone = (err as { code?: string; cause?: { code?: string } }).cause?.code === 'ENOENT';
-      if (!isResourceSyncError(err, 'RS_HASH_MISMATCH') && !(isResourceSyncError(err, 'RS_ZIP') && gone)) throw err;
-      for (const name of [...files.zips, ...files.manifests]) rmSync(f(name), { force: true });
-      store.setMeta('rd_stale', '1');
-      return { documents: dumps.length > 0 ? dumpDocuments(dumps, u, x) : [], available: dumps.length > 0 };
-    }
-    const done = ctx.now();
-    const h = header('urlset', atMd('resourcedump', o.at, done), o.capUrl, undefined, archiveLn);
-    await writeDoc(f(files.doc), h, entries, ctx.gzip);
-    await writeDoc(f(`resourcedump${x}`), h, entries, ctx.gzip);
-    store.addDump({ kind: 'resourcedump', at: o.at, completed: done, data: JSON.stringify(files) });
-    store.setMeta('rd_stale', '0');
-    dumps = store.dumps('resourcedump');
-  }
-  const keepDumps = ctx.retention ?? DEFAULT_SNAPSHOT_RETENTION;
-  if (dumps.length > keepDumps) {
-    for (const d of dumps.slice(0, dumps.length - keepDumps)) {
-      const files = JSON.parse(d.data) as DumpFiles;
-      for (const name of [files.doc, ...files.zips, ...files.manifests]) rmSync(f(name), { force: true });
-      store.removeDump(d.id);
-    }
-    dumps = store.dumps('resourcedump');
-  }
-  await writeDoc(
-    f(`resourcedump-archive${x}`),
-    header('urlset', { capability: 'resourcedump-archive' }, o.capUrl),
-    dumps.map((d) => {
-      const e = snapshotEntry(u((JSON.parse(d.data) as DumpFiles).doc), d.at!, d.completed);
-      if (d.completed !== undefined) e.lastmod = ts(d.completed);
-      return e;
-    }),
-    ctx.gzip,
-  );
-  return { documents: dumpDocuments(dumps, u, x), available: true };
-}
-
-function dumpDocuments(dumps: DumpRecord[], u: (name: string) => string, x: string): string[] {
-  const documents = [u(`resourcedump${x}`), u(`resourcedump-archive${x}`)];
-  for (const d of dumps) {
-    const files = JSON.parse(d.data) as DumpFiles;
-    documents.push(...[files.doc, ...files.zips, ...files.manifests].map(u));
-  }
-  return documents;
-}
-
-interface ChangePackage {
-  zip: string;
-  manifest: string;
-  length: number;
-  md5: string;
-}
-
-/**
- * Change Dump (§13.1): one package per closed Change List, each with a Change Dump Manifest (§13.2).
- * `changedump.xml` lists every kept package; each package also has a Change Dump of its own,
- * `changedump-NNNNN.xml` (the period of its Change List), and the Change Dump Archive lists those.
- * @see ResourceSync Archives §6
- */
-async function changeDump(
-  ctx: Context,
-  store: SnapshotStore,
-  set: { name: string; dir: string },
-  o: { docUrl: string; capUrl: string; resBase: string; rewrite: Rewrite | undefined; bitDir: string; closed: ChangePeriod[]; open: ChangePeriod; fresh: boolean },
-): Promise<{ documents: string[]; archived: boolean }> {
-  const u = (name: string): string => o.docUrl + name;
-  const f = (name: string): string => join(ctx.outDir, DOCUMENTS_PREFIX, set.name, name);
-  const x = ctx.x;
-  const archiveUrl = u(`changedump-archive${x}`);
-  const periodDoc = (p: ChangePeriod): string => `changedump-${pad(p.id)}${x}`;
-  const have = new Map(store.dumps('changedump').map((d) => [d.period!, d]));
-  const retained = new Set(o.closed.map((p) => p.id));
-  for (const [period, d] of have) {
-    if (!retained.has(period)) {
-      store.removeDump(d.id);
-      have.delete(period);
-    }
-  }
-  for (const p of o.closed) {
-    const old = have.get(p.id);
-    if (old !== undefined && !o.fresh && existsSync(f((JSON.parse(old.data) as ChangePackage).zip)) && existsSync(f(periodDoc(p)))) continue;
-    if (old !== undefined) store.removeDump(old.id);
-    const changes = [...store.changes(p.id)];
-    const items: PackageItem[] = [];
-    const entries: Entry[] = [];
-    for (const c of changes) {
-      if (c.change === 'deleted') {
-        entries.push(changeEntry(o.resBase, c));
-        continue;
-      }
-      const zipPath = `changes/${c.seq}/${c.path}`;
-      const copy = join(o.bitDir, String(c.seq));
-      let file = copy;
-      if (!existsSync(copy)) {
-        // no kept bitstream (dumps enabled later): the current file serves if it still has that content
-        const current = join(set.dir, ...c.path.split('/'));
-        if (!sameFile(current, c)) continue;
-        file = current;
-      }
-      const rw = o.rewrite?.(c.path);
-      items.push({
-        zipPath,
-        file,
-        size: rw !== undefined && c.size !== undefined ? c.size : statSync(file).size,
-        mtimeMs: c.mtimeMs ?? c.datetime,
-        ...(c.hashes?.md5 !== undefined ? { md5: c.hashes.md5 } : {}),
-        ...(rw !== undefined ? { rewrite: rw } : {}),
-      });
-      entries.push(changeEntry(o.resBase, c, `/${zipPath}`));
-    }
-    const manifest = await docBytes(header('urlset', fromMd('changedump-manifest', p.from, p.until), o.capUrl), entries);
-    const zip = `changedump-${pad(p.id)}.zip`;
-    const man = `changedump-${pad(p.id)}-manifest${x}`;
-    let pkg;
-    try {
-      pkg = await writeZipPackage(f(zip), manifest, items, { now: ctx.now, ...(ctx.signal ? { signal: ctx.signal } : {}) });
-    } catch (err) {
-      if ((err as ResourceSyncError).code !== 'RS_HASH_MISMATCH') throw err;
-      continue; // a kept bitstream was altered: leave this package for a later call
-    }
-    await writeFileAtomic(f(man), [ctx.gzip ? gzipSync(manifest) : manifest]);
-    const data: ChangePackage = { zip, manifest: man, length: pkg.length, md5: pkg.md5 };
-    await writeDoc(
-      f(periodDoc(p)),
-      header('urlset', fromMd('changedump', p.from, p.until), o.capUrl, undefined, archivesLn(archiveUrl)),
-      [packageEntry(u(zip), data, { from: p.from, until: p.until! }, u(man))],
-      ctx.gzip,
-    );
-    const rec = store.addDump({ kind: 'changedump', from: p.from, until: p.until!, period: p.id, data: JSON.stringify(data) });
-    have.set(p.id, rec);
-    for (const it of items) if (it.file.startsWith(o.bitDir)) rmSync(it.file, { force: true });
-  }
-  const packages = o.closed.filter((p) => have.has(p.id)).map((p) => ({ p, d: JSON.parse(have.get(p.id)!.data) as ChangePackage }));
-  const archived = packages.length > 0;
-  const from = o.closed[0]?.from ?? o.open.from;
-  await writeDoc(
-    f(`changedump${x}`),
-    header('urlset', fromMd('changedump', from), o.capUrl, undefined, archivesLn(archived ? archiveUrl : undefined)),
-    packages.map(({ p, d }) => packageEntry(u(d.zip), d, { from: p.from, until: p.until! }, u(d.manifest))),
-    ctx.gzip,
-  );
-  if (archived) {
-    await writeDoc(
-      f(`changedump-archive${x}`),
-      header('urlset', { capability: 'changedump-archive' }, o.capUrl),
-      packages.map(({ p }) => intervalEntry(u(periodDoc(p)), p.from, p.until)),
-      ctx.gzip,
-    );
-  } else {
-    rmSync(f(`changedump-archive${x}`), { force: true });
-  }
-  return {
-    documents: [
-      u(`changedump${x}`),
-      ...(archived ? [archiveUrl] : []),
-      ...packages.flatMap(({ p, d }) => [u(periodDoc(p)), u(d.zip), u(d.manifest)]),
-    ],
-    archived,
-  };
-}
-
-function sameFile(file: string, c: { size?: number; hashes?: Hashes }): boolean {
-  try {
-    const st = statSync(file);
-    if (st.size !== c.size) return false;
-    if (c.hashes?.md5 === undefined) return true;
-    // small check by content; large files are compared while zipping (the md5 of each bitstream is verified)
-    return st.size > 16 * 1024 * 1024 || md5File(file) === c.hashes.md5;
-  } catch {
-    return false;
-  }
-}
-
-function md5File(file: string): string {
-  return createHash('md5').update(readFileSync(file)).digest('hex');
 }

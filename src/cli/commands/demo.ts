@@ -11,7 +11,8 @@ import { fileURLToPath } from 'node:url';
 import { cwd, stdout } from 'node:process';
 import { sync, type SyncReport } from '../../destination/sync.js';
 import { publish } from '../../source/publish.js';
-import { createSourceCore, type CoreHandler, type SourceCore } from '../../server/core.js';
+import type { CoreHandler } from '../../server/request-response.js';
+import { createSourceCore, type SourceCore } from '../../server/source-responder.js';
 import { serve } from '../../server/node-adapter.js';
 import { audit, type AuditReport } from '../../destination/audit.js';
 

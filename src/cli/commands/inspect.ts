@@ -43,9 +43,6 @@ export interface Inspection {
   capabilities?: { capability: string; loc: string }[];
 }
 
-const CHANGE_KINDS = new Set(['change-list', 'change-dump-manifest', 'change-notification', 'framework-notification']);
-const CAPABILITY_KINDS = new Set(['capability-list', 'source-description', 'framework-notification']);
-
 /** Reads a document through and describes it. Throws on unreadable input. */
 export async function inspectInput(input: string): Promise<Inspection> {
   const reader = await openDocument(input);
@@ -64,9 +61,9 @@ export async function inspectInput(input: string): Promise<Inspection> {
     const v = md[t];
     if (v !== undefined) out[t] = v;
   }
-  const changes: Record<string, number> | undefined = kind && CHANGE_KINDS.has(kind.id) ? {} : undefined;
+  const changes: Record<string, number> | undefined = kind?.entry.change === 'required' ? {} : undefined;
   const parts: string[] | undefined = header.root === 'sitemapindex' ? [] : undefined;
-  const capabilities: { capability: string; loc: string }[] | undefined = kind && CAPABILITY_KINDS.has(kind.id) ? [] : undefined;
+  const capabilities: { capability: string; loc: string }[] | undefined = kind?.entry.capability !== undefined ? [] : undefined;
   if (changes) out.changes = changes;
   if (parts) out.parts = parts;
   if (capabilities) out.capabilities = capabilities;

@@ -11,7 +11,8 @@
 import { parseCommandArgs, usageError } from '../command-args.js';
 import { stat } from 'node:fs/promises';
 import { basename, isAbsolute, join, relative, resolve, sep } from 'node:path';
-import { createSourceCore, type CoreHandler, type CoreResponse, type SourceCore } from '../../server/core.js';
+import type { CoreHandler, CoreResponse } from '../../server/request-response.js';
+import { createSourceCore, type SourceCore } from '../../server/source-responder.js';
 import { serve, type RunningServer } from '../../server/node-adapter.js';
 import { watchSources, type SourceWatcher } from '../../server/watch.js';
 import { publish, type PublishOptions, type PublishResult } from '../../source/publish.js';

@@ -1,0 +1,124 @@
+/**
+ * Resource sampling of `check`: a reservoir sample of the resources the current Resource Lists list (every
+ * resource has the same chance, whatever its list), fetched and compared with what the list claims (length,
+ * hashes, lastmod) and with the `Link: rel="resourcesync"` header it is served with.
+ * @see Z39.99 §6.3.3, §10.1
+ */
+import { createHash } from 'node:crypto';
+import { REL_RESOURCESYNC } from '../core/constants.js';
+import { nodeHashName, parseHashes, parseLength, isKnownHashAlgorithm } from '../core/hash.js';
+import { parseLinkHeader } from '../core/link-header.js';
+import type { HttpResponse } from '../destination/http.js';
+import { ms, norm, reason, type CheckContext, type SampleItem } from './context.js';
+
+/** Counts a listed resource and keeps it in the sample with the reservoir's chance. */
+export function sampleResource(c: CheckContext, item: SampleItem): void {
+  c.resources++;
+  // reservoir sampling: every listed resource has the same chance, whatever the list
+  if (c.sample.length < c.sampleSize) c.sample.push(item);
+  else {
+    const j = Math.floor(c.random() * c.resources);
+    if (j < c.sampleSize) c.sample[j] = item;
+  }
+}
+
+/** Fetches the sampled resources and compares them with their lists. @see Z39.99 §10.1 */
+export async function checkResources(c: CheckContext): Promise<void> {
+  for (const item of c.sample) {
+    c.o.signal?.throwIfAborted();
+    await resource(c, item);
+    c.sampled++;
+    c.progress('resources');
+  }
+}
+
+async function resource(c: CheckContext, item: SampleItem): Promise<void> {
+  const declared = parseHashes(item.md?.hash).filter((h) => isKnownHashAlgorithm(h.algorithm));
+  const length = parseLength(item.md?.length);
+  let res: HttpResponse;
+  try {
+    res = await c.request(item.loc, declared.length > 0 ? 'GET' : 'HEAD');
+  } catch (error) {
+    if (c.o.signal?.aborted === true) throw error;
+    c.issue('resource-unreachable', item.loc, { list: item.list, status: reason(error) });
+    return;
+  }
+  if (res.status !== 200) {
+    await res.discard();
+    c.issue('resource-unreachable', item.loc, { list: item.list, status: `HTTP ${res.status}` });
+    return;
+  }
+  // Link: rel="resourcesync" names a Capability List of this Source
+  const link = res.headers.link;
+  if (link !== undefined) {
+    const targets = parseLinkHeader(link)
+      .filter((l) => l.rel.includes(REL_RESOURCESYNC))
+      .map((l) => norm(l.target, res.url));
+    if (targets.length > 0) c.linkHeaders++;
+    for (const t of targets) {
+      const ok = item.set === undefined ? c.capabilityLists.includes(t) : t === item.set;
+      if (!ok) c.issue('resource-link-elsewhere', item.loc, { target: t });
+    }
+  }
+  let size: number | undefined;
+  const digests = new Map<string, string>();
+  if (declared.length > 0) {
+    const hashes = declared.map((h) => ({
+      algorithm: h.algorithm,
+      hash: createHash(nodeHashName(h.algorithm as Parameters<typeof nodeHashName>[0])),
+    }));
+    size = 0;
+    for await (const chunk of res.body) {
+      size += chunk.length;
+      for (const { hash } of hashes) hash.update(chunk);
+    }
+    for (const { algorithm, hash } of hashes) digests.set(algorithm, hash.digest('hex'));
+  } else {
+    await res.discard();
+    const cl = res.headers['content-length'];
+    size = cl === undefined || res.headers['content-encoding'] !== undefined ? undefined : Number(cl);
+  }
+  const lastModified =
+    res.headers['last-modified'] === undefined ? undefined : Date.parse(res.headers['last-modified']);
+  const listAt = ms(item.listAt);
+  const changedSince = lastModified !== undefined && listAt !== undefined && lastModified > listAt + 999;
+  const differences: Array<() => void> = [];
+  if (length !== undefined && size !== undefined && size !== length) {
+    differences.push(() =>
+      c.issue('resource-length-mismatch', item.loc, { list: item.list, expected: length, actual: size }),
+    );
+  }
+  for (const h of declared) {
+    const actual = digests.get(h.algorithm);
+    if (actual !== undefined && actual !== h.digest) {
+      differences.push(() =>
+        c.issue('resource-hash-mismatch', item.loc, {
+          list: item.list,
+          algorithm: h.algorithm,
+          expected: h.digest,
+          actual,
+        }),
+      );
+    }
+  }
+  if (differences.length > 0) {
+    if (changedSince) {
+      c.issue('resource-changed-since-list', item.loc, {
+        list: item.list,
+        what: 'length or hash',
+        lastModified: new Date(lastModified).toISOString(),
+        at: item.listAt,
+      });
+    } else for (const d of differences) d();
+  } else if (item.lastmod !== undefined && lastModified !== undefined && !Number.isNaN(lastModified)) {
+    const lm = ms(item.lastmod);
+    // HTTP dates have whole seconds
+    if (lm !== undefined && Math.abs(Math.floor(lm / 1000) * 1000 - lastModified) >= 1000) {
+      c.issue('resource-lastmod-mismatch', item.loc, {
+        list: item.list,
+        expected: item.lastmod,
+        actual: new Date(lastModified).toISOString(),
+      });
+    }
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * The Resource List of a published set (§10): one generation per snapshot that changed, split into a Resource
+ * List Index and its parts when it is long (`writeDocumentSet`, src/core/xml/write-document-set.ts), kept for
+ * the Resource List Archive (ResourceSync Archives). `resourcelist.xml` is a copy of the latest generation's
+ * list (or index).
+ * @see Z39.99 §10.1, §10.2; ResourceSync Archives §3
+ */
+import { existsSync, rmSync } from 'node:fs';
+import { writeDocumentSet } from '../core/xml/write-document-set.js';
+import { fileSink } from '../node/file-sink.js';
+import { atTimes, header, listedEntry, snapshotEntry } from './documents.js';
+import {
+  archivesLn,
+  DEFAULT_SNAPSHOT_RETENTION,
+  map,
+  ts,
+  writeDoc,
+  type Context,
+  type SetPaths,
+} from './publish-context.js';
+import { copyAtomic } from './publish-files.js';
+import type { SnapshotStore } from './snapshot-store.js';
+
+/** One generation of the Resource List (a snapshot that changed). */
+interface RlGeneration {
+  n: number;
+  at: number;
+  completed: number;
+  /** The list (or index) first, then its parts. */
+  files: string[];
+}
+
+/**
+ * Writes a new generation of the Resource List when `rebuild` (or when there is none), drops the generations
+ * past the retention, and writes the Resource List Archive; returns the list's and archive's URLs and every
+ * document of the family.
+ */
+export async function publishResourceLists(
+  ctx: Context,
+  store: SnapshotStore,
+  paths: SetPaths,
+  snapshot: { at: number; completed: number; rebuild: boolean },
+): Promise<{ url: string; archiveUrl: string; documents: string[] }> {
+  const { u, f, capUrl, resBase, docUrl } = paths;
+  const x = ctx.x;
+  const completed = snapshot.completed;
+  const documents: string[] = [];
+  const rlUrl = u(`resourcelist${x}`);
+  const rlArchiveUrl = u(`resourcelist-archive${x}`);
+  let generations = JSON.parse(store.getMeta('rl_generations') ?? '[]') as RlGeneration[];
+  if (snapshot.rebuild || generations.length === 0 || !existsSync(f(`resourcelist${x}`))) {
+    const n = (generations[generations.length - 1]?.n ?? 0) + 1;
+    const h = header('resource-list', atTimes(snapshot.at, completed), capUrl, undefined, archivesLn(rlArchiveUrl));
+    const res = await writeDocumentSet(
+      h,
+      map(store.listing(), (x) => listedEntry(resBase, x)),
+      {
+        maxEntries: ctx.maxEntries,
+        maxBytes: ctx.maxBytes,
+        indexUrl: u(`resourcelist-${n}${x}`),
+        partUrl: (k) => u(`resourcelist-${n}-part${k}${x}`),
+        gzip: ctx.gzip,
+        sink: ({ url }) => fileSink(f(url.slice(docUrl.length))),
+        partEntry: () => ({ md: { at: ts(snapshot.at), completed: ts(completed) } }),
+        ...(ctx.signal ? { signal: ctx.signal } : {}),
+      },
+    );
+    await copyAtomic(f(`resourcelist-${n}${x}`), f(`resourcelist${x}`));
+    const files = [`resourcelist-${n}${x}`, ...(res.indexed ? res.parts.map((p) => p.url.slice(docUrl.length)) : [])];
+    generations.push({ n, at: snapshot.at, completed, files });
+    const keep = ctx.retention ?? DEFAULT_SNAPSHOT_RETENTION;
+    for (const g of generations.slice(0, Math.max(0, generations.length - keep)))
+      for (const name of g.files) rmSync(f(name), { force: true });
+    generations = generations.slice(-keep);
+    store.setMeta('rl_generations', JSON.stringify(generations));
+  }
+  await writeDoc(
+    f(`resourcelist-archive${x}`),
+    header('resource-list-archive', {}, capUrl),
+    generations.map((g) => snapshotEntry(u(g.files[0]!), g.at, g.completed)),
+    ctx.gzip,
+  );
+  documents.push(rlUrl, rlArchiveUrl, ...generations.flatMap((g) => g.files.map(u)));
+
+  return { url: rlUrl, archiveUrl: rlArchiveUrl, documents };
+}
