@@ -4,7 +4,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { unlink, writeFile } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
@@ -13,6 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { REPO_ROOT } from './helpers/paths.js';
 import { tempDir } from './helpers/tmp.js';
+import { exited } from './helpers/exited.js';
 
 const MAIN = join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js');
 
@@ -114,7 +114,7 @@ test('sync --follow: two Destinations follow a Source through its hub; SIGTERM u
   }
 
   followers[0]!.child.kill('SIGTERM');
-  const [code] = (await once(followers[0]!.child, 'exit')) as [number];
+  const [code] = await exited(followers[0]!.child);
   assert.equal(code, 0, followers[0]!.err());
   await until('the unsubscription', () => /hub: verified unsubscribe/.test(serve.p.err()));
   await writeFile(join(site, 'later.txt'), 'later\n');
@@ -122,9 +122,9 @@ test('sync --follow: two Destinations follow a Source through its hub; SIGTERM u
   assert.equal(existsSync(join(dests[0]!, 'later.txt')), false);
 
   followers[1]!.child.kill('SIGINT');
-  assert.equal(((await once(followers[1]!.child, 'exit')) as [number])[0], 0);
+  assert.equal((await exited(followers[1]!.child))[0], 0);
   serve.p.child.kill('SIGTERM');
-  await once(serve.p.child, 'exit');
+  await exited(serve.p.child);
 });
 
 test('sync --follow applies a notification from its own entries, without reading the Change List; deletions only with --delete; a plain sync afterwards finds nothing new', async () => {
@@ -169,16 +169,16 @@ test('sync --follow applies a notification from its own entries, without reading
   assert.ok(pushed.length >= 3 && pushed.every((l) => l.mode === 'notification' && l.gaps === 0), f.out());
 
   f.child.kill('SIGTERM');
-  assert.equal(((await once(f.child, 'exit')) as [number])[0], 0, f.err());
+  assert.equal((await exited(f.child))[0], 0, f.err());
   // a plain sync after following: nothing to create or update (the deletion is still only reported)
   const plain = start(['sync', serve.url, dest, '--json', '--no-fsync']);
-  const [code] = (await once(plain.child, 'exit')) as [number];
+  const [code] = await exited(plain.child);
   assert.equal(code, 0, plain.err());
   const report = JSON.parse(plain.out()) as { mode: string; created: number; updated: number; deleted: number; deletionsSkippedCount: number };
   assert.equal(report.mode, 'incremental');
   assert.deepEqual([report.created, report.updated, report.deleted], [0, 0, 0], plain.out());
   serve.p.child.kill('SIGTERM');
-  await once(serve.p.child, 'exit');
+  await exited(serve.p.child);
 });
 
 test('sync --follow polls the Change List when the Source has no change channel', async () => {
@@ -195,9 +195,9 @@ test('sync --follow polls the Change List when the Source has no change channel'
   await until('b.txt by polling', () => existsSync(join(dest, 'b.txt')));
   await until(`the poll line; ${f.out()}`, () => lines(f).some((l) => l.via === 'poll' && l.created === 1));
   f.child.kill('SIGTERM');
-  assert.equal(((await once(f.child, 'exit')) as [number])[0], 0);
+  assert.equal((await exited(f.child))[0], 0);
   serve.p.child.kill('SIGTERM');
-  await once(serve.p.child, 'exit');
+  await exited(serve.p.child);
 });
 
 test('sync --follow detects a gap between notification windows and fills it from the Change List', async () => {
@@ -226,7 +226,7 @@ test('sync --follow detects a gap between notification windows and fills it from
   await until('b.txt pushed', () => existsSync(join(dest, 'b.txt')));
   // the hub goes away: the next notification cannot be published, the Source moves its window on
   hub.child.kill('SIGTERM');
-  await once(hub.child, 'exit');
+  await exited(hub.child);
   await writeFile(join(site, 'missed.txt'), 'missed\n');
   await until(`the failed publication; ${serve.p.err()}`, () =>
     /notification on \S+change-notification\/ not published/.test(serve.p.err()),
@@ -241,11 +241,11 @@ test('sync --follow detects a gap between notification windows and fills it from
   assert.equal(gapLine.changeList, 'gap', 'the gap was read from the Change List');
   assert.deepEqual(files(dest), files(site), 'the mirror ends identical to the Source');
   f.child.kill('SIGTERM');
-  assert.equal(((await once(f.child, 'exit')) as [number])[0], 0);
+  assert.equal((await exited(f.child))[0], 0);
   serve.p.child.kill('SIGTERM');
-  await once(serve.p.child, 'exit');
+  await exited(serve.p.child);
   hub.child.kill('SIGTERM');
-  await once(hub.child, 'exit');
+  await exited(hub.child);
 });
 
 test('serve --allow-callback: the embedded hub refuses a callback host that is not loopback by name unless a pattern allows it', async () => {
@@ -270,9 +270,9 @@ test('serve --allow-callback: the embedded hub refuses a callback host that is n
   await until(`the refusal; ${f1.err()}`, () => /subscription failed \(.*403.*\); polling every 30 s/.test(f1.err()));
   assert.doesNotMatch(refused.p.err(), /hub: verified subscribe/);
   f1.child.kill('SIGTERM');
-  assert.equal(((await once(f1.child, 'exit')) as [number])[0], 0);
+  assert.equal((await exited(f1.child))[0], 0);
   refused.p.child.kill('SIGTERM');
-  await once(refused.p.child, 'exit');
+  await exited(refused.p.child);
 
   const allowed = await startServe(site, ['--state', join(tmp.dir, 'allow-state-2'), '--allow-callback', '[::ffff:7f00:1]']);
   procs.push(allowed.p);
@@ -285,11 +285,11 @@ test('serve --allow-callback: the embedded hub refuses a callback host that is n
   await writeFile(join(site, 'b.txt'), 'b\n');
   await until('b.txt pushed to the allowed callback', () => existsSync(join(dest, 'b.txt')));
   f2.child.kill('SIGTERM');
-  assert.equal(((await once(f2.child, 'exit')) as [number])[0], 0);
+  assert.equal((await exited(f2.child))[0], 0);
   allowed.p.child.kill('SIGTERM');
-  await once(allowed.p.child, 'exit');
+  await exited(allowed.p.child);
 
   const misuse = start(['serve', site, '--port', '0', '--no-hub', '--allow-callback', '*.example.org']);
-  assert.equal(((await once(misuse.child, 'exit')) as [number])[0], 2);
+  assert.equal((await exited(misuse.child))[0], 2);
   assert.match(misuse.err(), /--allow-callback applies to the embedded hub/);
 });

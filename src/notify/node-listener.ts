@@ -8,6 +8,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 
+/** How long `close()` waits for requests in flight before it cuts their connections. */
+const CLOSE_GRACE_MS = 2_000;
+
 /** A web-standard request handler. */
 export type FetchHandler = (request: Request) => Promise<Response>;
 
@@ -115,7 +118,13 @@ export async function listen(
     server,
     close: () =>
       new Promise<void>((resolve) => {
-        server.close(() => resolve());
+        // requests in flight get a grace period; a connection still open after it (a peer that keeps its
+        // keep-alive connection busy) is cut, so that closing is bounded
+        const cut = setTimeout(() => server.closeAllConnections(), CLOSE_GRACE_MS);
+        server.close(() => {
+          clearTimeout(cut);
+          resolve();
+        });
         server.closeIdleConnections();
       }),
   };

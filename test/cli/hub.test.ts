@@ -5,10 +5,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { once } from 'node:events';
 import { REPO_ROOT } from '../helpers/paths.js';
 import { tempDir } from '../helpers/tmp.js';
 import { TestSubscriber } from '../helpers/websub-subscriber.js';
+import { exited } from '../helpers/exited.js';
 
 const MAIN = join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js');
 
@@ -69,7 +69,7 @@ test('hub: usage errors exit 2', async () => {
     ['extra'],
   ]) {
     const child = spawn(process.execPath, [MAIN, 'hub', ...args], { stdio: 'ignore' });
-    const [code] = (await once(child, 'exit')) as [number];
+    const [code] = await exited(child);
     assert.equal(code, 2, args.join(' '));
   }
 });
@@ -119,7 +119,7 @@ test('hub: a subscriber down for a while and a hub killed with -9 mid-publish lo
     })();
     while (acknowledged.length < 25) await new Promise((r) => setTimeout(r, 2));
     hub.child.kill('SIGKILL');
-    await once(hub.child, 'exit');
+    await exited(hub.child);
     await publishing;
     assert.ok(acknowledged.length >= 25 && acknowledged.length < 200, `acknowledged ${acknowledged.length}`);
 
@@ -147,7 +147,7 @@ test('hub: a subscriber down for a while and a hub killed with -9 mid-publish lo
     );
 
     hub.child.kill('SIGTERM');
-    const [code] = (await once(hub.child, 'exit')) as [number];
+    const [code] = await exited(hub.child);
     assert.equal(code, 0);
   } finally {
     if (hub.child.exitCode === null) hub.child.kill('SIGKILL');

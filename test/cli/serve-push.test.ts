@@ -5,7 +5,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdir, writeFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseDocument } from '../../src/core/xml/read-document.js';
@@ -16,6 +15,7 @@ import { verifySignature } from '../../src/notify/signature.js';
 import { REPO_ROOT } from '../helpers/paths.js';
 import { tempDir } from '../helpers/tmp.js';
 import { TestSubscriber, type Received } from '../helpers/websub-subscriber.js';
+import { exited } from '../helpers/exited.js';
 
 const MAIN = join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js');
 
@@ -159,7 +159,7 @@ void test('serve: recorded changes reach a subscriber as Change Notifications wi
 
 void test('serve: SIGTERM exits 0 with the hub; --no-hub advertises no channel', async () => {
   serve.child.kill('SIGTERM');
-  const [code] = (await once(serve.child, 'exit')) as [number];
+  const [code] = await exited(serve.child);
   assert.equal(code, 0, serve.log());
   const plain = await startServe([site, '--no-hub']);
   try {
@@ -170,6 +170,6 @@ void test('serve: SIGTERM exits 0 with the hub; --no-hub advertises no channel',
     await res.arrayBuffer();
   } finally {
     plain.child.kill('SIGTERM');
-    await once(plain.child, 'exit');
+    await exited(plain.child);
   }
 });
