@@ -10,9 +10,6 @@ import type { HttpGet } from './http.js';
 import type { Durability } from '../node/durability.js';
 import { writeVerified } from './verified-write.js';
 
-/** Patch application, for the Destination's dumps. */
-export { applyJsonPatchBytes, once, readFileCapped } from './apply-patch.js';
-
 /**
  * Links to related resources (`rs:ln` of an entry): mirrors to fetch from, patches to apply, and the
  * other relations kept in the state store for the user; `fetchResource` follows them. Applying a patch
@@ -341,3 +338,37 @@ export async function fetchResource(entry: Entry, options: FetchResourceOptions)
   );
 }
 
+
+/**
+ * The engine's `fetchViaLinks` for one run: {@link fetchResource} with the run's client, authority, destination
+ * and durability, answering the length and hashes written.
+ */
+export function linkFetcher(run: {
+  http: HttpGet;
+  authority: AuthorityCheck;
+  dest: string;
+  durability: Durability;
+  signal?: AbortSignal | undefined;
+}): (
+  entry: Entry,
+  relPath: string,
+  localCopy: string | undefined,
+  mtime: Date | undefined,
+  how: { preferMirrors: boolean; usePatches: boolean },
+) => Promise<{ length: number; hashes: Record<string, string> }> {
+  return async (entry, relPath, localCopy, mtime, how) => {
+    const r = await fetchResource(entry, {
+      http: run.http,
+      authority: run.authority,
+      dest: run.dest,
+      relPath,
+      preferMirrors: how.preferMirrors,
+      usePatches: how.usePatches,
+      durability: run.durability,
+      ...(localCopy !== undefined ? { localCopy } : {}),
+      ...(mtime !== undefined ? { mtime } : {}),
+      ...(run.signal ? { signal: run.signal } : {}),
+    });
+    return { length: r.length, hashes: r.hashes };
+  };
+}

@@ -8,7 +8,7 @@ import { parseW3CDatetime } from '../core/w3c-datetime.js';
 import { checkDocument, loadDocument, resolveLoc, validating, type DocumentContext, type RemoteDocument } from './documents.js';
 import { resolveSets, type CapabilitySet } from './capability-sets.js';
 import { applyChangeDump, applyResourceDump, type DumpReport } from './dump.js';
-import { fetchResource } from './links.js';
+import { linkFetcher } from './links.js';
 import { Engine, emptyCounts, type SyncCounts, type SyncProgress } from './engine.js';
 import { runPool } from './run-pool.js';
 import { gapNote, note, type GapNote } from './notes.js';
@@ -187,21 +187,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
             },
           }
         : {}),
-      fetchViaLinks: async (entry, relPath, localCopy, mtime, how) => {
-        const r = await fetchResource(entry, {
-          http,
-          authority,
-          dest,
-          relPath,
-          preferMirrors: how.preferMirrors,
-          usePatches: how.usePatches,
-          durability,
-          ...(localCopy !== undefined ? { localCopy } : {}),
-          ...(mtime !== undefined ? { mtime } : {}),
-          ...(options.signal ? { signal: options.signal } : {}),
-        });
-        return { length: r.length, hashes: r.hashes };
-      },
+      fetchViaLinks: linkFetcher({ http, authority, dest: dest, durability, signal: options.signal }),
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     });

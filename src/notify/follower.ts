@@ -21,7 +21,7 @@ import { connect, type Connection } from '../destination/connection.js';
 import { checkDocument, isAbsoluteLoc, kindOf, resolveLoc } from '../destination/documents.js';
 import { note, type DestinationNote } from '../destination/notes.js';
 import { Engine, type SyncCounts } from '../destination/engine.js';
-import { fetchResource } from '../destination/links.js';
+import { linkFetcher } from '../destination/links.js';
 import { changeTime, lastChangePerResource, orderChanges } from '../destination/plan.js';
 import { runPool } from '../destination/run-pool.js';
 import { StateStore, acquireLock, type SyncLock } from '../destination/state-store.js';
@@ -320,21 +320,7 @@ export class Follower {
       adopt: true,
       hasPending: (u) => pending.has(u),
       preferMirrors: o.preferMirrors ?? false,
-      fetchViaLinks: async (entry, relPath, localCopy, mtime, how) => {
-        const r = await fetchResource(entry, {
-          http,
-          authority,
-          dest: this.#dest,
-          relPath,
-          preferMirrors: how.preferMirrors,
-          usePatches: how.usePatches,
-          durability,
-          ...(localCopy !== undefined ? { localCopy } : {}),
-          ...(mtime !== undefined ? { mtime } : {}),
-          ...(o.signal ? { signal: o.signal } : {}),
-        });
-        return { length: r.length, hashes: r.hashes };
-      },
+      fetchViaLinks: linkFetcher({ http, authority, dest: this.#dest, durability, signal: o.signal }),
       ...(o.signal ? { signal: o.signal } : {}),
     });
     engine.setKey = key;

@@ -5,35 +5,13 @@
  * @see Z39.99 §7 (attributes), W3C Datetime (NOTE-datetime)
  */
 import { HASH_ALGORITHMS, PRI_MAX, PRI_MIN, RS_NS } from '../constants.js';
-import type { ForeignAttribute, Ln, Md } from '../model/types.js';
+import { LN_ATTRIBUTES, MD_ATTRIBUTES, type ForeignAttribute, type Ln, type Md } from '../model/types.js';
 import { hasSpaceSeparator, parseW3CDatetime, type W3CDatetime } from '../w3c-datetime.js';
 import { IssueCollector } from './issue-collector.js';
 
-const MD_KNOWN: ReadonlySet<string> = new Set([
-  'capability',
-  'at',
-  'completed',
-  'from',
-  'until',
-  'change',
-  'datetime',
-  'encoding',
-  'hash',
-  'length',
-  'path',
-  'type',
-]);
-const LN_KNOWN: ReadonlySet<string> = new Set([
-  'rel',
-  'href',
-  'hash',
-  'length',
-  'modified',
-  'path',
-  'pri',
-  'type',
-  'encoding',
-]);
+/** The attributes `rs:md` and `rs:ln` define (Z39.99 §7, Appendix A); others are reported as unknown. */
+const MD_KNOWN: ReadonlySet<string> = new Set<string>(MD_ATTRIBUTES);
+const LN_KNOWN: ReadonlySet<string> = new Set<string>(LN_ATTRIBUTES);
 const BASE64ISH = /^[A-Za-z0-9+/_-]+=*$/;
 
 function isHexDigit(c: number): boolean {

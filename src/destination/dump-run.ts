@@ -1,0 +1,191 @@
+import { ResourceSyncError, isResourceSyncError, type ErrorCode } from '../core/errors.js';
+import type { DocumentKindId } from '../core/model/document-kinds.js';
+import type { Entry, Ln } from '../core/model/types.js';
+import { safeRelativePath } from '../node/safe-path.js';
+import { readManifestPath } from '../core/manifest-path.js';
+import type { HttpGet } from './http.js';
+import { patchLinks, type AuthorityCheck, type RelatedLinks } from './links.js';
+import { isJsonPatchMediaType } from '../core/json-patch.js';
+import { type Durability } from '../node/durability.js';
+import { DestinationRoot } from '../node/destination-root.js';
+import { type DestinationNote, type GapNote } from './notes.js';
+
+/**
+ * What one application of a Resource Dump or Change Dump shares among its parts: its options and report types,
+ * the run's state, and the small helpers of its errors.
+ * @see Z39.99 §11, §13
+ */
+
+/** Where a failure happened and why. */
+export interface DumpFailure {
+  code: ErrorCode;
+  message: string;
+  /** The package URL. */
+  package: string;
+  /** The resource, for failures of one bitstream. */
+  loc?: string;
+  /** The manifest `path` or ZIP entry name concerned. */
+  path?: string;
+}
+
+/** One bitstream written or one deletion seen, passed to `onResource` so the sync can record it. */
+export interface DumpResource {
+  loc: string;
+  /** Local path relative to `dest`, from `mapPath`. */
+  relPath: string;
+  change: 'created' | 'updated' | 'deleted';
+  /** For deletions: whether the local file was removed (`delete: true`). */
+  applied: boolean;
+  length?: number;
+  /** Digests computed while writing, by algorithm. */
+  hashes?: Record<string, string>;
+  lastmod?: string;
+  /** Links kept for the user (§14). */
+  links: RelatedLinks;
+  package: string;
+}
+
+/** What applying a dump did. */
+export interface DumpReport {
+  /** Packages read (fully or partly). */
+  packages: number;
+  /** Bitstreams extracted and verified (patched ones included). */
+  extracted: number;
+  /** Resources updated by applying a JSON Patch from the package to the local copy (§14.4). */
+  patched: number;
+  created: number;
+  updated: number;
+  deleted: number;
+  /** Bytes of bitstreams written. */
+  bytes: number;
+  /** Bytes of packages downloaded. */
+  packageBytes: number;
+  failures: DumpFailure[];
+  /** Resources whose manifest entry has no hash: checked by length only. */
+  unverified: string[];
+  /** ZIP entries that the manifest does not describe: ignored. */
+  ignoredEntries: string[];
+  /** Deletions seen but not applied (without `delete: true`). */
+  deletionsNotApplied: string[];
+  /** Change Dump Manifest entries at or before the cursor (`after`) in a package that straddles it: skipped. */
+  skippedBeforeCursor: number;
+  /** Change Dumps: the latest `until` (or `lastmod`) of the packages applied, for the cursor. */
+  until?: string;
+  /**
+   * Change Dumps: set when the packages on offer start after the cursor (`after`): changes were missed, nothing was
+   * applied, and this says why.
+   */
+  gap?: GapNote;
+  /** What was tolerated or skipped. */
+  notes: DestinationNote[];
+  /** Milliseconds spent downloading and extracting (read + verify + write). */
+  timings: { downloadMs: number; extractMs: number };
+}
+
+/** Progress of `applyResourceDump` / `applyChangeDump`, reported through `onProgress`. */
+export interface DumpProgress {
+  phase: 'download' | 'extract';
+  package: string;
+  /** Bytes so far in this phase of this package. */
+  bytes: number;
+  files: number;
+}
+
+/** Options of `applyResourceDump` and `applyChangeDump`. Effects (HTTP, authority, mapper) are injected. */
+export interface ApplyDumpOptions {
+  /** URL of the Resource Dump / Change Dump (or their index). */
+  dumpUrl: string;
+  http: HttpGet;
+  authority: AuthorityCheck;
+  /** The destination root. Packages are downloaded to `<dest>/.resourcesync/tmp/`. */
+  dest: string;
+  /** The mapper: a resource URI (`loc`) → its path relative to `dest`; throws `RS_UNSAFE_PATH` to refuse. */
+  mapPath: (loc: string) => string;
+  /** Apply deletions of Change Dump Manifests. Default false: reported only. */
+  delete?: boolean;
+  signal?: AbortSignal;
+  onProgress?: (p: DumpProgress) => void;
+  /** Called for each bitstream written and each deletion seen, in manifest order. */
+  onResource?: (r: DumpResource) => void | Promise<void>;
+  /** Cap on the bytes extracted from all packages together. Default 1 TiB. */
+  maxTotalBytes?: number;
+  /** Cap on the ZIP entries of one package. Default 1,000,000. */
+  maxEntries?: number;
+  /**
+   * Makes each file written durable (passed to `writeVerified`; a given one is settled by the caller). Default:
+   * an fsync of each file, and of the folders that received files before the call resolves.
+   */
+  durability?: Durability;
+  /** Change Dumps: skip packages whose `until` is at or before this W3C Datetime (the cursor), and the changes at or before it in the others. */
+  after?: string;
+  /** Bitstreams extracted at the same time (changes to one path stay in order). Default 4. */
+  concurrency?: number;
+}
+
+export const DEFAULT_MAX_TOTAL = 2 ** 40;
+/** Largest change description (and local copy) patched from a Change Dump package. */
+export const MAX_PATCH_BYTES = 16 * 1024 * 1024;
+
+/** A JSON Patch link of a Change Dump Manifest entry whose change description is in the package (`path`). @see Z39.99 §14.4 */
+export function packagedPatch(item: Entry): Ln | undefined {
+  return patchLinks(item).find((ln) => ln.path !== undefined && isJsonPatchMediaType(ln.type));
+}
+export const DOC_LIMITS = { maxBytes: 50 * 1024 * 1024 };
+
+export type Flavor = 'resource' | 'change';
+export const DUMP_KIND: Record<Flavor, DocumentKindId> = { resource: 'resource-dump', change: 'change-dump' };
+export const INDEX_KIND: Record<Flavor, DocumentKindId> = {
+  resource: 'resource-dump-index',
+  change: 'change-dump-index',
+};
+export const MANIFEST_KIND: Record<Flavor, DocumentKindId> = {
+  resource: 'resource-dump-manifest',
+  change: 'change-dump-manifest',
+};
+
+export interface Run {
+  opts: ApplyDumpOptions;
+  flavor: Flavor;
+  report: DumpReport;
+  tmpDir: string;
+  /** The destination folder as this run sees it (temporary files, confinement, pooled buffers). */
+  root: DestinationRoot;
+  durability: Durability;
+  extractedTotal: number;
+  maxTotal: number;
+  /** The cursor (`after`) in ms since the epoch. */
+  afterMs: number | undefined;
+}
+
+export function rsError(
+  code: ErrorCode,
+  message: string,
+  data: Record<string, unknown> = {},
+  cause?: unknown,
+): ResourceSyncError {
+  return new ResourceSyncError(code, message, { data, recoverable: true, ...(cause === undefined ? {} : { cause }) });
+}
+
+/**
+ * The ZIP entry a manifest `path` names: `/a/b`, and what producers write instead, `a/b` (resync-build) and
+ * `./a/b`, all name `a/b` relative to the package root; then the usual safety checks (`RS_UNSAFE_PATH`).
+ * @see Z39.99 §11.2 (`path`), src/core/manifest-path.ts
+ */
+export function packageName(path: string): string {
+  return safeRelativePath(readManifestPath(path)?.name ?? path);
+}
+
+export function checkAuthority(authority: AuthorityCheck, url: string): void {
+  if (!authority.allows(url))
+    throw new ResourceSyncError('RS_AUTHORITY', `URL '${url}' is outside the Source's authority.`, { data: { url } });
+  authority.check(url);
+}
+
+export function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new ResourceSyncError('RS_ABORTED', 'The dump was aborted.', { cause: signal.reason });
+}
+
+export function fail(run: Run, pkg: string, err: unknown, extra: { loc?: string; path?: string } = {}): void {
+  const code: ErrorCode = isResourceSyncError(err) ? err.code : 'RS_IO';
+  run.report.failures.push({ code, message: err instanceof Error ? err.message : String(err), package: pkg, ...extra });
+}
