@@ -2,7 +2,7 @@
  * A thin `node:http` adapter for web-standard handlers (the hub, the subscriber's callback): each
  * request becomes a `Request` whose body streams from the socket (the handler reads it with a size
  * limit), and the `Response` is written back. Closing stops accepting, closes idle keep-alive
- * connections and waits for requests in flight.
+ * connections and waits for requests in flight, at most 2 s: then their connections are cut.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
