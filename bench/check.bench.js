@@ -6,10 +6,11 @@
 // Prints `name: value unit` lines; always exits 0.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream, existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sendDocument } from './support.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const DATA = join(HERE, '.data');
@@ -82,27 +83,7 @@ async function startServer(dir) {
       res.end(req.method === 'HEAD' ? undefined : b);
       return;
     }
-    const file =
-      path === '/.well-known/resourcesync' ? 'sd.xml' : /^\/[\w.-]+\.xml$/.test(path) ? path.slice(1) : undefined;
-    if (file === undefined || !existsSync(join(dir, file))) {
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
-      return;
-    }
-    res.writeHead(200, { 'content-type': 'application/xml' });
-    // whole lines only, so that a placeholder split between two chunks is still replaced
-    let tail = '';
-    const stream = createReadStream(join(dir, file), { encoding: 'utf8', highWaterMark: 256 * 1024 });
-    stream.on('data', (chunk) => {
-      const text = tail + chunk;
-      const cut = text.lastIndexOf('\n') + 1;
-      tail = text.slice(cut);
-      if (!res.write(text.slice(0, cut).replaceAll(ORIGIN, origin))) {
-        stream.pause();
-        res.once('drain', () => stream.resume());
-      }
-    });
-    stream.on('end', () => res.end(tail.replaceAll(ORIGIN, origin)));
-    stream.on('error', () => res.destroy());
+    sendDocument(res, dir, path, ORIGIN, origin);
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   origin = `http://127.0.0.1:${server.address().port}`;

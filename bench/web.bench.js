@@ -5,12 +5,13 @@
 // the list to its 100 rows drawn), median of 5, when /usr/bin/chromium (or $CHROMIUM_PATH) is installed. The
 // baseline, in the same run: a raw GET of the whole list (bytes only, no parsing). Target: the first page in
 // under 1 s. Prints `name: value unit` lines; always exits 0.
-import { createReadStream, existsSync, mkdirSync, statSync, writeFileSync, createWriteStream } from 'node:fs';
+import { existsSync, mkdirSync, statSync, writeFileSync, createWriteStream } from 'node:fs';
 import { createServer } from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sendDocument } from './support.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const DATA = join(HERE, '.data', 'web-50000');
@@ -52,27 +53,7 @@ async function generate() {
 async function startSource() {
   let origin = '';
   const server = createServer((req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
-    const file = path === '/.well-known/resourcesync' ? 'sd.xml' : /^\/[\w.-]+\.xml$/.test(path) ? path.slice(1) : undefined;
-    if (file === undefined || !existsSync(join(DATA, file))) {
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
-      return;
-    }
-    res.writeHead(200, { 'content-type': 'application/xml' });
-    let tail = '';
-    const stream = createReadStream(join(DATA, file), { encoding: 'utf8', highWaterMark: 256 * 1024 });
-    stream.on('data', (chunk) => {
-      const text = tail + chunk;
-      const cut = text.lastIndexOf('\n') + 1;
-      tail = text.slice(cut);
-      if (!res.write(text.slice(0, cut).replaceAll(ORIGIN, origin))) {
-        stream.pause();
-        res.once('drain', () => stream.resume());
-      }
-    });
-    stream.on('end', () => res.end(tail.replaceAll(ORIGIN, origin)));
-    stream.on('error', () => res.destroy());
-    res.on('close', () => stream.destroy());
+    sendDocument(res, DATA, (req.url ?? '/').split('?')[0], ORIGIN, origin);
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   origin = `http://127.0.0.1:${server.address().port}`;
