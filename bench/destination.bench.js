@@ -74,14 +74,22 @@ const { sync } = await import(join(ROOT, 'dist/src/destination/sync.js'));
 const { audit } = await import(join(ROOT, 'dist/src/destination/audit.js'));
 const { GroupCommit } = await import(join(ROOT, 'dist/src/node/group-commit.js'));
 const { SyncfsFlush } = await import(join(ROOT, 'dist/src/node/syncfs.js'));
+const { SmallFileThread } = await import(join(ROOT, 'dist/src/node/small-file-thread.js'));
+const { FsyncEach, RenameOnly } = await import(join(ROOT, 'dist/src/node/durability.js'));
 
-/** The CLI's default durability (`--fsync-method batch`): a group commit flushed by syncfs. */
-async function cliDurable(source, dest) {
-  const syncfs = new SyncfsFlush();
+/**
+ * A sync with the durability the CLI builds for `mode` (`--no-fsync`, the default `--fsync-method batch`: a
+ * group commit flushed by syncfs, `--fsync-method file`), small files written on a worker thread.
+ */
+async function cli(mode, source, dest) {
+  const syncfs = mode === 'batch' ? new SyncfsFlush() : undefined;
+  const inner = mode === 'no-fsync' ? new RenameOnly() : mode === 'file' ? new FsyncEach() : new GroupCommit({ flush: syncfs.flush });
+  const durability = new SmallFileThread(inner);
   try {
-    return await ours(source, dest, { durability: new GroupCommit({ flush: syncfs.flush }) });
+    return await ours(source, dest, { durability });
   } finally {
-    syncfs.close();
+    await durability.close();
+    syncfs?.close();
   }
 }
 
@@ -334,8 +342,8 @@ try {
   const rounds = { bare: [], nofsync: [], durable: [] };
   const runs = [
     ['bare', (round) => bareLoop(origin, small, runDir(`bare-${round}`))],
-    ['nofsync', (round) => ours(`${origin}/small-list.xml`, runDir(`mirror-small-${round}`), { fsync: false })],
-    ['durable', (round) => cliDurable(`${origin}/small-list.xml`, runDir(`mirror-fsync-${round}`))],
+    ['nofsync', (round) => cli('no-fsync', `${origin}/small-list.xml`, runDir(`mirror-small-${round}`))],
+    ['durable', (round) => cli('batch', `${origin}/small-list.xml`, runDir(`mirror-fsync-${round}`))],
   ];
   for (let round = 0; round < ROUNDS; round++) {
     for (let k = 0; k < runs.length; k++) {
@@ -343,8 +351,9 @@ try {
       rounds[mode].push((await run(round)).seconds); // each run flushes what came before it (settle)
     }
   }
-  const mineFile = (await ours(`${origin}/small-list.xml`, runDir('mirror-file'), { fsyncMethod: 'file' })).seconds;
+  const mineFile = (await cli('file', `${origin}/small-list.xml`, runDir('mirror-file'))).seconds;
   const minePlain = (await ours(`${origin}/small-list.xml`, runDir('mirror-plain'), {})).seconds;
+  const minePlainNoFsync = (await ours(`${origin}/small-list.xml`, runDir('mirror-plain-nofsync'), { fsync: false })).seconds;
   const bare = Math.min(...rounds.bare);
   const mine = Math.min(...rounds.nofsync);
   const mineFsync = Math.min(...rounds.durable);
@@ -352,12 +361,14 @@ try {
   const rate = SMALL / mine;
   const rateFsync = SMALL / mineFsync;
   console.log(`bare loop (undici GET + md5 + writeFile, ${CONCURRENCY} at once, no fsync): ${fmt(bareRate)} files/s`);
-  console.log(`baseline sync 5,000 x 1 KB, md5 + length verified, atomic writes, --no-fsync: ${fmt(rate)} files/s (${fmt(rate / bareRate, 2)} x bare loop)`);
+  console.log(`baseline sync 5,000 x 1 KB, md5 + length verified, atomic writes, the CLI's --no-fsync: ${fmt(rate)} files/s (${fmt(rate / bareRate, 2)} x bare loop)`);
   console.log(`  target ≥4,000 files/s: ${verdict(rate >= 4000)}; target ≥0.7 x bare loop: ${verdict(rate / bareRate >= 0.7)}`);
   console.log(`baseline sync 5,000 x 1 KB, durable, the CLI's default (group commit, one syncfs per batch): ${fmt(rateFsync)} files/s (${fmt(rateFsync / bareRate, 2)} x bare loop)`);
+  console.log(`  (the CLI writes small files on a worker thread, SmallFileThread; the library's plain paths without it are below)`);
   console.log(`  target ≥4,000 files/s: ${verdict(rateFsync >= 4000)}; target ≥0.7 x bare loop: ${verdict(rateFsync / bareRate >= 0.7)}`);
-  console.log(`baseline sync 5,000 x 1 KB, --fsync-method file (an fsync per file, one run): ${fmt(SMALL / mineFile)} files/s (${fmt(SMALL / mineFile / bareRate, 2)} x bare loop)`);
-  console.log(`baseline sync 5,000 x 1 KB, the library's default (group commit, the batch's fsyncs in parallel, one run): ${fmt(SMALL / minePlain)} files/s (${fmt(SMALL / minePlain / bareRate, 2)} x bare loop)`);
+  console.log(`baseline sync 5,000 x 1 KB, the CLI's --fsync-method file (an fsync per file, one run): ${fmt(SMALL / mineFile)} files/s (${fmt(SMALL / mineFile / bareRate, 2)} x bare loop)`);
+  console.log(`baseline sync 5,000 x 1 KB, the library's default (group commit, the batch's fsyncs in parallel, no thread, one run): ${fmt(SMALL / minePlain)} files/s (${fmt(SMALL / minePlain / bareRate, 2)} x bare loop)`);
+  console.log(`baseline sync 5,000 x 1 KB, the library with fsync: false (no thread, one run): ${fmt(SMALL / minePlainNoFsync)} files/s (${fmt(SMALL / minePlainNoFsync / bareRate, 2)} x bare loop)`);
   const cpu = cpuShares(cpuSpent);
   const perRound = (xs) => xs.map((t) => fmt(SMALL / t)).join(' / ');
   console.log(`  (each round, files/s: bare loop ${perRound(rounds.bare)}; --no-fsync ${perRound(rounds.nofsync)}; durable ${perRound(rounds.durable)})`);

@@ -11,6 +11,7 @@ import { isResourceSyncError } from '../core/errors.js';
 import { GroupCommit } from '../node/group-commit.js';
 import { FsyncEach, RenameOnly, type Durability } from '../node/durability.js';
 import { DestinationRoot } from '../node/destination-root.js';
+import { SmallFileThread } from '../node/small-file-thread.js';
 
 const tempDir = (root: string): string => join(root, '.resourcesync', 'tmp');
 
@@ -58,6 +59,9 @@ void test('every durability: the file is verified, then committed; onVerified is
       ['rename-only', new RenameOnly()],
       ['fsync-each', new FsyncEach()],
       ['group', new GroupCommit({ gatherMs: 5, idleMs: 1 })],
+      ['thread-rename', new SmallFileThread(new RenameOnly())],
+      ['thread-fsync-each', new SmallFileThread(new FsyncEach())],
+      ['thread-group', new SmallFileThread(new GroupCommit({ gatherMs: 5, idleMs: 1 }))],
     ];
     for (const [name, durability] of ways) {
       for (const size of [5, 300 * 1024]) {
@@ -84,15 +88,18 @@ void test('every durability: the file is verified, then committed; onVerified is
         assert.deepEqual(await readFile(r.path), again);
       }
       await durability?.settle();
+      if (durability instanceof SmallFileThread) await durability.close();
     }
     // an error of the file system is a recoverable RS_IO, and leaves no temporary file
     await writeFile(join(root, 'blocker'), 'a file where a folder should be');
-    for (const durability of [new RenameOnly(), new GroupCommit({ gatherMs: 1, idleMs: 1 })]) {
+    const thread = new SmallFileThread();
+    for (const durability of [new RenameOnly(), new GroupCommit({ gatherMs: 1, idleMs: 1 }), thread]) {
       await assert.rejects(
         writeVerified({ root, relPath: 'blocker/x.txt', body: chunks(Buffer.from('x'), 64), durability }),
         (e: unknown) => isResourceSyncError(e, 'RS_IO') && e.recoverable,
       );
     }
+    await thread.close();
     // a failed flush is a recoverable RS_IO of that file
     const failing = new GroupCommit({ gatherMs: 1, idleMs: 1, flush: () => Promise.reject(new Error('EIO: simulated')) });
     await assert.rejects(
@@ -146,13 +153,17 @@ void test('a symbolic link inside the destination never carries a write outside 
     await mkdirP(outside, { recursive: true });
     await writeFile(join(outside, 'keep.txt'), 'keep');
     await symlink(outside, join(root, 'escape'));
+    const thread = new SmallFileThread();
     for (const relPath of ['escape/x.txt', 'escape/new/deeper/x.txt']) {
-      await assert.rejects(
-        writeVerified({ root, relPath, body: Readable.from([Buffer.from('evil')]), durability: new RenameOnly() }),
-        (e) => isResourceSyncError(e, 'RS_UNSAFE_PATH'),
-        relPath,
-      );
+      for (const durability of [new RenameOnly(), thread]) {
+        await assert.rejects(
+          writeVerified({ root, relPath, body: Readable.from([Buffer.from('evil')]), durability }),
+          (e) => isResourceSyncError(e, 'RS_UNSAFE_PATH') && e.recoverable,
+          relPath,
+        );
+      }
     }
+    await thread.close();
     assert.deepEqual(await readdir(outside), ['keep.txt']);
     // A real folder next to it is fine.
     await writeVerified({ root, relPath: 'inside/x.txt', body: Readable.from([Buffer.from('ok')]), durability: new RenameOnly() });
@@ -170,7 +181,7 @@ void test('a folder replaced by a symbolic link between two writes of one run: t
     const { mkdir: mkdirP } = await import('node:fs/promises');
     await mkdirP(outside, { recursive: true });
     const dest = new DestinationRoot(root); // one run: the same object for both writes
-    const durability = new GroupCommit({ gatherMs: 1, idleMs: 1 });
+    const durability = new SmallFileThread(new GroupCommit({ gatherMs: 1, idleMs: 1 })); // checked on the thread
     await writeVerified({ root: dest, relPath: 'sub/a.txt', body: Readable.from([Buffer.from('first')]), durability });
     assert.equal(await readFile(join(root, 'sub', 'a.txt'), 'utf8'), 'first');
     // the folder is moved away and a link to outside the destination takes its place
@@ -184,6 +195,7 @@ void test('a folder replaced by a symbolic link between two writes of one run: t
       );
     }
     await durability.settle();
+    await durability.close();
     assert.deepEqual(await readdir(outside), [], 'nothing written outside');
     assert.deepEqual(await readdir(tempDir(root)), []);
   } finally {

@@ -1,4 +1,3 @@
-import { closeSync, futimesSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { open, rm, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { ResourceSyncError } from '../core/errors.js';
@@ -6,8 +5,9 @@ import { isKnownHashAlgorithm, type HashValue } from '../core/hash.js';
 import type { HashAlgorithm } from '../core/constants.js';
 import { safeJoin } from '../node/safe-path.js';
 import { BodyDigests } from '../node/body-digests.js';
-import { DestinationRoot, ioError } from '../node/destination-root.js';
-import { FsyncEach, type Durability } from '../node/durability.js';
+import { confineDir, DestinationRoot, ioError } from '../node/destination-root.js';
+import { FsyncEach, type Durability, type SmallFile } from '../node/durability.js';
+import { writeSmallFileSync } from '../node/small-file.js';
 
 /**
  * A body that reads into the caller's buffer (like a BYOB reader): no buffer is allocated per chunk, which
@@ -65,47 +65,28 @@ export interface WriteVerifiedResult {
 /** Bodies up to this size are kept whole and written with one call. */
 const SMALL = 256 * 1024;
 const WRITE_BATCH = 1024 * 1024;
+const EMPTY = new Uint8Array(0);
 
 /**
- * Writes a small, verified body to its temporary file with synchronous calls (create, write, time, close: for
- * 1 KB each costs less than a round trip through the thread pool).
+ * Puts a verified file in place: the confinement check of its folder, then the commit of its temporary file.
+ * A small body (`data`) is written to its temporary file here first, or handed whole to a durability that
+ * writes small files itself (`writeSmall`). On failure the temporary file is removed and the promise rejects
+ * with a recoverable `RS_IO` (or the `ResourceSyncError` met). Made outside `writeVerified`: a closure made
+ * there would hold that call's whole scope (its body chunks, options and digests) for as long as the file
+ * waits for its group commit.
  */
-function writeSmallTemp(tmp: string, data: Uint8Array, mtime: Date | undefined): void {
-  let fd: number;
+async function committed<T>(durability: Durability, own: boolean, file: SmallFile, data: Uint8Array | undefined, result: T): Promise<T> {
   try {
-    fd = openSync(tmp, 'wx', 0o644);
-  } catch (err) {
-    if ((err as { code?: string }).code !== 'ENOENT') throw ioError(tmp, 'cannot be created', err);
-    try {
-      mkdirSync(dirname(tmp), { recursive: true }); // removed under us: create it again
-      fd = openSync(tmp, 'wx', 0o644);
-    } catch (again) {
-      throw ioError(tmp, 'cannot be created', again);
+    if (data !== undefined && durability.writeSmall !== undefined) await durability.writeSmall({ ...file, data });
+    else {
+      if (data !== undefined) writeSmallFileSync({ ...file, data }, false);
+      else confineDir(file.realRoot, dirname(file.finalPath), file.root);
+      await durability.commit(file.tmp, file.finalPath);
     }
-  }
-  try {
-    let off = 0;
-    while (off < data.byteLength) off += writeSync(fd, data, off, data.byteLength - off);
-    if (mtime !== undefined) futimesSync(fd, mtime, mtime);
-  } catch (err) {
-    throw ioError(tmp, 'cannot be written', err); // the caller removes the temporary file
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/**
- * Commits a verified temporary file; on failure removes it and rejects with a recoverable `RS_IO`. Made outside
- * `writeVerified`: a closure made there would hold that call's whole scope (its body chunks, options and
- * digests) for as long as the file waits for its group commit.
- */
-async function committed<T>(durability: Durability, own: boolean, tmp: string, finalPath: string, result: T): Promise<T> {
-  try {
-    await durability.commit(tmp, finalPath);
     if (own) await durability.settle();
   } catch (err) {
-    await rm(tmp, { force: true }).catch(() => undefined);
-    throw err instanceof ResourceSyncError ? err : ioError(finalPath, 'cannot be written', err);
+    await rm(file.tmp, { force: true }).catch(() => undefined);
+    throw err instanceof ResourceSyncError ? err : ioError(file.finalPath, 'cannot be written', err);
   }
   return result;
 }
@@ -123,7 +104,7 @@ function lengthMismatch(relPath: string, expected: number, actual: number, trunc
  * `<root>/.resourcesync/tmp/` while md5 (always, for the state) and every other known algorithm the Source
  * declared are computed; length and each declared hash are compared; the file is given `mtime` and handed to
  * `durability`, which makes it durable and renames it into place (`safeJoin(root, relPath)`, parents created).
- * Before anything is written, the target's folder is checked to lie inside the destination once symbolic links
+ * Right before the commit, the target's folder is checked to lie inside the destination once symbolic links
  * are resolved (`RS_UNSAFE_PATH`). A mismatch throws `RS_LENGTH_MISMATCH` or `RS_HASH_MISMATCH` (recoverable)
  * and leaves nothing behind: an unverified copy is never committed. Bodies that fit in 256 KiB are buffered and
  * written with one call; larger ones in batches of about 1 MiB; a {@link ByteSource} is read into two pooled
@@ -137,13 +118,12 @@ export async function writeVerified(options: WriteVerifiedOptions): Promise<Writ
   const { relPath } = options;
   const dest = typeof options.root === 'string' ? new DestinationRoot(options.root) : options.root;
   const finalPath = safeJoin(dest.path, relPath);
-  dest.confine(dirname(finalPath));
   const expectedLength = options.expected?.length;
   const algs = new Set<HashAlgorithm>(['md5']);
   for (const h of options.expected?.hashes ?? []) if (isKnownHashAlgorithm(h.algorithm)) algs.add(h.algorithm);
   const digests = new BodyDigests(algs);
   const own = options.durability === undefined;
-  const durability = options.durability ?? new FsyncEach();
+  const durability: Durability = options.durability ?? new FsyncEach();
   const tmp = await dest.tempPath();
   const mtime = options.mtime !== undefined && !Number.isNaN(options.mtime.getTime()) ? options.mtime : undefined;
 
@@ -245,17 +225,20 @@ export async function writeVerified(options: WriteVerifiedOptions): Promise<Writ
       }
     }
     const result = { path: finalPath, length, hashes };
-    if (handle === undefined) {
-      writeSmallTemp(tmp, small.length === 1 ? small[0]! : Buffer.concat(small), mtime);
-    } else {
+    // a small body is written whole (one create, write, time and close) where the durability says, right before
+    // its commit; a larger one is complete in its temporary file
+    let data: Uint8Array | undefined;
+    if (handle === undefined) data = small.length === 1 ? small[0]! : Buffer.concat(small);
+    else {
       if (mtime !== undefined) await handle.utimes(mtime, mtime);
       await handle.close();
       handle = undefined;
     }
     small = [];
     options.onVerified?.();
+    const file = { tmp, data: EMPTY, mtimeMs: mtime?.getTime(), finalPath, realRoot: dest.realPath, root: dest.path };
     // returned, not awaited: this call's frame (body, digests, closures) is let go while the file waits
-    return committed(durability, own, tmp, finalPath, result);
+    return committed(durability, own, file, data, result);
   } catch (err) {
     if (inFlight !== undefined) await inFlight;
     if (handle !== undefined) await handle.close().catch(() => undefined);

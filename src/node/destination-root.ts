@@ -5,7 +5,7 @@
  */
 
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, realpathSync } from 'node:fs';
+import { mkdirSync, realpathSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { dirname, join, sep } from 'node:path';
 import { ResourceSyncError } from '../core/errors.js';
@@ -56,26 +56,16 @@ export class DestinationRoot {
    * @throws ResourceSyncError RS_UNSAFE_PATH, RS_IO
    */
   confine(dir: string): void {
+    confineDir(this.realPath, dir, this.path);
+  }
+
+  /** The destination's real path (symbolic links resolved; the folder is created on first use). */
+  get realPath(): string {
     if (this.#realPath === undefined) {
       mkdirSync(this.path, { recursive: true });
       this.#realPath = realpathSync.native(this.path);
     }
-    const realRoot = this.#realPath;
-    let probe = dir;
-    while (!existsSync(probe) && dirname(probe) !== probe) probe = dirname(probe);
-    const real = realpathSync.native(probe);
-    if (real !== realRoot && !real.startsWith(realRoot.endsWith(sep) ? realRoot : realRoot + sep)) {
-      throw new ResourceSyncError('RS_UNSAFE_PATH', `Folder '${probe}' leads outside the destination '${this.path}' through a symbolic link.`, {
-        data: { path: probe, root: this.path },
-        recoverable: true,
-      });
-    }
-    if (probe === dir) return;
-    try {
-      mkdirSync(dir, { recursive: true });
-    } catch (err) {
-      throw ioError(dir, 'cannot be created', err);
-    }
+    return this.#realPath;
   }
 
   /** A {@link POOLED_BUFFER}-byte buffer, reused across the files of this run. */
@@ -98,4 +88,38 @@ export class DestinationRoot {
 export function ioError(path: string, what: string, cause: unknown): ResourceSyncError {
   const msg = cause instanceof Error ? cause.message : String(cause);
   return new ResourceSyncError('RS_IO', `Path '${path}' ${what}: ${msg}.`, { data: { path }, cause, recoverable: true });
+}
+
+/**
+ * The check of {@link DestinationRoot.confine} for a destination whose real path is `realRoot` (`root` as the
+ * caller named it, for the error): the deepest existing folder on the way to `dir` must resolve inside it;
+ * then the missing folders are created. Runs wherever the write is made (a worker thread too).
+ * @throws ResourceSyncError RS_UNSAFE_PATH, RS_IO
+ */
+export function confineDir(realRoot: string, dir: string, root: string): void {
+  // the deepest existing folder on the way, resolved (one call where the folder exists, as it mostly does)
+  let probe = dir;
+  let real: string;
+  for (;;) {
+    try {
+      real = realpathSync.native(probe);
+      break;
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if ((code !== 'ENOENT' && code !== 'ENOTDIR') || dirname(probe) === probe) throw ioError(probe, 'cannot be resolved', err);
+      probe = dirname(probe);
+    }
+  }
+  if (real !== realRoot && !real.startsWith(realRoot.endsWith(sep) ? realRoot : realRoot + sep)) {
+    throw new ResourceSyncError('RS_UNSAFE_PATH', `Folder '${probe}' leads outside the destination '${root}' through a symbolic link.`, {
+      data: { path: probe, root },
+      recoverable: true,
+    });
+  }
+  if (probe === dir) return;
+  try {
+    mkdirSync(dir, { recursive: true });
+  } catch (err) {
+    throw ioError(dir, 'cannot be created', err);
+  }
 }

@@ -8,6 +8,8 @@
  * - {@link FsyncEach}: an fsync of the file before its rename (`--fsync-method file`).
  * - `GroupCommit` (src/node/group-commit.ts, the default): the files of about 50 ms are fsynced together, in
  *   parallel, then renamed.
+ * - `SmallFileThread` (src/node/small-file-thread.ts, opt-in) wraps one of these and writes the temporary files
+ *   of small bodies on a worker thread.
  *
  * With every implementation a file is never visible under its final name before its bytes are written in full;
  * with the durable ones, not before they are on stable storage either. `settle` fsyncs the folders that
@@ -35,6 +37,28 @@ export interface Durability {
   commit(tmp: string, finalPath: string): Promise<void>;
   /** Waits for every commit under way, then makes the renames made so far durable. */
   settle(): Promise<void>;
+  /**
+   * Optional: writes a small verified body and commits it elsewhere than on the caller's thread (see
+   * `SmallFileThread`): the confinement check of its folder, the temporary file, and the commit. Without it,
+   * `writeVerified` makes these calls itself (`writeSmallFileSync`), then calls `commit`.
+   */
+  writeSmall?(file: SmallFile): Promise<void>;
+}
+
+/** A small verified body on its way to its final name (see {@link Durability.writeSmall}). */
+export interface SmallFile {
+  /** The temporary file to create (it must not exist), in the destination's temporary folder. */
+  tmp: string;
+  data: Uint8Array;
+  /** Set as its access and modification time, ms since the epoch. */
+  mtimeMs?: number | undefined;
+  finalPath: string;
+  /**
+   * The destination's real path and its name as given: the folder of `finalPath` must resolve inside it
+   * (`confineDir`); missing folders are created.
+   */
+  realRoot: string;
+  root: string;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { stderr, stdout } from 'node:process';
-import { sync, type SyncReport } from '../../destination/sync.js';
+import { durabilityFor, sync, type SyncReport } from '../../destination/sync.js';
 import type { PlanItem } from '../../destination/plan.js';
 import { ProgressBar } from '../progress.js';
 import { EXIT, MIRROR_OPTIONS, exitCodeOf, integerOption, mirrorOptions, reportFailure, sourceAndDest, type MirrorOptions } from '../mirror-options.js';
@@ -8,16 +8,23 @@ import { follow } from '../follow.js';
 import { GroupCommit } from '../../node/group-commit.js';
 import { SyncfsFlush } from '../../node/syncfs.js';
 import type { Durability } from '../../node/durability.js';
+import { SmallFileThread } from '../../node/small-file-thread.js';
 
 /**
- * The CLI's durability for `--fsync-method batch` (the default): a group commit flushed by `syncfs` (one flush
- * per batch; a helper shell that `close` ends), which the library only uses when asked. Undefined otherwise:
- * `sync()` maps `--fsync-method file` and `--no-fsync` itself.
+ * The CLI's durability: what `--no-fsync` and `--fsync-method` name (for `batch`, the default, a group commit
+ * flushed by `syncfs`: one flush per batch, through a helper shell), with the temporary files of small bodies
+ * written on a worker thread. The library uses neither the shell nor the thread unless asked; `close` ends both.
  */
-function batchDurability(fsync: boolean, method: string | undefined): { durability: Durability; close: () => void } | undefined {
-  if (!fsync || (method ?? 'batch') !== 'batch') return undefined;
-  const syncfs = new SyncfsFlush();
-  return { durability: new GroupCommit({ flush: syncfs.flush }), close: () => syncfs.close() };
+function cliDurability(fsync: boolean, method: 'batch' | 'file'): { durability: Durability; close: () => Promise<void> } {
+  const syncfs = fsync && method === 'batch' ? new SyncfsFlush() : undefined;
+  const thread = new SmallFileThread(syncfs !== undefined ? new GroupCommit({ flush: syncfs.flush }) : durabilityFor(fsync, method));
+  return {
+    durability: thread,
+    close: async () => {
+      await thread.close();
+      syncfs?.close();
+    },
+  };
 }
 
 const HELP = `Usage: resourcesync sync <source-url> <dest-dir> [options]
@@ -147,7 +154,7 @@ export async function run(args: string[]): Promise<number> {
     return usageError('sync', err);
   }
   const fsyncMethod = v['fsync-method'];
-  const batch = batchDurability(!(v['no-fsync'] ?? false), fsyncMethod);
+  const durable = cliDurability(!(v['no-fsync'] ?? false), fsyncMethod === 'file' ? 'file' : 'batch');
   if (v.follow === true) {
     const m = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(v.listen ?? '127.0.0.1:0');
     if (m === null || Number(m[2]) > 65535) return usageError('sync', `--listen '${v.listen}' is not HOST:PORT.`);
@@ -168,7 +175,7 @@ export async function run(args: string[]): Promise<number> {
           preferMirrors: v['prefer-mirrors'] ?? false,
           fsync: !(v['no-fsync'] ?? false),
           ...(fsyncMethod !== undefined ? { fsyncMethod } : {}),
-          ...(batch !== undefined ? { durability: batch.durability } : {}),
+          durability: durable.durability,
           ...common,
           ...(concurrency !== undefined ? { concurrency } : {}),
           ...(retries !== undefined ? { retries } : {}),
@@ -184,7 +191,7 @@ export async function run(args: string[]): Promise<number> {
       reportFailure('sync', err, v.json);
       return controller.signal.aborted ? 0 : exitCodeOf(err);
     } finally {
-      batch?.close();
+      await durable.close();
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
     }
@@ -204,7 +211,7 @@ export async function run(args: string[]): Promise<number> {
       preferMirrors: v['prefer-mirrors'] ?? false,
       fsync: !(v['no-fsync'] ?? false),
       ...(fsyncMethod !== undefined ? { fsyncMethod } : {}),
-      ...(batch !== undefined ? { durability: batch.durability } : {}),
+      durability: durable.durability,
       signal: controller.signal,
       ...common,
       ...(concurrency !== undefined ? { concurrency } : {}),
@@ -220,7 +227,7 @@ export async function run(args: string[]): Promise<number> {
     reportFailure('sync', err, v.json);
     return controller.signal.aborted ? EXIT.ABORTED : exitCodeOf(err);
   } finally {
-    batch?.close();
+    await durable.close();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
