@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from '../../test/helpers/tmp.js';
-import { inventory, type InventoryEntry } from './inventory.js';
+import { inventory, inventoryFiles, type InventoryEntry } from './inventory.js';
 
 async function all(it: AsyncIterable<InventoryEntry>): Promise<InventoryEntry[]> {
   const out: InventoryEntry[] = [];
@@ -138,6 +138,62 @@ void test('rewrite: a file is listed with the length and hashes of its published
     };
     const second = await all(inventory(dir, { hashes: ['md5'], rewrite, rewriteLimit: 50, previous }));
     assert.equal(second.find((e) => e.path === 'p.html')!.hashes.md5, md5(Buffer.from('<head></head>!')));
+  } finally {
+    await cleanup();
+  }
+});
+
+void test('inventoryFiles judges given paths as inventory does: files, absent (gone, hidden, excluded, linked folder), folders', async () => {
+  const { dir, cleanup } = await tempDir();
+  const outside = await tempDir();
+  try {
+    mkdirSync(join(dir, 'sub'));
+    mkdirSync(join(dir, '.hidden'));
+    mkdirSync(join(dir, 'skip'));
+    writeFileSync(join(dir, 'a.txt'), 'alpha');
+    writeFileSync(join(dir, 'sub', 'b.txt'), 'bravo');
+    writeFileSync(join(dir, '.hidden', 'c.txt'), 'hidden');
+    writeFileSync(join(dir, 'skip', 'd.txt'), 'excluded');
+    writeFileSync(join(outside.dir, 'e.txt'), 'outside');
+    symlinkSync(outside.dir, join(dir, 'linked'));
+    const states = [];
+    for await (const s of inventoryFiles(dir, ['a.txt', 'sub/b.txt', 'gone.txt', '.hidden/c.txt', 'skip/d.txt', 'linked/e.txt', 'sub', '../x.txt'], { exclude: [join(dir, 'skip')] })) {
+      states.push(s.kind === 'file' ? [s.path, s.kind, s.entry.size, s.entry.hashes.md5] : [s.path, s.kind]);
+    }
+    assert.deepEqual(states, [
+      ['a.txt', 'file', 5, md5(Buffer.from('alpha'))],
+      ['sub/b.txt', 'file', 5, md5(Buffer.from('bravo'))],
+      ['gone.txt', 'absent'],
+      ['.hidden/c.txt', 'absent'],
+      ['skip/d.txt', 'absent'],
+      ['linked/e.txt', 'absent'],
+      ['sub', 'folder'],
+      ['../x.txt', 'absent'],
+    ]);
+  } finally {
+    await cleanup();
+    await outside.cleanup();
+  }
+});
+
+void test('settleMs: a file modified just now that hold says nothing of keeps its previous state; hold false reads it; a future mtime is not a write', async () => {
+  const { dir, cleanup } = await tempDir();
+  try {
+    writeFileSync(join(dir, 'known.txt'), 'new content');
+    writeFileSync(join(dir, 'new.txt'), 'being written');
+    writeFileSync(join(dir, 'future.txt'), 'from a skewed clock');
+    writeFileSync(join(dir, 'old.txt'), 'settled');
+    const old = new Date(Date.now() - 60_000);
+    utimesSync(join(dir, 'old.txt'), old, old);
+    const future = new Date(Date.now() + 3_600_000);
+    utimesSync(join(dir, 'future.txt'), future, future);
+    const previous = (p: string) => (p === 'known.txt' ? { size: 3, mtimeMs: 1, hashes: { md5: md5(Buffer.from('old')) } } : undefined);
+    const listed = async (hold?: (p: string) => boolean | undefined) =>
+      (await all(inventory(dir, { previous, settleMs: 10_000, ...(hold ? { hold } : {}) }))).map((e) => [e.path, e.size]);
+    // known.txt keeps its previous state, new.txt is left out; the others are read
+    assert.deepEqual(await listed(), [['future.txt', 19], ['known.txt', 3], ['old.txt', 7]]);
+    // what the watcher knows wins: settled files are read as they are, changing ones held
+    assert.deepEqual(await listed((p) => (p === 'new.txt' ? false : p === 'old.txt' ? true : undefined)), [['future.txt', 19], ['known.txt', 3], ['new.txt', 13]]);
   } finally {
     await cleanup();
   }

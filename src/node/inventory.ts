@@ -81,11 +81,18 @@ export interface InventoryOptions {
   /** Largest file `rewrite` is applied to; default 1 MiB. */
   rewriteLimit?: number;
   /**
-   * Files being written (a watcher has not seen them settle): for a relative path, true to keep what the
-   * previous snapshot knew of it (size, mtime, hashes; a file it did not know is left out), so that no
-   * half-written content is listed. Its next inventory reads it.
+   * What a watcher knows of a file (relative path): true while it is being written (not settled), to keep
+   * what the previous snapshot knew of it (size, mtime, hashes; a file it did not know is left out), so that
+   * no half-written content is listed (its next inventory reads it); false once it has settled (read as it
+   * is); undefined when the watcher knows nothing of it lately (`settleMs` applies).
    */
-  hold?: (path: string) => boolean;
+  hold?: (path: string) => boolean | undefined;
+  /**
+   * A file modified less than this long (ms) before it is read, that `hold` says nothing of, is held as
+   * `hold` holds it: a write that began before a watcher heard of it is not read half-done. (A modification
+   * time more than a second in the future is not taken for a write in progress.) Default 0.
+   */
+  settleMs?: number;
 }
 
 interface DirItem {
@@ -109,34 +116,12 @@ const UNPUBLISHABLE = /[\u0000-\u001f\u007f\\\ufffd]/;
  * for await (const e of inventory('/srv/data', { hashes: ['md5', 'sha-256'] })) console.log(e.path, e.hashes.md5);
  */
 export async function* inventory(root: string, options: InventoryOptions = {}): AsyncGenerator<InventoryEntry> {
-  const algorithms = [...(options.hashes ?? ['md5'])];
-  const names = algorithms.map(nodeHashName);
-  const previous = options.previous;
-  const signal = options.signal;
-  const smallLimit = options.smallFileLimit ?? 256 * 1024;
+  const reader = fileReader(root, options);
+  const { realRoot, progress, signal } = reader;
   const batchSize = Math.max(1, options.batchSize ?? 512);
-  const typeOf = options.mediaType ?? mediaType;
-  const rewriteLimit = options.rewriteLimit ?? 1024 * 1024;
-  let realRoot: string;
-  try {
-    realRoot = realpathSync(root);
-    if (!statSync(realRoot).isDirectory()) throw new Error('not a directory');
-  } catch (cause) {
-    throw new ResourceSyncError('RS_IO', `Directory '${root}' cannot be read as a set of resources.`, { data: { path: root }, cause });
-  }
-  const progress: InventoryProgress = { files: 0, bytes: 0, hashed: 0 };
-  const scratch = Buffer.allocUnsafe(smallLimit);
   let inBatch = 0;
 
   // Depth-first walk with sorted siblings; a directory sorts as `name/`, which gives the global byte order.
-  const excluded = new Set<string>();
-  for (const p of options.exclude ?? []) {
-    try {
-      excluded.add(realpathSync(p));
-    } catch {
-      // an excluded path that does not exist excludes nothing
-    }
-  }
   const stack: { abs: string; rel: string; items: DirItem[]; i: number }[] = [
     { abs: realRoot, rel: '', items: listDir(realRoot, realRoot), i: 0 },
   ];
@@ -149,102 +134,15 @@ export async function* inventory(root: string, options: InventoryOptions = {}): 
     }
     const abs = (top.abs.endsWith(sep) ? top.abs : top.abs + sep) + item.name;
     const rel = top.rel + item.name;
-    if (excluded.size > 0 && excluded.has(abs)) continue;
+    if (reader.excluded.size > 0 && reader.excluded.has(abs)) continue;
     if (item.dir) {
       stack.push({ abs, rel: `${rel}/`, items: listDir(abs, realRoot), i: 0 });
       continue;
     }
-    const prev = previous?.(rel);
-    if (options.hold?.(rel) === true) {
-      if (prev === undefined || !algorithms.every((a) => prev.hashes[a] !== undefined)) continue;
-      const hashes: Hashes = {};
-      for (const a of algorithms) hashes[a] = prev.hashes[a]!;
-      const held: InventoryEntry = { path: rel, size: prev.size, mtimeMs: prev.mtimeMs, type: typeOf(rel), hashes };
-      progress.files++;
-      progress.bytes += held.size;
-      yield held;
-      continue;
-    }
-    let st: Stats | undefined = item.stats;
-    let fd = -1;
-    let entry: InventoryEntry | undefined;
-    try {
-      if (st === undefined) {
-        if (prev === undefined && algorithms.length > 0) {
-          // First sight of the file: one open, fstat on the descriptor, then read it (no second path lookup).
-          try {
-            fd = openSync(abs, 'r');
-            st = fstatSync(fd);
-          } catch (cause) {
-            if (isGone(cause)) continue;
-            throw ioError(abs, cause);
-          }
-        } else {
-          st = statSync(abs, { throwIfNoEntry: false });
-        }
-      }
-      if (st === undefined || !st.isFile()) continue;
-      const rewrite = st.size <= rewriteLimit ? options.rewrite?.(rel) : undefined;
-      if (rewrite !== undefined) {
-        let stored: Buffer;
-        try {
-          if (fd < 0) fd = openSync(abs, 'r');
-          stored = readWhole(fd, st.size);
-        } catch (cause) {
-          if (isGone(cause)) continue;
-          throw ioError(abs, cause);
-        }
-        const published = rewrite(stored);
-        const hashes: Hashes = {};
-        for (let k = 0; k < algorithms.length; k++) hashes[algorithms[k]!] = createHash(names[k]!).update(published).digest('hex');
-        entry = { path: rel, size: published.length, mtimeMs: st.mtimeMs, type: typeOf(rel), hashes };
-        progress.hashed++;
-      } else if (prev !== undefined && prev.size === st.size && prev.mtimeMs === st.mtimeMs && algorithms.every((a) => prev.hashes[a] !== undefined)) {
-        const hashes: Hashes = {};
-        for (const a of algorithms) hashes[a] = prev.hashes[a]!;
-        entry = { path: rel, size: st.size, mtimeMs: st.mtimeMs, type: typeOf(rel), hashes };
-      } else if (algorithms.length === 0) {
-        entry = { path: rel, size: st.size, mtimeMs: st.mtimeMs, type: typeOf(rel), hashes: {} };
-      } else {
-        let view: Buffer | undefined;
-        if (st.size <= smallLimit) {
-          try {
-            if (fd < 0) fd = openSync(abs, 'r');
-            // Read the length stat gave (as readFileSync does): content appended since is seen next time.
-            const want = st.size;
-            let total = 0;
-            while (total < want) {
-              const n = readSync(fd, scratch, total, want - total, null);
-              if (n === 0) break;
-              total += n;
-            }
-            view = scratch.subarray(0, total);
-          } catch (cause) {
-            if (isGone(cause)) continue;
-            throw ioError(abs, cause);
-          }
-        }
-        if (view !== undefined) {
-          const hashes: Hashes = {};
-          for (let k = 0; k < algorithms.length; k++) hashes[algorithms[k]!] = createHash(names[k]!).update(view).digest('hex');
-          entry = { path: rel, size: view.length, mtimeMs: st.mtimeMs, type: typeOf(rel), hashes };
-        } else {
-          if (fd >= 0) {
-            closeSync(fd);
-            fd = -1;
-          }
-          const r = await hashLargeFile(abs, algorithms, names, signal);
-          if (r === undefined) continue;
-          entry = { path: rel, size: r.size, mtimeMs: st.mtimeMs, type: typeOf(rel), hashes: r.hashes };
-          inBatch = batchSize; // a large file is a batch of its own
-        }
-        progress.hashed++;
-      }
-    } finally {
-      if (fd >= 0) closeSync(fd);
-    }
-    progress.files++;
-    progress.bytes += entry.size;
+    const read = reader.read(abs, rel, item.stats);
+    const entry = read === undefined || 'path' in read ? read : await reader.readLarge(abs, rel, read.large);
+    if (entry === undefined) continue;
+    if (read !== undefined && !('path' in read)) inBatch = batchSize; // a large file is a batch of its own
     yield entry;
     if (++inBatch >= batchSize) {
       inBatch = 0;
@@ -254,6 +152,209 @@ export async function* inventory(root: string, options: InventoryOptions = {}): 
     }
   }
   options.onProgress?.({ ...progress });
+}
+
+/** What {@link inventoryFiles} found at one of the paths it was given. */
+export type FileState =
+  | { path: string; kind: 'file'; entry: InventoryEntry }
+  /** Not published (gone, hidden, excluded, under a symbolic link, not a file): a listed resource there was deleted. */
+  | { path: string; kind: 'absent' }
+  /** A folder: its files are only known from a walk ({@link inventory}). */
+  | { path: string; kind: 'folder' };
+
+/**
+ * The state of the given files of `root` (relative paths, `/`-separated), judged exactly as {@link inventory}
+ * judges them, without walking the tree: for a watcher that knows which files changed. Each path's folders
+ * are checked on the way (a hidden, excluded or linked folder hides what it holds). `previous` may be called
+ * in any order. Entries come in the order of `paths`.
+ */
+export async function* inventoryFiles(root: string, paths: readonly string[], options: InventoryOptions = {}): AsyncGenerator<FileState> {
+  const reader = fileReader(root, options);
+  const { realRoot } = reader;
+  for (const path of paths) {
+    const segments = path.split('/');
+    if (path === '' || segments.some((s) => s === '' || s === '..' || s.charCodeAt(0) === 46 /* . */ || UNPUBLISHABLE.test(s))) {
+      yield { path, kind: 'absent' };
+      continue;
+    }
+    // every folder on the way must be a real folder (inventory follows no linked folder), not excluded
+    let abs = realRoot;
+    let hidden = false;
+    for (let i = 0; i < segments.length - 1 && !hidden; i++) {
+      abs = (abs.endsWith(sep) ? abs : abs + sep) + segments[i]!;
+      const st = lstatSync(abs, { throwIfNoEntry: false });
+      hidden = st === undefined || !st.isDirectory() || reader.excluded.has(abs);
+    }
+    abs = (abs.endsWith(sep) ? abs : abs + sep) + segments[segments.length - 1]!;
+    if (hidden || reader.excluded.has(abs)) {
+      yield { path, kind: 'absent' };
+      continue;
+    }
+    let st: Stats | undefined;
+    try {
+      st = lstatSync(abs, { throwIfNoEntry: false });
+      if (st?.isSymbolicLink() === true) {
+        // published only when it resolves to a file inside the tree (as listDir judges it)
+        const target = realpathSync(abs);
+        st = target.startsWith(realRoot + sep) ? statSync(target) : undefined;
+        if (st?.isDirectory() === true) st = undefined;
+      }
+    } catch {
+      st = undefined;
+    }
+    if (st?.isDirectory() === true) {
+      yield { path, kind: 'folder' };
+      continue;
+    }
+    if (st === undefined || !st.isFile()) {
+      yield { path, kind: 'absent' };
+      continue;
+    }
+    const read = reader.read(abs, path, st);
+    const entry = read === undefined || 'path' in read ? read : await reader.readLarge(abs, path, read.large);
+    yield entry === undefined ? { path, kind: 'absent' } : { path, kind: 'file', entry };
+  }
+}
+
+/** Reads one file's entry as the inventory options say, small files synchronously. */
+interface FileReader {
+  realRoot: string;
+  excluded: Set<string>;
+  progress: InventoryProgress;
+  signal: AbortSignal | undefined;
+  /**
+   * The entry of a file (undefined: gone, or held and unknown before); `{ large }` for a file to hash by
+   * streaming with `readLarge`. `st` is the file's stats when already known (a followed link).
+   */
+  read(abs: string, rel: string, st: Stats | undefined): InventoryEntry | { large: Stats } | undefined;
+  readLarge(abs: string, rel: string, st: Stats): Promise<InventoryEntry | undefined>;
+}
+
+function fileReader(root: string, options: InventoryOptions): FileReader {
+  const algorithms = [...(options.hashes ?? ['md5'])];
+  const names = algorithms.map(nodeHashName);
+  const previous = options.previous;
+  const signal = options.signal;
+  const smallLimit = options.smallFileLimit ?? 256 * 1024;
+  const typeOf = options.mediaType ?? mediaType;
+  const rewriteLimit = options.rewriteLimit ?? 1024 * 1024;
+  let realRoot: string;
+  try {
+    realRoot = realpathSync(root);
+    if (!statSync(realRoot).isDirectory()) throw new Error('not a directory');
+  } catch (cause) {
+    throw new ResourceSyncError('RS_IO', `Directory '${root}' cannot be read as a set of resources.`, { data: { path: root }, cause });
+  }
+  const progress: InventoryProgress = { files: 0, bytes: 0, hashed: 0 };
+  const scratch = Buffer.allocUnsafe(smallLimit);
+  const excluded = new Set<string>();
+  for (const p of options.exclude ?? []) {
+    try {
+      excluded.add(realpathSync(p));
+    } catch {
+      // an excluded path that does not exist excludes nothing
+    }
+  }
+  const settleMs = options.settleMs ?? 0;
+  const counted = (entry: InventoryEntry): InventoryEntry => {
+    progress.files++;
+    progress.bytes += entry.size;
+    return entry;
+  };
+
+  /** A file being written: what the previous snapshot knew of it, or nothing. */
+  const held = (rel: string, prev: PreviousState | undefined): InventoryEntry | undefined => {
+    if (prev === undefined || !algorithms.every((a) => prev.hashes[a] !== undefined)) return undefined;
+    const hashes: Hashes = {};
+    for (const a of algorithms) hashes[a] = prev.hashes[a]!;
+    return counted({ path: rel, size: prev.size, mtimeMs: prev.mtimeMs, type: typeOf(rel), hashes });
+  };
+
+  const read = (abs: string, rel: string, known: Stats | undefined): InventoryEntry | { large: Stats } | undefined => {
+    const prev = previous?.(rel);
+    const hold = options.hold?.(rel);
+    if (hold === true) return held(rel, prev);
+    let st = known;
+    let fd = -1;
+    try {
+      if (st === undefined) {
+        if (prev === undefined && algorithms.length > 0) {
+          // First sight of the file: one open, fstat on the descriptor, then read it (no second path lookup).
+          try {
+            fd = openSync(abs, 'r');
+            st = fstatSync(fd);
+          } catch (cause) {
+            if (isGone(cause)) return undefined;
+            throw ioError(abs, cause);
+          }
+        } else {
+          st = statSync(abs, { throwIfNoEntry: false });
+        }
+      }
+      if (st === undefined || !st.isFile()) return undefined;
+      if (hold === undefined && settleMs > 0 && beingWritten(st.mtimeMs, settleMs)) return held(rel, prev);
+      const rewrite = st.size <= rewriteLimit ? options.rewrite?.(rel) : undefined;
+      if (rewrite !== undefined) {
+        let stored: Buffer;
+        try {
+          if (fd < 0) fd = openSync(abs, 'r');
+          stored = readWhole(fd, st.size);
+        } catch (cause) {
+          if (isGone(cause)) return undefined;
+          throw ioError(abs, cause);
+        }
+        const published = rewrite(stored);
+        const hashes: Hashes = {};
+        for (let k = 0; k < algorithms.length; k++) hashes[algorithms[k]!] = createHash(names[k]!).update(published).digest('hex');
+        progress.hashed++;
+        return counted({ path: rel, size: published.length, mtimeMs: st.mtimeMs, type: typeOf(rel), hashes });
+      }
+      if (prev !== undefined && prev.size === st.size && prev.mtimeMs === st.mtimeMs && algorithms.every((a) => prev.hashes[a] !== undefined)) {
+        const hashes: Hashes = {};
+        for (const a of algorithms) hashes[a] = prev.hashes[a]!;
+        return counted({ path: rel, size: st.size, mtimeMs: st.mtimeMs, type: typeOf(rel), hashes });
+      }
+      if (algorithms.length === 0) return counted({ path: rel, size: st.size, mtimeMs: st.mtimeMs, type: typeOf(rel), hashes: {} });
+      if (st.size > smallLimit) return { large: st };
+      let view: Buffer;
+      try {
+        if (fd < 0) fd = openSync(abs, 'r');
+        // Read the length stat gave (as readFileSync does): content appended since is seen next time.
+        const want = st.size;
+        let total = 0;
+        while (total < want) {
+          const n = readSync(fd, scratch, total, want - total, null);
+          if (n === 0) break;
+          total += n;
+        }
+        view = scratch.subarray(0, total);
+      } catch (cause) {
+        if (isGone(cause)) return undefined;
+        throw ioError(abs, cause);
+      }
+      const hashes: Hashes = {};
+      for (let k = 0; k < algorithms.length; k++) hashes[algorithms[k]!] = createHash(names[k]!).update(view).digest('hex');
+      progress.hashed++;
+      return counted({ path: rel, size: view.length, mtimeMs: st.mtimeMs, type: typeOf(rel), hashes });
+    } finally {
+      if (fd >= 0) closeSync(fd);
+    }
+  };
+
+  const readLarge = async (abs: string, rel: string, st: Stats): Promise<InventoryEntry | undefined> => {
+    const r = await hashLargeFile(abs, algorithms, names, signal);
+    if (r === undefined) return undefined;
+    progress.hashed++;
+    return counted({ path: rel, size: r.size, mtimeMs: st.mtimeMs, type: typeOf(rel), hashes: r.hashes });
+  };
+
+  return { realRoot, excluded, progress, signal, read, readLarge };
+}
+
+/** A modification time within the last `settleMs` (or the next second): the file may be being written. */
+function beingWritten(mtimeMs: number, settleMs: number): boolean {
+  const now = Date.now();
+  return mtimeMs > now - settleMs && mtimeMs < now + 1000;
 }
 
 /** Reads the first `size` bytes of an open file (fewer if it was truncated meanwhile). */

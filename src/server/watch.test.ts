@@ -215,7 +215,8 @@ void test('publish with the watcher: a file written slowly in chunks is recorded
   const w = watchSources({
     dirs: [dir],
     settleMs: 50,
-    run: () => publish({ ...opts, hold: (f) => ref.w!.unsettled(f) }),
+    // as serve does: what the watcher knows of each file, and its settling span for what it has not heard of yet
+    run: () => publish({ ...opts, hold: (f) => (ref.w!.state(f) === undefined ? undefined : ref.w!.state(f) === 'changing'), settleMs: 50 }),
     onError: (e) => (failure = e),
   });
   ref.w = w;
@@ -248,5 +249,74 @@ void test('publish with the watcher: a file written slowly in chunks is recorded
     assert.equal(failure, undefined);
   } finally {
     await w.close();
+  }
+});
+
+void test('with record: settled files are recorded on their own, documents runs follow without a rescan; rescans at the start, when asked, and periodically', async () => {
+  const dir = join(tmp, 'record');
+  await mkdir(dir, { recursive: true });
+  const actions: string[] = [];
+  const recorded: string[][] = [];
+  let complete = true;
+  const w = watchSources({
+    dirs: [dir],
+    settleMs: 20,
+    documentsAfterMs: 100,
+    documentsEveryMs: 400,
+    rescanEveryMs: 60_000,
+    record: (files) => {
+      recorded.push(files.map((f) => f.slice(dir.length + 1)).sort());
+      return Promise.resolve({ complete });
+    },
+    run: ({ rescan }) => Promise.resolve(rescan ? 'rescan' : 'documents'),
+    onRun: (_r, action) => actions.push(action),
+  });
+  try {
+    await w.flush();
+    assert.deepEqual(actions, ['rescan'], 'the first run rescans');
+    await writeFile(join(dir, 'a.txt'), 'a');
+    await until(() => actions.includes('documents'));
+    assert.deepEqual(actions, ['rescan', 'record', 'documents']);
+    assert.deepEqual(recorded, [['a.txt']]);
+
+    // a steady stream: each file recorded when it settles, documents at least every documentsEveryMs
+    actions.length = 0;
+    for (let i = 0; i < 12; i++) {
+      await writeFile(join(dir, `s${i}.txt`), String(i));
+      await sleep(50);
+    }
+    await until(() => actions.at(-1) === 'documents');
+    assert.ok(actions.filter((a) => a === 'record').length >= 6, actions.join(' '));
+    assert.ok(actions.slice(0, -1).includes('documents'), `a documents run during the stream: ${actions.join(' ')}`);
+    assert.ok(!actions.includes('rescan'), actions.join(' '));
+
+    // a recording that cannot judge its files asks for a rescan at once
+    actions.length = 0;
+    complete = false;
+    await writeFile(join(dir, 'b.txt'), 'b');
+    await until(() => actions.includes('rescan'));
+    assert.deepEqual(actions, ['record', 'rescan']);
+  } finally {
+    await w.close();
+  }
+  // a rescan is due every rescanEveryMs
+  const periodic: string[] = [];
+  const w2 = watchSources({
+    dirs: [dir],
+    settleMs: 20,
+    documentsAfterMs: 10,
+    rescanEveryMs: 300,
+    record: () => Promise.resolve({ complete: true }),
+    run: ({ rescan }) => Promise.resolve(rescan),
+    onRun: (_r, action) => periodic.push(action),
+  });
+  try {
+    await w2.flush();
+    await sleep(350);
+    await writeFile(join(dir, 'c.txt'), 'c');
+    await until(() => periodic.length >= 3);
+    assert.deepEqual(periodic, ['rescan', 'record', 'rescan']);
+  } finally {
+    await w2.close();
   }
 });

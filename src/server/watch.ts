@@ -1,8 +1,12 @@
 /**
  * Live change tracking for a served Source: watches the set directories, settles each changed file on its
- * own (it is settled once it has had no change for `settleMs`), and re-publishes as soon as a change has
- * settled, serialized (never two runs at once; changes during a run coalesce into one more run). Changes
- * elsewhere never hold a settled file back, and a file still being written is held out of a run
+ * own (it is settled once it has had no change for `settleMs`), and acts as soon as a change has settled,
+ * serialized (never two actions at once; changes during one coalesce into the next). Without `record`,
+ * each action is a run that rescans the sets. With `record` (push), settled files are recorded on their
+ * own at once, and runs follow less often: a documents run (no rescan) once no file has settled for
+ * `documentsAfterMs` (at least every `documentsEveryMs` while files keep settling), and a rescan at the
+ * start, when a recording could not judge its files, and every `rescanEveryMs`. Changes elsewhere never
+ * hold a settled file back, and a file still being written is held out of a run
  * ({@link SourceWatcher.unsettled}, passed to `publish` as `hold`), so that no half-written file is
  * listed. Hidden names (the tool's own `.resourcesync` state and output among them) never trigger a run.
  * @see Z39.99 §12 (Change List)
@@ -15,14 +19,32 @@ import { join, sep } from 'node:path';
 export interface WatchOptions {
   /** Directories to watch (recursively). */
   dirs: readonly string[];
-  /** The action to run after changes, typically `() => publish(...)`. Its rejections go to `onError`. */
-  run: () => Promise<unknown>;
+  /**
+   * The run after changes, typically `({ rescan }) => publish({ ...options, scan: rescan })`. Without
+   * `record`, `rescan` is always true. Its rejections go to `onError`.
+   */
+  run: (o: { rescan: boolean }) => Promise<unknown>;
+  /**
+   * The fast path, typically `(files) => recordChanges(options, files)`: the files settled since the
+   * previous action (absolute paths) are recorded on their own, before any run. A result with
+   * `complete: false`, or a rejection (which goes to `onError`), asks for a rescan at once.
+   */
+  record?: (files: string[]) => Promise<{ complete: boolean }>;
+  /** With `record`: a documents run follows once no file has settled for this long, ms. Default 250. */
+  documentsAfterMs?: number;
+  /** With `record`: and at least this often while files keep settling, ms. Default 1,000. */
+  documentsEveryMs?: number;
+  /**
+   * With `record`: a run rescans the sets at least this often (it reconciles anything the watch missed),
+   * ms. Default 300,000.
+   */
+  rescanEveryMs?: number;
   /**
    * A changed file is settled once it has had no change for this long (with `fs.watch`, every write is an
    * event; when polling, its size and modification time are compared across this span). Default 25 ms.
    */
   settleMs?: number;
-  /** Files that settle within this span of the first one go into the same run. Default 5 ms. */
+  /** Files that settle within this span of the first one go into the same action. Default 2 ms. */
   batchMs?: number;
   /**
    * A file that keeps changing for this long is taken as it is (published, then again once it settles), so
@@ -39,9 +61,15 @@ export interface WatchOptions {
   onError?: (error: unknown) => void;
   /** Called at once (not settled) for every change event of a visible name, e.g. to drop server caches. */
   onEvent?: () => void;
-  /** Called after each completed run with its result. */
-  onRun?: (result: unknown) => void;
+  /** Called after each completed action with its result and what it was (a recording or a run). */
+  onRun?: (result: unknown, action: WatchAction) => void;
 }
+
+/** How long the watcher remembers that a file settled (see {@link SourceWatcher.state}), ms. */
+const SETTLED_MEMORY_MS = 10_000;
+
+/** What the watcher did: recorded settled files, wrote the documents, or rescanned the sets (and wrote them). */
+export type WatchAction = 'record' | 'documents' | 'rescan';
 
 /** A running watcher. */
 export interface SourceWatcher {
@@ -52,6 +80,12 @@ export interface SourceWatcher {
    * and not settled yet: a run keeps its previous state.
    */
   unsettled(file: string): boolean;
+  /**
+   * What the watcher knows of the file at this absolute path: `changing` (not settled yet), `settled` (it
+   * settled, or was taken as it is after `maxHoldMs`, within the last {@link SETTLED_MEMORY_MS}), or
+   * undefined (nothing heard of it lately). For `publish`'s `hold`: true, false, undefined.
+   */
+  state(file: string): 'changing' | 'settled' | undefined;
   /** Runs now (serialized with other runs) and resolves when no run is pending or in flight. */
   flush(): Promise<void>;
   /** Stops watching; resolves once an in-flight run has finished. */
@@ -183,7 +217,7 @@ function fileSig(file: string): string {
  */
 export function watchSources(options: WatchOptions): SourceWatcher {
   const settleMs = options.settleMs ?? 25;
-  const batchMs = options.batchMs ?? 5;
+  const batchMs = options.batchMs ?? 2;
   const maxHoldMs = options.maxHoldMs ?? 2000;
   const onError = options.onError ?? (() => undefined);
   let closed = false;
@@ -191,6 +225,9 @@ export function watchSources(options: WatchOptions): SourceWatcher {
   let pending = false;
   let idle: Array<() => void> = [];
   const changed = new Map<string, Changed>();
+  /** When each file settled lately (pruned as it ages past SETTLED_MEMORY_MS). */
+  const settledAt = new Map<string, number>();
+  let settledPruned = 0;
   let checkTimer: NodeJS.Timeout | undefined;
   let checkAt = Infinity;
 
@@ -202,6 +239,59 @@ export function watchSources(options: WatchOptions): SourceWatcher {
     }
   };
 
+  // the fast path: files settled since the last action, and which run is due when
+  const record = options.record;
+  const documentsAfterMs = options.documentsAfterMs ?? 250;
+  const documentsEveryMs = options.documentsEveryMs ?? 1000;
+  const rescanEveryMs = options.rescanEveryMs ?? 300_000;
+  const due = new Set<string>();
+  let rescanNow = true; // the first run rescans
+  let lastRescan = -Infinity;
+  let documentsNow = false;
+  let recordedSince: number | undefined;
+  let documentsTimer: NodeJS.Timeout | undefined;
+  /** A documents run after the recordings: once quiet, or at the latest `documentsEveryMs` after the first. */
+  const documentsLater = (): void => {
+    const now = performance.now();
+    recordedSince ??= now;
+    if (documentsTimer !== undefined) clearTimeout(documentsTimer);
+    const at = Math.min(now + documentsAfterMs, recordedSince + documentsEveryMs);
+    documentsTimer = setTimeout(() => {
+      documentsTimer = undefined;
+      documentsNow = true;
+      start();
+    }, Math.max(0, at - now));
+  };
+
+  /** One action: the recording of the settled files, or a run. */
+  const once = async (): Promise<[unknown, WatchAction]> => {
+    if (record !== undefined && !rescanNow && due.size > 0) {
+      const files = [...due];
+      due.clear();
+      try {
+        const result = await record(files);
+        if (result.complete) documentsLater();
+        else rescanNow = true;
+        return [result, 'record'];
+      } catch (error) {
+        rescanNow = true;
+        throw error;
+      }
+    }
+    const now = performance.now();
+    const rescan = record === undefined || rescanNow || now - lastRescan >= rescanEveryMs;
+    rescanNow = false;
+    documentsNow = false;
+    recordedSince = undefined;
+    if (documentsTimer !== undefined) clearTimeout(documentsTimer);
+    documentsTimer = undefined;
+    if (rescan) {
+      due.clear(); // the rescan reads them
+      lastRescan = now;
+    }
+    return [await options.run({ rescan }), rescan ? 'rescan' : 'documents'];
+  };
+
   const start = (): void => {
     if (running !== undefined) {
       pending = true;
@@ -210,14 +300,14 @@ export function watchSources(options: WatchOptions): SourceWatcher {
     pending = false;
     running = (async () => {
       try {
-        const result = await options.run();
-        options.onRun?.(result);
+        const [result, action] = await once();
+        options.onRun?.(result, action);
       } catch (error) {
         onError(error);
       }
     })().finally(() => {
       running = undefined;
-      if (pending && !closed) start();
+      if ((pending || (record !== undefined && (rescanNow || documentsNow || due.size > 0))) && !closed) start();
       else {
         pending = false;
         settle();
@@ -236,6 +326,8 @@ export function watchSources(options: WatchOptions): SourceWatcher {
     for (const [file, c] of changed) {
       if (now - c.first >= maxHoldMs) {
         changed.delete(file);
+        settledAt.set(file, now);
+        due.add(file);
         settled = true;
         continue;
       }
@@ -254,7 +346,13 @@ export function watchSources(options: WatchOptions): SourceWatcher {
         }
       }
       changed.delete(file);
+      settledAt.set(file, now);
+      due.add(file);
       settled = true;
+    }
+    if (settledAt.size > 0 && now - settledPruned > SETTLED_MEMORY_MS) {
+      settledPruned = now;
+      for (const [f, t] of settledAt) if (now - t > SETTLED_MEMORY_MS) settledAt.delete(f);
     }
     if (settled) start();
     if (next < Infinity) schedule(next);
@@ -337,6 +435,8 @@ export function watchSources(options: WatchOptions): SourceWatcher {
     if (pollTimer !== undefined) clearInterval(pollTimer);
     if (checkTimer !== undefined) clearTimeout(checkTimer);
     checkTimer = undefined;
+    if (documentsTimer !== undefined) clearTimeout(documentsTimer);
+    documentsTimer = undefined;
     pending = false;
     await running;
   };
@@ -349,7 +449,13 @@ export function watchSources(options: WatchOptions): SourceWatcher {
     unsettled(file) {
       return changed.has(file);
     },
+    state(file) {
+      if (changed.has(file)) return 'changing';
+      const t = settledAt.get(file);
+      return t !== undefined && performance.now() - t <= SETTLED_MEMORY_MS ? 'settled' : undefined;
+    },
     flush() {
+      rescanNow = true;
       if (!closed) start();
       return new Promise<void>((resolve) => {
         idle.push(resolve);

@@ -38,7 +38,7 @@
  * `publish-files.ts`, `publish-html.ts`).
  * @see Z39.99 §5.1, §6, §8–13, Appendix A; ResourceSync Archives
  */
-import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { HashAlgorithm } from '../core/constants.js';
 import { ResourceSyncError } from '../core/errors.js';
@@ -47,14 +47,14 @@ import { HTML_LINK_MAX_BYTES } from '../core/html-discovery.js';
 import { writeFileAtomic } from '../node/file-sink.js';
 import { inventory } from '../node/inventory.js';
 import { capabilityEntry, header } from './documents.js';
-import { channelEntries, channelTopics, changeNotifications, documentDigests, frameworkChanges, frameworkDiff, type SetNotifications } from './notifications.js';
+import { channelEntries, documentDigests, frameworkChanges, frameworkDiff, type SetNotifications } from './notifications.js';
 import { publishChangeLists } from './publish-change-lists.js';
 import { changeDump } from './publish-change-dump.js';
-import { writeDoc, type Context, type PublishProgress, type SetPaths } from './publish-context.js';
+import { announceChanges, changeRecorder, writeDoc, type Context, type PublishProgress, type SetPaths } from './publish-context.js';
 import { htmlRewrite } from './publish-html.js';
 import { publishResourceLists } from './publish-resource-lists.js';
 import { resourceDump } from './publish-resource-dump.js';
-import { SnapshotStore, type ChangeRecord } from './snapshot-store.js';
+import { SnapshotStore, type RebuildResult } from './snapshot-store.js';
 import { DOCUMENTS_PREFIX, isValidSetName, normalizeBaseUrl, setBaseUrl } from './url-path.js';
 
 export type { PublishProgress } from './publish-context.js';
@@ -115,10 +115,30 @@ export interface PublishOptions {
    */
   notifications?: { hub: string };
   /**
-   * Files still being written (absolute paths under a set's folder), e.g. `SourceWatcher.unsettled`: each keeps
-   * its previous state in this publication (a new one is left out), so that no half-written content is listed.
+   * What a watcher knows of a file (absolute path under a set's folder), e.g. from `SourceWatcher.state`: true
+   * while it is being written, so that it keeps its previous state in this publication (a new one is left
+   * out) and no half-written content is listed; false once it has settled; undefined when nothing is known.
    */
-  hold?: (file: string) => boolean;
+  hold?: (file: string) => boolean | undefined;
+  /**
+   * A file modified less than this long (ms) before it is read, that `hold` says nothing of, is taken as still
+   * being written and kept as `hold` keeps it (a write that began before a watcher heard of it is not read
+   * half-done). A watcher that settles files after this much quiet passes its own span. Default 0.
+   */
+  settleMs?: number;
+  /**
+   * Push: called for each set as soon as its changes are recorded, before its documents are written, with
+   * its Change Notifications (only when there are some), so that they can go out at once. They are in
+   * `PublishResult.notifications` too; its Framework Notifications come only with the result.
+   */
+  onRecorded?: (n: SetNotifications) => void;
+  /**
+   * Scan the sets' folders and record what changed (default true). False for a Source whose changes are
+   * recorded as they happen ({@link recordChanges}, fed by a watcher): the documents are written from the
+   * snapshot store as it is. A set without a snapshot yet, or published before with other options, is
+   * scanned all the same.
+   */
+  scan?: boolean;
 }
 
 /** What `publish` did. */
@@ -154,13 +174,10 @@ function invalid(message: string, data: Record<string, unknown>): ResourceSyncEr
 }
 
 /**
- * Scans each set, records the changes since the previous call in its snapshot store, and (re)writes the
- * document tree of the Source into `outDir`.
- * @example
- * const r = await publish({ sets: [{ name: 'data', dir: '/srv/data' }], baseUrl: 'https://example.com/', outDir: '/var/www' });
- * console.log(r.sourceDescription, r.changes);
+ * The options of a publication checked, with their defaults.
+ * @throws ResourceSyncError RS_INVALID_ARGUMENT, RS_IO (a set's folder does not exist)
  */
-export async function publish(options: PublishOptions): Promise<PublishResult> {
+export function publishContext(options: PublishOptions): Context {
   const baseUrl = normalizeBaseUrl(options.baseUrl);
   if (baseUrl === undefined) throw invalid(`Base URL '${options.baseUrl}' is not an absolute http(s) URL without query or fragment.`, { baseUrl: options.baseUrl });
   if (options.sets.length === 0) throw invalid('Option sets is empty: give at least one directory.', {});
@@ -184,7 +201,7 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
   };
   const outDir = resolve(options.outDir);
   const dumpsOpt = options.dumps;
-  const ctx: Context = {
+  return {
     baseUrl,
     sdUrl: `${baseUrl}.well-known/resourcesync`,
     outDir,
@@ -208,7 +225,23 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
     stateDir: options.stateDir === undefined ? undefined : resolve(options.stateDir),
     notifications: options.notifications,
     hold: options.hold,
+    onRecorded: options.onRecorded,
+    scan: options.scan ?? true,
+    settleMs: options.settleMs ?? 0,
   };
+}
+
+/**
+ * Scans each set, records the changes since the previous call in its snapshot store, and (re)writes the
+ * document tree of the Source into `outDir`.
+ * @example
+ * const r = await publish({ sets: [{ name: 'data', dir: '/srv/data' }], baseUrl: 'https://example.com/', outDir: '/var/www' });
+ * console.log(r.sourceDescription, r.changes);
+ */
+export async function publish(options: PublishOptions): Promise<PublishResult> {
+  const ctx = publishContext(options);
+  const { baseUrl, outDir } = ctx;
+
   mkdirSync(outDir, { recursive: true });
   const results: SetResult[] = [];
   for (const set of options.sets) {
@@ -274,13 +307,10 @@ export function storeFile(set: { name: string; dir: string }, stateDir?: string)
 /** Publications in progress, by store file: overlapping calls for the same set run one after the other. */
 const running = new Map<string, Promise<unknown>>();
 
-async function publishSet(ctx: Context, set: { name: string; dir: string; describedBy?: string }): Promise<SetResult> {
-  const key = storeFile(set, ctx.stateDir);
+/** Runs `fn` once the publications and recordings of the set whose store is `key` that came before have ended. */
+export async function inSetLock<T>(key: string, fn: () => Promise<T>): Promise<T> {
   const before = running.get(key) ?? Promise.resolve();
-  const mine = before.then(
-    () => publishSetNow(ctx, set),
-    () => publishSetNow(ctx, set),
-  );
+  const mine = before.then(fn, fn);
   const settled = mine.catch(() => undefined);
   running.set(key, settled);
   try {
@@ -288,6 +318,17 @@ async function publishSet(ctx: Context, set: { name: string; dir: string; descri
   } finally {
     if (running.get(key) === settled) running.delete(key);
   }
+}
+
+function publishSet(ctx: Context, set: { name: string; dir: string; describedBy?: string }): Promise<SetResult> {
+  return inSetLock(storeFile(set, ctx.stateDir), () => publishSetNow(ctx, set));
+}
+
+/** What a set's documents depend on besides its resources: publishing with other options rewrites them all. */
+export function setConfig(ctx: Context, set: { name: string }): string {
+  const docUrl = `${ctx.baseUrl}${DOCUMENTS_PREFIX}/${set.name}/`;
+  const resBase = setBaseUrl(ctx.baseUrl, set.name, ctx.setCount);
+  return JSON.stringify({ v: 1, resBase, docUrl, maxEntries: ctx.maxEntries, maxBytes: ctx.maxBytes, hashes: ctx.hashes, dumps: ctx.dumps, gzip: ctx.gzip, html: ctx.htmlDiscoveryLink });
 }
 
 async function publishSetNow(ctx: Context, set: { name: string; dir: string; describedBy?: string }): Promise<SetResult> {
@@ -306,55 +347,43 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
   const documents: string[] = [];
   const progress = (phase: PublishProgress['phase'], files = 0, bytes = 0): void => ctx.onProgress?.({ set: set.name, phase, files, bytes });
   try {
-    const config = JSON.stringify({ v: 1, resBase, docUrl, maxEntries: ctx.maxEntries, maxBytes: ctx.maxBytes, hashes: ctx.hashes, dumps: ctx.dumps, gzip: ctx.gzip, html: ctx.htmlDiscoveryLink });
+    const config = setConfig(ctx, set);
     const fresh = store.getMeta('published_config') !== config || !existsSync(f(`capabilitylist${x}`));
 
     const docsBefore = ctx.notifications ? documentDigests(docDir, x) : undefined;
-    // 1. Scan and record the changes (§12.1)
-    const keep = ctx.dumps !== undefined;
-    if (keep) mkdirSync(bitDir, { recursive: true });
-    const onChange = keep
-      ? (c: ChangeRecord): void => {
-          if (c.change === 'deleted') return;
-          try {
-            copyFileSync(join(set.dir, ...c.path.split('/')), join(bitDir, String(c.seq)));
-          } catch {
-            // the file went away again: its later deletion is recorded at the next rebuild
-          }
-        }
-      : undefined;
-    // Push: the changes of this run go out as Change Notifications (Change Notification §3)
-    const recorded: ChangeRecord[] | undefined = ctx.notifications ? [] : undefined;
-    const onChangeAll =
-      recorded === undefined
-        ? onChange
-        : (c: ChangeRecord): void => {
-            recorded.push(c);
-            onChange?.(c);
-          };
-    const cursor = store.lookup();
-    let r;
-    try {
-      const entries = inventory(set.dir, {
-        hashes: ctx.hashes,
-        previous: cursor.get,
-        exclude: ctx.exclude,
-        ...(ctx.hold !== undefined ? { hold: (rel: string) => ctx.hold!(join(set.dir, ...rel.split('/'))) } : {}),
-        ...(rewrite !== undefined ? { rewrite, rewriteLimit: HTML_LINK_MAX_BYTES } : {}),
-        ...(ctx.signal ? { signal: ctx.signal } : {}),
-        onProgress: (p) => progress('scan', p.files, p.bytes),
-      });
-      r = await store.rebuild(entries, {
-        now: ctx.now,
-        ...ctx.changeList,
-        ...(ctx.signal ? { signal: ctx.signal } : {}),
-        ...(onChangeAll ? { onChange: onChangeAll } : {}),
-      });
-    } finally {
-      cursor.close();
+    // 1. Scan and record the changes (§12.1); push: the changes of this run go out as Change Notifications
+    const { onChange, recorded } = changeRecorder(ctx, set.dir, bitDir);
+    let r: RebuildResult;
+    if (ctx.scan || fresh || store.snapshotAt() === undefined) {
+      const cursor = store.lookup();
+      try {
+        const entries = inventory(set.dir, {
+          hashes: ctx.hashes,
+          previous: cursor.get,
+          exclude: ctx.exclude,
+          ...(ctx.hold !== undefined ? { hold: (rel: string) => ctx.hold!(join(set.dir, ...rel.split('/'))) } : {}),
+          settleMs: ctx.settleMs,
+          ...(rewrite !== undefined ? { rewrite, rewriteLimit: HTML_LINK_MAX_BYTES } : {}),
+          ...(ctx.signal ? { signal: ctx.signal } : {}),
+          onProgress: (p) => progress('scan', p.files, p.bytes),
+        });
+        r = await store.rebuild(entries, {
+          now: ctx.now,
+          ...ctx.changeList,
+          ...(ctx.signal ? { signal: ctx.signal } : {}),
+          ...(onChange ? { onChange } : {}),
+        });
+      } finally {
+        cursor.close();
+      }
+    } else {
+      // the changes were recorded as they happened: the documents are written from the store as it is
+      r = { at: store.clock(ctx.now), baseline: false, created: 0, updated: 0, deleted: 0, unchanged: 0, resources: store.count(), closed: [] };
     }
+    const notifications = ctx.notifications && recorded ? announceChanges({ ...ctx, notifications: ctx.notifications }, store, { name: set.name, docUrl, capUrl, resBase }, r.at, recorded) : undefined;
     const completed = ctx.now();
-    const changed = r.baseline || r.created + r.updated + r.deleted > 0;
+    // changes recorded since the documents were last written count too (see record-changes.ts)
+    const changed = r.baseline || r.created + r.updated + r.deleted > 0 || store.getMeta('documented_change') !== store.getMeta('changed_at');
     progress('documents');
 
     // 2. Resource List or Resource List Index (§10), with its generations and archive
@@ -402,25 +431,11 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
     );
     documents.push(capUrl);
     store.setMeta('published_config', config);
-    let notifications: SetNotifications | undefined;
-    if (ctx.notifications && recorded) {
-      // Windows are contiguous: each starts where the previous one announced ended (kept in the store).
-      const last = store.getMeta('notified_until');
+    store.setMeta('documented_change', store.getMeta('changed_at') ?? '');
+    if (notifications) {
       // every capability document this run created or changed (Framework Notification §3)
-      const framework = frameworkDiff(docsBefore!, documentDigests(docDir, x), docUrl, x);
-      const from = last === undefined ? r.at : Number(last);
-      if (last === undefined || recorded.length > 0) store.setMeta('notified_until', String(r.at));
-      const topics = channelTopics(docUrl);
-      notifications = {
-        set: set.name,
-        capabilityList: capUrl,
-        hub: ctx.notifications.hub,
-        changeTopic: topics.change,
-        frameworkTopic: topics.framework,
-        change: recorded.length > 0 ? changeNotifications(resBase, capUrl, from, r.at, recorded) : [],
-        framework: frameworkChanges(capUrl, framework),
-        frameworkChanges: framework,
-      };
+      notifications.frameworkChanges = frameworkDiff(docsBefore!, documentDigests(docDir, x), docUrl, x);
+      notifications.framework = frameworkChanges(capUrl, notifications.frameworkChanges);
     }
     return {
       capabilityList: capUrl,

@@ -135,3 +135,48 @@ void test('a failed rebuild leaves the snapshot untouched', async () => {
     await cleanup();
   }
 });
+
+void test('update records the changes of given paths only, in the same periods and clock as rebuild; the clock never goes back', async () => {
+  const { dir, cleanup } = await tempDir();
+  const t0 = Date.UTC(2024, 0, 1);
+  let t = t0;
+  const now = (): number => t;
+  const store = SnapshotStore.open(join(dir, '.resourcesync', 'source.sqlite'));
+  try {
+    await assert.rejects(store.update([]), (e: unknown) => (e as { code?: string }).code === 'RS_INVALID_ARGUMENT');
+    writeFileSync(join(dir, 'a.txt'), 'a1');
+    writeFileSync(join(dir, 'b.txt'), 'b1');
+    await scan(store, dir, now);
+    const entry = (path: string, body: string) => ({ path, size: body.length, mtimeMs: t, type: 'text/plain', hashes: { md5: createHash('md5').update(body).digest('hex') } });
+
+    t = t0 + 1000;
+    const r = await store.update([
+      { path: 'a.txt', entry: entry('a.txt', 'a2') }, // updated
+      { path: 'b.txt', entry: undefined }, // deleted
+      { path: 'c.txt', entry: entry('c.txt', 'c1') }, // created
+      { path: 'never.txt', entry: undefined }, // neither listed nor there: nothing
+    ], { now });
+    assert.deepEqual([r.created, r.updated, r.deleted, r.at], [1, 1, 1, t0 + 1000]);
+    assert.deepEqual([...store.allChanges()].map((c) => [c.path, c.change, c.datetime]), [
+      ['a.txt', 'updated', t0 + 1000],
+      ['b.txt', 'deleted', t0 + 1000],
+      ['c.txt', 'created', t0 + 1000],
+    ]);
+    assert.deepEqual([...store.resources()].map((x) => x.path), ['a.txt', 'c.txt']);
+
+    // the same state again records nothing
+    t = t0 + 2000;
+    const same = await store.update([{ path: 'a.txt', entry: entry('a.txt', 'a2') }], { now });
+    assert.deepEqual([same.created, same.updated, same.deleted, same.unchanged], [0, 0, 0, 1]);
+
+    // the system clock steps back: the next change is still not earlier than the last one
+    t = t0 - 60_000;
+    const back = await store.update([{ path: 'c.txt', entry: entry('c.txt', 'c2') }], { now });
+    assert.equal(back.at, t0 + 1000);
+    const times = [...store.allChanges()].map((c) => c.datetime);
+    assert.deepEqual(times, [...times].sort((x, y) => x - y), 'forward chronological');
+  } finally {
+    store.close();
+    await cleanup();
+  }
+});

@@ -11,6 +11,7 @@
  */
 import Database from 'better-sqlite3';
 import type { ChangeType, HashAlgorithm } from '../core/constants.js';
+import { ResourceSyncError } from '../core/errors.js';
 import { openStore } from '../node/sqlite.js';
 import { formatHashes, isKnownHashAlgorithm, parseHashes } from '../core/hash.js';
 import { compareUtf8 } from '../core/utf8-order.js';
@@ -210,6 +211,15 @@ export function sameContent(now: { size: number; mtimeMs: number; hashes: Hashes
   return compared > 0 || now.mtimeMs === before.mtimeMs;
 }
 
+/** A recording transaction as `rebuild` and `update` drive it. */
+interface Recording {
+  result: RebuildResult;
+  /** A resource of the baseline (no change recorded). */
+  insert(e: InventoryEntry): void;
+  /** One path's state now (undefined: not published) against the stored one (undefined: not listed). */
+  apply(s: { path: string; now?: InventoryEntry; before?: { size: number; mtimeMs: number; hashes: Hashes } }): void;
+}
+
 /**
  * The snapshot store of one set of resources.
  * @example
@@ -252,6 +262,15 @@ export class SnapshotStore {
     return v === undefined ? undefined : Number(v);
   }
 
+  /**
+   * The store's clock: `now()`, but never earlier than the latest recorded change or snapshot, so that the
+   * times of changes, Change Lists and notification windows go forward even if the system clock steps back.
+   * @see Z39.99 §12.1 (forward chronological order)
+   */
+  clock(now: () => number = Date.now): number {
+    return Math.max(now(), this.changedAt() ?? -Infinity, this.snapshotAt() ?? -Infinity);
+  }
+
   /** A value of the `meta` table (for the caller's own bookkeeping). */
   getMeta(key: string): string | undefined {
     const row = this.db.prepare('SELECT value FROM meta WHERE key = ?').get(key) as { value: string } | undefined;
@@ -284,6 +303,12 @@ export class SnapshotStore {
     for (const row of stmt.iterate() as IterableIterator<[string, number, number, string, string]>) {
       yield { path: row[0], size: row[1], mtimeMs: row[2], type: row[3], hashText: row[4] };
     }
+  }
+
+  /** True when the snapshot holds a resource under the folder `path` (relative, no trailing `/`). */
+  holdsUnder(path: string): boolean {
+    // every path under `path/` sorts between `path/` and `path0` ('0' follows '/')
+    return this.db.prepare('SELECT 1 FROM resources WHERE path > ? AND path < ? LIMIT 1').get(`${path}/`, `${path}0`) !== undefined;
   }
 
   /** One stored resource. */
@@ -382,12 +407,64 @@ export class SnapshotStore {
    * reached `periodMs` is closed before recording, one that reached `maxEntries` as soon as it is full.
    */
   async rebuild(entries: AsyncIterable<InventoryEntry> | Iterable<InventoryEntry>, options: RebuildOptions = {}): Promise<RebuildResult> {
+    const baseline = this.snapshotAt() === undefined;
+    let reader: Database.Database | undefined;
+    try {
+      return await this.#recording(options, baseline, async (r) => {
+        const signal = options.signal;
+        let n = 0;
+        if (baseline) {
+          for await (const e of entries) {
+            r.insert(e);
+            r.result.resources++;
+            if ((++n & 1023) === 0 && signal?.aborted) throw abortError(signal);
+          }
+          return;
+        }
+        reader = new Database(this.file, { readonly: true, fileMustExist: true });
+        const stored = (function* (db: Database.Database): Generator<StoredResource> {
+          for (const row of db.prepare('SELECT path, size, mtime, type, hashes FROM resources ORDER BY path').iterate() as IterableIterator<ResourceRow>) {
+            yield rowToResource(row);
+          }
+        })(reader);
+        for await (const c of compareSorted(entries, stored, sameContent)) {
+          r.apply(c.kind === 'deleted' ? { path: c.path, before: c.before } : { path: c.path, now: c.now, ...(c.kind === 'created' ? {} : { before: c.before }) });
+          if ((++n & 1023) === 0 && signal?.aborted) throw abortError(signal);
+        }
+        this.setMeta('snapshot_at', String(r.result.at));
+      });
+    } finally {
+      reader?.close();
+    }
+  }
+
+  /**
+   * Records the changes of some resources only (for a watcher that knows which files changed): each path
+   * with its new entry, or undefined when it is no longer published. A path whose stored state equals the
+   * entry records nothing. Same transaction, clock and Change List boundary as {@link rebuild}, which stays
+   * the reconciliation of the whole snapshot. Only after a baseline.
+   * @throws ResourceSyncError RS_INVALID_ARGUMENT before the first rebuild
+   */
+  async update(states: Iterable<{ path: string; entry: InventoryEntry | undefined }>, options: RebuildOptions = {}): Promise<RebuildResult> {
+    if (this.snapshotAt() === undefined) {
+      throw new ResourceSyncError('RS_INVALID_ARGUMENT', 'The snapshot store has no baseline yet: rebuild it first.', { data: { file: this.file } });
+    }
+    return this.#recording(options, false, (r) => {
+      for (const { path, entry } of states) {
+        const before = this.resource(path);
+        if (entry === undefined && before === undefined) continue;
+        r.apply({ path, ...(entry ? { now: entry } : {}), ...(before ? { before } : {}) });
+      }
+      return Promise.resolve();
+    });
+  }
+
+  /** One recording transaction: the open period, the clock, the change rows; `body` applies the states. */
+  async #recording(options: RebuildOptions, baseline: boolean, body: (r: Recording) => Promise<void>): Promise<RebuildResult> {
     const now = options.now ?? Date.now;
     const maxEntries = Math.max(1, options.maxEntries ?? 50_000);
     const periodMs = options.periodMs;
-    const signal = options.signal;
-    const at = now();
-    const baseline = this.snapshotAt() === undefined;
+    const at = this.clock(now);
     const result: RebuildResult = { at, baseline, created: 0, updated: 0, deleted: 0, unchanged: 0, resources: 0, closed: [] };
     const db = this.db;
     const insertRes = db.prepare('INSERT INTO resources(path, size, mtime, type, hashes) VALUES (?, ?, ?, ?, ?)');
@@ -401,7 +478,6 @@ export class SnapshotStore {
     const closeStmt = db.prepare('UPDATE periods SET until_ms = ?, count = ? WHERE id = ?');
     const countStmt = db.prepare('UPDATE periods SET count = ? WHERE id = ?');
 
-    let reader: Database.Database | undefined;
     db.exec('BEGIN IMMEDIATE');
     try {
       let open = this.openPeriod();
@@ -428,54 +504,36 @@ export class SnapshotStore {
         }
         if (open!.count >= maxEntries) open = close(open!, at);
       };
-      let n = 0;
-      if (baseline) {
-        for await (const e of entries) {
-          insertRes.run(e.path, e.size, e.mtimeMs, e.type, formatHashes(e.hashes));
+      await body({
+        result,
+        insert: (e) => insertRes.run(e.path, e.size, e.mtimeMs, e.type, formatHashes(e.hashes)),
+        apply: ({ path, now: e, before }) => {
+          if (e === undefined) {
+            deleteRes.run(path);
+            record(path, 'deleted', undefined);
+            return;
+          }
           result.resources++;
-          if ((++n & 1023) === 0 && signal?.aborted) throw abortError(signal);
-        }
-      } else {
-        reader = new Database(this.file, { readonly: true, fileMustExist: true });
-        const stored = (function* (r: Database.Database): Generator<StoredResource> {
-          for (const row of r.prepare('SELECT path, size, mtime, type, hashes FROM resources ORDER BY path').iterate() as IterableIterator<ResourceRow>) {
-            yield rowToResource(row);
+          if (before === undefined) {
+            insertRes.run(path, e.size, e.mtimeMs, e.type, formatHashes(e.hashes));
+            record(path, 'created', e);
+          } else if (!sameContent(e, before)) {
+            updateRes.run(e.size, e.mtimeMs, e.type, formatHashes(e.hashes), path);
+            record(path, 'updated', e);
+          } else {
+            result.unchanged++;
+            const h = formatHashes(e.hashes);
+            if (e.mtimeMs !== before.mtimeMs || h !== formatHashes(before.hashes)) touchRes.run(e.mtimeMs, h, path);
           }
-        })(reader);
-        for await (const c of compareSorted(entries, stored, sameContent)) {
-          switch (c.kind) {
-            case 'created':
-              insertRes.run(c.path, c.now.size, c.now.mtimeMs, c.now.type, formatHashes(c.now.hashes));
-              record(c.path, 'created', c.now);
-              break;
-            case 'updated':
-              updateRes.run(c.now.size, c.now.mtimeMs, c.now.type, formatHashes(c.now.hashes), c.path);
-              record(c.path, 'updated', c.now);
-              break;
-            case 'deleted':
-              deleteRes.run(c.path);
-              record(c.path, 'deleted', undefined);
-              break;
-            case 'unchanged': {
-              result.unchanged++;
-              const h = formatHashes(c.now.hashes);
-              if (c.now.mtimeMs !== c.before.mtimeMs || h !== formatHashes(c.before.hashes)) touchRes.run(c.now.mtimeMs, h, c.path);
-              break;
-            }
-          }
-          if (c.kind !== 'deleted') result.resources++;
-          if ((++n & 1023) === 0 && signal?.aborted) throw abortError(signal);
-        }
-      }
+        },
+      });
       countStmt.run(open.count, open.id);
-      this.setMeta('snapshot_at', String(at));
+      if (baseline) this.setMeta('snapshot_at', String(at));
       if (baseline || result.created + result.updated + result.deleted > 0) this.setMeta('changed_at', String(at));
       db.exec('COMMIT');
     } catch (err) {
       if (db.inTransaction) db.exec('ROLLBACK');
       throw err;
-    } finally {
-      reader?.close();
     }
     return result;
   }

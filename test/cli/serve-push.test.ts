@@ -150,11 +150,19 @@ void test('serve: recorded changes reach a subscriber as Change Notifications wi
   assert.match(first.md?.hash ?? '', /^md5:[0-9a-f]{32}$/);
   assert.equal(first.md?.length, '6');
 
-  await sub.waitFor(() => on('/fn').length >= 3, 'framework notifications');
+  // the documents follow the Change Notifications: their Framework Notifications say which were rewritten
+  await sub.waitFor(
+    () => ['"changelist"', '"resourcelist"'].every((c) => on('/fn').some((d) => d.body.includes(`capability=${c}`))),
+    'framework notifications of the Change List and the Resource List',
+  );
   const fns = await Promise.all(on('/fn').map((d) => doc(d.body)));
   const written = fns.flatMap((f) => f.entries.map((e) => `${e.md?.capability} ${e.md?.change}`));
   assert.ok(written.includes('changelist updated'), written.join(', '));
   assert.ok(written.includes('resourcelist updated'), written.join(', '));
+  for (const d of on('/fn')) {
+    assert.ok(verifySignature(String(d.headers['x-hub-signature']), 'shh', d.body));
+    assert.equal(parseLinkHeader(String(d.headers.link)).find((l) => l.rel.includes('self'))?.target, framework);
+  }
 });
 
 void test('serve: SIGTERM exits 0 with the hub; --no-hub advertises no channel', async () => {

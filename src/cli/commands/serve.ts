@@ -16,6 +16,8 @@ import { createSourceCore, type SourceCore } from '../../server/source-responder
 import { serve, type RunningServer } from '../../server/node-adapter.js';
 import { watchSources, type SourceWatcher } from '../../server/watch.js';
 import { publish, type PublishOptions, type PublishResult } from '../../source/publish.js';
+import { recordChanges, type RecordResult } from '../../source/record-changes.js';
+import type { SetNotifications } from '../../source/notifications.js';
 import { PUBLISH_ARGS, PUBLISH_HELP, PublishArgsError, publishArgs, type PublishArgsResult } from '../publish-options.js';
 import { startPush, type Push } from '../serve-push.js';
 import { startUi, type ServeUi } from '../serve-ui.js';
@@ -50,6 +52,14 @@ const SERVICE_UNAVAILABLE: CoreResponse = {
   headers: { 'content-type': 'text/plain; charset=utf-8', 'retry-after': '1', 'content-length': '24' },
   body: { type: 'bytes', bytes: Buffer.from('503 Service Unavailable\n') },
 };
+
+/** A changed file is settled (recorded, listed) once it has had no change for this long, ms. */
+const SETTLE_MS = 25;
+
+/** `publish`'s `hold` from what the watcher knows of a file. */
+function holdOf(state: 'changing' | 'settled' | undefined): boolean | undefined {
+  return state === undefined ? undefined : state === 'changing';
+}
 
 function message(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -196,19 +206,26 @@ export async function run(args: string[]): Promise<number> {
     htmlDiscoveryLink: true,
     signal: ac.signal,
     ...(stateDir === undefined ? {} : { stateDir }),
-    ...(live.push ? { notifications: { hub: live.push.hubUrl } } : {}),
+    // push: Change Notifications go out as soon as changes are recorded, before the documents are written
+    ...(push ? { notifications: { hub: push.hubUrl }, onRecorded: (n: SetNotifications) => push.send([n]) } : {}),
   };
   // The watcher starts before the first publication, which it runs itself: a change made meanwhile is
   // never lost, and two publications never run at once.
   let first: { result?: PublishResult; error?: unknown } | undefined;
   const held: { watcher?: SourceWatcher } = {};
   let runMs = 0;
-  const publishOnce = async (): Promise<PublishResult> => {
+  /** A publication's Framework Notifications (its Change Notifications went out through `onRecorded`). */
+  const sendFramework = (r: PublishResult): void => push?.send(r.notifications?.map((n) => ({ ...n, change: [] })));
+  const publishOnce = async ({ rescan }: { rescan: boolean } = { rescan: true }): Promise<PublishResult> => {
     const t0 = performance.now();
     try {
       // a file still being written keeps its previous state until the watcher has seen it settle
       const w = held.watcher;
-      const result = await publish(w === undefined ? publishOptions : { ...publishOptions, hold: (f) => w.unsettled(f) });
+      const result = await publish({
+        ...publishOptions,
+        scan: rescan,
+        ...(w === undefined ? {} : { hold: (f: string) => holdOf(w.state(f)), settleMs: SETTLE_MS }),
+      });
       first ??= { result };
       runMs = performance.now() - t0;
       return result;
@@ -217,19 +234,31 @@ export async function run(args: string[]): Promise<number> {
       throw error;
     }
   };
+  // push: a settled file is recorded (and announced) on its own at once; the documents follow within a
+  // second, written from the snapshot store; the sets are rescanned at the start, when a recording could not
+  // judge its files, and every five minutes
+  const recordOnce = async (files: string[]): Promise<RecordResult> => {
+    const t0 = performance.now();
+    const result = await recordChanges(publishOptions, files);
+    runMs = performance.now() - t0;
+    return result;
+  };
   const watching = values['no-watch'] !== true;
   const watcher: SourceWatcher | undefined = watching
     ? watchSources({
         dirs,
+        settleMs: SETTLE_MS,
         run: publishOnce,
+        ...(push ? { record: recordOnce } : {}),
         signal: ac.signal,
         onEvent: () => live.core?.invalidate(),
-        onRun: (r) => {
+        onRun: (r, action) => {
           live.core?.invalidate();
-          live.push?.send((r as PublishResult).notifications);
+          if (action !== 'record') sendFramework(r as PublishResult);
           if (verbose) {
-            const ch = (r as PublishResult).changes;
-            log(`published: ${ch.created} created, ${ch.updated} updated, ${ch.deleted} deleted in ${runMs.toFixed(0)} ms`);
+            const ch = (r as PublishResult | RecordResult).changes;
+            const what = action === 'record' ? 'recorded' : action === 'rescan' ? 'published' : 'published (documents)';
+            log(`${what}: ${ch.created} created, ${ch.updated} updated, ${ch.deleted} deleted in ${runMs.toFixed(0)} ms`);
           }
         },
         onError: (e) => {
@@ -254,7 +283,7 @@ export async function run(args: string[]): Promise<number> {
     return stopped ? 0 : 1;
   }
   const result = first.result;
-  if (watcher === undefined) live.push?.send(result.notifications); // (the watcher's runs send their own)
+  if (watcher === undefined) sendFramework(result); // (the watcher's runs send their own)
   if (verbose) log(`published ${result.resources} resources (${result.documents.length} documents)`);
   live.core = createSourceCore({
     sets: sets.map((s, i) => {

@@ -1,0 +1,95 @@
+/**
+ * The fast path of a live Source: record the changes of files a watcher saw settle, without scanning the
+ * sets or writing any document, and announce them at once as Change Notifications. A later {@link publish}
+ * writes the documents (it counts the changes recorded here as changes since its last documents) and, by
+ * scanning the whole set, reconciles anything a watcher missed.
+ * @see Z39.99 §12.1 (Change List), Change Notification §3
+ */
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { HTML_LINK_MAX_BYTES } from '../core/html-discovery.js';
+import { inventoryFiles, type InventoryEntry } from '../node/inventory.js';
+import { announceChanges, changeRecorder } from './publish-context.js';
+import { htmlRewrite } from './publish-html.js';
+import { inSetLock, publishContext, setConfig, storeFile, type PublishOptions } from './publish.js';
+import type { SetNotifications } from './notifications.js';
+import { SnapshotStore } from './snapshot-store.js';
+import { DOCUMENTS_PREFIX, setBaseUrl } from './url-path.js';
+
+/** What `recordChanges` did. */
+export interface RecordResult {
+  changes: { created: number; updated: number; deleted: number };
+  /** With `options.notifications`: the Change Notifications of each set that changed. */
+  notifications?: SetNotifications[];
+  /**
+   * False when some files need a full publication: a set not published yet or published with other options,
+   * or a path that is now a folder. The sets recorded before that one are in this result.
+   */
+  complete: boolean;
+}
+
+/**
+ * Records the changes of `files` (absolute paths, under the sets' folders as given in `options.sets`; others
+ * are ignored) in their sets' snapshot stores, each file judged as {@link publish}'s scan judges it, and
+ * returns their Change Notifications (also given to `options.onRecorded`). Runs after the set's pending
+ * publications and before later ones. The sets must have been published with the same options.
+ * @example
+ * const r = await recordChanges(options, ['/srv/data/a.txt']);
+ * if (!r.complete) await publish(options);
+ */
+export async function recordChanges(options: PublishOptions, files: readonly string[]): Promise<RecordResult> {
+  const ctx = publishContext(options);
+  const result: RecordResult = { changes: { created: 0, updated: 0, deleted: 0 }, complete: true };
+  const notifications: SetNotifications[] = [];
+  for (const given of options.sets) {
+    const set = { ...given, dir: resolve(given.dir) };
+    const dir = set.dir.endsWith(sep) ? set.dir : set.dir + sep;
+    const mine = files.map((f) => resolve(f)).filter((f) => f.startsWith(dir) || f === set.dir);
+    if (mine.includes(set.dir)) {
+      result.complete = false; // the folder itself changed (an event without a name)
+      break;
+    }
+    const paths = [...new Set(mine.map((f) => relative(set.dir, f).split(sep).join('/')))].sort();
+    if (paths.length === 0) continue;
+    const file = storeFile(set, ctx.stateDir);
+    const done = await inSetLock(file, async () => {
+      const store = SnapshotStore.open(file);
+      try {
+        if (store.snapshotAt() === undefined || store.getMeta('published_config') !== setConfig(ctx, set)) return false;
+        const docUrl = `${ctx.baseUrl}${DOCUMENTS_PREFIX}/${set.name}/`;
+        const capUrl = `${docUrl}capabilitylist${ctx.x}`;
+        const states: Array<{ path: string; entry: InventoryEntry | undefined }> = [];
+        const previous = (p: string): InventoryEntry | undefined => store.resource(p);
+        const read = inventoryFiles(set.dir, paths, {
+          hashes: ctx.hashes,
+          previous,
+          exclude: ctx.exclude,
+          settleMs: ctx.settleMs,
+          ...(ctx.htmlDiscoveryLink ? { rewrite: htmlRewrite(capUrl), rewriteLimit: HTML_LINK_MAX_BYTES } : {}),
+        });
+        for await (const s of read) {
+          // a folder, or a path gone with the files of a folder: only a scan knows its files
+          if (s.kind === 'folder' || (s.kind === 'absent' && store.holdsUnder(s.path))) return false;
+          states.push({ path: s.path, entry: s.kind === 'file' ? s.entry : undefined });
+        }
+        const { onChange, recorded } = changeRecorder(ctx, set.dir, join(dirname(file), 'source-bitstreams'));
+        const r = await store.update(states, { now: ctx.now, ...ctx.changeList, ...(onChange ? { onChange } : {}) });
+        result.changes.created += r.created;
+        result.changes.updated += r.updated;
+        result.changes.deleted += r.deleted;
+        if (ctx.notifications && recorded && recorded.length > 0) {
+          const resBase = setBaseUrl(ctx.baseUrl, set.name, ctx.setCount);
+          notifications.push(announceChanges({ ...ctx, notifications: ctx.notifications }, store, { name: set.name, docUrl, capUrl, resBase }, r.at, recorded));
+        }
+        return true;
+      } finally {
+        store.close();
+      }
+    });
+    if (!done) {
+      result.complete = false;
+      break;
+    }
+  }
+  if (ctx.notifications) result.notifications = notifications;
+  return result;
+}
