@@ -216,6 +216,7 @@ test('sync --follow detects a gap between notification windows and fills it from
   mkdirSync(site);
   await writeFile(join(site, 'a.txt'), 'a\n');
   const serve = await startServe(site, ['--hub', hubUrl]);
+  procs.push(serve.p);
   const dest = join(tmp.dir, 'gap-dest');
   const f = start(['sync', serve.url, dest, '--follow', '--json', '--no-fsync']);
   procs.push(f);

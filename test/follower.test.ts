@@ -4,13 +4,15 @@
 // from the Change List, and the state left as a plain sync expects it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Follower, type FollowBatch } from '../src/notify/follower.js';
 import { createSourceCore, type SourceCore } from '../src/server/source-responder.js';
 import type { CoreHandler } from '../src/server/request-response.js';
 import { serve } from '../src/server/node-adapter.js';
 import { publish, type PublishOptions } from '../src/source/publish.js';
+import { recordChanges } from '../src/source/record-changes.js';
+import { StateStore } from '../src/destination/state-store.js';
 import { sync } from '../src/destination/sync.js';
 import { writeDocumentString } from '../src/core/xml/write-document.js';
 import { tempDir } from './helpers/tmp.js';
@@ -102,6 +104,104 @@ test('Follower: notifications applied from their entries; stale skipped; a gap a
     follower = undefined;
     // the state is what a plain sync expects: nothing new, nothing pending
     const plain = await sync({ source: `${running.url}/`, dest, delete: true, fsync: false });
+    assert.deepEqual([plain.mode, plain.created, plain.updated, plain.deleted, plain.failed.length], ['incremental', 0, 0, 0, 0]);
+  } finally {
+    await follower?.close();
+    ac.abort();
+    await running.closed;
+    await cleanup();
+  }
+});
+
+test('Follower: a Change List that lags its notifications: entries after a gap wait for it, then apply; the cursor never passes a gap it does not hold', async () => {
+  const { dir, cleanup } = await tempDir('rs-follower-lag-');
+  const ac = new AbortController();
+  const live: { core?: SourceCore } = {};
+  const front: CoreHandler = (req) => live.core!(req);
+  const running = await serve(front, { port: 0, signal: ac.signal });
+  let follower: Follower | undefined;
+  try {
+    const data = join(dir, 'data');
+    mkdirSync(data);
+    writeFileSync(join(data, 'a.txt'), 'a1');
+    const outDir = join(dir, 'out');
+    const opts: PublishOptions = {
+      sets: [{ name: 'data', dir: data }],
+      baseUrl: running.url,
+      outDir,
+      stateDir: join(dir, 'state'),
+      notifications: { hub: `${running.url}/hub` },
+    };
+    const first = await publish(opts);
+    live.core = createSourceCore({ sets: [{ name: 'data', dir: data, capabilityList: first.capabilityLists[0]! }], outDir, baseUrl: running.url });
+    /** Writes a file and records it the way `serve` does: announced at once, the documents not written yet. */
+    const change = async (name: string, body: string): Promise<Uint8Array> => {
+      await new Promise((r) => setTimeout(r, 5)); // distinct recording times
+      writeFileSync(join(data, name), body);
+      const r = await recordChanges(opts, [join(data, name)]);
+      assert.equal(r.complete, true);
+      const cn = r.notifications![0]!.change;
+      assert.equal(cn.length, 1);
+      return Buffer.from(writeDocumentString(cn[0]!));
+    };
+    const documents = async (): Promise<void> => {
+      await publish(opts);
+      live.core!.invalidate();
+    };
+    const cursorOf = (): string | undefined => {
+      const store = StateStore.open(dest);
+      try {
+        return store.getCursor(first.capabilityLists[0]!)?.datetime;
+      } finally {
+        store.close();
+      }
+    };
+    const until = async (what: string, predicate: () => boolean): Promise<void> => {
+      for (const deadline = Date.now() + 15_000; !predicate(); await new Promise((r) => setTimeout(r, 10))) {
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      }
+    };
+
+    const dest = join(dir, 'mirror');
+    const batches: FollowBatch[] = [];
+    const started = await Follower.start({ source: `${running.url}/`, dest, fsync: false, holdMs: 800, onBatch: (b) => batches.push(b) });
+    follower = started.follower;
+
+    // 1. a lost notification, then the next one: the Change List holds neither change yet, so the newer entry
+    //    waits; once the documents are written the Change List brings both
+    await change('b.txt', 'b1'); // never delivered
+    const n2 = await change('c.txt', 'c1');
+    await follower.receive(n2);
+    assert.deepEqual([batches.at(-1)!.reason, batches.at(-1)!.gaps, batches.at(-1)!.created], ['gap', 1, 0]);
+    assert.equal(existsSync(join(dest, 'c.txt')), false, 'the newer entry waits for the Change List');
+    await documents();
+    await until('the Change List read again', () => existsSync(join(dest, 'b.txt')) && existsSync(join(dest, 'c.txt')));
+    assert.equal(readFileSync(join(dest, 'b.txt'), 'utf8'), 'b1');
+    assert.equal(readFileSync(join(dest, 'c.txt'), 'utf8'), 'c1');
+
+    // 2. in step again: the next notification is applied from its entries
+    const n3 = await change('d.txt', 'd1');
+    await follower.receive(n3);
+    assert.deepEqual([batches.at(-1)!.mode, batches.at(-1)!.created], ['notification', 1]);
+    await documents();
+
+    // 3. a Change List that stays behind longer than holdMs: the waiting entry is applied with a warning, the
+    //    stored cursor stays before the gap until the Change List holds it
+    const before = cursorOf();
+    await change('e.txt', 'e1'); // never delivered
+    const n5 = await change('f.txt', 'f1');
+    await follower.receive(n5);
+    await until('the held entry applied after holdMs', () => existsSync(join(dest, 'f.txt')));
+    await until('the warning', () => batches.some((b) => b.warnings.some((w) => w.code === 'change-list-behind')));
+    assert.equal(existsSync(join(dest, 'e.txt')), false);
+    assert.equal(cursorOf(), before, 'the cursor does not pass the gap');
+    await documents();
+    await until('the gap filled from the Change List', () => existsSync(join(dest, 'e.txt')));
+    await until('the cursor past the gap', () => cursorOf() !== before);
+
+    await follower.close();
+    follower = undefined;
+    const plain = await sync({ source: `${running.url}/`, dest, fsync: false });
     assert.deepEqual([plain.mode, plain.created, plain.updated, plain.deleted, plain.failed.length], ['incremental', 0, 0, 0, 0]);
   } finally {
     await follower?.close();

@@ -11,7 +11,7 @@
  * end with exit 0, the state saved.
  * @see Change Notification §4, §3 (from/until windows)
  */
-import { stdout } from 'node:process';
+import { stderr, stdout } from 'node:process';
 import type { SyncOptions } from '../destination/sync.js';
 import { readDocument } from '../core/xml/read-document.js';
 import { Follower, type FollowBatch } from '../notify/follower.js';
@@ -58,11 +58,13 @@ type Via = 'start' | 'push' | 'poll' | 'catch-up';
 
 function printBatch(json: boolean, via: Via, b: Omit<FollowBatch, 'notifications' | 'gaps'> & Partial<FollowBatch>): void {
   const failed = b.failed.length;
+  const warnings = b.warnings.slice(0, 20).map((w) => ({ code: w.code, message: w.message }));
   if (json) {
     stdout.write(
-      `${JSON.stringify({ time: new Date().toISOString(), via, mode: b.mode, created: b.created, updated: b.updated, deleted: b.deleted, failed, durationMs: b.durationMs, notifications: b.notifications ?? 0, ...(b.window ? { window: b.window } : {}), gaps: b.gaps ?? 0, ...(b.reason !== undefined && via === 'push' ? { changeList: b.reason } : {}) })}\n`,
+      `${JSON.stringify({ time: new Date().toISOString(), via, mode: b.mode, created: b.created, updated: b.updated, deleted: b.deleted, failed, durationMs: b.durationMs, notifications: b.notifications ?? 0, ...(b.window ? { window: b.window } : {}), gaps: b.gaps ?? 0, ...(b.reason !== undefined && via === 'push' ? { changeList: b.reason } : {}), ...(warnings.length > 0 ? { warnings } : {}) })}\n`,
     );
   } else {
+    for (const w of warnings) stderr.write(`resourcesync sync: warning: ${w.message}\n`);
     const gaps = b.gaps ?? 0;
     stdout.write(
       `${new Date().toISOString()} ${via}: ${b.mode} created ${b.created}, updated ${b.updated}, deleted ${b.deleted}, failed ${failed}` +
@@ -82,7 +84,7 @@ export async function follow(o: FollowOptions): Promise<number> {
     signal: o.signal,
     onBatch: (b) => {
       const via: Via = b.notifications > 0 ? 'push' : requested;
-      if (b.created + b.updated + b.deleted + b.failed.length > 0 || b.notifications > 0) printBatch(o.json, via, b);
+      if (b.created + b.updated + b.deleted + b.failed.length + b.warnings.length > 0 || b.notifications > 0) printBatch(o.json, via, b);
     },
     onError: (e) => o.log(`resourcesync sync: ${e instanceof Error ? e.message : String(e)}`),
   });

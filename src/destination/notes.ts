@@ -171,6 +171,12 @@ export const NOTES = {
   'notification-window-invalid': row<Record<string, never>>('warning', 'a Change Notification has no readable `from`/`until` window: the Change List is read instead (Change Notification §3)', () =>
     'A Change Notification without a readable from/until window: the Change List is read.',
   ),
+  'change-list-behind': row<{ needed: string; cursor?: string; heldMs: number }>(
+    'warning',
+    'notifications were missed and the Change List does not hold their changes yet: the later notifications\' entries waited for it, then were applied; the cursor stays before the gap until the Change List holds it',
+    (d) =>
+      `The Change List does not yet hold the changes up to ${d.needed} that notifications missed (it reaches ${d.cursor ?? 'nothing'}): the later changes waited ${d.heldMs} ms, then were applied; the Change List is read again until it does.`,
+  ),
   // audit (§5.2)
   'set-not-auditable': row<{ set: string }>('warning', 'a capability set offers no Resource List: it cannot be audited', (d) => `Capability set '${d.set}' offers no Resource List: it cannot be audited.`),
   'change-list-unreadable': row<{ url: string; error: string; errorCode?: string }>('warning', 'the Change List could not be read: the audit leaves out the changes after the Resource List', (d) =>

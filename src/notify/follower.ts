@@ -7,6 +7,14 @@
  * unreadable notification or a change that failed is caught up by an incremental `sync()` from the
  * Change List, which the state's cursor keeps consistent with: a plain `sync` after following finds
  * nothing new.
+ *
+ * A Source may announce a change before its Change List lists it (this project's Source does: the
+ * notification goes out as soon as the change is recorded, the documents follow within a second). So a
+ * gap is filled only once the Change List reaches the `from` of the notification that revealed it: until
+ * then the entries of the notifications after the gap wait (they are newer than what the Change List will
+ * bring, and applying them first would make its older entries fail verification), and the Change List is
+ * read again with a growing delay. After `holdMs` (5 s) they are applied anyway; the stored cursor then
+ * stays before the gap, and reading the Change List goes on, until it holds the gap's changes.
  * @see Change Notification §3 (payload, from/until), §4 (delivery); Z39.99 §5.2 (incremental synchronization)
  */
 import { resolve } from 'node:path';
@@ -53,9 +61,22 @@ export interface FollowerOptions extends SyncOptions {
   onBatch?: (batch: FollowBatch) => void;
   /** Problems that do not stop following (a Change List catch-up that threw). */
   onError?: (error: unknown) => void;
+  /**
+   * Longest wait (ms) of the entries of notifications after a gap for a Change List that does not hold the
+   * gap's changes yet; then they are applied. Default 5,000.
+   */
+  holdMs?: number;
 }
 
 const ms = (v: string | undefined): number | undefined => (v === undefined ? undefined : parseW3CDatetime(v, true)?.ms);
+
+/** Longest wait of notification entries for a Change List that does not hold a gap yet, ms (`holdMs`). */
+const HOLD_MS = 5000;
+/** Most entries held while waiting; past it the earliest go (the Change List brings them). */
+const MAX_HELD = 10_000;
+/** First and longest delay between two readings of a Change List that does not hold a gap yet, ms. */
+const RETRY_FIRST_MS = 100;
+const RETRY_MAX_MS = 30_000;
 
 /**
  * Follows one capability set of a Source.
@@ -79,6 +100,17 @@ export class Follower {
   #tracker: WindowTracker;
   #queue: Uint8Array[] = [];
   #syncWanted = false;
+  /**
+   * Set at a gap: the time (ms) the Change List must reach (the `from` of the notification after the gap)
+   * before the stored cursor may pass the gap and held entries are applied.
+   */
+  #needed: number | undefined;
+  /** Entries of notifications after a gap, waiting for the Change List; since when (ms). */
+  #held: Entry[] = [];
+  #heldSince: number | undefined;
+  #retryTimer: NodeJS.Timeout | undefined;
+  #retryDelay = RETRY_FIRST_MS;
+  #retryWanted = false;
   #running: Promise<void> | undefined;
   #closed = false;
 
@@ -135,6 +167,9 @@ export class Follower {
     this.#closed = true;
     this.#queue = [];
     this.#syncWanted = false;
+    this.#retryWanted = false;
+    if (this.#retryTimer !== undefined) clearTimeout(this.#retryTimer);
+    this.#retryTimer = undefined;
     await this.#running;
     this.#release();
     await this.#connection.close();
@@ -169,8 +204,9 @@ export class Follower {
       while (this.#pendingWork() && !this.#closed) {
         const batch = this.#queue;
         this.#queue = [];
-        const wanted = this.#syncWanted;
+        const wanted: FollowBatch['reason'] = this.#retryWanted ? 'gap' : this.#syncWanted ? 'requested' : undefined;
         this.#syncWanted = false;
+        this.#retryWanted = false;
         try {
           await this.#batch(batch, wanted);
         } catch (e) {
@@ -185,15 +221,28 @@ export class Follower {
   }
 
   #pendingWork(): boolean {
-    return this.#queue.length > 0 || this.#syncWanted;
+    return this.#queue.length > 0 || this.#syncWanted || this.#retryWanted;
   }
 
-  async #batch(payloads: Uint8Array[], wanted: boolean): Promise<void> {
+  /** Reads the Change List again later (a gap it did not hold yet), each time after a longer delay. */
+  #retryLater(): void {
+    if (this.#retryTimer !== undefined || this.#closed) return;
+    const delay = this.#retryDelay;
+    this.#retryDelay = Math.min(RETRY_MAX_MS, delay * 2);
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = undefined;
+      this.#retryWanted = true;
+      void this.#kick();
+    }, delay);
+    this.#retryTimer.unref();
+  }
+
+  async #batch(payloads: Uint8Array[], wanted: FollowBatch['reason']): Promise<void> {
     const started = Date.now();
     if (this.#store === undefined) await this.#open(); // a catch-up that failed left the destination
     const warnings: DestinationNote[] = [];
     const entries: Entry[] = [];
-    let reason: FollowBatch['reason'] = wanted ? 'requested' : undefined;
+    let reason: FollowBatch['reason'] = wanted;
     let gaps = 0;
     let window: NotificationWindow | undefined;
     let count = 0;
@@ -226,8 +275,10 @@ export class Follower {
       }
       if (order === 'gap' || order === 'overlap') gaps++;
       if (order === 'gap') {
+        // the missed notifications' changes are in the Change List once it reaches this one's `from`
+        const from = ms(w!.from)!;
+        this.#needed = Math.max(this.#needed ?? from, from);
         reason ??= 'gap';
-        continue;
       }
       for (const e of doc.entries) {
         // an overlapping window repeats changes already applied: only the later ones count
@@ -236,10 +287,41 @@ export class Follower {
       }
     }
     const common = { notifications: count, gaps, ...(window ? { window } : {}) };
-    if (reason !== undefined || this.capabilityList === undefined) {
-      await this.#changeList(started, reason ?? 'requested', common, warnings);
+    if (reason !== undefined || this.#needed !== undefined || this.capabilityList === undefined) {
+      // the Change List first; then the notifications' own entries that it does not hold yet
+      const cursor = await this.#changeList(started, reason ?? 'gap', common, warnings);
+      if (this.capabilityList === undefined) return;
+      this.#held.push(...entries);
+      if (this.#held.length > MAX_HELD) this.#held.splice(0, this.#held.length - MAX_HELD);
+      const filled = this.#needed === undefined || (cursor !== undefined && cursor >= this.#needed);
+      const later: DestinationNote[] = [];
+      if (filled) {
+        this.#needed = undefined;
+        this.#retryDelay = RETRY_FIRST_MS;
+      } else {
+        this.#heldSince ??= started;
+        if (started - this.#heldSince < (this.#o.holdMs ?? HOLD_MS)) {
+          this.#retryLater();
+          return;
+        }
+        later.push(note('change-list-behind', { needed: formatW3CDatetime(this.#needed!), ...(cursor !== undefined ? { cursor: formatW3CDatetime(cursor) } : {}), heldMs: started - this.#heldSince }));
+        this.#retryLater();
+      }
+      const held = this.#held.filter((e) => cursor === undefined || (changeTime(e) ?? Infinity) > cursor);
+      this.#held = [];
+      this.#heldSince = undefined;
+      if (held.length > 0 || later.length > 0) await this.#apply(held, Date.now(), { notifications: 0, gaps: 0 }, later);
       return;
     }
+    await this.#apply(entries, started, common, warnings);
+  }
+
+  /**
+   * Applies Change Notification entries directly (each resource's last change), then moves the stored cursor
+   * to the end of the last window, unless a gap before it is not filled yet.
+   */
+  async #apply(entries: Entry[], started: number, common: Pick<FollowBatch, 'notifications' | 'gaps' | 'window'>, warnings: DestinationNote[]): Promise<void> {
+    const base = this.capabilityList ?? this.#o.source;
     const engine = this.#engine();
     for (const w of warnings) engine.warn(w);
     const { entries: ordered } = orderChanges(entries);
@@ -262,21 +344,25 @@ export class Follower {
     }
     const until = this.#tracker.until;
     const store = this.#store!;
-    const cursor = ms(store.getCursor(this.capabilityList)?.datetime);
-    if (until !== undefined && (cursor === undefined || until > cursor)) {
-      store.setCursor(this.capabilityList, { datetime: formatW3CDatetime(until) });
+    const key = this.capabilityList!;
+    const cursor = ms(store.getCursor(key)?.datetime);
+    if (this.#needed === undefined && until !== undefined && (cursor === undefined || until > cursor)) {
+      store.setCursor(key, { datetime: formatW3CDatetime(until) });
     }
     this.#o.onBatch?.({ ...counts, mode: 'notification', ...common, durationMs: Date.now() - started });
   }
 
-  /** An incremental `sync()` from the Change List, the destination let go meanwhile. */
+  /**
+   * An incremental `sync()` from the Change List, the destination let go meanwhile; resolves with the stored
+   * cursor after it (ms).
+   */
   async #changeList(
     started: number,
     reason: NonNullable<FollowBatch['reason']>,
     common: Pick<FollowBatch, 'notifications' | 'gaps' | 'window'>,
     warnings: DestinationNote[],
     before?: SyncCounts,
-  ): Promise<void> {
+  ): Promise<number | undefined> {
     this.#release();
     let report: SyncReport;
     try {
@@ -296,6 +382,7 @@ export class Follower {
       warnings: [...warnings, ...(before?.warnings ?? []), ...report.warnings],
     };
     this.#o.onBatch?.({ ...sum, mode: report.mode, reason, ...common, durationMs: Date.now() - started });
+    return this.capabilityList === undefined ? undefined : ms(this.#store?.getCursor(this.capabilityList)?.datetime);
   }
 
   /** A fresh engine (its counters are the batch's) over the open store and HTTP client. */
