@@ -11,9 +11,7 @@
  * listed. Hidden names (the tool's own `.resourcesync` state and output among them) never trigger a run.
  * @see Z39.99 §12 (Change List)
  */
-import { readdirSync, statSync, watch, type Dirent, type FSWatcher } from 'node:fs';
-import { readdir, stat } from 'node:fs/promises';
-import { join, sep } from 'node:path';
+import { detectChanges, fileSig } from './change-detection.js';
 
 /** Options of `watchSources`. */
 export interface WatchOptions {
@@ -92,103 +90,6 @@ export interface SourceWatcher {
   close(): Promise<void>;
 }
 
-function hiddenPath(name: string): boolean {
-  return name.startsWith('.') || name.includes('/.') || name.includes('\\.');
-}
-
-/** A cheap signature of a tree: path → size and modification time of each visible file, bounded in work. */
-async function signature(dir: string, budget = 200_000): Promise<Map<string, string>> {
-  const parts = new Map<string, string>();
-  const stack = [dir];
-  let seen = 0;
-  while (stack.length > 0 && seen < budget) {
-    const d = stack.pop()!;
-    let entries;
-    try {
-      entries = await readdir(d, { withFileTypes: true });
-    } catch {
-      continue;
-    }
-    for (const e of entries) {
-      if (e.name.startsWith('.')) continue;
-      seen++;
-      const p = join(d, e.name);
-      if (e.isDirectory()) stack.push(p);
-      else {
-        try {
-          const st = await stat(p);
-          parts.set(p, `${st.size}:${st.mtimeMs}`);
-        } catch {
-          // vanished meanwhile: the next scan sees it
-        }
-      }
-    }
-  }
-  return parts;
-}
-
-/**
- * Linux: one plain watcher (inotify) per visible folder, added as folders appear, instead of Node's
- * recursive mode, which reads the whole folder again on every event there (its cost grows with the
- * number of files, and a Source changing 50 times a second in a folder of thousands paid it each time).
- * The files already in a folder that appears are reported as changed.
- */
-function treeWatch(root: string, touched: (file: string) => void, onError: (e: unknown) => void, all: FSWatcher[]): void {
-  const byDir = new Map<string, FSWatcher>();
-  const forget = (dir: string): void => {
-    for (const [d, w] of byDir) {
-      if (d === dir || d.startsWith(`${dir}${sep}`)) {
-        w.close();
-        byDir.delete(d);
-        const i = all.indexOf(w);
-        if (i >= 0) all.splice(i, 1);
-      }
-    }
-  };
-  const add = (dir: string, report: boolean): void => {
-    if (byDir.has(dir)) return;
-    let w: FSWatcher;
-    try {
-      w = watch(dir, (event, name) => {
-        if (typeof name !== 'string') {
-          touched(dir);
-          return;
-        }
-        if (name.startsWith('.')) return;
-        const file = join(dir, name);
-        touched(file);
-        if (event === 'rename') {
-          const st = statSync(file, { throwIfNoEntry: false });
-          if (st?.isDirectory() === true) add(file, true);
-          else if (st === undefined) forget(file);
-        }
-      });
-    } catch (error) {
-      if (dir === root) throw error;
-      return; // gone meanwhile, or unreadable: its parent's next event says more
-    }
-    w.on('error', (error) => {
-      forget(dir);
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT' && (error as NodeJS.ErrnoException).code !== 'EPERM') onError(error);
-    });
-    byDir.set(dir, w);
-    all.push(w);
-    let entries: Dirent[] = [];
-    try {
-      entries = readdirSync(dir, { withFileTypes: true });
-    } catch {
-      // gone meanwhile
-    }
-    for (const e of entries) {
-      if (e.name.startsWith('.')) continue;
-      const p = join(dir, e.name);
-      if (e.isDirectory()) add(p, report);
-      else if (report) touched(p);
-    }
-  };
-  add(root, false);
-}
-
 interface Changed {
   /** When it was seen changing last (ms, `performance.now()`). */
   last: number;
@@ -196,16 +97,6 @@ interface Changed {
   first: number;
   /** Size and mtime when seen last (poll mode), to compare with. */
   sig: string | undefined;
-}
-
-function fileSig(file: string): string {
-  try {
-    const st = statSync(file, { throwIfNoEntry: false });
-    if (st === undefined) return 'gone';
-    return st.isFile() ? `${st.size}:${st.mtimeMs}` : 'other';
-  } catch {
-    return 'gone';
-  }
 }
 
 /**
@@ -380,59 +271,11 @@ export function watchSources(options: WatchOptions): SourceWatcher {
     schedule(now + settleMs);
   };
 
-  const watchers: FSWatcher[] = [];
-  let pollTimer: NodeJS.Timeout | undefined;
-  let mode: 'watch' | 'poll' = options.poll === true ? 'poll' : 'watch';
-  if (mode === 'watch') {
-    try {
-      for (const dir of options.dirs) {
-        if (process.platform === 'linux') treeWatch(dir, touched, onError, watchers);
-        else {
-          const w = watch(dir, { recursive: true }, (_event, name) => {
-            if (typeof name === 'string' && hiddenPath(name)) return;
-            touched(typeof name === 'string' ? join(dir, name) : dir);
-          });
-          w.on('error', (error) => onError(error));
-          watchers.push(w);
-        }
-      }
-    } catch (error) {
-      for (const w of watchers) w.close();
-      watchers.length = 0;
-      if ((error as NodeJS.ErrnoException).code !== 'ERR_FEATURE_UNAVAILABLE_ON_PLATFORM') onError(error);
-      mode = 'poll';
-    }
-  }
-  if (mode === 'poll') {
-    const every = options.pollMs ?? 1000;
-    let last: Map<string, string> | undefined;
-    let scanning = false;
-    const scan = async (): Promise<void> => {
-      const now = new Map<string, string>();
-      for (const d of options.dirs) for (const [file, sig] of await signature(d)) now.set(file, sig);
-      if (last !== undefined) {
-        for (const [file, sig] of now) if (last.get(file) !== sig) touched(file, sig);
-        for (const file of last.keys()) if (!now.has(file)) touched(file, 'gone');
-      }
-      last = now;
-    };
-    const tick = (): void => {
-      if (scanning || closed) return;
-      scanning = true;
-      scan()
-        .catch(onError)
-        .finally(() => {
-          scanning = false;
-        });
-    };
-    tick();
-    pollTimer = setInterval(tick, every);
-  }
+  const detection = detectChanges({ dirs: options.dirs, poll: options.poll === true, pollMs: options.pollMs ?? 1000, onError }, touched);
 
   const close = async (): Promise<void> => {
     closed = true;
-    for (const w of watchers) w.close();
-    if (pollTimer !== undefined) clearInterval(pollTimer);
+    detection.close();
     if (checkTimer !== undefined) clearTimeout(checkTimer);
     checkTimer = undefined;
     if (documentsTimer !== undefined) clearTimeout(documentsTimer);
@@ -444,7 +287,7 @@ export function watchSources(options: WatchOptions): SourceWatcher {
 
   return {
     get mode() {
-      return mode;
+      return detection.mode;
     },
     unsettled(file) {
       return changed.has(file);
