@@ -17,33 +17,51 @@ import { sync } from '../src/destination/sync.js';
 import { writeDocumentString } from '../src/core/xml/write-document.js';
 import { tempDir } from './helpers/tmp.js';
 
-test('Follower: notifications applied from their entries; stale skipped; a gap and a failed resource caught up from the Change List', async () => {
-  const { dir, cleanup } = await tempDir('rs-follower-');
+/** A Source on 127.0.0.1: a folder with a.txt, published with push on, served by the node:http adapter. */
+async function startSource(dir: string, requests?: string[]) {
   const ac = new AbortController();
-  const requests: string[] = [];
   const live: { core?: SourceCore } = {};
   const front: CoreHandler = (req) => live.core!(req);
-  const running = await serve(front, { port: 0, signal: ac.signal, onResponse: (r) => requests.push(`${r.target} ${r.status}`) });
+  const running = await serve(front, { port: 0, signal: ac.signal, ...(requests ? { onResponse: (r) => requests.push(`${r.target} ${r.status}`) } : {}) });
+  const data = join(dir, 'data');
+  mkdirSync(data);
+  writeFileSync(join(data, 'a.txt'), 'a1');
+  const outDir = join(dir, 'out');
+  const opts: PublishOptions = {
+    sets: [{ name: 'data', dir: data }],
+    baseUrl: running.url,
+    outDir,
+    stateDir: join(dir, 'state'),
+    notifications: { hub: `${running.url}/hub` },
+  };
+  const first = await publish(opts);
+  live.core = createSourceCore({ sets: [{ name: 'data', dir: data, capabilityList: first.capabilityLists[0]! }], outDir, baseUrl: running.url });
+  return {
+    url: running.url,
+    data,
+    opts,
+    capabilityList: first.capabilityLists[0]!,
+    /** The server answers from the documents as they are now. */
+    invalidate: () => live.core!.invalidate(),
+    stop: async () => {
+      ac.abort();
+      await running.closed;
+    },
+  };
+}
+
+test('Follower: notifications applied from their entries; stale skipped; a gap and a failed resource caught up from the Change List', async () => {
+  const { dir, cleanup } = await tempDir('rs-follower-');
+  const requests: string[] = [];
+  const source = await startSource(dir, requests);
+  const { data, opts } = source;
   let follower: Follower | undefined;
   try {
-    const data = join(dir, 'data');
-    mkdirSync(data);
-    writeFileSync(join(data, 'a.txt'), 'a1');
-    const outDir = join(dir, 'out');
-    const opts: PublishOptions = {
-      sets: [{ name: 'data', dir: data }],
-      baseUrl: running.url,
-      outDir,
-      stateDir: join(dir, 'state'),
-      notifications: { hub: `${running.url}/hub` },
-    };
-    const first = await publish(opts);
-    live.core = createSourceCore({ sets: [{ name: 'data', dir: data, capabilityList: first.capabilityLists[0]! }], outDir, baseUrl: running.url });
     /** Publishes and returns the run's Change Notification as delivered bytes. */
     const next = async (): Promise<Uint8Array> => {
       await new Promise((r) => setTimeout(r, 5)); // distinct run times
       const r = await publish(opts);
-      live.core!.invalidate();
+      source.invalidate();
       const change = r.notifications![0]!.change;
       assert.equal(change.length, 1);
       return Buffer.from(writeDocumentString(change[0]!));
@@ -51,7 +69,7 @@ test('Follower: notifications applied from their entries; stale skipped; a gap a
 
     const dest = join(dir, 'mirror');
     const batches: FollowBatch[] = [];
-    const started = await Follower.start({ source: `${running.url}/`, dest, delete: true, fsync: false, onBatch: (b) => batches.push(b) });
+    const started = await Follower.start({ source: `${source.url}/`, dest, delete: true, fsync: false, onBatch: (b) => batches.push(b) });
     follower = started.follower;
     assert.equal(started.first.mode, 'baseline');
     assert.equal(readFileSync(join(dest, 'a.txt'), 'utf8'), 'a1');
@@ -103,37 +121,21 @@ test('Follower: notifications applied from their entries; stale skipped; a gap a
     await follower.close();
     follower = undefined;
     // the state is what a plain sync expects: nothing new, nothing pending
-    const plain = await sync({ source: `${running.url}/`, dest, delete: true, fsync: false });
+    const plain = await sync({ source: `${source.url}/`, dest, delete: true, fsync: false });
     assert.deepEqual([plain.mode, plain.created, plain.updated, plain.deleted, plain.failed.length], ['incremental', 0, 0, 0, 0]);
   } finally {
     await follower?.close();
-    ac.abort();
-    await running.closed;
+    await source.stop();
     await cleanup();
   }
 });
 
 test('Follower: a Change List that lags its notifications: entries after a gap wait for it, then apply; the cursor never passes a gap it does not hold', async () => {
   const { dir, cleanup } = await tempDir('rs-follower-lag-');
-  const ac = new AbortController();
-  const live: { core?: SourceCore } = {};
-  const front: CoreHandler = (req) => live.core!(req);
-  const running = await serve(front, { port: 0, signal: ac.signal });
+  const source = await startSource(dir);
+  const { data, opts } = source;
   let follower: Follower | undefined;
   try {
-    const data = join(dir, 'data');
-    mkdirSync(data);
-    writeFileSync(join(data, 'a.txt'), 'a1');
-    const outDir = join(dir, 'out');
-    const opts: PublishOptions = {
-      sets: [{ name: 'data', dir: data }],
-      baseUrl: running.url,
-      outDir,
-      stateDir: join(dir, 'state'),
-      notifications: { hub: `${running.url}/hub` },
-    };
-    const first = await publish(opts);
-    live.core = createSourceCore({ sets: [{ name: 'data', dir: data, capabilityList: first.capabilityLists[0]! }], outDir, baseUrl: running.url });
     /** Writes a file and records it the way `serve` does: announced at once, the documents not written yet. */
     const change = async (name: string, body: string): Promise<Uint8Array> => {
       await new Promise((r) => setTimeout(r, 5)); // distinct recording times
@@ -146,12 +148,12 @@ test('Follower: a Change List that lags its notifications: entries after a gap w
     };
     const documents = async (): Promise<void> => {
       await publish(opts);
-      live.core!.invalidate();
+      source.invalidate();
     };
     const cursorOf = (): string | undefined => {
       const store = StateStore.open(dest);
       try {
-        return store.getCursor(first.capabilityLists[0]!)?.datetime;
+        return store.getCursor(source.capabilityList)?.datetime;
       } finally {
         store.close();
       }
@@ -164,7 +166,7 @@ test('Follower: a Change List that lags its notifications: entries after a gap w
 
     const dest = join(dir, 'mirror');
     const batches: FollowBatch[] = [];
-    const started = await Follower.start({ source: `${running.url}/`, dest, fsync: false, holdMs: 800, onBatch: (b) => batches.push(b) });
+    const started = await Follower.start({ source: `${source.url}/`, dest, fsync: false, holdMs: 800, onBatch: (b) => batches.push(b) });
     follower = started.follower;
 
     // 1. a lost notification, then the next one: the Change List holds neither change yet, so the newer entry
@@ -201,12 +203,11 @@ test('Follower: a Change List that lags its notifications: entries after a gap w
 
     await follower.close();
     follower = undefined;
-    const plain = await sync({ source: `${running.url}/`, dest, fsync: false });
+    const plain = await sync({ source: `${source.url}/`, dest, fsync: false });
     assert.deepEqual([plain.mode, plain.created, plain.updated, plain.deleted, plain.failed.length], ['incremental', 0, 0, 0, 0]);
   } finally {
     await follower?.close();
-    ac.abort();
-    await running.closed;
+    await source.stop();
     await cleanup();
   }
 });
