@@ -10,7 +10,7 @@ import { loadDocument, openDocument, resolveLoc, type DocumentContext, type Remo
 import type { HttpGet } from './http.js';
 import type { Mapping } from './mapper.js';
 import { connect } from './connection.js';
-import { changeTime, orderChanges, planBatches, planGone, type LocalFacts, type LocalLookup, type PlanAction, type PlanItem, type PlanReason, type SourceFacts } from './plan.js';
+import { changeTime, countPlanItem, emptyPlanSummary, orderChanges, planBatches, planGone, type LocalFacts, type LocalLookup, type PlanItem, type PlanSummary, type SourceFacts } from './plan.js';
 import type { Entry } from '../core/model/types.js';
 import { StateStore, STATE_DIR } from './state-store.js';
 import { resolveSets } from './capability-sets.js';
@@ -73,13 +73,8 @@ export interface AuditReport {
   durationMs: number;
 }
 
-/** The plan behind an audit. */
-export interface AuditPlan {
-  counts: Record<PlanAction, number>;
-  reasons: Partial<Record<PlanReason, number>>;
-  /** Items whose action is not `unchanged`, in the order planned; at most 1,000. */
-  items: PlanItem[];
-}
+/** The plan behind an audit: the count of each action and reason, and the first 1,000 items that change something. */
+export type AuditPlan = PlanSummary;
 
 const MAX_LISTED = 1000;
 const RESOURCE_LIST = documentKindById('resource-list');
@@ -185,7 +180,7 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
     failed: [],
     counts: { missing: 0, extra: 0, changed: 0, failed: 0 },
     unverifiable: 0,
-    plan: { counts: { create: 0, update: 0, delete: 0, unchanged: 0 }, reasons: {}, items: [] },
+    plan: emptyPlanSummary(),
     warnings: [],
     durationMs: 0,
   };
@@ -231,10 +226,7 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
 
   /** Counts one plan item into the report. */
   const count = (item: PlanItem): void => {
-    const p = report.plan;
-    p.counts[item.action]++;
-    p.reasons[item.reason] = (p.reasons[item.reason] ?? 0) + 1;
-    if (item.action !== 'unchanged' && p.items.length < MAX_LISTED) p.items.push(item);
+    countPlanItem(report.plan, item);
     const path = item.path ?? '';
     switch (item.reason) {
       case 'missing':
