@@ -195,3 +195,77 @@ void test('a Destination away longer than the Change Lists reach back catches up
     assert.deepEqual(await tree(dest), { 'b.txt': 'b', 'c.txt': 'c' });
   });
 });
+
+void test('a changelist-archive split into an index of Change List Archives: each archive is read for its Change Lists, a part of another kind is skipped', async () => {
+  await withSource(async (src, dest, server) => {
+    src.put('a.txt', 'a');
+    src.publish();
+    await sync({ source: src.capabilityList, dest, fsync: false, delete: true });
+    src.put('b.txt', 'b');
+    src.remove('a.txt');
+    const archived = [...src.changes];
+    const t0 = src.since;
+    const t1 = archived[archived.length - 1]!.time + 500;
+    src.put('c.txt', 'c');
+    src.publish();
+    const ns = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/"';
+    const iso = (t: number): string => new Date(t).toISOString();
+    server.set('/changelist-old.xml', src.changeListXml(archived, t0, t1));
+    server.set('/changelist.xml', src.changeListXml(src.changes.slice(-1), t1, undefined));
+    // ResourceSync Archives §5: the archive is an index whose parts are Change List Archives (and one that is not)
+    server.set('/changelist-archive-1.xml', `<urlset ${ns}><rs:md capability="changelist-archive"/>
+<url><loc>${src.origin}/changelist-old.xml</loc><rs:md from="${iso(t0)}" until="${iso(t1)}"/></url></urlset>`);
+    server.set('/changelist-archive.xml', `<sitemapindex ${ns}><rs:md capability="changelist-archive"/>
+<sitemap><loc>${src.origin}/changelist-old.xml</loc></sitemap>
+<sitemap><loc>${src.origin}/changelist-archive-1.xml</loc></sitemap></sitemapindex>`);
+    const cl = server.routes.get('/capabilitylist.xml')!;
+    server.set('/capabilitylist.xml', String(cl.body).replace('</urlset>', `<url><loc>${src.origin}/changelist-archive.xml</loc><rs:md capability="changelist-archive"/></url></urlset>`));
+    server.set('/resourcelist.xml', src.resourceListXml(Date.UTC(2019, 0, 1)).replace(/<url>.*<\/url>/gs, ''));
+    const r = await sync({ source: src.capabilityList, dest, fsync: false, delete: true });
+    assert.equal(r.mode, 'incremental', JSON.stringify([r.warnings, r.sets]));
+    assert.deepEqual(r.failed, []);
+    const skipped = r.warnings.find((w) => w.code === 'index-part-unexpected');
+    assert.deepEqual(skipped?.data, {
+      url: `${src.origin}/changelist-archive.xml`,
+      index: 'Change List Archive Index',
+      part: `${src.origin}/changelist-old.xml`,
+      expected: 'Change List Archive',
+      kind: 'Change List',
+    });
+    assert.equal(
+      skipped?.message,
+      `Change List Archive Index '${src.origin}/changelist-archive.xml' lists '${src.origin}/changelist-old.xml', which is not a Change List Archive (Change List); skipped.`,
+    );
+    assert.deepEqual(await tree(dest), { 'b.txt': 'b', 'c.txt': 'c' });
+  });
+});
+
+void test('audit reads only Resource Lists from a Resource List Index and only Change Lists from a Change List Index', async () => {
+  await withSource(async (src, dest, server) => {
+    src.put('a.txt', 'a');
+    src.put('b.txt', 'b');
+    src.publish();
+    await sync({ source: src.capabilityList, dest, fsync: false });
+    const ns = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/"';
+    const at = '2030-01-01T00:00:00Z';
+    const capabilityList = `<urlset ${ns}><rs:md capability="capabilitylist"/>
+<url><loc>${src.origin}/resourcelist-index.xml</loc><rs:md capability="resourcelist"/></url>
+<url><loc>${src.origin}/changelist-index.xml</loc><rs:md capability="changelist"/></url></urlset>`;
+    server.set('/capabilitylist.xml', capabilityList);
+    // a Resource List Index whose second part is a Change List: its entries are changes, not resources on offer
+    server.set('/resourcelist-index.xml', `<sitemapindex ${ns}><rs:md capability="resourcelist" at="${at}"/>
+<sitemap><loc>${src.origin}/resourcelist.xml</loc></sitemap>
+<sitemap><loc>${src.origin}/changelist.xml</loc></sitemap></sitemapindex>`);
+    // a Change List Index whose part is a Resource List: its entries are no changes
+    server.set('/changelist-index.xml', `<sitemapindex ${ns}><rs:md capability="changelist" from="2020-01-01T00:00:00Z"/>
+<sitemap><loc>${src.origin}/resourcelist.xml</loc></sitemap></sitemapindex>`);
+    const r = await audit({ source: src.capabilityList, dest });
+    assert.deepEqual(r.failed.map((f) => [f.url, f.code]), [[`${src.origin}/changelist.xml`, 'RS_INVALID_DOCUMENT']]);
+    assert.deepEqual(r.counts, { missing: 0, extra: 0, changed: 0, failed: 1 });
+    assert.equal(r.unchanged, 2);
+    assert.deepEqual(
+      r.warnings.filter((w) => w.code === 'index-part-not-change-list').map((w) => w.data),
+      [{ url: `${src.origin}/changelist-index.xml`, part: `${src.origin}/resourcelist.xml` }],
+    );
+  });
+});

@@ -159,12 +159,13 @@ void test('a dry run changes nothing, state included', async () => {
     assert.equal(r.created, 7);
     assert.deepEqual(await readdir(dest), []);
     assert.ok(server.requests.every((q) => q.url.endsWith('.xml')), 'only documents fetched');
-    // the report is the plan: one item per resource, what would be done and why
+    // the report is the plan: what would be done and why, counted, with the items that change something
+    assert.deepEqual([r.plan?.counts, r.plan?.reasons], [{ create: 7, update: 0, delete: 0, unchanged: 0 }, { missing: 7 }]);
     assert.deepEqual(
-      r.plan?.map((i) => `${i.action} ${i.path} ${i.reason}`).sort(),
+      r.plan?.items.map((i) => `${i.action} ${i.path} ${i.reason}`).sort(),
       [...src.files.keys()].sort().map((p) => `create ${p} missing`),
     );
-    assert.ok(r.plan?.every((i) => i.url === `${src.origin}${urlPath(i.path!)}` && i.source?.hashes.length === 2 && i.local === undefined));
+    assert.ok(r.plan?.items.every((i) => i.url === `${src.origin}${urlPath(i.path!)}` && i.source?.hashes.length === 2 && i.local === undefined));
   });
 });
 
@@ -185,23 +186,23 @@ void test('a dry run of changes plans updates and deletions (kept without delete
     assert.ok(server.requests.slice(before).every((q) => q.url.endsWith('.xml')), 'only documents fetched');
     const summary = (items: readonly { action: string; url: string; reason: string; change?: string; kept?: true }[] | undefined): string[] =>
       (items ?? []).map((i) => `${i.action} ${i.url} ${i.reason} ${i.change ?? '-'}${i.kept ? ' kept' : ''}`).sort();
-    assert.deepEqual(summary(kept.plan), [
+    assert.deepEqual(summary(kept.plan?.items), [
       `create ${url('dir2/new.txt')} missing created`,
       `delete ${url('dir1/file-1.txt')} deleted-at-source deleted kept`,
       `update ${url('dir0/file-0.txt')} length updated`,
     ]);
-    assert.deepEqual(heard.sort(), kept.plan?.map((i) => i.url).sort());
+    assert.deepEqual(heard.sort(), kept.plan?.items.map((i) => i.url).sort());
     assert.deepEqual([kept.created, kept.updated, kept.deleted, kept.deletionsSkippedCount], [1, 1, 0, 1]);
     assert.equal(await readFile(join(dest, 'dir1', 'file-1.txt'), 'utf8'), 'content of file 1\n'.repeat(2), 'a dry run deletes nothing');
 
     const planned = await sync({ source: src.capabilityList, dest, dryRun: true, delete: true });
-    assert.deepEqual(summary(planned.plan), summary(kept.plan).map((l) => l.replace(' kept', '')));
+    assert.deepEqual(summary(planned.plan?.items), summary(kept.plan?.items).map((l) => l.replace(' kept', '')));
     assert.deepEqual([planned.deleted, planned.deletionsSkippedCount], [1, 0]);
 
     const done: string[] = [];
     const r = await sync({ source: src.capabilityList, dest, delete: true, fsync: false, onPlan: (i) => void done.push(`${i.action} ${i.url}`) });
     assert.equal(r.plan, undefined, 'only a dry run lists the plan in the report');
-    assert.deepEqual(done.sort(), summary(planned.plan).map((l) => l.split(' ').slice(0, 2).join(' ')));
+    assert.deepEqual(done.sort(), summary(planned.plan?.items).map((l) => l.split(' ').slice(0, 2).join(' ')));
     assert.deepEqual([r.created, r.updated, r.deleted], [1, 1, 1]);
     assert.deepEqual(await tree(dest), expected(src));
   });

@@ -2,6 +2,7 @@ import { closeSync, fstatSync, openSync, readSync, readdirSync, statSync } from 
 import { join, resolve, sep } from 'node:path';
 import { ResourceSyncError, isResourceSyncError } from '../core/errors.js';
 import type { HashAlgorithm } from '../core/constants.js';
+import { documentKindById, isPartOf } from '../core/model/document-kinds.js';
 import { parseW3CDatetime } from '../core/w3c-datetime.js';
 import { FingerprintSet } from '../core/fingerprint-set.js';
 import { digestHex } from '../node/digest.js';
@@ -9,7 +10,7 @@ import { loadDocument, openDocument, resolveLoc, type DocumentContext, type Remo
 import type { HttpGet } from './http.js';
 import type { Mapping } from './mapper.js';
 import { connect } from './connection.js';
-import { changeTime, orderChanges, planBatches, planGone, type LocalFacts, type LocalLookup, type PlanAction, type PlanItem, type PlanReason, type SourceFacts } from './plan.js';
+import { changeTime, countPlanItem, emptyPlanSummary, orderChanges, planBatches, planGone, type LocalFacts, type LocalLookup, type PlanItem, type PlanSummary, type SourceFacts } from './plan.js';
 import type { Entry } from '../core/model/types.js';
 import { StateStore, STATE_DIR } from './state-store.js';
 import { resolveSets } from './capability-sets.js';
@@ -72,15 +73,12 @@ export interface AuditReport {
   durationMs: number;
 }
 
-/** The plan behind an audit. */
-export interface AuditPlan {
-  counts: Record<PlanAction, number>;
-  reasons: Partial<Record<PlanReason, number>>;
-  /** Items whose action is not `unchanged`, in the order planned; at most 1,000. */
-  items: PlanItem[];
-}
+/** The plan behind an audit: the count of each action and reason, and the first 1,000 items that change something. */
+export type AuditPlan = PlanSummary;
 
 const MAX_LISTED = 1000;
+const RESOURCE_LIST = documentKindById('resource-list');
+const CHANGE_LIST = documentKindById('change-list');
 
 /** Every file under `dest` (relative `/` paths), the state folder aside. */
 export function listFiles(dest: string): string[] {
@@ -182,7 +180,7 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
     failed: [],
     counts: { missing: 0, extra: 0, changed: 0, failed: 0 },
     unverifiable: 0,
-    plan: { counts: { create: 0, update: 0, delete: 0, unchanged: 0 }, reasons: {}, items: [] },
+    plan: emptyPlanSummary(),
     warnings: [],
     durationMs: 0,
   };
@@ -228,10 +226,7 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
 
   /** Counts one plan item into the report. */
   const count = (item: PlanItem): void => {
-    const p = report.plan;
-    p.counts[item.action]++;
-    p.reasons[item.reason] = (p.reasons[item.reason] ?? 0) + 1;
-    if (item.action !== 'unchanged' && p.items.length < MAX_LISTED) p.items.push(item);
+    countPlanItem(report.plan, item);
     const path = item.path ?? '';
     switch (item.reason) {
       case 'missing':
@@ -279,9 +274,9 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
       const top = await openDocument(ctx, set.resourceList);
       const docs: RemoteDocument[] = [];
       let parts: string[] = [];
-      if (top.kind?.id === 'resource-list-index') {
+      if (isPartOf(RESOURCE_LIST, top.kind)) {
         for await (const e of top.entries) parts.push(resolveLoc(e.loc, top.finalUrl));
-      } else if (top.kind?.id === 'resource-list') {
+      } else if (top.kind?.id === RESOURCE_LIST.id) {
         docs.push(top);
       } else {
         throw new ResourceSyncError('RS_INVALID_DOCUMENT', `Document '${set.resourceList}' is not a Resource List.`, { data: { url: set.resourceList } });
@@ -292,12 +287,17 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
       if (set.changeList !== undefined && atMs !== undefined) {
         try {
           const cl = await loadDocument(ctx, set.changeList);
-          const lists = cl.kind?.id === 'change-list-index' ? cl.entries.filter((e) => {
+          const lists = isPartOf(CHANGE_LIST, cl.kind) ? cl.entries.filter((e) => {
             const until = e.md?.until === undefined ? undefined : parseW3CDatetime(e.md.until, true)?.ms;
             return until === undefined || until >= atMs;
           }).map((e) => resolveLoc(e.loc, cl.finalUrl)) : [];
-          const docsCl = cl.kind?.id === 'change-list' ? [cl] : await Promise.all(lists.map((u) => loadDocument(ctx, u)));
+          const docsCl = cl.kind?.id === CHANGE_LIST.id ? [cl] : await Promise.all(lists.map((u) => loadDocument(ctx, u)));
           for (const d of docsCl) {
+            if (d !== cl && !isPartOf(d.kind, cl.kind)) {
+              // §12.2: an index lists Change Lists; the entries of another document are no changes
+              report.warnings.push(note('index-part-not-change-list', { url: set.changeList, part: d.url }));
+              continue;
+            }
             for (const e of orderChanges(d.entries).entries) {
               const t = changeTime(e);
               if (t === undefined || t <= atMs) continue;
@@ -319,7 +319,12 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
       for (const d of docs) await each(d);
       for (const p of parts) {
         try {
-          await each(await openDocument(ctx, p));
+          const part = await openDocument(ctx, p);
+          if (!isPartOf(part.kind, top.kind)) {
+            // §10.2: an index lists Resource Lists; the entries of another document are not on offer
+            throw new ResourceSyncError('RS_INVALID_DOCUMENT', `Document '${p}', listed by Resource List Index '${set.resourceList}', is not a Resource List (${part.kind?.name ?? 'unknown kind'}).`, { data: { url: p, index: set.resourceList } });
+          }
+          await each(part);
         } catch (err) {
           if (isResourceSyncError(err, 'RS_ABORTED')) throw err;
           report.counts.failed++;

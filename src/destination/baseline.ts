@@ -1,10 +1,13 @@
 import { ResourceSyncError, isResourceSyncError } from '../core/errors.js';
+import { documentKindById, isPartOf } from '../core/model/document-kinds.js';
 import type { Entry } from '../core/model/types.js';
 import { FingerprintSet } from '../core/fingerprint-set.js';
 import { openDocument, resolveLoc, type DocumentContext, type RemoteDocument } from './documents.js';
 import type { Engine } from './engine.js';
 import { runPool } from './run-pool.js';
 import { note } from './notes.js';
+
+const RESOURCE_LIST = documentKindById('resource-list');
 
 /** Options of {@link baseline}. */
 export interface BaselineOptions extends DocumentContext {
@@ -45,7 +48,9 @@ export async function baseline(options: BaselineOptions, url: string): Promise<B
   const result: BaselineResult = { seen: options.seen ?? new FingerprintSet(), complete: true, documents: [] };
   const top = await openDocument(options, url);
   result.documents.push(url);
-  if (top.kind?.id !== 'resource-list' && top.kind?.id !== 'resource-list-index') {
+  // a Resource List, or an index whose parts are Resource Lists (§10.2)
+  const index = isPartOf(RESOURCE_LIST, top.kind);
+  if (top.kind?.id !== RESOURCE_LIST.id && !index) {
     throw new ResourceSyncError('RS_INVALID_DOCUMENT', `Document '${url}' is not a Resource List or Resource List Index (${top.kind?.name ?? 'unknown kind'}).`, { data: { url } });
   }
   if (top.header.md?.at !== undefined) result.at = top.header.md.at;
@@ -60,7 +65,7 @@ export async function baseline(options: BaselineOptions, url: string): Promise<B
     engine.flush();
   };
 
-  if (top.kind.id === 'resource-list') {
+  if (!index) {
     await run(top);
     return result;
   }
@@ -71,7 +76,7 @@ export async function baseline(options: BaselineOptions, url: string): Promise<B
     try {
       const doc = await openDocument(options, part);
       result.documents.push(part);
-      if (doc.kind?.id !== 'resource-list') {
+      if (!isPartOf(doc.kind, top.kind)) {
         engine.warn(note('index-part-not-resource-list', { url, part, ...(doc.kind !== undefined ? { kind: doc.kind.name } : {}) }));
         result.complete = false;
         continue;

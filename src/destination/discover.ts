@@ -2,7 +2,7 @@ import { CAPABILITY_LIST_ENTRIES, REL_RESOURCESYNC, WELL_KNOWN_PATH } from '../c
 import { ResourceSyncError, isResourceSyncError } from '../core/errors.js';
 import { htmlResourceSyncLinks, httpUrl, robotsSitemaps } from '../core/discovery-hints.js';
 import { parseLinkHeader } from '../core/link-header.js';
-import type { DocumentKindId } from '../core/model/document-kinds.js';
+import { isIndex, type DocumentKind, type DocumentKindId } from '../core/model/document-kinds.js';
 import type { Entry, Ln } from '../core/model/types.js';
 import { readDocument } from '../core/xml/read-document.js';
 import type { HttpGet, HttpResponse } from './http.js';
@@ -79,7 +79,7 @@ type Fetched =
   | {
       type: 'xml';
       url: string;
-      kind: DocumentKindId | undefined;
+      kind: DocumentKind | undefined;
       capability: string | undefined;
       ln: Ln[];
       entries: Entry[];
@@ -89,13 +89,11 @@ type Fetched =
   | { type: 'text'; url: string; text: string; linkHeader: string[] }
   | { type: 'other'; url: string; status: number; linkHeader: string[] };
 
-/** Documents whose entries discovery reads in full (they are small); for the others only the header. */
-const READ_ENTRIES = new Set<DocumentKindId>([
-  'source-description',
-  'source-description-index',
-  'capability-list',
-  'capability-list-index',
-]);
+/**
+ * Documents whose entries discovery reads in full (they are small): Source Descriptions and Capability Lists, and
+ * their indexes; for the others only the header.
+ */
+const readsEntries = (kind: DocumentKind): boolean => kind.family === 'description' || kind.family === 'capability';
 
 const XML_LIMITS = { maxBytes: 8 * 1024 * 1024, maxEntries: 10_000 };
 
@@ -187,7 +185,7 @@ function notFound(start: string, ctx: Ctx): ResourceSyncError {
 async function fromWellKnown(ctx: Ctx, result: Discovery, url: string): Promise<boolean> {
   const doc = await fetchClassified(ctx, url, 0);
   if (doc?.type !== 'xml') return false;
-  if (doc.kind !== 'source-description' && doc.kind !== 'source-description-index') {
+  if (doc.kind?.family !== 'description') {
     push(ctx, 'not-source-description', { url, capability: doc.capability ?? '' });
     await follow(ctx, result, doc, 0);
     return result.capabilityLists.length > 0;
@@ -214,15 +212,20 @@ async function follow(ctx: Ctx, result: Discovery, doc: Fetched, depth: number):
     return doc.type === 'html' && targets.some((x) => x.how === 'html') ? 'html' : 'link-header';
   }
 
-  switch (doc.kind) {
-    case 'source-description':
-    case 'source-description-index': {
+  const kind = doc.kind;
+  if (kind === undefined) {
+    push(ctx, 'sitemap-ignored', { url: doc.url });
+    return undefined;
+  }
+  switch (kind.family) {
+    case 'description': {
+      // a Source Description (§8), or an index of them
       result.sourceDescription ??= doc.url;
       for (const e of doc.entries) {
         const loc = httpUrl(e.loc, doc.url);
         if (loc === undefined) continue;
         const describedby = (e.ln ?? []).find((l) => relIs(l, 'describedby'))?.href;
-        if (doc.kind === 'source-description-index' || e.md?.capability === 'description') {
+        if (isIndex(kind) || e.md?.capability === 'description') {
           const sub = await fetchClassified(ctx, loc, depth + 1);
           if (sub) await follow(ctx, result, sub, depth + 1);
           continue;
@@ -239,18 +242,19 @@ async function follow(ctx: Ctx, result: Discovery, doc: Fetched, depth: number):
           if (d !== undefined) found.describedby = d;
         }
       }
-      return doc.kind;
+      return kind.id;
     }
-    case 'capability-list-index': {
-      for (const e of doc.entries) {
-        const loc = httpUrl(e.loc, doc.url);
-        if (loc === undefined) continue;
-        const cl = await fetchClassified(ctx, loc, depth + 1);
-        if (cl) await follow(ctx, result, cl, depth + 1);
+    case 'capability': {
+      if (isIndex(kind)) {
+        // a Capability List Index: each of its Capability Lists
+        for (const e of doc.entries) {
+          const loc = httpUrl(e.loc, doc.url);
+          if (loc === undefined) continue;
+          const cl = await fetchClassified(ctx, loc, depth + 1);
+          if (cl) await follow(ctx, result, cl, depth + 1);
+        }
+        return kind.id;
       }
-      return doc.kind;
-    }
-    case 'capability-list': {
       addCapabilityList(ctx, result, doc);
       const up = upLink(doc);
       if (up !== undefined && result.sourceDescription === undefined) {
@@ -258,23 +262,20 @@ async function follow(ctx: Ctx, result: Discovery, doc: Fetched, depth: number):
         result.sourceDescription = up;
         push(ctx, 'capability-list-up', { url: doc.url, up });
       }
-      return doc.kind;
+      return kind.id;
     }
-    case undefined:
-      push(ctx, 'sitemap-ignored', { url: doc.url });
-      return undefined;
     default: {
       // A Resource List, Change List, Dump, or their index or manifest: walk `index` then `up` (§6.2).
-      const kind = doc.kind;
+      const id = kind.id;
       const index = linkHref(doc, 'index');
       const up = upLink(doc);
       const before = result.capabilityLists.length;
       if (up !== undefined) {
-        push(ctx, 'discovery-up', { url: doc.url, kind, up });
+        push(ctx, 'discovery-up', { url: doc.url, kind: id, up });
         const cl = await fetchClassified(ctx, up, depth + 1);
         if (cl) await follow(ctx, result, cl, depth + 1);
       } else if (index !== undefined) {
-        push(ctx, 'discovery-index', { url: doc.url, kind, index });
+        push(ctx, 'discovery-index', { url: doc.url, kind: id, index });
         const ix = await fetchClassified(ctx, index, depth + 1);
         if (ix) await follow(ctx, result, ix, depth + 1);
       }
@@ -287,7 +288,7 @@ async function follow(ctx: Ctx, result: Discovery, doc: Fetched, depth: number):
         const listed = result.capabilityLists.some((c) => c.capabilities[cap]?.some((u) => u === doc.url || u === index));
         if (!listed) push(ctx, 'not-in-capability-list', { url: doc.url });
       }
-      return kind;
+      return id;
     }
   }
 }
@@ -437,9 +438,9 @@ async function fetchClassified(ctx: Ctx, url: string, depth: number): Promise<Fe
     if (looksXml) {
       try {
         const reader = await readDocument(body, { limits: XML_LIMITS, signal: abort.signal });
-        const kind = reader.kind?.id;
+        const kind = reader.kind;
         const entries: Entry[] = [];
-        if (kind !== undefined && READ_ENTRIES.has(kind)) {
+        if (kind !== undefined && readsEntries(kind)) {
           for await (const e of reader.entries) entries.push(e);
         } else {
           await reader.close(); // only the header is needed (§6.2 `up` and `index` links)

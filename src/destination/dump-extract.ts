@@ -1,6 +1,7 @@
 import { open, rm, type FileHandle } from 'node:fs/promises';
 import { isResourceSyncError } from '../core/errors.js';
 import { knownHashes, parseLength, type HashValue } from '../core/hash.js';
+import { manifestKind } from '../core/model/document-kinds.js';
 import type { Entry } from '../core/model/types.js';
 import { parseW3CDatetime } from '../core/w3c-datetime.js';
 import { readDocument } from '../core/xml/read-document.js';
@@ -12,7 +13,7 @@ import { writeVerified, type ByteSource } from './verified-write.js';
 import {
   MAX_PATCH_BYTES,
   DOC_LIMITS,
-  MANIFEST_KIND,
+  DUMP_KIND,
   fail,
   packageName,
   packagedPatch,
@@ -254,10 +255,12 @@ export async function extractPackage(run: Run, pkgUrl: string, tmp: string): Pro
         ...(opts.signal ? { signal: opts.signal } : {}),
       },
     );
-    if (reader.kind?.id !== MANIFEST_KIND[flavor]) {
+    // §11.2, §13.2: the manifest of the dump's kind
+    const manifest = manifestKind(DUMP_KIND[flavor])!;
+    if (reader.kind?.id !== manifest.id) {
       throw rsError(
         'RS_INVALID_DOCUMENT',
-        `Package '${pkgUrl}' manifest.xml is not a ${flavor === 'resource' ? 'Resource Dump Manifest' : 'Change Dump Manifest'} (capability '${reader.header.md?.capability ?? ''}').`,
+        `Package '${pkgUrl}' manifest.xml is not a ${manifest.name} (capability '${reader.header.md?.capability ?? ''}').`,
         { url: pkgUrl },
       );
     }

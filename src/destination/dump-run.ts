@@ -1,5 +1,5 @@
 import { ResourceSyncError, isResourceSyncError, type ErrorCode } from '../core/errors.js';
-import type { DocumentKindId } from '../core/model/document-kinds.js';
+import { documentKindById, type DocumentKind } from '../core/model/document-kinds.js';
 import type { Entry, Ln } from '../core/model/types.js';
 import { safeRelativePath } from '../node/safe-path.js';
 import { readManifestPath } from '../core/manifest-path.js';
@@ -133,14 +133,10 @@ export function packagedPatch(item: Entry): Ln | undefined {
 export const DOC_LIMITS = { maxBytes: 50 * 1024 * 1024 };
 
 export type Flavor = 'resource' | 'change';
-export const DUMP_KIND: Record<Flavor, DocumentKindId> = { resource: 'resource-dump', change: 'change-dump' };
-export const INDEX_KIND: Record<Flavor, DocumentKindId> = {
-  resource: 'resource-dump-index',
-  change: 'change-dump-index',
-};
-export const MANIFEST_KIND: Record<Flavor, DocumentKindId> = {
-  resource: 'resource-dump-manifest',
-  change: 'change-dump-manifest',
+/** The dump of each flavor; its index and its packages' manifest are read from its kind (`isPartOf`, `manifestKind`). */
+export const DUMP_KIND: Record<Flavor, DocumentKind> = {
+  resource: documentKindById('resource-dump'),
+  change: documentKindById('change-dump'),
 };
 
 export interface Run {

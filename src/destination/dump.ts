@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { once as onceEvent } from 'node:events';
 import { isResourceSyncError } from '../core/errors.js';
 import { knownHashes, nodeHashName, parseLength, type HashValue } from '../core/hash.js';
+import { isPartOf } from '../core/model/document-kinds.js';
 import type { Entry } from '../core/model/types.js';
 import { formatW3CDatetime, parseW3CDatetime } from '../core/w3c-datetime.js';
 import { readDocument } from '../core/xml/read-document.js';
@@ -15,7 +16,6 @@ import {
   DEFAULT_MAX_TOTAL,
   DOC_LIMITS,
   DUMP_KIND,
-  INDEX_KIND,
   checkAuthority,
   fail,
   rsError,
@@ -133,7 +133,8 @@ async function listPackages(run: Run, url: string, depth: number): Promise<Entry
     throw rsError('RS_HTTP_STATUS', `Dump '${url}' answered HTTP ${res.status}.`, { url, status: res.status });
   }
   const reader = await readDocument(res.body, { limits: DOC_LIMITS, ...(opts.signal ? { signal: opts.signal } : {}) });
-  const kind = reader.kind?.id;
+  const dump = DUMP_KIND[flavor];
+  const kind = reader.kind;
   const base = res.url || url;
   const entries: Entry[] = [];
   for await (const e of reader.entries) {
@@ -146,16 +147,17 @@ async function listPackages(run: Run, url: string, depth: number): Promise<Entry
     }
     entries.push({ ...e, loc });
   }
-  if (kind === INDEX_KIND[flavor]) {
+  if (isPartOf(dump, kind)) {
+    // a Resource Dump Index or Change Dump Index (§11.1, §13.1): its parts are dumps of its flavor
     if (depth > 0) throw rsError('RS_INVALID_DOCUMENT', `Dump index '${url}' is nested in another index.`, { url });
     const out: Entry[] = [];
     for (const e of entries) out.push(...(await listPackages(run, e.loc, depth + 1)));
     return out;
   }
-  if (kind !== DUMP_KIND[flavor]) {
+  if (kind?.id !== dump.id) {
     throw rsError(
       'RS_INVALID_DOCUMENT',
-      `Document '${url}' is not a ${flavor === 'resource' ? 'Resource Dump' : 'Change Dump'} (capability '${reader.header.md?.capability ?? ''}').`,
+      `Document '${url}' is not a ${dump.name} (capability '${reader.header.md?.capability ?? ''}').`,
       { url },
     );
   }

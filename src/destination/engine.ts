@@ -54,8 +54,11 @@ export interface EngineOptions {
   ) => Promise<{ length: number; hashes: Record<string, string> }>;
   /** Try `duplicate` mirrors before the primary URL. */
   preferMirrors?: boolean;
-  /** Called with each plan item before it is applied (in a dry run, instead). */
-  onPlan?: (item: PlanItem) => void;
+  /**
+   * Called with each plan item before it is applied (in a dry run, instead). A promise it returns holds the
+   * resource's slot until it settles: a slow consumer slows the plan down instead of letting items pile up.
+   */
+  onPlan?: (item: PlanItem) => void | Promise<void>;
 }
 
 const RETRYABLE: ReadonlySet<ErrorCode> = new Set(['RS_HASH_MISMATCH', 'RS_LENGTH_MISMATCH', 'RS_NETWORK', 'RS_HTTP_TIMEOUT']);
@@ -285,7 +288,8 @@ export class Engine {
 
   /** Applies one plan item (in a dry run: reports it and counts it, nothing else). */
   async #applyItem(item: PlanItem, found: Found, entry: Entry | undefined, release?: () => void): Promise<PlanAction> {
-    this.#o.onPlan?.(item);
+    const heard = this.#o.onPlan?.(item);
+    if (heard !== undefined) await heard;
     const { url, action } = item;
     const record = found.record;
     if (action === 'delete' || item.reason === 'absent') {

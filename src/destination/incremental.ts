@@ -1,4 +1,5 @@
 import { ResourceSyncError, isResourceSyncError } from '../core/errors.js';
+import { archivedKind, documentKindById, indexedKind, isPartOf, type DocumentKind } from '../core/model/document-kinds.js';
 import type { Entry, ResourceSyncDocument } from '../core/model/types.js';
 import { formatW3CDatetime, parseW3CDatetime } from '../core/w3c-datetime.js';
 import { isAbsoluteLoc, loadDocument, resolveLoc, type DocumentContext } from './documents.js';
@@ -40,6 +41,54 @@ interface ListRef {
 
 const ms = (v: string | undefined): number | undefined => (v === undefined ? undefined : parseW3CDatetime(v, true)?.ms);
 
+const CHANGE_LIST = documentKindById('change-list');
+
+type LoadedDocument = Awaited<ReturnType<typeof loadDocument>>;
+
+/** True for an index of Change Lists (§12.2) or an archive of them (ResourceSync Archives §5): its entries are Change Lists. */
+const listsChangeLists = (kind: DocumentKind | undefined): boolean =>
+  isPartOf(CHANGE_LIST, kind) || (kind !== undefined && archivedKind(kind)?.id === CHANGE_LIST.id);
+
+/**
+ * The Change Lists of the archives an index of Change List Archives lists (ResourceSync Archives §5); a part of
+ * another kind is skipped with a warning. None when an archive cannot be read: its Change Lists may be the
+ * earliest, and the cursor must not pass them (the caller falls back to a baseline).
+ */
+async function archivedLists(options: IncrementalOptions, url: string, index: LoadedDocument, kind: DocumentKind, archives: DocumentKind): Promise<ListRef[]> {
+  const lists: ListRef[] = [];
+  for (const e of index.entries) {
+    const part = resolveLoc(e.loc, index.finalUrl);
+    let archive: LoadedDocument;
+    try {
+      archive = await loadDocument(options, part);
+    } catch (err) {
+      if (isResourceSyncError(err, 'RS_ABORTED') || options.signal?.aborted) throw err;
+      options.engine.fail(part, err);
+      return [];
+    }
+    options.onDocument?.(part, archive);
+    if (!isPartOf(archive.kind, kind)) {
+      const data = { url, index: kind.name, part, expected: archives.name };
+      options.engine.warn(note('index-part-unexpected', archive.kind === undefined ? data : { ...data, kind: archive.kind.name }));
+      continue;
+    }
+    lists.push(...listRefs(archive));
+  }
+  return lists;
+}
+
+/** The Change Lists an index or archive lists, with the period each covers. */
+function listRefs(doc: { entries: readonly Entry[]; finalUrl: string }): ListRef[] {
+  return doc.entries.map((e) => {
+    const r: ListRef = { url: resolveLoc(e.loc, doc.finalUrl) };
+    const f = ms(e.md?.from);
+    const u = ms(e.md?.until);
+    if (f !== undefined) r.from = f;
+    if (u !== undefined) r.until = u;
+    return r;
+  });
+}
+
 function earliestChange(entries: readonly Entry[]): number | undefined {
   let min: number | undefined;
   for (const e of entries) {
@@ -58,14 +107,15 @@ function done(cursor: SyncCursor | undefined, cursorMs: number | undefined, time
 }
 
 /**
- * Incremental synchronization from a Change List or a Change List Index: closed lists whose `until` lies before
+ * Incremental synchronization from a Change List, a Change List Index, or a Change List Archive (or an index of
+ * archives, when catching up after a gap): closed lists whose `until` lies before
  * the cursor are skipped unfetched; the others are processed from their first unprocessed change (by change
  * time, `rs:md datetime` in 1.1 or `lastmod` in 1.0, and position); several changes to one resource collapse to
  * the last; created/updated are fetched and verified, deleted are removed (or reported) by the engine. A list in
  * reverse order is sorted with a warning. When the earliest `from` on offer is later than the cursor, changes
  * were missed: nothing is applied and `gap` says why (the caller falls back to a baseline).
  * The cursor never passes a change that failed: the next run starts there again.
- * @see Z39.99 §5.2 (Incremental Synchronization), §12.1, §12.2
+ * @see Z39.99 §5.2 (Incremental Synchronization), §12.1, §12.2; ResourceSync Archives §5
  */
 export async function incremental(options: IncrementalOptions, url: string): Promise<IncrementalResult> {
   const { engine } = options;
@@ -76,22 +126,9 @@ export async function incremental(options: IncrementalOptions, url: string): Pro
   options.onDocument?.(url, top);
   let lists: ListRef[];
   let firstDoc: typeof top | undefined;
-  const kind = top.kind?.id;
-  if (kind === 'change-list-index' || kind === 'change-list-archive' || kind === 'change-list-archive-index') {
-    // an index of Change Lists, or an archive of them (ResourceSync Archives §5: same entries, `from`/`until` each)
-    lists = top.entries.map((e) => {
-      const r: ListRef = { url: resolveLoc(e.loc, top.finalUrl) };
-      const f = ms(e.md?.from);
-      const u = ms(e.md?.until);
-      if (f !== undefined) r.from = f;
-      if (u !== undefined) r.until = u;
-      return r;
-    });
-    if (lists.some((l, i) => i > 0 && l.from !== undefined && lists[i - 1]!.from !== undefined && l.from < lists[i - 1]!.from!)) {
-      engine.warn(note('change-lists-out-of-order', { url }));
-      lists = [...lists].sort((a, b) => (a.from ?? 0) - (b.from ?? 0));
-    }
-  } else if (kind === 'change-list') {
+  const kind = top.kind;
+  const archives = kind === undefined ? undefined : indexedKind(kind);
+  if (kind?.id === CHANGE_LIST.id) {
     const r: ListRef = { url };
     // a Change List without `from` (tolerated) is read as starting at the earliest change it lists
     const f = ms(top.md?.from) ?? earliestChange(top.entries);
@@ -100,13 +137,24 @@ export async function incremental(options: IncrementalOptions, url: string): Pro
     if (u !== undefined) r.until = u;
     lists = [r];
     firstDoc = top;
+  } else if (listsChangeLists(kind)) {
+    // an index of Change Lists, or an archive of them (ResourceSync Archives §5: same entries, `from`/`until` each)
+    lists = listRefs(top);
+  } else if (kind !== undefined && archives !== undefined && listsChangeLists(archives)) {
+    // an index of Change List Archives: each archive read for its Change Lists
+    lists = await archivedLists(options, url, top, kind, archives);
   } else {
     throw new ResourceSyncError('RS_INVALID_DOCUMENT', `Document '${url}' is not a Change List or Change List Index (${top.kind?.name ?? 'unknown kind'}).`, { data: { url } });
+  }
+  if (lists.some((l, i) => i > 0 && l.from !== undefined && lists[i - 1]!.from !== undefined && l.from < lists[i - 1]!.from!)) {
+    engine.warn(note('change-lists-out-of-order', { url }));
+    lists = [...lists].sort((a, b) => (a.from ?? 0) - (b.from ?? 0));
   }
 
   // Gap: the earliest change on offer starts after the cursor (§12.1 from/until semantics).
   if (cursorMs !== undefined) {
-    const froms = [kind === 'change-list-index' ? ms(top.md?.from) : undefined, ...lists.map((l) => l.from)].filter((x): x is number => x !== undefined);
+    // the period the document itself covers (`from` of a Change List Index, §12.2), then its lists'
+    const froms = [isPartOf(CHANGE_LIST, kind) ? ms(top.md?.from) : undefined, ...lists.map((l) => l.from)].filter((x): x is number => x !== undefined);
     const earliest = froms.length > 0 ? Math.min(...froms) : undefined;
     if (earliest !== undefined && earliest > cursorMs) {
       result.gap = gapNote({ url, start: formatW3CDatetime(earliest), cursor: options.cursor!.datetime });
@@ -131,7 +179,7 @@ export async function incremental(options: IncrementalOptions, url: string): Pro
         engine.fail(list.url, err);
         break; // later lists would move the cursor past what this one holds
       }
-      if (doc.kind?.id !== 'change-list') {
+      if (doc.kind?.id !== CHANGE_LIST.id) {
         engine.warn(note('index-part-not-change-list', { url, part: list.url }));
         continue;
       }

@@ -10,7 +10,7 @@
 export { sync, type SyncOptions, type SyncReport, type SyncProgress, type SyncFailure } from './sync.js';
 export { audit, type AuditOptions, type AuditReport, type AuditDifference, type AuditPlan } from './audit.js';
 export { discover, type Discovery, type DiscoverOptions } from './discover.js';
-export { plan, planBatches, planEntry, planGone, decide, sourceFacts, type PlanItem, type PlanAction, type PlanReason, type PlanDecision, type PlanOptions, type SourceFacts, type LocalFacts, type LocalLookup, type LocalLookupFn } from './plan.js';
+export { plan, planBatches, planEntry, planGone, decide, sourceFacts, PLAN_ITEMS_LISTED, type PlanSummary, type PlanItem, type PlanAction, type PlanReason, type PlanDecision, type PlanOptions, type SourceFacts, type LocalFacts, type LocalLookup, type LocalLookupFn } from './plan.js';
 export { NOTES, NOTE_CODES, note, type DestinationNote, type NoteCode, type NoteData, type NoteSeverity, type NoteDefinition, type GapData, type GapNote, type GapRemedy } from './notes.js';
 export { robotsSitemaps, htmlResourceSyncLinks } from '../core/discovery-hints.js';
 export { applyResourceDump, applyChangeDump, type ApplyDumpOptions, type DumpReport } from './dump.js';

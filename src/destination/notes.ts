@@ -117,6 +117,9 @@ export const NOTES = {
   'index-part-not-change-list': row<{ url: string; part: string }>('warning', 'a Change List Index lists a document that is not a Change List: skipped', (d) =>
     `Change List Index '${d.url}' lists '${d.part}', which is not a Change List; skipped.`,
   ),
+  'index-part-unexpected': row<{ url: string; index: string; part: string; expected: string; kind?: string }>('warning', 'an index lists a document of another kind than the documents it groups: skipped', (d) =>
+    `${d.index} '${d.url}' lists '${d.part}', which is not a ${d.expected} (${d.kind ?? 'unknown kind'}); skipped.`,
+  ),
   'change-lists-out-of-order': row<{ url: string }>('warning', "a Change List Index does not list its Change Lists in forward chronological order: sorted by `from`", (d) =>
     `Change List Index '${d.url}' does not list its Change Lists in forward chronological order; sorted by 'from'.`,
   ),

@@ -158,6 +158,37 @@ function planOne(entry: Entry, lookup: LocalLookupFn, options: PlanOptions): Pla
   return found instanceof Promise ? found.then((f) => planEntry(entry, f, options, source)) : planEntry(entry, found, options, source);
 }
 
+/**
+ * A plan in figures, whose size does not grow with the number of resources: the count of each action and of
+ * each reason, and the first items that change something. A dry run and an audit report their plan this way;
+ * every item goes to `onPlan` as it is decided.
+ * @example { counts: { create: 1, update: 0, delete: 0, unchanged: 41 }, reasons: { missing: 1, same: 41 }, items: [{ url, action: 'create', reason: 'missing', … }] }
+ */
+export interface PlanSummary {
+  counts: Record<PlanAction, number>;
+  reasons: Partial<Record<PlanReason, number>>;
+  /** Items whose action is not `unchanged`, in the order planned; at most {@link PLAN_ITEMS_LISTED}. */
+  items: PlanItem[];
+}
+
+/** Most items a {@link PlanSummary} lists. */
+export const PLAN_ITEMS_LISTED = 1000;
+
+/** The summary of a plan with no item yet. */
+export function emptyPlanSummary(): PlanSummary {
+  return { counts: { create: 0, update: 0, delete: 0, unchanged: 0 }, reasons: {}, items: [] };
+}
+
+/**
+ * Counts one item into a plan's summary (listed when it changes something and the list is not full).
+ * @example const s = emptyPlanSummary(); countPlanItem(s, { url, action: 'create', reason: 'missing' }); s.counts.create // 1
+ */
+export function countPlanItem(summary: PlanSummary, item: PlanItem): void {
+  summary.counts[item.action]++;
+  summary.reasons[item.reason] = (summary.reasons[item.reason] ?? 0) + 1;
+  if (item.action !== 'unchanged' && summary.items.length < PLAN_ITEMS_LISTED) summary.items.push(item);
+}
+
 /** Reads the facts of a Resource List / Change List entry. */
 export function sourceFacts(entry: Entry): SourceFacts {
   // base64 digests (tolerated by lenient reading) are compared as the bytes they stand for

@@ -12,7 +12,7 @@ import { linkFetcher } from './links.js';
 import { Engine, emptyCounts, type SyncCounts, type SyncProgress } from './engine.js';
 import { runPool } from './run-pool.js';
 import { gapNote, note, type GapNote } from './notes.js';
-import type { PlanItem } from './plan.js';
+import { countPlanItem, emptyPlanSummary, type PlanItem, type PlanSummary } from './plan.js';
 import { baseline } from './baseline.js';
 import { incremental } from './incremental.js';
 import type { HttpGet } from './http.js';
@@ -39,12 +39,16 @@ export interface SyncOptions {
   /** Resources fetched at once. Default 16. */
   concurrency?: number;
   /**
-   * Plan only: nothing is fetched but documents, nothing is written, state included. The report's `plan` lists
-   * every plan item.
+   * Plan only: nothing is fetched but documents, nothing is written, state included. The report's `plan` counts
+   * the items by action and reason and lists the first 1,000 that change something; `onPlan` hears every item.
    */
   dryRun?: boolean;
-  /** Called with each plan item (create, update, delete or unchanged, with its reason) as it is decided. */
-  onPlan?: (item: PlanItem) => void;
+  /**
+   * Called with each plan item (create, update, delete or unchanged, with its reason) as it is decided. A promise
+   * it returns holds that resource until it settles, so that a slow consumer (a pipe, a file) slows the sync down
+   * instead of letting items pile up in memory.
+   */
+  onPlan?: (item: PlanItem) => void | Promise<void>;
   /** The HTTP effect; default an undici client built from the options below. */
   http?: HttpGet;
   signal?: AbortSignal;
@@ -94,8 +98,12 @@ export interface SyncReport extends SyncCounts {
   dryRun: boolean;
   /** Capability sets processed, with what was done for each. */
   sets: { key: string; mode: 'baseline' | 'incremental'; documents: string[] }[];
-  /** A dry run: the plan, one item per resource in the order decided. */
-  plan?: PlanItem[];
+  /**
+   * A dry run: the plan in figures, the count of each action and reason and the first 1,000 items that change
+   * something, in the order decided. Its size does not grow with the number of resources: every item goes to
+   * `onPlan`.
+   */
+  plan?: PlanSummary;
   durationMs: number;
 }
 
@@ -162,7 +170,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
     const fresh = store.count() === 0 && (await isEmptyDir(dest));
     const durability = options.durability ?? durabilityFor(options.fsync ?? true, options.fsyncMethod ?? 'batch');
     const pendingUrls = new Set<string>();
-    const planned: PlanItem[] = [];
+    const planned = emptyPlanSummary();
     const onPlan = options.onPlan;
     const engine = new Engine({
       dest,
@@ -182,8 +190,8 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
       ...(dryRun || onPlan !== undefined
         ? {
             onPlan: (item: PlanItem) => {
-              if (dryRun) planned.push(item);
-              onPlan?.(item);
+              if (dryRun) countPlanItem(planned, item);
+              return onPlan?.(item);
             },
           }
         : {}),

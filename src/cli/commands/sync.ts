@@ -1,6 +1,6 @@
 import { stderr, stdout } from 'node:process';
 import { durabilityFor, sync, type SyncReport } from '../../destination/sync.js';
-import type { PlanItem } from '../../destination/plan.js';
+import type { PlanItem, PlanSummary } from '../../destination/plan.js';
 import { ProgressBar } from '../progress.js';
 import { EXIT, MIRROR_OPTIONS, exitCodeOf, integerOption, mirrorOptions, reportFailure, sourceAndDest, type MirrorOptions } from '../mirror-options.js';
 import { parseCommandArgs, usageError } from '../command-args.js';
@@ -39,10 +39,14 @@ cursor and lock live in <dest-dir>/.resourcesync/.
 Options:
   --delete                 apply deletions (default: only report them)
   --concurrency N          resources fetched at once (default 16)
-  --dry-run                show the plan (one line per resource to create, update or
-                           delete, with the reason; --json lists every item); change
-                           nothing, state included
-  --json                   print one JSON report on stdout
+  --dry-run                show the plan and change nothing, state included: one line per
+                           resource to create, update or delete, with the reason, printed
+                           as it is planned; then the count of each action
+  --json                   print one JSON report on stdout; with --dry-run, JSON Lines: one
+                           plan item per line, every resource (unchanged ones included) as
+                           it is planned, then the report on the last line (its "plan": the
+                           count of each action and reason, and the first 1,000 items that
+                           change something)
   --capability-list URL    with several Capability Lists, sync only this one
   --allow-origin ORIGIN    also allow this origin (mirrors, other hosts); repeatable
   --base URL               the URL that maps to <dest-dir> (default: the origin of <source-url>)
@@ -84,24 +88,40 @@ Exit codes:
   130 interrupted
 `;
 
-/** One line per plan item that changes something (action, URL, reason), then the count of each action. */
-function describePlan(plan: readonly PlanItem[]): string[] {
-  const lines: string[] = [];
-  const counts: Record<PlanItem['action'], number> = { create: 0, update: 0, delete: 0, unchanged: 0 };
-  let kept = 0;
-  for (const item of plan) {
-    counts[item.action]++;
-    if (item.kept === true) kept++;
-    if (item.action !== 'unchanged') lines.push(`  ${item.action.padEnd(6)} ${item.url} (${item.reason}${item.kept === true ? ', kept: no --delete' : ''})`);
-  }
-  lines.push(`  plan: ${counts.create} to create, ${counts.update} to update, ${counts.delete} to delete${kept > 0 ? ` (${kept} kept)` : ''}, ${counts.unchanged} unchanged`);
-  return lines;
+/** The line of a plan item that changes something: action, URL, reason. */
+function planLine(item: PlanItem): string {
+  return `  ${item.action.padEnd(6)} ${item.url} (${item.reason}${item.kept === true ? ', kept: no --delete' : ''})`;
 }
 
-/** Human summary of a sync report; a dry run lists its plan. */
+/** The count of each action of a plan; `kept` deletions are planned but not applied (no --delete). */
+function planCounts(plan: PlanSummary, kept: number): string {
+  const c = plan.counts;
+  return `  plan: ${c.create} to create, ${c.update} to update, ${c.delete} to delete${kept > 0 ? ` (${kept} kept)` : ''}, ${c.unchanged} unchanged`;
+}
+
+/**
+ * Writes lines on `out` as they come; when its buffer is full, the promise returned settles once it drains, so a
+ * caller that waits for it (the sync's `onPlan`) keeps memory bounded however many lines it prints.
+ */
+function lineWriter(out: NodeJS.WritableStream): (line: string) => Promise<void> | undefined {
+  let drained: Promise<void> | undefined;
+  return (line) => {
+    if (!out.write(`${line}\n`) && drained === undefined) {
+      drained = new Promise((resolve) => {
+        out.once('drain', () => {
+          drained = undefined;
+          resolve();
+        });
+      });
+    }
+    return drained;
+  };
+}
+
+/** Human summary of a sync report; for a dry run, the count of each action of its plan (its lines came before). */
 export function describeSync(r: SyncReport): string {
   const lines = [`${r.dryRun ? 'Dry run: ' : ''}${r.mode} sync of ${r.source} into ${r.dest}`];
-  if (r.plan !== undefined) lines.push(...describePlan(r.plan));
+  if (r.plan !== undefined) lines.push(planCounts(r.plan, r.deletionsSkippedCount));
   else {
     lines.push(
       `  created ${r.created}, updated ${r.updated}, deleted ${r.deleted}, unchanged ${r.unchanged}, failed ${r.failed.length}` +
@@ -201,12 +221,22 @@ export async function run(args: string[]): Promise<number> {
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   const bar = new ProgressBar(stderr, !(v.json ?? false));
+  const dryRun = v['dry-run'] ?? false;
+  // a dry run prints its plan as it is decided: JSON Lines (every item) with --json, else a line per change
+  const print = lineWriter(stdout);
+  const onPlan = (item: PlanItem): Promise<void> | undefined => {
+    if (v.json === true) return print(JSON.stringify(item));
+    if (item.action === 'unchanged') return undefined;
+    bar.done();
+    return print(planLine(item));
+  };
   try {
     const report = await sync({
       source,
       dest,
       delete: v.delete ?? false,
-      dryRun: v['dry-run'] ?? false,
+      dryRun,
+      ...(dryRun ? { onPlan } : {}),
       preferDump: v['prefer-dump'] ?? false,
       preferMirrors: v['prefer-mirrors'] ?? false,
       fsync: !(v['no-fsync'] ?? false),

@@ -17,7 +17,12 @@ export const CAPABILITY_LIST_KINDS: readonly DocumentKind[] = [
     time: 'none',
     family: 'capability',
     entry: { lastmod: 'discouraged', capability: 'advertised' },
-    links: { up: 'required', upTo: 'source-description', describedby: 'its set of resources' },
+    links: {
+      up: 'required',
+      upTo: 'source-description',
+      describedby: 'its set of resources',
+      index: 'capability-list-index',
+    },
   }),
   kind({
     id: 'capability-list-index',

@@ -18,8 +18,9 @@ export const CHANGE_DUMP_KINDS: readonly DocumentKind[] = [
     family: 'dump',
     top: INTERVAL_TOP,
     entry: { at: 'forbidden', from: 'recommended', packageMetadata: true },
-    links: { up: 'required', upTo: 'capability-list', index: 'change-dump-index' },
+    links: { up: 'required', upTo: 'capability-list', index: 'change-dump-index', archives: 'change-dump-archive' },
     order: 'package',
+    manifest: 'change-dump-manifest',
   }),
   kind({
     id: 'change-dump-index',

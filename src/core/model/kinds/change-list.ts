@@ -18,7 +18,7 @@ export const CHANGE_LIST_KINDS: readonly DocumentKind[] = [
     family: 'list',
     top: INTERVAL_TOP,
     entry: { at: 'forbidden', from: 'forbidden', lastmod: 'required-1.0', change: 'required', datetime: true },
-    links: { up: 'required', upTo: 'capability-list', index: 'change-list-index' },
+    links: { up: 'required', upTo: 'capability-list', index: 'change-list-index', archives: 'change-list-archive' },
     order: 'change',
   }),
   kind({

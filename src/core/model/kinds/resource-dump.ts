@@ -18,7 +18,8 @@ export const RESOURCE_DUMP_KINDS: readonly DocumentKind[] = [
     family: 'dump',
     top: SNAPSHOT_TOP,
     entry: { at: 'allowed', from: 'forbidden', packageMetadata: true },
-    links: { up: 'required', upTo: 'capability-list', index: 'resource-dump-index' },
+    links: { up: 'required', upTo: 'capability-list', index: 'resource-dump-index', archives: 'resource-dump-archive' },
+    manifest: 'resource-dump-manifest',
   }),
   kind({
     id: 'resource-dump-index',

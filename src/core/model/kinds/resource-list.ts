@@ -17,7 +17,7 @@ export const RESOURCE_LIST_KINDS: readonly DocumentKind[] = [
     family: 'list',
     top: SNAPSHOT_TOP,
     entry: { at: 'forbidden', from: 'forbidden', uniqueLocs: true },
-    links: { up: 'required', upTo: 'capability-list', index: 'resource-list-index' },
+    links: { up: 'required', upTo: 'capability-list', index: 'resource-list-index', archives: 'resource-list-archive' },
   }),
   kind({
     id: 'resource-list-index',

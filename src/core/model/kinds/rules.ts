@@ -93,6 +93,8 @@ export interface LinkRules {
   describedby?: string;
   /** The index this document may be a part of, its `index` link's target. @see Z39.99 §6.2 */
   index?: DocumentKindId;
+  /** The archive that lists this document once it is past, its `archives` link's target. @see ResourceSync Archives §2 */
+  archives?: DocumentKindId;
 }
 
 /** Every ResourceSync document, named in the spec's words, with the rules that identify and govern it. */
@@ -116,6 +118,8 @@ export interface DocumentKind {
   entry: EntryRules;
   links: LinkRules;
   order?: EntryOrder;
+  /** A dump's packages: the kind of the manifest (`manifest.xml`) at the top of each. @see Z39.99 §11.2, §13.2 */
+  manifest?: DocumentKindId;
 }
 
 /** Rules of a kind that says nothing more: no time attributes, entries without change, path or capability. */

@@ -16,7 +16,7 @@ export const SOURCE_DESCRIPTION_KINDS: readonly DocumentKind[] = [
     time: 'none',
     family: 'description',
     entry: { lastmod: 'discouraged', capability: 'capabilitylist' },
-    links: { up: 'forbidden', describedby: 'the Source' },
+    links: { up: 'forbidden', describedby: 'the Source', index: 'source-description-index' },
   }),
   kind({
     id: 'source-description-index',
