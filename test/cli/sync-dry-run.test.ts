@@ -139,6 +139,22 @@ void test('a dry run prints the items of a Resource List Index\'s first part bef
   });
 });
 
+void test('a dry run whose reader goes away (a closed pipe) stops instead of waiting for ever', async () => {
+  await withSource(async (src, dest) => {
+    src.withChangeList = false;
+    for (let i = 0; i < 20_000; i++) src.put(`r/${i}.txt`, `${i}\n`, false);
+    src.publish();
+    const child = spawn(process.execPath, [CLI, 'sync', src.capabilityList, dest, '--dry-run', '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.stdout.once('data', () => child.stdout.destroy()); // like `| head -1`
+    const [status, signal] = (await once(child, 'close')) as [number | null, NodeJS.Signals | null];
+    clearTimeout(killer);
+    // it ends by itself, with the exit code it had so far (EPIPE is how a pipe's reader says it has had enough)
+    assert.deepEqual([status, signal], [0, null]);
+    assert.deepEqual(await readdir(dest), [], 'nothing written');
+  });
+});
+
 void test('sync prints warnings by their message and --json gives their code and data', async () => {
   await withSource(async (src, dest) => {
     src.withChangeList = false;

@@ -101,17 +101,27 @@ function planCounts(plan: PlanSummary, kept: number): string {
 
 /**
  * Writes lines on `out` as they come; when its buffer is full, the promise returned settles once it drains, so a
- * caller that waits for it (the sync's `onPlan`) keeps memory bounded however many lines it prints.
+ * caller that waits for it (the sync's `onPlan`) keeps memory bounded however many lines it prints. An output
+ * that fails or closes meanwhile (a reader gone: EPIPE) rejects it, which stops the sync.
  */
 function lineWriter(out: NodeJS.WritableStream): (line: string) => Promise<void> | undefined {
   let drained: Promise<void> | undefined;
   return (line) => {
     if (!out.write(`${line}\n`) && drained === undefined) {
-      drained = new Promise((resolve) => {
-        out.once('drain', () => {
+      drained = new Promise((resolve, reject) => {
+        const done = (err?: unknown): void => {
+          out.off('drain', onDrain);
+          out.off('error', done);
+          out.off('close', onClose);
           drained = undefined;
-          resolve();
-        });
+          if (err === undefined) resolve();
+          else reject(err instanceof Error ? err : new Error('The output failed.'));
+        };
+        const onDrain = (): void => done();
+        const onClose = (): void => done(new Error('The output was closed before the plan was written.'));
+        out.once('drain', onDrain);
+        out.once('error', done);
+        out.once('close', onClose);
       });
     }
     return drained;
