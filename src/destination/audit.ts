@@ -279,6 +279,7 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
       } else if (top.kind?.id === RESOURCE_LIST.id) {
         docs.push(top);
       } else {
+        await top.discard();
         throw new ResourceSyncError('RS_INVALID_DOCUMENT', `Document '${set.resourceList}' is not a Resource List.`, { data: { url: set.resourceList } });
       }
       const atMs = top.header.md?.at === undefined ? undefined : parseW3CDatetime(top.header.md.at, true)?.ms;
@@ -322,6 +323,7 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
           const part = await openDocument(ctx, p);
           if (!isPartOf(part.kind, top.kind)) {
             // §10.2: an index lists Resource Lists; the entries of another document are not on offer
+            await part.discard();
             throw new ResourceSyncError('RS_INVALID_DOCUMENT', `Document '${p}', listed by Resource List Index '${set.resourceList}', is not a Resource List (${part.kind?.name ?? 'unknown kind'}).`, { data: { url: p, index: set.resourceList } });
           }
           await each(part);

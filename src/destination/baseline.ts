@@ -51,6 +51,7 @@ export async function baseline(options: BaselineOptions, url: string): Promise<B
   // a Resource List, or an index whose parts are Resource Lists (§10.2)
   const index = isPartOf(RESOURCE_LIST, top.kind);
   if (top.kind?.id !== RESOURCE_LIST.id && !index) {
+    await top.discard();
     throw new ResourceSyncError('RS_INVALID_DOCUMENT', `Document '${url}' is not a Resource List or Resource List Index (${top.kind?.name ?? 'unknown kind'}).`, { data: { url } });
   }
   if (top.header.md?.at !== undefined) result.at = top.header.md.at;
@@ -79,6 +80,7 @@ export async function baseline(options: BaselineOptions, url: string): Promise<B
       if (!isPartOf(doc.kind, top.kind)) {
         engine.warn(note('index-part-not-resource-list', { url, part, ...(doc.kind !== undefined ? { kind: doc.kind.name } : {}) }));
         result.complete = false;
+        await doc.discard();
         continue;
       }
       if (result.at === undefined && doc.header.md?.at !== undefined) result.at = doc.header.md.at;

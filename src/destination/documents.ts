@@ -19,6 +19,8 @@ export interface RemoteDocument {
   entries: AsyncIterable<Entry>;
   /** The same entries in the parser's chunks (one await per chunk). */
   batches: AsyncIterable<Entry[]>;
+  /** Throws the rest of the body away, for a document whose entries are not read (the connection is freed). */
+  discard(): Promise<void>;
 }
 
 /** What a document fetch needs. */
@@ -40,14 +42,14 @@ export function kindOf(header: DocumentHeader): DocumentKind | undefined {
   return m ? documentKind(header.root, m[1]) : undefined;
 }
 
-async function get(ctx: DocumentContext, url: string): Promise<{ finalUrl: string; body: AsyncIterable<Uint8Array> }> {
+async function get(ctx: DocumentContext, url: string): Promise<{ finalUrl: string; body: AsyncIterable<Uint8Array>; discard: () => Promise<void> }> {
   ctx.authority.check(url);
   const res = await ctx.http(url, ctx.signal ? { signal: ctx.signal } : {});
   if (res.status !== 200) {
     await res.discard();
     throw new ResourceSyncError('RS_HTTP_STATUS', `Document '${url}' answered HTTP ${res.status}.`, { data: { url, status: res.status }, recoverable: true });
   }
-  return { finalUrl: res.url, body: res.body };
+  return { finalUrl: res.url, body: res.body, discard: () => res.discard() };
 }
 
 /**
@@ -56,9 +58,15 @@ async function get(ctx: DocumentContext, url: string): Promise<{ finalUrl: strin
  * @see Z39.99 §10.1 (lists are read in full, one entry at a time)
  */
 export async function openDocument(ctx: DocumentContext, url: string): Promise<RemoteDocument> {
-  const { finalUrl, body } = await get(ctx, url);
-  const reader = await readDocument(body, ctx.signal ? { signal: ctx.signal } : {});
-  return { url, finalUrl, header: reader.header, kind: kindOf(reader.header), entries: reader.entries, batches: reader.batches };
+  const { finalUrl, body, discard } = await get(ctx, url);
+  let reader;
+  try {
+    reader = await readDocument(body, ctx.signal ? { signal: ctx.signal } : {});
+  } catch (err) {
+    await discard().catch(() => undefined);
+    throw err;
+  }
+  return { url, finalUrl, header: reader.header, kind: kindOf(reader.header), entries: reader.entries, batches: reader.batches, discard };
 }
 
 /** Fetches a (small) document whole: a Capability List, an index, a Change List. */

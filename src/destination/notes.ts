@@ -114,8 +114,8 @@ export const NOTES = {
   'index-part-not-resource-list': row<{ url: string; part: string; kind?: string }>('warning', 'a Resource List Index lists a document that is not a Resource List: skipped', (d) =>
     `Resource List Index '${d.url}' lists '${d.part}', which is not a Resource List (${d.kind ?? 'unknown kind'}); skipped.`,
   ),
-  'index-part-not-change-list': row<{ url: string; part: string }>('warning', 'a Change List Index lists a document that is not a Change List: skipped', (d) =>
-    `Change List Index '${d.url}' lists '${d.part}', which is not a Change List; skipped.`,
+  'index-part-not-change-list': row<{ url: string; part: string }>('warning', 'a Change List Index or Change List Archive lists a document that is not a Change List: skipped', (d) =>
+    `'${d.url}' lists '${d.part}' as a Change List, which it is not; skipped.`,
   ),
   'index-part-unexpected': row<{ url: string; index: string; part: string; expected: string; kind?: string }>('warning', 'an index lists a document of another kind than the documents it groups: skipped', (d) =>
     `${d.index} '${d.url}' lists '${d.part}', which is not a ${d.expected} (${d.kind ?? 'unknown kind'}); skipped.`,
