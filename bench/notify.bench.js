@@ -14,6 +14,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 const MAIN = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
 const SECONDS = Number(process.env.NOTIFY_BENCH_SECONDS ?? 30);
 const RATE = Number(process.env.NOTIFY_BENCH_RATE ?? 50);
+/** Files in the served folder before the run (NOTIFY_BENCH_FILES): the size of the set the changes happen in. */
+const FILES = Number(process.env.NOTIFY_BENCH_FILES ?? 0);
 
 function start(args) {
   const child = spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -41,6 +43,10 @@ try {
   const site = join(tmp, 'site');
   mkdirSync(site);
   writeFileSync(join(site, 'seed.txt'), 'seed\n');
+  for (let i = 0; i < FILES; i++) {
+    if (i % 1000 === 0) mkdirSync(join(site, `pre-${i / 1000}`));
+    writeFileSync(join(site, `pre-${Math.floor(i / 1000)}`, `${i}.txt`), `file ${i}\n`);
+  }
   const pushSrc = start(['serve', site, '--port', '0', '--state', join(tmp, 'state-push'), '--verbose']);
   const pollSrc = start(['serve', site, '--port', '0', '--no-hub', '--state', join(tmp, 'state-poll')]);
   procs.push(pushSrc, pollSrc);
@@ -93,7 +99,7 @@ try {
     const s = latency[k].sort((a, b) => a - b);
     rows[k] = { n: s.length, missing: total - s.length, p50: pct(s, 50), p99: pct(s, 99) };
   }
-  console.log(`notify: ${total} files written at ${RATE}/s for ${SECONDS} s`);
+  console.log(`notify: ${total} files written at ${RATE}/s for ${SECONDS} s${FILES > 0 ? `, into a set of ${FILES} files` : ''}`);
   console.log(
     `  push (embedded hub)  p50 ${rows.push.p50.toFixed(0)} ms  p99 ${rows.push.p99.toFixed(0)} ms  (${rows.push.n} arrived, ${rows.push.missing} missing)`,
   );

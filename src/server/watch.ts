@@ -112,7 +112,12 @@ export function watchSources(options: WatchOptions): SourceWatcher {
   const maxHoldMs = options.maxHoldMs ?? 2000;
   const onError = options.onError ?? (() => undefined);
   let closed = false;
+  /** The run in flight (documents or rescan), and which. */
   let running: Promise<void> | undefined;
+  let runningKind: WatchAction | undefined;
+  /** The recording in flight (with `record`): it may overlap a documents run, never a rescan. */
+  let recording: Promise<void> | undefined;
+  /** A run asked for: without `record`, by every settled change. */
   let pending = false;
   let idle: Array<() => void> = [];
   const changed = new Map<string, Changed>();
@@ -122,15 +127,7 @@ export function watchSources(options: WatchOptions): SourceWatcher {
   let checkTimer: NodeJS.Timeout | undefined;
   let checkAt = Infinity;
 
-  const settle = (): void => {
-    if (running === undefined && !pending) {
-      const waiting = idle;
-      idle = [];
-      for (const w of waiting) w();
-    }
-  };
-
-  // the fast path: files settled since the last action, and which run is due when
+  // the fast path: files settled since they were last recorded or rescanned, and which run is due when
   const record = options.record;
   const documentsAfterMs = options.documentsAfterMs ?? 250;
   const documentsEveryMs = options.documentsEveryMs ?? 1000;
@@ -141,6 +138,15 @@ export function watchSources(options: WatchOptions): SourceWatcher {
   let documentsNow = false;
   let recordedSince: number | undefined;
   let documentsTimer: NodeJS.Timeout | undefined;
+
+  /** Nothing in flight and nothing due: `flush` callers are told. */
+  const settle = (): void => {
+    if (running !== undefined || recording !== undefined || pending || (record !== undefined && (rescanNow || due.size > 0))) return;
+    const waiting = idle;
+    idle = [];
+    for (const w of waiting) w();
+  };
+
   /** A documents run after the recordings: once quiet, or at the latest `documentsEveryMs` after the first. */
   const documentsLater = (): void => {
     const now = performance.now();
@@ -150,27 +156,37 @@ export function watchSources(options: WatchOptions): SourceWatcher {
     documentsTimer = setTimeout(() => {
       documentsTimer = undefined;
       documentsNow = true;
-      start();
+      kick();
     }, Math.max(0, at - now));
   };
 
-  /** One action: the recording of the settled files, or a run. */
-  const once = async (): Promise<[unknown, WatchAction]> => {
-    if (record !== undefined && !rescanNow && due.size > 0) {
+  /** Starts what is due and may start: a recording of the settled files, a run. */
+  const kick = (): void => {
+    if (closed) return;
+    if (record !== undefined && recording === undefined && due.size > 0 && !rescanNow && runningKind !== 'rescan') {
       const files = [...due];
       due.clear();
-      try {
-        const result = await record(files);
-        if (result.complete) documentsLater();
-        else rescanNow = true;
-        return [result, 'record'];
-      } catch (error) {
-        rescanNow = true;
-        throw error;
-      }
+      recording = (async () => {
+        try {
+          const result = await record(files);
+          if (result.complete) documentsLater();
+          else rescanNow = true;
+          options.onRun?.(result, 'record');
+        } catch (error) {
+          rescanNow = true;
+          onError(error);
+        }
+      })().finally(() => {
+        recording = undefined;
+        kick();
+        settle();
+      });
     }
+    if (running !== undefined || !(pending || (record !== undefined && (rescanNow || documentsNow)))) return;
     const now = performance.now();
     const rescan = record === undefined || rescanNow || now - lastRescan >= rescanEveryMs;
+    if (rescan && recording !== undefined) return; // after the recording in flight
+    pending = false;
     rescanNow = false;
     documentsNow = false;
     recordedSince = undefined;
@@ -180,30 +196,27 @@ export function watchSources(options: WatchOptions): SourceWatcher {
       due.clear(); // the rescan reads them
       lastRescan = now;
     }
-    return [await options.run({ rescan }), rescan ? 'rescan' : 'documents'];
-  };
-
-  const start = (): void => {
-    if (running !== undefined) {
-      pending = true;
-      return;
-    }
-    pending = false;
+    const kind: WatchAction = rescan ? 'rescan' : 'documents';
+    runningKind = kind;
     running = (async () => {
       try {
-        const [result, action] = await once();
-        options.onRun?.(result, action);
+        const result = await options.run({ rescan });
+        options.onRun?.(result, kind);
       } catch (error) {
         onError(error);
       }
     })().finally(() => {
       running = undefined;
-      if ((pending || (record !== undefined && (rescanNow || documentsNow || due.size > 0))) && !closed) start();
-      else {
-        pending = false;
-        settle();
-      }
+      runningKind = undefined;
+      kick();
+      settle();
     });
+  };
+
+  /** Files have settled: recorded (with `record`), or a run. */
+  const start = (): void => {
+    if (record === undefined) pending = true;
+    kick();
   };
 
   /** Settles what is due, runs when something settled, and waits for the next file due. */
@@ -281,7 +294,7 @@ export function watchSources(options: WatchOptions): SourceWatcher {
     if (documentsTimer !== undefined) clearTimeout(documentsTimer);
     documentsTimer = undefined;
     pending = false;
-    await running;
+    await Promise.all([running, recording]);
   };
   options.signal?.addEventListener('abort', () => void close(), { once: true });
 
@@ -298,8 +311,9 @@ export function watchSources(options: WatchOptions): SourceWatcher {
       return t !== undefined && performance.now() - t <= SETTLED_MEMORY_MS ? 'settled' : undefined;
     },
     flush() {
-      rescanNow = true;
-      if (!closed) start();
+      if (record === undefined) pending = true;
+      else rescanNow = true;
+      kick();
       return new Promise<void>((resolve) => {
         idle.push(resolve);
         settle();

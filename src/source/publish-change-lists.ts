@@ -26,13 +26,14 @@ export async function publishChangeLists(
   ctx: Context,
   store: SnapshotStore,
   paths: SetPaths,
-  run: { fresh: boolean; changed: boolean },
+  run: { fresh: boolean; changed: boolean; keepAfter: number },
 ): Promise<ChangeLists> {
   const { u, f, capUrl, resBase } = paths;
   const x = ctx.x;
   const documents: string[] = [];
   let dropped: ChangePeriod[] = [];
-  if (ctx.retention !== undefined) dropped = store.prunePeriods(ctx.retention);
+  // the Change Lists with changes the Resource List does not hold are kept: a Destination needs them after a baseline
+  if (ctx.retention !== undefined) dropped = store.prunePeriods(ctx.retention, run.keepAfter);
   for (const p of dropped) {
     for (const name of [`changelist-${pad(p.id)}`, `changedump-${pad(p.id)}`, `changedump-${pad(p.id)}-manifest`])
       rmSync(f(name + x), { force: true });

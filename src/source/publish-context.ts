@@ -49,6 +49,8 @@ export interface Context {
   onRecorded: ((n: SetNotifications) => void) | undefined;
   /** See `PublishOptions.scan`. */
   scan: boolean;
+  /** See `PublishOptions.resourceListEveryMs`. */
+  resourceListEveryMs: number | 'auto';
   /** See `PublishOptions.settleMs`. */
   settleMs: number;
 }

@@ -28,19 +28,23 @@ interface RlGeneration {
   completed: number;
   /** The list (or index) first, then its parts. */
   files: string[];
+  /** The store's `changed_at` it holds the changes up to. */
+  upTo?: string;
 }
 
 /**
- * Writes a new generation of the Resource List when `rebuild` (or when there is none), drops the generations
- * past the retention, and writes the Resource List Archive; returns the list's and archive's URLs and every
- * document of the family.
+ * Writes a new generation of the Resource List when the snapshot holds changes the latest one does not (or
+ * when there is none, or `fresh`), at most as often as `ctx.resourceListEveryMs` says unless `now` (a scan); drops the
+ * generations past the retention, and writes the Resource List Archive. Returns the list's and archive's URLs,
+ * every document of the family, the time up to which the latest generation holds the changes (the Change
+ * Lists after it must be kept), and whether a generation was written.
  */
 export async function publishResourceLists(
   ctx: Context,
   store: SnapshotStore,
   paths: SetPaths,
-  snapshot: { at: number; completed: number; rebuild: boolean },
-): Promise<{ url: string; archiveUrl: string; documents: string[] }> {
+  snapshot: { at: number; completed: number; fresh: boolean; upTo: string; now: boolean },
+): Promise<{ url: string; archiveUrl: string; documents: string[]; holdsUpTo: number; written: boolean }> {
   const { u, f, capUrl, resBase, docUrl } = paths;
   const x = ctx.x;
   const completed = snapshot.completed;
@@ -48,7 +52,15 @@ export async function publishResourceLists(
   const rlUrl = u(`resourcelist${x}`);
   const rlArchiveUrl = u(`resourcelist-archive${x}`);
   let generations = JSON.parse(store.getMeta('rl_generations') ?? '[]') as RlGeneration[];
-  if (snapshot.rebuild || generations.length === 0 || !existsSync(f(`resourcelist${x}`))) {
+  const last = generations[generations.length - 1];
+  // the latest generation lacks changes: those recorded since it (an older one knows only its `at`)
+  const stale = last === undefined || (last.upTo !== undefined ? last.upTo !== snapshot.upTo : Number(snapshot.upTo) > last.at);
+  // 'auto': at most every 20 times what the last one took to write, so that Resource Lists take at most 5% of the time
+  const every = ctx.resourceListEveryMs === 'auto' ? 20 * Number(store.getMeta('rl_write_ms') ?? '0') : ctx.resourceListEveryMs;
+  const due = snapshot.now || every <= 0 || last === undefined || snapshot.at - last.at >= every;
+  const written = snapshot.fresh || last === undefined || !existsSync(f(`resourcelist${x}`)) || (stale && due);
+  if (written) {
+    const started = performance.now();
     const n = (generations[generations.length - 1]?.n ?? 0) + 1;
     const h = header('resource-list', atTimes(snapshot.at, completed), capUrl, undefined, archivesLn(rlArchiveUrl));
     const res = await writeDocumentSet(
@@ -67,12 +79,13 @@ export async function publishResourceLists(
     );
     await copyAtomic(f(`resourcelist-${n}${x}`), f(`resourcelist${x}`));
     const files = [`resourcelist-${n}${x}`, ...(res.indexed ? res.parts.map((p) => p.url.slice(docUrl.length)) : [])];
-    generations.push({ n, at: snapshot.at, completed, files });
+    generations.push({ n, at: snapshot.at, completed, files, upTo: snapshot.upTo });
     const keep = ctx.retention ?? DEFAULT_SNAPSHOT_RETENTION;
     for (const g of generations.slice(0, Math.max(0, generations.length - keep)))
       for (const name of g.files) rmSync(f(name), { force: true });
     generations = generations.slice(-keep);
     store.setMeta('rl_generations', JSON.stringify(generations));
+    store.setMeta('rl_write_ms', String(Math.round(performance.now() - started)));
   }
   await writeDoc(
     f(`resourcelist-archive${x}`),
@@ -82,5 +95,8 @@ export async function publishResourceLists(
   );
   documents.push(rlUrl, rlArchiveUrl, ...generations.flatMap((g) => g.files.map(u)));
 
-  return { url: rlUrl, archiveUrl: rlArchiveUrl, documents };
+  // the changes the latest generation holds: those up to `upTo` (older generations: up to their `at`)
+  const newest = generations[generations.length - 1]!;
+  const holdsUpTo = newest.upTo === undefined || newest.upTo === '' ? newest.at : Number(newest.upTo);
+  return { url: rlUrl, archiveUrl: rlArchiveUrl, documents, holdsUpTo, written };
 }

@@ -133,6 +133,14 @@ export interface PublishOptions {
    */
   onRecorded?: (n: SetNotifications) => void;
   /**
+   * A set's Resource List is rewritten at most this often (ms) by publications that do not scan (`scan:
+   * false`); meanwhile its `at` stays, and the Change Lists, kept from there on whatever the `retention`, carry
+   * the changes since (§10, §12). `'auto'`: at most every 20 times what the last one took to write (a few
+   * milliseconds for a small set, so whenever it changed; seconds for a long one), so that rewriting it takes
+   * at most 5% of the time. Default 0: whenever the set changed.
+   */
+  resourceListEveryMs?: number | 'auto';
+  /**
    * Scan the sets' folders and record what changed (default true). False for a Source whose changes are
    * recorded as they happen ({@link recordChanges}, fed by a watcher): the documents are written from the
    * snapshot store as it is. A set without a snapshot yet, or published before with other options, is
@@ -227,6 +235,7 @@ export function publishContext(options: PublishOptions): Context {
     hold: options.hold,
     onRecorded: options.onRecorded,
     scan: options.scan ?? true,
+    resourceListEveryMs: options.resourceListEveryMs === 'auto' ? 'auto' : Math.max(0, options.resourceListEveryMs ?? 0),
     settleMs: options.settleMs ?? 0,
   };
 }
@@ -304,24 +313,34 @@ export function storeFile(set: { name: string; dir: string }, stateDir?: string)
   return stateDir === undefined ? join(set.dir, DOCUMENTS_PREFIX, 'source.sqlite') : join(stateDir, set.name, 'source.sqlite');
 }
 
-/** Publications in progress, by store file: overlapping calls for the same set run one after the other. */
-const running = new Map<string, Promise<unknown>>();
+/**
+ * The work under way on each set, by store file, in two queues: recording changes in the snapshot store (a scan
+ * or `recordChanges`), and writing the documents. Overlapping calls for the same set wait their turn in each;
+ * a publication that scans holds its documents' turn first, then the recording's, so that a recording never
+ * waits for documents being written.
+ */
+const recordingTurns = new Map<string, Promise<unknown>>();
+const documentTurns = new Map<string, Promise<unknown>>();
 
-/** Runs `fn` once the publications and recordings of the set whose store is `key` that came before have ended. */
-export async function inSetLock<T>(key: string, fn: () => Promise<T>): Promise<T> {
-  const before = running.get(key) ?? Promise.resolve();
+async function inTurn<T>(turns: Map<string, Promise<unknown>>, key: string, fn: () => Promise<T>): Promise<T> {
+  const before = turns.get(key) ?? Promise.resolve();
   const mine = before.then(fn, fn);
   const settled = mine.catch(() => undefined);
-  running.set(key, settled);
+  turns.set(key, settled);
   try {
     return await mine;
   } finally {
-    if (running.get(key) === settled) running.delete(key);
+    if (turns.get(key) === settled) turns.delete(key);
   }
 }
 
+/** Runs `fn` once the recordings of the set whose store is `key` that came before (scans included) have ended. */
+export function inSetLock<T>(key: string, fn: () => Promise<T>): Promise<T> {
+  return inTurn(recordingTurns, key, fn);
+}
+
 function publishSet(ctx: Context, set: { name: string; dir: string; describedBy?: string }): Promise<SetResult> {
-  return inSetLock(storeFile(set, ctx.stateDir), () => publishSetNow(ctx, set));
+  return inTurn(documentTurns, storeFile(set, ctx.stateDir), () => publishSetNow(ctx, set));
 }
 
 /** What a set's documents depend on besides its resources: publishing with other options rewrites them all. */
@@ -354,47 +373,57 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
     // 1. Scan and record the changes (§12.1); push: the changes of this run go out as Change Notifications
     const { onChange, recorded } = changeRecorder(ctx, set.dir, bitDir);
     let r: RebuildResult;
+    let notifications: SetNotifications | undefined;
     if (ctx.scan || fresh || store.snapshotAt() === undefined) {
-      const cursor = store.lookup();
-      try {
-        const entries = inventory(set.dir, {
-          hashes: ctx.hashes,
-          previous: cursor.get,
-          exclude: ctx.exclude,
-          ...(ctx.hold !== undefined ? { hold: (rel: string) => ctx.hold!(join(set.dir, ...rel.split('/'))) } : {}),
-          settleMs: ctx.settleMs,
-          ...(rewrite !== undefined ? { rewrite, rewriteLimit: HTML_LINK_MAX_BYTES } : {}),
-          ...(ctx.signal ? { signal: ctx.signal } : {}),
-          onProgress: (p) => progress('scan', p.files, p.bytes),
-        });
-        r = await store.rebuild(entries, {
-          now: ctx.now,
-          ...ctx.changeList,
-          ...(ctx.signal ? { signal: ctx.signal } : {}),
-          ...(onChange ? { onChange } : {}),
-        });
-      } finally {
-        cursor.close();
-      }
+      // the set's recording turn: no recordChanges meanwhile
+      [r, notifications] = await inSetLock(file, async () => {
+        const cursor = store.lookup();
+        let rebuilt: RebuildResult;
+        try {
+          const entries = inventory(set.dir, {
+            hashes: ctx.hashes,
+            previous: cursor.get,
+            exclude: ctx.exclude,
+            ...(ctx.hold !== undefined ? { hold: (rel: string) => ctx.hold!(join(set.dir, ...rel.split('/'))) } : {}),
+            settleMs: ctx.settleMs,
+            ...(rewrite !== undefined ? { rewrite, rewriteLimit: HTML_LINK_MAX_BYTES } : {}),
+            ...(ctx.signal ? { signal: ctx.signal } : {}),
+            onProgress: (p) => progress('scan', p.files, p.bytes),
+          });
+          rebuilt = await store.rebuild(entries, {
+            now: ctx.now,
+            ...ctx.changeList,
+            ...(ctx.signal ? { signal: ctx.signal } : {}),
+            ...(onChange ? { onChange } : {}),
+          });
+        } finally {
+          cursor.close();
+        }
+        const announced = ctx.notifications && recorded ? announceChanges({ ...ctx, notifications: ctx.notifications }, store, { name: set.name, docUrl, capUrl, resBase }, rebuilt.at, recorded) : undefined;
+        return [rebuilt, announced] as const;
+      });
     } else {
-      // the changes were recorded as they happened: the documents are written from the store as it is
+      // the changes were recorded as they happened (recordChanges, which may go on meanwhile): the documents are
+      // written from the store as it is
       r = { at: store.clock(ctx.now), baseline: false, created: 0, updated: 0, deleted: 0, unchanged: 0, resources: store.count(), closed: [] };
+      notifications = ctx.notifications ? announceChanges({ ...ctx, notifications: ctx.notifications }, store, { name: set.name, docUrl, capUrl, resBase }, r.at, []) : undefined;
     }
-    const notifications = ctx.notifications && recorded ? announceChanges({ ...ctx, notifications: ctx.notifications }, store, { name: set.name, docUrl, capUrl, resBase }, r.at, recorded) : undefined;
+    // what the documents below hold at least: the changes recorded up to now
+    const documentedUpTo = store.getMeta('changed_at') ?? '';
     const completed = ctx.now();
     // changes recorded since the documents were last written count too (see record-changes.ts)
-    const changed = r.baseline || r.created + r.updated + r.deleted > 0 || store.getMeta('documented_change') !== store.getMeta('changed_at');
+    const changed = r.baseline || r.created + r.updated + r.deleted > 0 || store.getMeta('documented_change') !== documentedUpTo;
     progress('documents');
 
     // 2. Resource List or Resource List Index (§10), with its generations and archive
     const paths: SetPaths = { docUrl, capUrl, resBase, u, f };
-    const rl = await publishResourceLists(ctx, store, paths, { at: r.at, completed, rebuild: fresh || changed });
+    const rl = await publishResourceLists(ctx, store, paths, { at: r.at, completed, fresh, upTo: documentedUpTo, now: ctx.scan });
     const rlUrl = rl.url;
     const rlArchiveUrl = rl.archiveUrl;
     documents.push(...rl.documents);
 
     // 3. Change Lists (§12.1), Change List Index (§12.2), Change List Archive; retention
-    const cl = await publishChangeLists(ctx, store, paths, { fresh, changed: changed || r.closed.length > 0 });
+    const cl = await publishChangeLists(ctx, store, paths, { fresh, changed: changed || r.closed.length > 0, keepAfter: rl.holdsUpTo });
     const { closed, open, indexUrl } = cl;
     documents.push(...cl.documents);
 
@@ -404,7 +433,8 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
     const archives: Entry[] = [capabilityEntry(rlArchiveUrl, 'resourcelist-archive')];
     if (ctx.dumps !== undefined) {
       progress('dumps');
-      const rd = await resourceDump(ctx, store, set, { docUrl, capUrl, resBase, rewrite, at: r.at, completed, rebuild: fresh || changed });
+      // a Resource Dump of the same snapshot as the Resource List, made when it is
+      const rd = await resourceDump(ctx, store, set, { docUrl, capUrl, resBase, rewrite, at: r.at, completed, rebuild: fresh || rl.written });
       documents.push(...rd.documents);
       if (rd.available) {
         caps.push(capabilityEntry(u(`resourcedump${x}`), 'resourcedump'));
@@ -431,7 +461,7 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
     );
     documents.push(capUrl);
     store.setMeta('published_config', config);
-    store.setMeta('documented_change', store.getMeta('changed_at') ?? '');
+    store.setMeta('documented_change', documentedUpTo);
     if (notifications) {
       // every capability document this run created or changed (Framework Notification §3)
       notifications.frameworkChanges = frameworkDiff(docsBefore!, documentDigests(docDir, x), docUrl, x);

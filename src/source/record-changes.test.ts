@@ -4,7 +4,8 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from '../../test/helpers/tmp.js';
 import { parseDocument } from '../core/xml/read-document.js';
-import { publish, type PublishOptions } from './publish.js';
+import { publish, storeFile, type PublishOptions } from './publish.js';
+import { SnapshotStore } from './snapshot-store.js';
 import { recordChanges } from './record-changes.js';
 
 void test('recordChanges records settled files at once and announces them; documents follow from the store without a scan', async () => {
@@ -68,6 +69,108 @@ void test('recordChanges records settled files at once and announces them; docum
     assert.equal((await recordChanges(opts, [join(data, 'gone')])).complete, false);
     // published with other options: the documents must be rewritten by a publication first
     assert.equal((await recordChanges({ ...opts, hashes: ['sha-256'] }, [join(data, 'a.txt')])).complete, false);
+  } finally {
+    await cleanup();
+  }
+});
+
+void test('documents without a scan: the Resource List waits for resourceListEveryMs, the Change Lists after its at are kept whatever the retention; a recording never waits for documents being written', async () => {
+  const { dir, cleanup } = await tempDir('rs-record-rl-');
+  try {
+    const data = join(dir, 'data');
+    mkdirSync(data);
+    for (let i = 0; i < 2000; i++) writeFileSync(join(data, `f${i}.txt`), `file ${i}`);
+    let t = Date.UTC(2030, 0, 1);
+    const opts: PublishOptions = {
+      sets: [{ name: 'data', dir: data }],
+      baseUrl: 'http://127.0.0.1:8080/',
+      outDir: join(dir, 'out'),
+      stateDir: join(dir, 'state'),
+      now: () => t,
+      resourceListEveryMs: 10_000,
+      retention: 1,
+      changeList: { maxEntries: 1 }, // every change closes its Change List
+    };
+    const docs = join(dir, 'out', '.resourcesync', 'data');
+    const rlAt = async (): Promise<string | undefined> => (await parseDocument(readFileSync(join(docs, 'resourcelist.xml')))).md?.at;
+    await publish(opts);
+    const first = await rlAt();
+
+    t += 1000;
+    writeFileSync(join(data, 'new-1.txt'), 'n1');
+    await recordChanges(opts, [join(data, 'new-1.txt')]);
+    t += 1000;
+    writeFileSync(join(data, 'new-2.txt'), 'n2');
+    await recordChanges(opts, [join(data, 'new-2.txt')]);
+    t += 1000;
+    await publish({ ...opts, scan: false });
+    assert.equal(await rlAt(), first, 'the Resource List stays within resourceListEveryMs');
+    // retention 1 would keep one closed Change List: both are after the Resource List's at, so both stay
+    const index = await parseDocument(readFileSync(join(docs, 'changelist-index.xml')));
+    const lists = await Promise.all(index.entries.map((e) => parseDocument(readFileSync(join(docs, e.loc.split('/').pop()!)))));
+    assert.deepEqual(lists.flatMap((l) => l.entries.map((e) => e.loc.split('/').pop())), ['new-1.txt', 'new-2.txt']);
+
+    // past the interval the next documents run writes a new Resource List, and the older Change List can go
+    t += 10_000;
+    await publish({ ...opts, scan: false });
+    assert.notEqual(await rlAt(), first);
+    assert.ok((await parseDocument(readFileSync(join(docs, 'resourcelist.xml')))).entries.some((e) => e.loc.endsWith('/new-2.txt')));
+
+    // a recording while the documents of 2,000 resources are being written does not wait for them
+    t += 1000;
+    writeFileSync(join(data, 'new-3.txt'), 'n3');
+    await recordChanges(opts, [join(data, 'new-3.txt')]);
+    const order: string[] = [];
+    const documents = publish({ ...opts, scan: false, resourceListEveryMs: 0 }).then(() => order.push('documents'));
+    writeFileSync(join(data, 'new-4.txt'), 'n4');
+    const recording = recordChanges(opts, [join(data, 'new-4.txt')]).then(() => order.push('recording'));
+    await Promise.all([documents, recording]);
+    assert.deepEqual(order, ['recording', 'documents']);
+    // the next documents run lists what that run may have missed
+    await publish({ ...opts, scan: false });
+    const changed = async (): Promise<string[]> => {
+      const idx = await parseDocument(readFileSync(join(docs, 'changelist-index.xml')));
+      const docsOf = await Promise.all(idx.entries.map((e) => parseDocument(readFileSync(join(docs, e.loc.split('/').pop()!)))));
+      return docsOf.flatMap((l) => l.entries.map((e) => e.loc.split('/').pop()!));
+    };
+    // new-3 is in the Resource List that run wrote (its Change List may go with retention 1), new-4 after it
+    const rl = await parseDocument(readFileSync(join(docs, 'resourcelist.xml')));
+    assert.ok(rl.entries.some((e) => e.loc.endsWith('/new-3.txt')));
+    assert.equal((await changed()).at(-1), 'new-4.txt');
+  } finally {
+    await cleanup();
+  }
+});
+
+void test("resourceListEveryMs 'auto': a Resource List that took long to write waits twenty times as long; a quick one is rewritten whenever the set changed", async () => {
+  const { dir, cleanup } = await tempDir('rs-record-auto-');
+  try {
+    const data = join(dir, 'data');
+    mkdirSync(data);
+    writeFileSync(join(data, 'a.txt'), 'a');
+    let t = Date.UTC(2030, 0, 1);
+    const opts: PublishOptions = { sets: [{ name: 'data', dir: data }], baseUrl: 'http://127.0.0.1:8080/', outDir: join(dir, 'out'), stateDir: join(dir, 'state'), now: () => t, resourceListEveryMs: 'auto' };
+    const rl = async (): Promise<string[]> => (await parseDocument(readFileSync(join(dir, 'out', '.resourcesync', 'data', 'resourcelist.xml')))).entries.map((e) => e.loc.split('/').pop()!);
+    const change = async (name: string): Promise<void> => {
+      t += 1000;
+      writeFileSync(join(data, name), name);
+      await recordChanges(opts, [join(data, name)]);
+      t += 1000;
+      await publish({ ...opts, scan: false });
+    };
+    await publish(opts);
+    await change('b.txt');
+    assert.deepEqual(await rl(), ['a.txt', 'b.txt'], 'a small list: rewritten at once');
+
+    // as if the last Resource List had taken 1 s to write: the next waits 20 s
+    const store = SnapshotStore.open(storeFile(opts.sets[0]!, opts.stateDir));
+    store.setMeta('rl_write_ms', '1000');
+    store.close();
+    await change('c.txt');
+    assert.deepEqual(await rl(), ['a.txt', 'b.txt']);
+    t += 20_000;
+    await publish({ ...opts, scan: false });
+    assert.deepEqual(await rl(), ['a.txt', 'b.txt', 'c.txt']);
   } finally {
     await cleanup();
   }

@@ -172,7 +172,7 @@ void test('update records the changes of given paths only, in the same periods a
     // the system clock steps back: the next change is still not earlier than the last one
     t = t0 - 60_000;
     const back = await store.update([{ path: 'c.txt', entry: entry('c.txt', 'c2') }], { now });
-    assert.equal(back.at, t0 + 1000);
+    assert.equal(back.at, t0 + 1001);
     const times = [...store.allChanges()].map((c) => c.datetime);
     assert.deepEqual(times, [...times].sort((x, y) => x - y), 'forward chronological');
   } finally {

@@ -93,12 +93,15 @@ export class SnapshotStore {
   }
 
   /**
-   * The store's clock: `now()`, but never earlier than the latest recorded change or snapshot, so that the
-   * times of changes, Change Lists and notification windows go forward even if the system clock steps back.
+   * The store's clock: `now()`, but later than the latest recorded change and not earlier than the snapshot,
+   * so that each recording has a time of its own and times go forward even if the system clock steps back
+   * (changes, Change Lists and notification windows in forward order; a document that holds the changes up to
+   * a time holds every change of that time).
    * @see Z39.99 §12.1 (forward chronological order)
    */
   clock(now: () => number = Date.now): number {
-    return Math.max(now(), this.changedAt() ?? -Infinity, this.snapshotAt() ?? -Infinity);
+    const changed = this.changedAt();
+    return Math.max(now(), changed === undefined ? -Infinity : changed + 1, this.snapshotAt() ?? -Infinity);
   }
 
   /** A value of the `meta` table (for the caller's own bookkeeping). */
@@ -196,12 +199,12 @@ export class SnapshotStore {
   }
 
   /**
-   * Drops the oldest closed periods (and their changes) so that at most `keep` closed periods remain.
-   * Returns the dropped periods.
+   * Drops the oldest closed periods (and their changes) so that at most `keep` closed periods remain, but
+   * none that ends after `keepAfter` (ms). Returns the dropped periods.
    */
-  prunePeriods(keep: number): ChangePeriod[] {
+  prunePeriods(keep: number, keepAfter = Infinity): ChangePeriod[] {
     const closed = this.periods().filter((p) => p.until !== undefined);
-    const drop = closed.slice(0, Math.max(0, closed.length - keep));
+    const drop = closed.slice(0, Math.max(0, closed.length - keep)).filter((p) => p.until! <= keepAfter);
     const tx = this.db.transaction(() => {
       for (const p of drop) {
         this.db.prepare('DELETE FROM changes WHERE period = ?').run(p.id);

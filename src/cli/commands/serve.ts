@@ -206,8 +206,9 @@ export async function run(args: string[]): Promise<number> {
     htmlDiscoveryLink: true,
     signal: ac.signal,
     ...(stateDir === undefined ? {} : { stateDir }),
-    // push: Change Notifications go out as soon as changes are recorded, before the documents are written
-    ...(push ? { notifications: { hub: push.hubUrl }, onRecorded: (n: SetNotifications) => push.send([n]) } : {}),
+    // push: Change Notifications go out as soon as changes are recorded, before the documents are written; the
+    // documents that follow rewrite a long Resource List less often (the Change List carries the rest)
+    ...(push ? { notifications: { hub: push.hubUrl }, onRecorded: (n: SetNotifications) => push.send([n]), resourceListEveryMs: 'auto' as const } : {}),
   };
   // The watcher starts before the first publication, which it runs itself: a change made meanwhile is
   // never lost, and two publications never run at once.
