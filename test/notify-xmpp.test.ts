@@ -200,7 +200,8 @@ void test('xmpp: STARTTLS when the server offers it, the certificate checked; no
 
 void test('xmpp: a lost connection is reported; subscribing again works once the server is back', { skip: PROSODY_SKIP }, async () => {
   const node = newNode();
-  const pub = new XmppPublisher({ account: account('source'), service: SERVICE, retryMs: 0 });
+  const publisherEvents: string[] = [];
+  const pub = new XmppPublisher({ account: account('source'), service: SERVICE, retryMs: 50, onEvent: (e) => publisherEvents.push(e.type) });
   await pub.publish(node, changeNotification({ from: '2024-05-01T10:00:00Z', until: '2024-05-01T10:00:00Z', entries: [] }));
   const received: Uint8Array[] = [];
   const events: string[] = [];
@@ -210,7 +211,9 @@ void test('xmpp: a lost connection is reported; subscribing again works once the
   await until('the loss', () => events.includes('lost'));
   assert.equal(sub.subscribed, false);
   await assert.rejects(pub.publish(node, changeNotification({ from: '2024-05-01T10:00:00Z', until: '2024-05-01T10:00:01Z', entries: [] })));
+  await until('the publisher to notice', () => publisherEvents.includes('disconnected'));
   await server.resume();
+  await until('the publisher to connect again by itself', () => publisherEvents.filter((e) => e === 'connected').length === 2);
   await sub.subscribe();
   const doc = changeNotification({ from: '2024-05-01T10:00:01Z', until: '2024-05-01T10:00:02Z', entries: [{ loc: 'http://127.0.0.1:8080/after.txt', md: { change: 'created' } }] });
   await pub.publish(node, doc);

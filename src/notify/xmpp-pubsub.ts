@@ -165,7 +165,11 @@ export interface XmppPublisherOptions {
   service: string;
   /** Largest payload of one item (bytes). Default {@link XMPP_MAX_PAYLOAD_BYTES}. */
   maxPayloadBytes?: number;
-  /** After a failed connection, publications fail at once for this long (ms) before the next attempt. Default 5,000. */
+  /**
+   * A lost or failed connection is made again in the background after this long (ms), then after twice as long…
+   * (at most a minute); meanwhile publications fail at once (the notifications are lost: Destinations find the
+   * gap and read the Change List). Default 1,000.
+   */
   retryMs?: number;
   /** What happened: connections, nodes created. */
   onEvent?: (e: XmppPublisherEvent) => void;
@@ -179,7 +183,8 @@ export type XmppPublisherEvent =
 
 /**
  * The Source's side: publishes notification documents to nodes of one PubSub service, in the order asked,
- * over one connection made at the first publication and again after it was lost. A node that does not exist is
+ * over one connection made at the first publication (or {@link XmppPublisher.connect}) and again, in the
+ * background, after it was lost. A node that does not exist is
  * created (open access model) and the item published again.
  * @example
  * const p = new XmppPublisher({ account: { jid: 'source@example.org', password }, service: 'pubsub.example.org' });
@@ -189,12 +194,16 @@ export type XmppPublisherEvent =
 export class XmppPublisher {
   readonly #o: XmppPublisherOptions;
   #connection: Promise<XmppConnection> | undefined;
-  #failedAt = 0;
+  #retryTimer: NodeJS.Timeout | undefined;
+  #retryDelay: number;
+  /** Nodes known to exist (published to, or created). */
+  readonly #nodes = new Set<string>();
   #queue: Promise<unknown> = Promise.resolve();
   #closed = false;
 
   constructor(options: XmppPublisherOptions) {
     this.#o = options;
+    this.#retryDelay = Math.max(1, options.retryMs ?? 1000);
   }
 
   /**
@@ -217,10 +226,41 @@ export class XmppPublisher {
     return run;
   }
 
+  /**
+   * Makes sure a node exists (creating it, open to subscribers, when it does not), after the publications asked
+   * before, so that Destinations can subscribe before the first notification; once per node.
+   * @throws ResourceSyncError RS_XMPP, RS_NETWORK
+   */
+  ensureNode(node: string): Promise<void> {
+    if (this.#nodes.has(node)) return Promise.resolve();
+    const run = this.#queue.then(async () => {
+      if (this.#nodes.has(node)) return;
+      const c = await this.#connect();
+      try {
+        await createNode(c, this.#o.service, node);
+        this.#o.onEvent?.({ type: 'node-created', node });
+      } catch (e) {
+        if (!isResourceSyncError(e, 'RS_XMPP') || e.data.condition !== 'conflict') throw this.#cannotCreate(node, e);
+      }
+      this.#nodes.add(node);
+    });
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * Connects now (publications connect when needed anyway), to learn early whether the account and server work.
+   * @throws ResourceSyncError RS_NETWORK, RS_XMPP (e.g. `not-authorized`)
+   */
+  async connect(): Promise<void> {
+    await this.#connect();
+  }
+
   /** Waits for the publications asked, then ends the connection. */
   async close(): Promise<void> {
-    this.#closed = true;
     await this.#queue;
+    this.#closed = true;
+    clearTimeout(this.#retryTimer);
     const c = await this.#connection?.catch(() => undefined);
     await c?.close();
   }
@@ -229,6 +269,7 @@ export class XmppPublisher {
     const c = await this.#connect();
     try {
       await publishItem(c, this.#o.service, node, payload);
+      this.#nodes.add(node);
     } catch (e) {
       if (isResourceSyncError(e, 'RS_XMPP') && e.data.condition === 'forbidden') {
         throw new ResourceSyncError(
@@ -239,43 +280,70 @@ export class XmppPublisher {
       }
       if (!isResourceSyncError(e, 'RS_XMPP') || e.data.condition !== 'item-not-found') throw e;
       await createNode(c, this.#o.service, node).catch((cause: unknown) => {
-        throw new ResourceSyncError(
-          'RS_XMPP',
-          `Node '${node}' does not exist at ${this.#o.service} and '${this.#o.account.jid}' could not create it: ${cause instanceof Error ? cause.message : String(cause)}`,
-          { data: { condition: isResourceSyncError(cause) ? cause.data.condition : 'undefined-condition', node }, cause, recoverable: true },
-        );
+        throw this.#cannotCreate(node, cause);
       });
       this.#o.onEvent?.({ type: 'node-created', node });
       await publishItem(c, this.#o.service, node, payload);
+      this.#nodes.add(node);
     }
+  }
+
+  #cannotCreate(node: string, cause: unknown): ResourceSyncError {
+    return new ResourceSyncError(
+      'RS_XMPP',
+      `Node '${node}' does not exist at ${this.#o.service} and '${this.#o.account.jid}' could not create it: ${cause instanceof Error ? cause.message : String(cause)}`,
+      { data: { condition: isResourceSyncError(cause) ? cause.data.condition : 'undefined-condition', node }, cause, recoverable: true },
+    );
   }
 
   #connect(): Promise<XmppConnection> {
     if (this.#closed) return Promise.reject(new ResourceSyncError('RS_ABORTED', 'The XMPP publisher is closed.'));
-    if (this.#connection === undefined) {
-      const retryMs = this.#o.retryMs ?? 5000;
-      if (Date.now() - this.#failedAt < retryMs) {
-        return Promise.reject(new ResourceSyncError('RS_XMPP', `Not connected to the XMPP server (the last attempt failed less than ${retryMs} ms ago).`, { data: { condition: 'disconnected' }, recoverable: true }));
-      }
-      const attempt = XmppConnection.connect({
-        ...this.#o.account,
-        onEvent: (e) => {
-          if (e.type !== 'closed') return;
-          if (this.#connection === attempt) this.#connection = undefined;
-          this.#o.onEvent?.({ type: 'disconnected', ...(e.error === undefined ? {} : { error: e.error }) });
-        },
-      });
-      this.#connection = attempt;
-      attempt.then(
-        (c) => this.#o.onEvent?.({ type: 'connected', jid: c.jid, secure: c.secure }),
-        () => {
-          if (this.#connection === attempt) this.#connection = undefined;
-          this.#failedAt = Date.now();
-        },
-      );
+    if (this.#connection !== undefined) return this.#connection;
+    if (this.#retryTimer !== undefined) {
+      return Promise.reject(new ResourceSyncError('RS_XMPP', 'Not connected to the XMPP server (connecting again in the background).', { data: { condition: 'disconnected' }, recoverable: true }));
     }
-    return this.#connection;
+    return this.#attempt();
   }
+
+  #attempt(): Promise<XmppConnection> {
+    let established = false;
+    const attempt = XmppConnection.connect({
+      ...this.#o.account,
+      onEvent: (e) => {
+        if (e.type !== 'closed' || !established || this.#connection !== attempt) return;
+        this.#connection = undefined;
+        if (this.#closed) return;
+        this.#o.onEvent?.({ type: 'disconnected', ...(e.error === undefined ? {} : { error: e.error }) });
+        this.#retryLater();
+      },
+    });
+    this.#connection = attempt;
+    attempt.then(
+      (c) => {
+        established = true;
+        this.#retryDelay = Math.max(1, this.#o.retryMs ?? 1000);
+        this.#o.onEvent?.({ type: 'connected', jid: c.jid, secure: c.secure });
+      },
+      () => {
+        if (this.#connection === attempt) this.#connection = undefined;
+        this.#retryLater();
+      },
+    );
+    return attempt;
+  }
+
+  /** Connects again in the background, after 1 s, 2 s, 4 s… (at most a minute). */
+  #retryLater(): void {
+    if (this.#closed || this.#retryTimer !== undefined) return;
+    const delay = this.#retryDelay;
+    this.#retryDelay = Math.min(60_000, delay * 2);
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = undefined;
+      if (!this.#closed && this.#connection === undefined) this.#attempt().catch(() => undefined);
+    }, delay);
+    this.#retryTimer.unref();
+  }
+
 }
 
 /** Options of {@link XmppSubscriber}. */
