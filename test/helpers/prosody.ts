@@ -123,8 +123,9 @@ export class Prosody {
     return p;
   }
 
-  /** Starts the server again (after {@link stop}), on the same port with the same data. */
+  /** Starts the server again (after {@link stop}), on the same port with the same data; nothing when it runs. */
   async resume(): Promise<void> {
+    if (this.#child !== undefined && this.#child.exitCode === null && this.#child.signalCode === null) return;
     const child = spawn(PROSODY!.prosody, ['--config', this.config, '-F'], { stdio: ['ignore', 'pipe', 'pipe'] });
     this.#child = child;
     child.stdout.on('data', (d: Buffer) => (this.#out += d.toString()));
