@@ -102,7 +102,7 @@ export async function nodeSubscriptions(c: XmppConnection, service: string, node
  * @see XEP-0060 §7.1.2.1
  */
 export function eventPayloads(message: XmppElement, service: string, node: string): XmppElement[] {
-  if ((attr(message, 'from') ?? '').toLowerCase() !== service) return [];
+  if ((attr(message, 'from') ?? '').toLowerCase() !== service.toLowerCase()) return [];
   const out: XmppElement[] = [];
   for (const event of elements(message, 'event', NS_PUBSUB_EVENT)) {
     for (const items of elements(event, 'items', NS_PUBSUB_EVENT)) {
@@ -118,7 +118,7 @@ export function eventPayloads(message: XmppElement, service: string, node: strin
 
 /** Whether an event notification says that the subscription ended (the node was deleted or the subscription removed). */
 function subscriptionEnded(message: XmppElement, service: string, node: string): boolean {
-  if ((attr(message, 'from') ?? '').toLowerCase() !== service) return false;
+  if ((attr(message, 'from') ?? '').toLowerCase() !== service.toLowerCase()) return false;
   return elements(message, 'event', NS_PUBSUB_EVENT).some(
     (event) =>
       elements(event, 'delete', NS_PUBSUB_EVENT).some((d) => attr(d, 'node') === node) ||
