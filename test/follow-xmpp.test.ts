@@ -1,7 +1,8 @@
 // `serve --xmpp` and `sync --follow --xmpp` as child processes with a real Prosody on 127.0.0.1 (skipped where
 // `prosody` is not installed): the Capability List names each channel's node beside the hub and stays valid; a
 // file written at the Source arrives at the Destination through the node; payloads that are not Change
-// Notifications or are too large are refused and following goes on; SIGTERM unsubscribes and exits 0; while
+// Notifications or are too large are refused and following goes on; a follower killed and started again takes
+// over its subscription; SIGTERM unsubscribes and exits 0; while
 // the XMPP server is down the Destination polls, and once it is back it subscribes again, the change whose
 // notification was lost read from the Change List.
 import { after, before, test } from 'node:test';
@@ -153,10 +154,20 @@ void test('sync --follow --xmpp: a file written at the Source arrives; refused p
 
   const check = await XmppConnection.connect({ jid: `source@${DOMAIN}`, password: USERS.source, host: '127.0.0.1', port: server.port });
   try {
-    assert.equal((await nodeSubscriptions(check, SERVICE, node)).length, 1);
-    f.child.kill('SIGTERM');
-    const [code] = await exited(f.child);
-    assert.equal(code, 0, f.err());
+    const subscribed = await nodeSubscriptions(check, SERVICE, node);
+    assert.equal(subscribed.length, 1);
+    // killed, then started again on the same folder: the same full JID subscribes again, nothing left behind
+    f.child.kill('SIGKILL');
+    await exited(f.child);
+    const again = start(['sync', serve.url, dest, '--follow', '--json', '--delete', '--no-fsync', '--interval', '3600', '--xmpp', destUri], USERS.dest);
+    await until(`the subscription again; ${again.err()}`, () => again.err().includes(`subscribed to node ${node}`));
+    assert.deepEqual(await nodeSubscriptions(check, SERVICE, node), subscribed);
+    await writeFile(join(site, 'third.txt'), 'third\n');
+    await until(`third.txt; ${again.out()}${again.err()}`, () => lines(again).some((l) => l.via === 'push' && l.created === 1));
+    assert.equal(readFileSync(join(dest, 'third.txt'), 'utf8'), 'third\n');
+    again.child.kill('SIGTERM');
+    const [code] = await exited(again.child);
+    assert.equal(code, 0, again.err());
     assert.deepEqual(await nodeSubscriptions(check, SERVICE, node), [], 'SIGTERM unsubscribed');
   } finally {
     await check.close();

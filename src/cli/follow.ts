@@ -15,6 +15,9 @@
  * polling, and it is made again after 1 s, 2 s, 4 s… (at most `--interval`) and at each poll.
  * @see Change Notification §4, §3 (from/until windows); XEP-0060
  */
+import { createHash } from 'node:crypto';
+import { hostname } from 'node:os';
+import { resolve } from 'node:path';
 import { stderr, stdout } from 'node:process';
 import type { SyncOptions } from '../destination/sync.js';
 import { readDocument } from '../core/xml/read-document.js';
@@ -129,8 +132,11 @@ export async function follow(o: FollowOptions): Promise<number> {
     if (target === undefined) {
       o.log(`resourcesync sync: the Source advertises no XMPP node for its change channel (name one: --xmpp xmpp://user@domain/SERVICE?node=NODE); ${polling}`);
     } else {
+      // one resource per host and destination folder: a follower started again after it was killed subscribes the
+      // same full JID again, rather than leaving a subscription behind for one that is gone
+      const resource = `resourcesync-${createHash('sha256').update(`${hostname()}\0${resolve(o.syncOptions.dest)}`).digest('hex').slice(0, 12)}`;
       const sub = new XmppSubscriber({
-        account: o.xmpp.account,
+        account: { resource, ...o.xmpp.account },
         service: target.service,
         node: target.node,
         onNotification: (bytes) => void follower.receive(bytes),

@@ -373,7 +373,15 @@ export class XmppConnection {
     }
     if (el.name.ns !== NS_CLIENT) return;
     if (el.name.local === 'iq') this.#iq(el);
-    else if (el.name.local === 'message') this.#o.onMessage?.(el);
+    else if (el.name.local === 'message') {
+      try {
+        this.#o.onMessage?.(el);
+      } catch (e) {
+        setImmediate(() => {
+          throw e; // the handler's error, not the stream's: it surfaces as an uncaught exception
+        });
+      }
+    }
   }
 
   #iq(el: XmppElement): void {
