@@ -61,7 +61,8 @@ void test('xmpp: a published Change Notification reaches the subscriber as the s
   const received: Uint8Array[] = [];
   const events: XmppSubscriberEvent[] = [];
   const publisherEvents: string[] = [];
-  const pub = new XmppPublisher({ account: account('source'), service: SERVICE, onEvent: (e) => publisherEvents.push(e.type) });
+  // one item for the whole document (about 100 KB: read in many chunks)
+  const pub = new XmppPublisher({ account: account('source'), service: SERVICE, maxPayloadBytes: 1024 * 1024, onEvent: (e) => publisherEvents.push(e.type) });
   const first = changeNotification({ from: '2024-05-01T10:00:00Z', until: '2024-05-01T10:00:01Z', entries: [{ loc: 'http://127.0.0.1:8080/before.txt', md: { change: 'created', datetime: '2024-05-01T10:00:00.5Z' } }] });
   await pub.publish(node, first); // nobody subscribed yet: creates the node
   assert.deepEqual(publisherEvents, ['connected', 'node-created']);
@@ -81,6 +82,7 @@ void test('xmpp: a published Change Notification reaches the subscriber as the s
       md: { change: i % 3 === 0 ? 'deleted' : 'updated', datetime: '2024-05-01T10:00:01.5Z', ...(i % 3 === 0 ? {} : { hash: 'md5:1B2M2Y8AsgTpgAmY7PhCfg==', length: String(i) }) },
     })),
   });
+  assert.ok(Buffer.byteLength(writeDocumentString(doc)) > 64 * 1024);
   await pub.publish(node, doc);
   await until('the notification', () => received.length === 1);
   const got = await parseDocument(received[0]!);

@@ -12,6 +12,8 @@ void test('parseXmppAccountUri: account, port, service, server and node', () => 
     service: 'pubsub.example.org',
   });
   assert.deepEqual(parseXmppAccountUri('xmpp://dest@Example.ORG:5223'), { jid: 'dest@example.org', domain: 'example.org', host: 'example.org', port: 5223 });
+  assert.equal(parseXmppAccountUri('xmpp://dest@example.org?server=[::1]').host, '::1');
+  assert.throws(() => parseXmppAccountUri('xmpp://dest@example.org?server=a/b'), /is not a host name or address/);
   assert.deepEqual(parseXmppAccountUri('xmpp://d%C3%A9st@localhost:15222/pubsub.localhost?server=127.0.0.1&node=a%2Fb%3Bc'), {
     jid: 'dést@localhost',
     domain: 'localhost',

@@ -52,7 +52,7 @@ export function parseXmppAccountUri(uri: string): XmppAccountUri {
   const path = decodeURIComponent(u.pathname.replace(/^\/+/, '').replace(/\/+$/, ''));
   if (path !== '' && !DOMAIN.test(path)) invalid(uri, `the path '${path}' is not the JID of a PubSub service`);
   const server = u.searchParams.get('server') ?? undefined;
-  if (server !== undefined && !DOMAIN.test(server) && !/^[0-9.]+$/.test(server)) invalid(uri, `server '${server}' is not a host name or address`);
+  if (server !== undefined && !DOMAIN.test(server)) invalid(uri, `server '${server}' is not a host name or address`);
   for (const key of u.searchParams.keys()) if (key !== 'server' && key !== 'node') invalid(uri, `unknown parameter '${key}' (server and node are known)`);
   const node = u.searchParams.get('node') ?? undefined;
   if (node === '') invalid(uri, 'the node is empty');
@@ -60,7 +60,7 @@ export function parseXmppAccountUri(uri: string): XmppAccountUri {
   return {
     jid: `${local}@${domain}`,
     domain,
-    host: server ?? domain.replace(/^\[|\]$/g, ''),
+    host: (server ?? domain).replace(/^\[|\]$/g, ''),
     port,
     ...(path === '' ? {} : { service: path.toLowerCase() }),
     ...(node === undefined ? {} : { node }),

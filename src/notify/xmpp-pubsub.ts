@@ -19,8 +19,11 @@ const NS_PUBSUB_EVENT = 'http://jabber.org/protocol/pubsub#event';
 const NS_PUBSUB_OWNER = 'http://jabber.org/protocol/pubsub#owner';
 const NS_DATA = 'jabber:x:data';
 
-/** Largest payload a Source publishes in one item by default (bytes, as written): XMPP servers limit stanzas (Prosody and ejabberd to 256 KiB). */
-export const XMPP_MAX_PAYLOAD_BYTES = 128 * 1024;
+/**
+ * Largest payload a Source publishes in one item by default (bytes, as written): XMPP servers limit the stanzas
+ * they accept (Prosody to 256 KiB by default, some servers to 64 KiB), and the item must fit with its wrapping.
+ */
+export const XMPP_MAX_PAYLOAD_BYTES = 60 * 1024;
 
 /** The account and server of an XMPP client: see {@link XmppConnectOptions}. */
 export type XmppAccount = Omit<XmppConnectOptions, 'onMessage' | 'onEvent' | 'signal'>;
