@@ -6,11 +6,12 @@
  * @see RFC 6120 (XMPP Core) §4 (streams), §5 (STARTTLS), §6 (SASL), §7 (binding), §8 (stanzas); RFC 5802 (SCRAM);
  *   XEP-0199 (ping)
  */
-import { createHash, createHmac, pbkdf2Sync, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect, type ConnectionOptions, type TLSSocket } from 'node:tls';
 import { ResourceSyncError } from '../core/errors.js';
 import { isLoopbackHost } from './callback-policy.js';
+import { Scram, b64, unb64 } from './xmpp-scram.js';
 import { attr, element, elements, StanzaReader, textOf, xml, type Raw, type XmppElement } from './xmpp-xml.js';
 
 const NS_CLIENT = 'jabber:client';
@@ -30,8 +31,6 @@ export const XMPP_LIMITS = {
   timeoutMs: 10_000,
   /** Between two pings to the server, ms (0: none). */
   pingIntervalMs: 60_000,
-  /** SCRAM iteration counts accepted from a server. @see RFC 5802 §5.1 (i) */
-  maxScramIterations: 1_000_000,
 } as const;
 
 /** Options of {@link XmppConnection.connect}. */
@@ -448,59 +447,3 @@ export class XmppConnection {
     this.#endedResolve();
   }
 }
-
-const b64 = (s: string): string => Buffer.from(s, 'utf8').toString('base64');
-const unb64 = (s: string): string => Buffer.from(s, 'base64').toString('utf8');
-
-/** SCRAM client (RFC 5802 §3, §5), without channel binding (gs2 header `n,,`). */
-class Scram {
-  readonly #hash: 'sha1' | 'sha256';
-  readonly #user: string;
-  readonly #password: string;
-  readonly #nonce = randomBytes(18).toString('base64');
-  #firstBare = '';
-  #serverSignature: Buffer | undefined;
-
-  constructor(hash: 'sha1' | 'sha256', user: string, password: string) {
-    this.#hash = hash;
-    this.#user = user.replace(/=/g, '=3D').replace(/,/g, '=2C');
-    this.#password = password.normalize('NFKC');
-  }
-
-  first(): string {
-    this.#firstBare = `n=${this.#user},r=${this.#nonce}`;
-    return `n,,${this.#firstBare}`;
-  }
-
-  final(serverFirst: string): string {
-    const fields = new Map(serverFirst.split(',').map((kv) => [kv.slice(0, 1), kv.slice(2)] as const));
-    const nonce = fields.get('r') ?? '';
-    const salt = Buffer.from(fields.get('s') ?? '', 'base64');
-    const iterations = Number(fields.get('i'));
-    if (!nonce.startsWith(this.#nonce) || nonce.length === this.#nonce.length || salt.length === 0) {
-      throw xmppError('The SCRAM challenge of the XMPP server is malformed.', 'malformed-request');
-    }
-    if (!Number.isInteger(iterations) || iterations < 1 || iterations > XMPP_LIMITS.maxScramIterations) {
-      throw xmppError(`The SCRAM iteration count of the XMPP server (${fields.get('i')}) is not acceptable.`, 'malformed-request');
-    }
-    const salted = pbkdf2Sync(this.#password, salt, iterations, this.#hash === 'sha1' ? 20 : 32, this.#hash);
-    const clientKey = createHmac(this.#hash, salted).update('Client Key').digest();
-    const storedKey = createHash(this.#hash).update(clientKey).digest();
-    const withoutProof = `c=biws,r=${nonce}`;
-    const authMessage = `${this.#firstBare},${serverFirst},${withoutProof}`;
-    const signature = createHmac(this.#hash, storedKey).update(authMessage).digest();
-    const proof = Buffer.from(clientKey.map((b, i) => b ^ signature[i]!));
-    const serverKey = createHmac(this.#hash, salted).update('Server Key').digest();
-    this.#serverSignature = createHmac(this.#hash, serverKey).update(authMessage).digest();
-    return `${withoutProof},p=${proof.toString('base64')}`;
-  }
-
-  /** Checks the server's signature (`v=`) in its final message. */
-  verify(serverFinal: string): boolean {
-    const v = /(?:^|,)v=([^,]*)/.exec(serverFinal)?.[1];
-    if (v === undefined || this.#serverSignature === undefined) return false;
-    const got = Buffer.from(v, 'base64');
-    return got.length === this.#serverSignature.length && timingSafeEqual(got, this.#serverSignature);
-  }
-}
-
