@@ -9,14 +9,23 @@
  * notification windows (missed notifications) or a change that failed is filled from the Change List. One
  * line per applied batch on stdout (`--json`: one JSON object per line). SIGINT/SIGTERM unsubscribe and
  * end with exit 0, the state saved.
- * @see Change Notification §4, §3 (from/until windows)
+ *
+ * With `--xmpp`, the notifications come from the XMPP PubSub node the channel names (`rs:ln` with an `xmpp:` URI,
+ * see ../source/notifications.ts) or the one given, instead of the hub; a lost XMPP connection falls back to
+ * polling, and it is made again after 1 s, 2 s, 4 s… (at most `--interval`) and at each poll.
+ * @see Change Notification §4, §3 (from/until windows); XEP-0060
  */
+import { createHash } from 'node:crypto';
+import { hostname } from 'node:os';
+import { resolve } from 'node:path';
 import { stderr, stdout } from 'node:process';
 import type { SyncOptions } from '../destination/sync.js';
 import { readDocument } from '../core/xml/read-document.js';
+import { parseXmppPubsubUri } from '../core/xmpp-uri.js';
 import { Follower, type FollowBatch } from '../notify/follower.js';
 import { listen, type Listener } from '../notify/node-listener.js';
 import { Subscriber } from '../notify/subscriber.js';
+import { XmppSubscriber, type XmppAccount } from '../notify/xmpp-pubsub.js';
 
 /** Options of {@link follow}. */
 export interface FollowOptions {
@@ -29,11 +38,16 @@ export interface FollowOptions {
   json: boolean;
   signal: AbortSignal;
   log: (line: string) => void;
+  /** Push over XMPP PubSub instead of WebSub: the account, and the service and node when not the advertised ones. */
+  xmpp?: { account: XmppAccount; service?: string | undefined; node?: string | undefined };
 }
 
 interface Channel {
-  hub: string;
   topic: string;
+  /** The WebSub hub (the first http(s) `rel="hub"`). */
+  hub?: string;
+  /** The XMPP PubSub node (an `rs:ln` whose href is an `xmpp:…?pubsub;…;node=…` URI). */
+  xmpp?: { service: string; node: string };
 }
 
 /** The change channel advertised by a Capability List, if any. @see Change Notification §4 (Example 7) */
@@ -47,11 +61,22 @@ async function changeChannel(capabilityList: string, signal: AbortSignal): Promi
   for await (const e of reader.entries) {
     const cap = e.md?.capability;
     if (cap === 'change-notification' || cap === 'changelist-notification') {
-      const hub = e.ln?.find((l) => l.rel === 'hub')?.href;
-      if (hub !== undefined) return { hub, topic: e.loc };
+      const hub = e.ln?.find((l) => l.rel === 'hub' && /^https?:/i.test(l.href ?? ''))?.href;
+      const xmpp = e.ln?.map((l) => parseXmppPubsubUri(l.href ?? '')).find((x) => x !== undefined);
+      if (hub !== undefined || xmpp !== undefined) return { topic: e.loc, ...(hub === undefined ? {} : { hub }), ...(xmpp === undefined ? {} : { xmpp }) };
     }
   }
   return undefined;
+}
+
+/** A subscription that delivers notifications: WebSub (through a hub) or XMPP PubSub. */
+interface Push {
+  /** Where, for the log: `TOPIC at HUB`, `node NODE at SERVICE`. */
+  readonly where: string;
+  readonly subscribed: boolean;
+  subscribe(): Promise<void>;
+  unsubscribe(): Promise<void>;
+  close(): Promise<void>;
 }
 
 type Via = 'start' | 'push' | 'poll' | 'catch-up';
@@ -94,50 +119,113 @@ export async function follow(o: FollowOptions): Promise<number> {
     return follower.catchUp();
   };
 
-  // 2. The callback endpoint
-  const ref: { sub?: Subscriber } = {};
+  // 2. The channel: a WebSub subscription (with its callback endpoint) or an XMPP PubSub one
+  const ref: { push?: Push } = {};
   let listener: Listener | undefined;
   const capabilityList = follower.capabilityList;
   const channel =
     capabilityList === undefined ? undefined : await changeChannel(capabilityList, o.signal).catch(() => undefined);
-  if (channel !== undefined) {
+  const polling = `polling every ${o.intervalMs / 1000} s`;
+  if (o.xmpp !== undefined) {
+    const given = o.xmpp.node !== undefined && o.xmpp.service !== undefined ? { service: o.xmpp.service, node: o.xmpp.node } : undefined;
+    const target = given ?? channel?.xmpp;
+    if (target === undefined) {
+      o.log(`resourcesync sync: the Source advertises no XMPP node for its change channel (name one: --xmpp xmpp://user@domain/SERVICE?node=NODE); ${polling}`);
+    } else {
+      // one resource per host and destination folder: a follower started again after it was killed subscribes the
+      // same full JID again, rather than leaving a subscription behind for one that is gone
+      const resource = `resourcesync-${createHash('sha256').update(`${hostname()}\0${resolve(o.syncOptions.dest)}`).digest('hex').slice(0, 12)}`;
+      const sub = new XmppSubscriber({
+        account: { resource, ...o.xmpp.account },
+        service: target.service,
+        node: target.node,
+        onNotification: (bytes) => void follower.receive(bytes),
+        onEvent: (e) => {
+          if (e.type === 'lost') {
+            mode = 'poll';
+            o.log(`resourcesync sync: the XMPP connection was lost${e.error ? ` (${e.error.message})` : ''}; ${polling} until it is back`);
+            retrySoon();
+          } else if (e.type === 'oversized') {
+            o.log(`resourcesync sync: an XMPP stanza of about ${e.bytes} bytes was refused (too large); reading the Change List`);
+            void catchUp('catch-up');
+          }
+        },
+      });
+      ref.push = {
+        where: `node ${target.node} at ${target.service}`,
+        get subscribed() {
+          return sub.subscribed;
+        },
+        subscribe: () => sub.subscribe(),
+        unsubscribe: () => sub.unsubscribe(),
+        close: () => sub.close(),
+      };
+    }
+  } else if (channel?.hub !== undefined) {
+    const hub = channel.hub;
+    const holder: { websub?: Subscriber } = {};
     listener = await listen(
-      (r) => ref.sub?.handle(r) ?? Promise.resolve(new Response(null, { status: 404 })),
+      (r) => holder.websub?.handle(r) ?? Promise.resolve(new Response(null, { status: 404 })),
       o.listen,
     );
-    ref.sub = new Subscriber({
-      hub: channel.hub,
+    const websub = new Subscriber({
+      hub,
       topic: channel.topic,
       callbackUrl: o.callbackUrl ?? `${listener.url}/callback`,
       onNotification: (bytes) => void follower.receive(bytes),
       onEvent: (e) => {
         if (e.type === 'renew-failed') {
           mode = 'poll';
-          o.log(`resourcesync sync: lease renewal failed; polling every ${o.intervalMs / 1000} s`);
+          o.log(`resourcesync sync: lease renewal failed; ${polling}`);
         } else if (e.type === 'bad-signature')
           o.log('resourcesync sync: a notification with a bad signature was ignored');
       },
     });
+    holder.websub = websub;
+    ref.push = {
+      where: `${channel.topic} at ${hub}`,
+      get subscribed() {
+        return websub.subscribed;
+      },
+      subscribe: () => websub.subscribe(),
+      unsubscribe: () => websub.unsubscribe(),
+      close: () => Promise.resolve(websub.close()),
+    };
   } else {
-    o.log(
-      `resourcesync sync: the Source offers no change notification channel; polling every ${o.intervalMs / 1000} s`,
-    );
+    o.log(`resourcesync sync: the Source offers no change notification channel; ${polling}`);
   }
 
-  const trySubscribe = async (): Promise<void> => {
-    if (ref.sub === undefined) return;
-    try {
-      await ref.sub.subscribe();
-      if (mode === 'poll') o.log(`resourcesync sync: subscribed to ${channel!.topic} at ${channel!.hub}`);
-      mode = 'push';
-      await catchUp('catch-up'); // changes between the first sync and the subscription
-    } catch (e) {
-      if (mode === 'push' || ref.sub.subscribed) return;
-      o.log(
-        `resourcesync sync: subscription failed (${e instanceof Error ? e.message : String(e)}); polling every ${o.intervalMs / 1000} s`,
-      );
-    }
+  let subscribing: Promise<void> | undefined;
+  // after a lost XMPP connection (or a failed attempt), subscribing again after 1 s, 2 s, 4 s… up to the interval,
+  // not only at the next poll
+  let retry: NodeJS.Timeout | undefined;
+  let delay = 1000;
+  const retrySoon = (): void => {
+    if (o.xmpp === undefined || retry !== undefined || o.signal.aborted) return;
+    retry = setTimeout(() => {
+      retry = undefined;
+      void trySubscribe().then(() => {
+        if (mode === 'push' && ref.push?.subscribed === true) delay = 1000;
+        else retrySoon(); // (an attempt already under way when this one was due, and the connection lost since)
+      });
+    }, Math.min(delay, o.intervalMs));
+    delay *= 2;
   };
+  const trySubscribe = (): Promise<void> =>
+    (subscribing ??= (async () => {
+      const push = ref.push;
+      if (push === undefined || o.signal.aborted || (mode === 'push' && push.subscribed)) return;
+      try {
+        await push.subscribe();
+        if (mode === 'poll') o.log(`resourcesync sync: subscribed to ${push.where}`);
+        mode = 'push';
+        await catchUp('catch-up'); // changes between the first sync (or the loss) and the subscription
+      } catch (e) {
+        if (mode === 'push' || push.subscribed) return;
+        o.log(`resourcesync sync: subscription failed (${e instanceof Error ? e.message : String(e)}); ${polling}`);
+        retrySoon();
+      }
+    })().finally(() => (subscribing = undefined)));
   await trySubscribe();
 
   // 3. Polling while not pushed to; retry the subscription at each tick
@@ -149,6 +237,7 @@ export async function follow(o: FollowOptions): Promise<number> {
       'abort',
       () => {
         clearInterval(tick);
+        clearTimeout(retry);
         resolve();
       },
       { once: true },
@@ -156,14 +245,15 @@ export async function follow(o: FollowOptions): Promise<number> {
   });
 
   // 4. Stop: unsubscribe (bounded), wait for the batch in flight, let the destination go
-  if (ref.sub?.subscribed === true) {
-    await ref.sub
+  await subscribing;
+  if (ref.push?.subscribed === true) {
+    await ref.push
       .unsubscribe()
       .catch((e: unknown) =>
         o.log(`resourcesync sync: unsubscribe failed: ${e instanceof Error ? e.message : String(e)}`),
       );
   }
-  ref.sub?.close();
+  await ref.push?.close();
   await follower.close();
   await listener?.close();
   return 0;

@@ -1,7 +1,7 @@
 /**
  * Push for `resourcesync serve`: the embedded WebSub hub at `<base-url>/hub` (or an external one),
  * the topics' HEAD/GET answers with `Link` rel=self and rel=hub, and the sending of each publication's
- * notifications, in order, to the hub.
+ * notifications, in order, to the hub, and with `--xmpp` to an XMPP PubSub service too.
  * @see Change Notification §4, Framework Notification §4–5, WebSub §4 (discovery)
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -11,6 +11,7 @@ import { createHub, type Hub, type HubEvent } from '../notify/hub.js';
 import { HubStore } from '../notify/hub-store.js';
 import { nodeListener } from '../notify/node-listener.js';
 import { publishNotification, type SendRequest } from '../notify/publisher.js';
+import type { XmppPublisher } from '../notify/xmpp-pubsub.js';
 import type { ChannelSummary } from '../web/explorer.js';
 import type { SetNotifications } from '../source/notifications.js';
 import { DOCUMENTS_PREFIX } from '../source/url-path.js';
@@ -42,6 +43,8 @@ export function startPush(o: {
   hub?: string;
   /** Non-loopback callbacks the embedded hub may contact (patterns, see ../notify/callback-policy.ts). */
   allowCallback?: readonly string[];
+  /** Also publishes every notification to the XMPP PubSub node named by its topic URI. */
+  xmpp?: XmppPublisher;
   log: (line: string) => void;
   verbose: boolean;
 }): Push {
@@ -97,12 +100,18 @@ export function startPush(o: {
     send(notifications) {
       if (notifications === undefined) return;
       for (const n of notifications) {
+        // the nodes exist before the first notification, for Destinations to subscribe to (a failure shows in the
+        // publications, which fail the same way)
+        for (const node of [n.changeTopic, n.frameworkTopic]) o.xmpp?.ensureNode(node).catch(() => undefined);
         const items = [
           ...n.change.map((payload) => ({ topic: n.changeTopic, payload })),
           ...(n.framework ? [{ topic: n.frameworkTopic, payload: n.framework }] : []),
         ];
         for (const item of items) {
           topics.add(item.topic);
+          o.xmpp
+            ?.publish(item.topic, item.payload)
+            .catch((e: unknown) => o.log(`resourcesync serve: notification on ${item.topic} not published over XMPP: ${e instanceof Error ? e.message : String(e)}`));
           queue = queue.then(() =>
             publishNotification(
               { hub: hubUrl, topic: item.topic, capabilityList: n.capabilityList, payload: item.payload },
@@ -129,6 +138,7 @@ export function startPush(o: {
     },
     async close() {
       await queue;
+      await o.xmpp?.close();
       await hub?.close();
       store?.close();
     },

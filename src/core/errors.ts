@@ -24,6 +24,8 @@ export type ErrorCode =
   | 'RS_HTTP_TIMEOUT'
   | 'RS_NETWORK'
   | 'RS_IO'
+  // push over XMPP: a stream, SASL or stanza error (`data.condition`, e.g. `not-authorized`, `item-not-found`)
+  | 'RS_XMPP'
   // destination safety and verification
   | 'RS_UNSAFE_PATH'
   | 'RS_AUTHORITY'

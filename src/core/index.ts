@@ -12,6 +12,7 @@ export * from './hash.js';
 export * from './w3c-datetime.js';
 export * from './manifest-path.js';
 export * from './discovery-hints.js';
+export * from './xmpp-uri.js';
 export { mediaType, DEFAULT_MEDIA_TYPE } from './media-type.js';
 export * from './model/types.js';
 export * from './model/document-kinds.js';

@@ -27,3 +27,23 @@ export { Follower, type FollowerOptions, type FollowBatch } from './follower.js'
 export { publishNotification, type Notification, type SendRequest } from './publisher.js';
 export { signBody, verifySignature, SIGNATURE_METHODS, MAX_SECRET_BYTES, type SignatureMethod } from './signature.js';
 export { createUrlPolicy, isLoopbackHost, type UrlPolicy } from './callback-policy.js';
+export { XmppConnection, XMPP_LIMITS, errorCondition, type XmppConnectOptions, type XmppConnectionEvent } from './xmpp-client.js';
+export {
+  XmppPublisher,
+  XmppSubscriber,
+  XMPP_MAX_PAYLOAD_BYTES,
+  publishItem,
+  createNode,
+  subscribeNode,
+  unsubscribeNode,
+  nodeSubscriptions,
+  eventPayloads,
+  notificationPayloads,
+  payloadMarkup,
+  type XmppAccount,
+  type XmppPublisherOptions,
+  type XmppPublisherEvent,
+  type XmppSubscriberOptions,
+  type XmppSubscriberEvent,
+} from './xmpp-pubsub.js';
+export { xml, raw, attr, element, elements, textOf, elementDocument, StanzaReader, type XmppElement, type Raw, type StanzaHandler } from './xmpp-xml.js';

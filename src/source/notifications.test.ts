@@ -8,7 +8,7 @@ import { writeDocumentString } from '../core/xml/write-document.js';
 import { validateDocument } from '../core/validate/index.js';
 import { frameworkChangeAllowed } from '../core/model/notification.js';
 import { publish, type PublishOptions, type PublishResult } from './publish.js';
-import { changeNotifications, MAX_NOTIFICATION_ENTRIES } from './notifications.js';
+import { changeNotifications, channelEntries, MAX_NOTIFICATION_ENTRIES } from './notifications.js';
 import type { ChangeRecord } from './snapshot-store.js';
 
 void test('publish with notifications: channels in the Capability List, contiguous windows, framework changes', async () => {
@@ -170,4 +170,27 @@ void test('the framework channel announces every capability document a publicati
   } finally {
     await cleanup();
   }
+});
+
+void test('channelEntries: with an XMPP PubSub service, each channel names its node (its topic URI) after the hub', () => {
+  const docUrl = 'http://example.org/.resourcesync/data/';
+  assert.deepEqual(channelEntries(docUrl, 'http://example.org/hub', 'pubsub.example.org'), [
+    {
+      loc: `${docUrl}change-notification/`,
+      md: { capability: 'change-notification' },
+      ln: [
+        { rel: 'hub', href: 'http://example.org/hub' },
+        { rel: 'alternate', href: `xmpp:pubsub.example.org?pubsub;action=subscribe;node=${docUrl}change-notification/` },
+      ],
+    },
+    {
+      loc: `${docUrl}framework-notification/`,
+      md: { capability: 'framework-notification' },
+      ln: [
+        { rel: 'hub', href: 'http://example.org/hub' },
+        { rel: 'alternate', href: `xmpp:pubsub.example.org?pubsub;action=subscribe;node=${docUrl}framework-notification/` },
+      ],
+    },
+  ]);
+  assert.deepEqual(channelEntries(docUrl, 'http://example.org/hub')[0]!.ln, [{ rel: 'hub', href: 'http://example.org/hub' }]);
 });

@@ -10,8 +10,9 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { changeNotification, frameworkNotification, type FrameworkChange } from '../core/model/notification.js';
-import type { Entry, ResourceSyncDocument } from '../core/model/types.js';
+import type { Entry, Ln, ResourceSyncDocument } from '../core/model/types.js';
 import { formatW3CDatetime } from '../core/w3c-datetime.js';
+import { xmppPubsubUri } from '../core/xmpp-uri.js';
 import { changeEntry } from './documents.js';
 import type { ChangeRecord } from './snapshot-store.js';
 
@@ -24,14 +25,17 @@ export function channelTopics(docUrl: string): { change: string; framework: stri
 }
 
 /**
- * The Capability List entries that advertise both channels with their hub.
- * @see Change Notification §4 (Example 7), Framework Notification §5 (Example 8)
+ * The Capability List entries that advertise both channels with their hub and, when the notifications are also
+ * published to an XMPP PubSub service, the node of each channel (named by its topic URI) as
+ * `<rs:ln rel="alternate" href="xmpp:SERVICE?pubsub;action=subscribe;node=TOPIC">` after the hub.
+ * @see Change Notification §4 (Example 7), Framework Notification §5 (Example 8), XEP-0060 §16.4 (node URIs)
  */
-export function channelEntries(docUrl: string, hub: string): Entry[] {
+export function channelEntries(docUrl: string, hub: string, xmpp?: string): Entry[] {
   const t = channelTopics(docUrl);
+  const ln = (topic: string): Ln[] => [{ rel: 'hub', href: hub }, ...(xmpp === undefined ? [] : [{ rel: 'alternate', href: xmppPubsubUri(xmpp, topic) }])];
   return [
-    { loc: t.change, md: { capability: 'change-notification' }, ln: [{ rel: 'hub', href: hub }] },
-    { loc: t.framework, md: { capability: 'framework-notification' }, ln: [{ rel: 'hub', href: hub }] },
+    { loc: t.change, md: { capability: 'change-notification' }, ln: ln(t.change) },
+    { loc: t.framework, md: { capability: 'framework-notification' }, ln: ln(t.framework) },
   ];
 }
 

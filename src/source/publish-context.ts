@@ -42,7 +42,7 @@ export interface Context {
   onProgress: ((p: PublishProgress) => void) | undefined;
   exclude: string[];
   stateDir: string | undefined;
-  notifications?: { hub: string } | undefined;
+  notifications?: { hub: string; xmpp?: string } | undefined;
   /** Files still being written (see `PublishOptions.hold`). */
   hold: ((file: string) => boolean | undefined) | undefined;
   /** See `PublishOptions.onRecorded`. */
@@ -132,7 +132,7 @@ export function changeRecorder(ctx: Context, setDir: string, bitDir: string): { 
  * `onRecorded` hears of them at once.
  */
 export function announceChanges(
-  ctx: Context & { notifications: { hub: string } },
+  ctx: Context & { notifications: { hub: string; xmpp?: string } },
   store: SnapshotStore,
   set: { name: string; docUrl: string; capUrl: string; resBase: string },
   at: number,

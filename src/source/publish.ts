@@ -110,10 +110,13 @@ export interface PublishOptions {
   onProgress?: (p: PublishProgress) => void;
   /**
    * Push: advertise a change and a framework notification channel per set with this hub in the Capability
-   * Lists, and return each publication's notifications in `PublishResult.notifications`.
-   * @see Change Notification §4, Framework Notification §5
+   * Lists, and return each publication's notifications in `PublishResult.notifications`. With `xmpp` (the JID of
+   * an XMPP PubSub service, e.g. `pubsub.example.org`), each channel also names the node of that service where
+   * its notifications are published too (the node's name is the channel's topic URI; see `XmppPublisher` in
+   * `resourcesync/notify`).
+   * @see Change Notification §4, Framework Notification §5, XEP-0060
    */
-  notifications?: { hub: string };
+  notifications?: { hub: string; xmpp?: string };
   /**
    * What a watcher knows of a file (absolute path under a set's folder), e.g. from `SourceWatcher.state`: true
    * while it is being written, so that it keeps its previous state in this publication (a new one is left
@@ -450,7 +453,7 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
       caps.push(capabilityEntry(indexUrl ?? u(`changelist${x}`), 'changelist'));
       if (closed.length > 0) archives.push(capabilityEntry(u(`changelist-archive${x}`), 'changelist-archive'));
     }
-    if (ctx.notifications) caps.push(...channelEntries(docUrl, ctx.notifications.hub));
+    if (ctx.notifications) caps.push(...channelEntries(docUrl, ctx.notifications.hub, ctx.notifications.xmpp));
 
     // 5. Capability List (§9)
     await writeDoc(

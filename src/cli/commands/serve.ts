@@ -20,6 +20,9 @@ import { recordChanges, type RecordResult } from '../../source/record-changes.js
 import type { SetNotifications } from '../../source/notifications.js';
 import { PUBLISH_ARGS, PUBLISH_HELP, PublishArgsError, publishArgs, type PublishArgsResult } from '../publish-options.js';
 import { startPush, type Push } from '../serve-push.js';
+import { XMPP_PASSWORD_ENV, xmppAccount } from '../xmpp-options.js';
+import { XmppPublisher } from '../../notify/xmpp-pubsub.js';
+import { isResourceSyncError } from '../../core/errors.js';
 import { startUi, type ServeUi } from '../serve-ui.js';
 
 const HELP = `Usage: resourcesync serve <dir>... [options]
@@ -43,6 +46,12 @@ Options:
   --allow-callback PATTERN  the embedded hub may also contact callbacks matching PATTERN: a host
                           ('*.example.org') or a URL ('https://example.org/hooks/*'); loopback is
                           always allowed; repeatable
+  --xmpp URI              also publish the notifications to an XMPP PubSub service (XEP-0060):
+                          xmpp://USER@DOMAIN[:PORT]/SERVICE[?server=HOST], e.g.
+                          xmpp://source@example.org/pubsub.example.org; the password comes from
+                          the environment variable ${XMPP_PASSWORD_ENV}. One node per
+                          channel, named by its topic URI, created (open to subscribers) when
+                          missing; each channel in the Capability Lists names its node
 ${PUBLISH_HELP}  --verbose               log every request on stderr
   -h, --help              show this help
 `;
@@ -92,6 +101,7 @@ export async function run(args: string[]): Promise<number> {
       hub: { type: 'string' },
       'no-hub': { type: 'boolean' },
       'allow-callback': { type: 'string', multiple: true },
+      xmpp: { type: 'string' },
       verbose: { type: 'boolean' },
     },
     HELP,
@@ -149,8 +159,34 @@ export async function run(args: string[]): Promise<number> {
     return usageError('serve', '--allow-callback applies to the embedded hub: not with --hub or --no-hub.');
   }
 
+  const xmppArgs = values.xmpp === undefined ? undefined : xmppAccount(values.xmpp, 'source');
+  if (typeof xmppArgs === 'string') return usageError('serve', xmppArgs);
+  if (xmppArgs !== undefined && values['no-hub'] === true) return usageError('serve', '--xmpp publishes beside the WebSub hub: not with --no-hub.');
+
   const verbose = values.verbose === true;
   const log = (line: string): void => void process.stderr.write(`${line}\n`);
+  // XMPP (XEP-0060): the account is tried before anything is served, so that a wrong password or server stops here
+  let xmpp: XmppPublisher | undefined;
+  if (xmppArgs !== undefined) {
+    xmpp = new XmppPublisher({
+      account: xmppArgs.account,
+      service: xmppArgs.service,
+      onEvent: (e) => {
+        if (e.type === 'connected' && verbose) log(`xmpp: connected as ${e.jid}${e.secure ? ' (TLS)' : ''}`);
+        else if (e.type === 'node-created' && verbose) log(`xmpp: created node ${e.node} at ${xmppArgs.service}`);
+        else if (e.type === 'disconnected') log(`resourcesync serve: XMPP connection lost${e.error ? ` (${e.error.message})` : ''}; it is made again for the next notification`);
+      },
+    });
+    try {
+      await xmpp.connect();
+    } catch (error) {
+      if (!isResourceSyncError(error, 'RS_NETWORK')) {
+        process.stderr.write(`resourcesync serve: --xmpp: ${message(error)}\n`);
+        return 1;
+      }
+      log(`resourcesync serve: --xmpp: ${message(error)} Notifications are published there once it can be reached.`);
+    }
+  }
   const ac = new AbortController();
   const stop = (): void => ac.abort();
   process.once('SIGINT', stop);
@@ -173,6 +209,7 @@ export async function run(args: string[]): Promise<number> {
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);
     process.stderr.write(`resourcesync serve: cannot listen on ${host}:${port}: ${message(error)}\n`);
+    await xmpp?.close();
     return 1;
   }
 
@@ -184,6 +221,7 @@ export async function run(args: string[]): Promise<number> {
       origin: running.url,
       ...(values.hub === undefined ? { hubDir: join(stateDir ?? join(dirs[0]!, '.resourcesync'), 'hub') } : { hub: values.hub }),
       allowCallback,
+      ...(xmpp === undefined ? {} : { xmpp }),
       log,
       verbose,
     });
@@ -208,7 +246,13 @@ export async function run(args: string[]): Promise<number> {
     ...(stateDir === undefined ? {} : { stateDir }),
     // push: Change Notifications go out as soon as changes are recorded, before the documents are written; the
     // documents that follow rewrite a long Resource List less often (the Change List carries the rest)
-    ...(push ? { notifications: { hub: push.hubUrl }, onRecorded: (n: SetNotifications) => push.send([n]), resourceListEveryMs: 'auto' as const } : {}),
+    ...(push
+      ? {
+          notifications: { hub: push.hubUrl, ...(xmppArgs ? { xmpp: xmppArgs.service } : {}) },
+          onRecorded: (n: SetNotifications) => push.send([n]),
+          resourceListEveryMs: 'auto' as const,
+        }
+      : {}),
   };
   // The watcher starts before the first publication, which it runs itself: a change made meanwhile is
   // never lost, and two publications never run at once.

@@ -5,6 +5,7 @@ import { ProgressBar } from '../progress.js';
 import { EXIT, MIRROR_OPTIONS, exitCodeOf, integerOption, mirrorOptions, reportFailure, sourceAndDest, type MirrorOptions } from '../mirror-options.js';
 import { parseCommandArgs, usageError } from '../command-args.js';
 import { follow } from '../follow.js';
+import { XMPP_PASSWORD_ENV, xmppAccount } from '../xmpp-options.js';
 import { GroupCommit } from '../../node/group-commit.js';
 import { SyncfsFlush } from '../../node/syncfs.js';
 import type { Durability } from '../../node/durability.js';
@@ -70,6 +71,12 @@ Options:
   --callback-url URL       with --follow: the callback URL given to the hub (default
                            http://<listen>/callback)
   --interval S             with --follow: seconds between polls (default 60)
+  --xmpp URI               with --follow: receive the notifications from the XMPP PubSub node the
+                           Source advertises (instead of its WebSub hub), logged in as
+                           xmpp://USER@DOMAIN[:PORT][?server=HOST]; or from the node given:
+                           xmpp://USER@DOMAIN[:PORT]/SERVICE?node=NODE. The password comes from
+                           the environment variable ${XMPP_PASSWORD_ENV}. A lost
+                           connection falls back to polling and is made again
   -h, --help               show this help
 
 Credentials: RESOURCESYNC_BEARER=<token> or RESOURCESYNC_BASIC=<user:password> for the Source's
@@ -164,6 +171,7 @@ export async function run(args: string[]): Promise<number> {
       listen: { type: 'string' },
       'callback-url': { type: 'string' },
       interval: { type: 'string' },
+      xmpp: { type: 'string' },
     },
     HELP,
   );
@@ -183,6 +191,9 @@ export async function run(args: string[]): Promise<number> {
   } catch (err) {
     return usageError('sync', err);
   }
+  if (v.xmpp !== undefined && v.follow !== true) return usageError('sync', '--xmpp goes with --follow.');
+  const xmpp = v.xmpp === undefined ? undefined : xmppAccount(v.xmpp, 'destination');
+  if (typeof xmpp === 'string') return usageError('sync', xmpp);
   const fsyncMethod = v['fsync-method'];
   const durable = cliDurability(!(v['no-fsync'] ?? false), fsyncMethod === 'file' ? 'file' : 'batch');
   if (v.follow === true) {
@@ -213,6 +224,7 @@ export async function run(args: string[]): Promise<number> {
         listen: { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) },
         ...(v['callback-url'] !== undefined ? { callbackUrl: v['callback-url'] } : {}),
         intervalMs: interval * 1000,
+        ...(xmpp === undefined ? {} : { xmpp }),
         json: v.json ?? false,
         signal: controller.signal,
         log: (line) => void stderr.write(`${line}\n`),

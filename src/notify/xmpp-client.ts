@@ -1,0 +1,449 @@
+/**
+ * A minimal XMPP client connection (client-to-server): TCP, STARTTLS when the server offers it (required
+ * unless the server is on a loopback address), SASL SCRAM-SHA-256, SCRAM-SHA-1 or, over TLS only, PLAIN,
+ * resource binding, IQ requests and answers, XEP-0199 pings to notice a dead connection, and the stanzas
+ * that arrive, read by ./xmpp-xml.ts with a size limit.
+ * @see RFC 6120 (XMPP Core) §4 (streams), §5 (STARTTLS), §6 (SASL), §7 (binding), §8 (stanzas); RFC 5802 (SCRAM);
+ *   XEP-0199 (ping)
+ */
+import { randomBytes } from 'node:crypto';
+import { connect as netConnect, type Socket } from 'node:net';
+import { connect as tlsConnect, type ConnectionOptions, type TLSSocket } from 'node:tls';
+import { ResourceSyncError } from '../core/errors.js';
+import { isLoopbackHost } from './callback-policy.js';
+import { Scram, b64, unb64 } from './xmpp-scram.js';
+import { attr, element, elements, StanzaReader, textOf, xml, type Raw, type XmppElement } from './xmpp-xml.js';
+
+const NS_CLIENT = 'jabber:client';
+const NS_STREAM = 'http://etherx.jabber.org/streams';
+const NS_TLS = 'urn:ietf:params:xml:ns:xmpp-tls';
+const NS_SASL = 'urn:ietf:params:xml:ns:xmpp-sasl';
+const NS_BIND = 'urn:ietf:params:xml:ns:xmpp-bind';
+const NS_SESSION = 'urn:ietf:params:xml:ns:xmpp-session';
+const NS_STANZAS = 'urn:ietf:params:xml:ns:xmpp-stanzas';
+const NS_PING = 'urn:xmpp:ping';
+
+/** Limits and timings of a connection (the defaults). */
+export const XMPP_LIMITS = {
+  /** Largest stanza kept (about, as XML); a larger one is dropped and reported. */
+  maxStanzaBytes: 1024 * 1024,
+  /** Connecting, each step of the negotiation, and each IQ request, ms. */
+  timeoutMs: 10_000,
+  /** Between two pings to the server, ms (0: none). */
+  pingIntervalMs: 60_000,
+} as const;
+
+/** Options of {@link XmppConnection.connect}. */
+export interface XmppConnectOptions {
+  /** The bare JID to authenticate as (`user@domain`). */
+  jid: string;
+  password: string;
+  /** Where to connect; default the JID's domain. */
+  host?: string;
+  /** Default 5222. */
+  port?: number;
+  /** Resource to bind; default `resourcesync-` and random characters. */
+  resource?: string;
+  /** TLS options for STARTTLS (e.g. `ca`); the certificate must be valid for the JID's domain. */
+  tls?: Pick<ConnectionOptions, 'ca' | 'cert' | 'key' | 'rejectUnauthorized' | 'minVersion'>;
+  /** Refuse to authenticate without TLS. Default: true, unless `host` is a loopback address or `localhost`. */
+  requireTls?: boolean;
+  /** Default {@link XMPP_LIMITS}.maxStanzaBytes. */
+  maxStanzaBytes?: number;
+  /** Default {@link XMPP_LIMITS}.timeoutMs. */
+  timeoutMs?: number;
+  /** Default {@link XMPP_LIMITS}.pingIntervalMs. */
+  pingIntervalMs?: number;
+  /** Every `<message>` stanza received once the connection is ready. */
+  onMessage?: (message: XmppElement) => void;
+  /** What happened to the connection. */
+  onEvent?: (e: XmppConnectionEvent) => void;
+  signal?: AbortSignal;
+}
+
+/** Events of a connection. */
+export type XmppConnectionEvent =
+  | { type: 'oversized'; element: string; bytes: number }
+  | { type: 'closed'; error?: Error };
+
+type Step = { resolve: (el: XmppElement) => void; reject: (e: Error) => void };
+
+function xmppError(message: string, condition: string, data: Record<string, unknown> = {}, cause?: unknown): ResourceSyncError {
+  return new ResourceSyncError('RS_XMPP', message, { data: { condition, ...data }, ...(cause === undefined ? {} : { cause }), recoverable: true });
+}
+
+function socketError(cause: Error): ResourceSyncError {
+  return new ResourceSyncError('RS_NETWORK', `The connection to the XMPP server failed: ${cause.message}`, { cause, recoverable: true });
+}
+
+/** The defined condition of an error stanza or stream error, e.g. `item-not-found`. @see RFC 6120 §8.3.3, §4.9.3 */
+export function errorCondition(el: XmppElement): string {
+  const error = el.name.local === 'error' ? el : element(el, 'error');
+  const condition = error === undefined ? undefined : elements(error).find((c) => c.name.ns === NS_STANZAS || c.name.ns === 'urn:ietf:params:xml:ns:xmpp-streams');
+  return condition?.name.local ?? 'undefined-condition';
+}
+
+/**
+ * One authenticated XMPP session.
+ * @example
+ * const c = await XmppConnection.connect({ jid: 'source@example.org', password });
+ * const result = await c.iq('get', 'pubsub.example.org', xml('query', { xmlns: 'http://jabber.org/protocol/disco#info' }));
+ * await c.close();
+ */
+export class XmppConnection {
+  /** The full JID bound (`user@domain/resource`). */
+  jid = '';
+  /** Whether the stream is encrypted (STARTTLS). */
+  secure = false;
+  readonly #o: XmppConnectOptions;
+  readonly #domain: string;
+  #socket: Socket | TLSSocket;
+  #reader: StanzaReader | undefined;
+  #step: Step | undefined;
+  #pending = new Map<string, Step & { timer: NodeJS.Timeout }>();
+  #ids = 0;
+  #ready = false;
+  #ended = false;
+  #pingTimer: NodeJS.Timeout | undefined;
+  #closeWait: (() => void) | undefined;
+  readonly #ended$: Promise<void>;
+  #endedResolve!: () => void;
+
+  private constructor(o: XmppConnectOptions, socket: Socket) {
+    this.#o = o;
+    this.#domain = o.jid.slice(o.jid.indexOf('@') + 1);
+    this.#socket = socket;
+    this.#ended$ = new Promise((r) => (this.#endedResolve = r));
+  }
+
+  /**
+   * Connects, secures, authenticates and binds a resource.
+   * @throws ResourceSyncError RS_NETWORK (cannot connect), RS_XMPP (negotiation refused: `data.condition`, e.g.
+   *   `not-authorized` for wrong credentials, `encryption-required` when TLS is needed and not offered), RS_ABORTED
+   */
+  static async connect(o: XmppConnectOptions): Promise<XmppConnection> {
+    const at = o.jid.indexOf('@');
+    if (at <= 0 || at === o.jid.length - 1 || o.jid.includes('/')) throw new ResourceSyncError('RS_INVALID_ARGUMENT', `'${o.jid}' is not a bare JID (user@domain).`);
+    const host = o.host ?? o.jid.slice(at + 1);
+    const port = o.port ?? 5222;
+    const timeout = o.timeoutMs ?? XMPP_LIMITS.timeoutMs;
+    const socket = await new Promise<Socket>((resolve, reject) => {
+      const s = netConnect({ host, port, timeout });
+      const fail = (cause: unknown): void => {
+        s.destroy();
+        reject(new ResourceSyncError('RS_NETWORK', `XMPP server ${host}:${port} could not be reached.`, { data: { url: `xmpp://${host}:${port}` }, cause, recoverable: true }));
+      };
+      s.once('connect', () => {
+        s.setTimeout(0);
+        s.off('error', fail);
+        resolve(s);
+      });
+      s.once('timeout', () => fail(new Error('connect timeout')));
+      s.once('error', fail);
+    });
+    const c = new XmppConnection(o, socket);
+    const abort = (): void => c.#destroy(new ResourceSyncError('RS_ABORTED', 'Aborted.'));
+    o.signal?.addEventListener('abort', abort, { once: true });
+    try {
+      if (o.signal?.aborted === true) abort();
+      await c.#negotiate(host, timeout);
+    } catch (e) {
+      c.#destroy(e instanceof Error ? e : new Error(String(e)));
+      throw e;
+    } finally {
+      o.signal?.removeEventListener('abort', abort);
+    }
+    return c;
+  }
+
+  /** Whether the session is up. */
+  get open(): boolean {
+    return this.#ready && !this.#ended;
+  }
+
+  /** Resolves when the connection has ended, whatever the reason. */
+  get ended(): Promise<void> {
+    return this.#ended$;
+  }
+
+  /**
+   * Sends an IQ request and resolves with the result stanza.
+   * @throws ResourceSyncError RS_XMPP with the error's `data.condition` (e.g. `item-not-found`, `forbidden`), or
+   *   `timeout`, or `disconnected`
+   */
+  iq(type: 'get' | 'set', to: string | undefined, payload: Raw): Promise<XmppElement> {
+    const id = `rs${++this.#ids}`;
+    const timeout = this.#o.timeoutMs ?? XMPP_LIMITS.timeoutMs;
+    return new Promise<XmppElement>((resolve, reject) => {
+      if (this.#ended) {
+        reject(xmppError('The XMPP connection is closed.', 'disconnected'));
+        return;
+      }
+      const timer = setTimeout(() => {
+        this.#pending.delete(id);
+        reject(xmppError(`No answer from ${to ?? this.#domain} within ${timeout} ms.`, 'timeout'));
+      }, timeout);
+      this.#pending.set(id, {
+        timer,
+        resolve,
+        reject,
+      });
+      this.#write(xml('iq', { type, id, to }, payload).xml);
+    });
+  }
+
+  /** Sends a stanza as it is. */
+  send(stanza: Raw): void {
+    if (!this.#ended) this.#write(stanza.xml);
+  }
+
+  /** Ends the stream and the connection (waits at most a second for the server's own end of stream). */
+  async close(): Promise<void> {
+    if (this.#ended) return;
+    this.#ready = false;
+    const answered = new Promise<void>((r) => {
+      this.#closeWait = r;
+      setTimeout(r, 1000).unref();
+    });
+    this.#write('</stream:stream>');
+    await Promise.race([answered, this.#ended$]);
+    this.#destroy();
+  }
+
+  async #negotiate(host: string, timeout: number): Promise<void> {
+    this.#socket.on('data', (b: Buffer) => this.#data(b));
+    this.#socket.on('error', (e: Error) => this.#destroy(socketError(e)));
+    this.#socket.on('close', () => this.#lostSocket());
+    let features = await this.#restart(timeout);
+    // STARTTLS. @see RFC 6120 §5.3
+    if (element(features, 'starttls', NS_TLS) !== undefined) {
+      this.#write(xml('starttls', { xmlns: NS_TLS }).xml);
+      const answer = await this.#next(timeout);
+      if (answer.name.local !== 'proceed') throw xmppError(`XMPP server ${host} refused STARTTLS.`, 'tls-failure');
+      await this.#startTls(timeout);
+      features = await this.#restart(timeout);
+    }
+    const requireTls = this.#o.requireTls ?? !isLoopbackHost(host);
+    if (requireTls && !this.secure) {
+      throw xmppError(`XMPP server ${host} does not offer STARTTLS; the password is not sent over an unencrypted connection.`, 'encryption-required');
+    }
+    // SASL. @see RFC 6120 §6.4
+    const offered = elements(element(features, 'mechanisms', NS_SASL) ?? features, 'mechanism', NS_SASL).map(textOf);
+    await this.#authenticate(offered, host, timeout);
+    features = await this.#restart(timeout);
+    // Resource binding. @see RFC 6120 §7
+    if (element(features, 'bind', NS_BIND) === undefined) throw xmppError(`XMPP server ${host} offers no resource binding.`, 'unsupported-feature');
+    this.#ready = true; // IQs go through #pending from here
+    const resource = this.#o.resource ?? `resourcesync-${randomBytes(6).toString('hex')}`;
+    const bound = await this.iq('set', undefined, xml('bind', { xmlns: NS_BIND }, xml('resource', {}, resource)));
+    const jidEl = element(element(bound, 'bind', NS_BIND) ?? bound, 'jid', NS_BIND);
+    this.jid = jidEl === undefined ? `${this.#o.jid}/${resource}` : textOf(jidEl);
+    // A legacy session establishment, when a server still requires it. @see RFC 3921 §3
+    const session = element(features, 'session', NS_SESSION);
+    if (session !== undefined && element(session, 'optional', NS_SESSION) === undefined) {
+      await this.iq('set', undefined, xml('session', { xmlns: NS_SESSION }));
+    }
+    this.#schedulePing();
+  }
+
+  async #authenticate(offered: string[], host: string, timeout: number): Promise<void> {
+    const mechanism = ['SCRAM-SHA-256', 'SCRAM-SHA-1', ...(this.secure ? ['PLAIN'] : [])].find((m) => offered.includes(m));
+    if (mechanism === undefined) {
+      throw xmppError(`XMPP server ${host} offers no SASL mechanism this client supports (offered: ${offered.join(', ') || 'none'}).`, 'invalid-mechanism');
+    }
+    const local = this.#o.jid.slice(0, this.#o.jid.indexOf('@'));
+    const password = this.#o.password;
+    let outcome: XmppElement;
+    if (mechanism === 'PLAIN') {
+      this.#write(xml('auth', { xmlns: NS_SASL, mechanism }, Buffer.from(`\0${local}\0${password}`).toString('base64')).xml);
+      outcome = await this.#next(timeout);
+    } else {
+      const scram = new Scram(mechanism === 'SCRAM-SHA-256' ? 'sha256' : 'sha1', local, password);
+      this.#write(xml('auth', { xmlns: NS_SASL, mechanism }, b64(scram.first())).xml);
+      outcome = await this.#next(timeout);
+      if (outcome.name.local === 'challenge') {
+        this.#write(xml('response', { xmlns: NS_SASL }, b64(scram.final(unb64(textOf(outcome))))).xml);
+        outcome = await this.#next(timeout);
+      }
+      let serverFinal = outcome.name.local === 'success' ? unb64(textOf(outcome)) : '';
+      if (outcome.name.local === 'challenge') {
+        // the server's final message as a challenge, answered by an empty response. @see RFC 6120 §6.4.6
+        serverFinal = unb64(textOf(outcome));
+        this.#write(xml('response', { xmlns: NS_SASL }).xml);
+        outcome = await this.#next(timeout);
+      }
+      if (outcome.name.local === 'success' && !scram.verify(serverFinal)) {
+        throw xmppError(`XMPP server ${host} could not prove that it knows the password (SCRAM).`, 'not-authorized');
+      }
+    }
+    if (outcome.name.local !== 'success') {
+      const condition = elements(outcome).find((c) => c.name.ns === NS_SASL)?.name.local ?? 'not-authorized';
+      throw xmppError(`XMPP server ${host} refused to authenticate '${this.#o.jid}' (${condition}).`, condition, { jid: this.#o.jid });
+    }
+  }
+
+  /** Opens a (new) stream and resolves with the server's features. @see RFC 6120 §4.3 */
+  async #restart(timeout: number): Promise<XmppElement> {
+    this.#reader = new StanzaReader(
+      {
+        open: () => undefined,
+        stanza: (el) => this.#stanza(el),
+        oversized: (name, bytes) => this.#o.onEvent?.({ type: 'oversized', element: name.qname, bytes }),
+        close: () => {
+          if (this.#closeWait !== undefined) this.#closeWait(); // the answer to our own end of stream
+          else this.#destroy(xmppError('The XMPP server ended the stream.', 'disconnected'));
+        },
+      },
+      this.#o.maxStanzaBytes ?? XMPP_LIMITS.maxStanzaBytes,
+    );
+    const features = this.#next(timeout);
+    this.#write(
+      `<?xml version='1.0'?><stream:stream to="${this.#domain}" version="1.0" xml:lang="en" xmlns="${NS_CLIENT}" xmlns:stream="${NS_STREAM}">`,
+    );
+    const f = await features;
+    if (f.name.local !== 'features' || f.name.ns !== NS_STREAM) throw xmppError(`Expected stream features, got <${f.name.qname}>.`, 'bad-format');
+    return f;
+  }
+
+  #startTls(timeout: number): Promise<void> {
+    const plain = this.#socket;
+    plain.removeAllListeners('data');
+    plain.removeAllListeners('close');
+    plain.removeAllListeners('error');
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(xmppError('TLS negotiation timed out.', 'tls-failure')), timeout);
+      const t = tlsConnect({ ...this.#o.tls, socket: plain, servername: this.#domain });
+      this.#socket = t;
+      t.once('secureConnect', () => {
+        clearTimeout(timer);
+        this.secure = true;
+        t.on('data', (b: Buffer) => this.#data(b));
+        t.on('close', () => this.#lostSocket());
+        t.on('error', (e: Error) => this.#destroy(socketError(e)));
+        resolve();
+      });
+      t.once('error', (cause: Error) => {
+        clearTimeout(timer);
+        reject(xmppError(`TLS with the XMPP server failed: ${cause.message}`, 'tls-failure', {}, cause));
+      });
+    });
+  }
+
+  /** The next top-level element during negotiation. */
+  #next(timeout: number): Promise<XmppElement> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(xmppError(`The XMPP server did not answer within ${timeout} ms.`, 'timeout')), timeout);
+      this.#step = {
+        resolve: (el) => {
+          clearTimeout(timer);
+          resolve(el);
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      };
+    });
+  }
+
+  #data(bytes: Buffer): void {
+    if (this.#ended) return;
+    try {
+      this.#reader?.write(bytes);
+    } catch (e) {
+      // a stream that is not well-formed, or past a limit: a stream error ends it. @see RFC 6120 §4.9.3.13
+      const condition = e instanceof ResourceSyncError && e.code.startsWith('RS_LIMIT') ? 'policy-violation' : 'not-well-formed';
+      this.#write(`<stream:error><${condition} xmlns="urn:ietf:params:xml:ns:xmpp-streams"/></stream:error></stream:stream>`);
+      this.#destroy(xmppError(`The XMPP stream was ended: ${e instanceof Error ? e.message : String(e)}`, condition, {}, e));
+    }
+  }
+
+  #stanza(el: XmppElement): void {
+    if (el.name.ns === NS_STREAM && el.name.local === 'error') {
+      const condition = errorCondition(el);
+      this.#destroy(xmppError(`The XMPP server ended the stream with an error (${condition}).`, condition));
+      return;
+    }
+    if (!this.#ready) {
+      const step = this.#step;
+      this.#step = undefined;
+      step?.resolve(el);
+      return;
+    }
+    if (el.name.ns !== NS_CLIENT) return;
+    if (el.name.local === 'iq') this.#iq(el);
+    else if (el.name.local === 'message') {
+      try {
+        this.#o.onMessage?.(el);
+      } catch (e) {
+        setImmediate(() => {
+          throw e; // the handler's error, not the stream's: it surfaces as an uncaught exception
+        });
+      }
+    }
+  }
+
+  #iq(el: XmppElement): void {
+    const type = attr(el, 'type');
+    const id = attr(el, 'id') ?? '';
+    if (type === 'result' || type === 'error') {
+      const p = this.#pending.get(id);
+      if (p === undefined) return;
+      this.#pending.delete(id);
+      clearTimeout(p.timer);
+      if (type === 'result') p.resolve(el);
+      else {
+        const condition = errorCondition(el);
+        const text = element(element(el, 'error') ?? el, 'text', NS_STANZAS);
+        p.reject(xmppError(`${attr(el, 'from') ?? this.#domain} answered with an error: ${condition}${text === undefined ? '' : ` (${textOf(text)})`}.`, condition, { from: attr(el, 'from') }));
+      }
+      return;
+    }
+    // requests to us: answer pings, refuse the rest. @see RFC 6120 §8.2.3, XEP-0199 §4
+    const from = attr(el, 'from');
+    if (type === 'get' && element(el, 'ping', NS_PING) !== undefined) this.send(xml('iq', { type: 'result', id, to: from }));
+    else if (type === 'get' || type === 'set') {
+      this.send(
+        xml('iq', { type: 'error', id, to: from }, xml('error', { type: 'cancel' }, xml('service-unavailable', { xmlns: NS_STANZAS }))),
+      );
+    }
+  }
+
+  #schedulePing(): void {
+    const every = this.#o.pingIntervalMs ?? XMPP_LIMITS.pingIntervalMs;
+    if (every <= 0) return;
+    this.#pingTimer = setInterval(() => {
+      this.iq('get', this.#domain, xml('ping', { xmlns: NS_PING })).catch((e: unknown) => {
+        // a server that does not know pings still answers (with an error): only silence ends the connection
+        if (e instanceof ResourceSyncError && e.data.condition === 'timeout') this.#destroy(xmppError('The XMPP server stopped answering.', 'timeout'));
+      });
+    }, every);
+    this.#pingTimer.unref();
+  }
+
+  #lostSocket(): void {
+    this.#destroy(this.#closeWait === undefined ? xmppError('The XMPP server closed the connection.', 'disconnected') : undefined);
+  }
+
+  #write(text: string): void {
+    if (!this.#socket.destroyed) this.#socket.write(text);
+  }
+
+  #destroy(error?: Error): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#ready = false;
+    clearInterval(this.#pingTimer);
+    this.#socket.destroy();
+    const reason = error ?? xmppError('The XMPP connection was closed.', 'disconnected');
+    this.#step?.reject(reason);
+    this.#step = undefined;
+    for (const p of this.#pending.values()) {
+      clearTimeout(p.timer);
+      p.reject(reason);
+    }
+    this.#pending.clear();
+    this.#o.onEvent?.({ type: 'closed', ...(error === undefined ? {} : { error }) });
+    this.#endedResolve();
+  }
+}
