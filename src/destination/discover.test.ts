@@ -79,6 +79,8 @@ function publish(e: Env): void {
         ['changelist.xml', 'changelist'],
         [`${o}/dataset1/resourcedump.xml`, 'resourcedump'],
         [`${o}/dataset1/future.xml`, 'somethingnew'],
+        [`${o}/dataset1/change-notification/`, 'change-notification'],
+        [`${o}/dataset1/framework-notification/`, 'framework-notification'],
       ],
     ),
   });
@@ -133,6 +135,8 @@ void test('discover from an origin: the well-known Source Description lists ever
       },
     ]);
     assert.ok(d.warnings.some((n) => n.code === 'capability-unknown' && n.data.capability === 'somethingnew'), JSON.stringify(d.notes));
+    // notification channels are known (Change Notification §4), though nothing to synchronize from
+    assert.deepEqual(d.warnings.filter((n) => n.code === 'capability-unknown').map((n) => n.data.capability), ['somethingnew']);
     // Three documents, each once.
     assert.deepEqual(
       e.s.requests.map((r) => r.url),

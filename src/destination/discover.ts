@@ -1,4 +1,5 @@
 import { CAPABILITY_LIST_ENTRIES, REL_RESOURCESYNC, WELL_KNOWN_PATH } from '../core/constants.js';
+import { CHANGE_NOTIFICATION, FRAMEWORK_NOTIFICATION, LEGACY_CHANGE_NOTIFICATION } from '../core/model/notification.js';
 import { ResourceSyncError, isResourceSyncError } from '../core/errors.js';
 import { htmlResourceSyncLinks, httpUrl, robotsSitemaps } from '../core/discovery-hints.js';
 import { parseLinkHeader } from '../core/link-header.js';
@@ -321,6 +322,8 @@ function addCapabilityList(ctx: Ctx, result: Discovery, doc: Extract<Fetched, { 
       push(ctx, 'capability-entry-invalid', { url: doc.url });
       continue;
     }
+    // a notification channel (a topic to subscribe to, not a document to synchronize from)
+    if (cap === CHANGE_NOTIFICATION || cap === FRAMEWORK_NOTIFICATION || cap === LEGACY_CHANGE_NOTIFICATION) continue;
     const name = capabilityName(cap);
     if (name === undefined) {
       push(ctx, 'capability-unknown', { url: doc.url, capability: cap });
