@@ -23,7 +23,7 @@ import { StateStore, acquireLock, type SyncCursor, type SyncLock } from './state
 /** Rounds of reading the Change List again while newer changes may resolve failures (a Source changing under us). */
 const CONVERGE_ROUNDS = 3;
 import { GroupCommit } from '../node/group-commit.js';
-import { FsyncEach, RenameOnly, type Durability } from '../node/durability.js';
+import { FsyncEach, RenameOnly, type Durability, type SmallFileCalls } from '../node/durability.js';
 import { DestinationRoot } from '../node/destination-root.js';
 
 export type { SyncProgress, SyncFailure } from './engine.js';
@@ -109,11 +109,12 @@ export interface SyncReport extends SyncCounts {
 
 /**
  * The run's {@link Durability} for the `fsync` and `fsyncMethod` options: a group commit (the default), an fsync
- * of each file, or a rename only.
+ * of each file, or a rename only; with `thread`, the calls of small files are made there.
  */
-export function durabilityFor(fsync: boolean, method: 'batch' | 'file'): Durability {
-  if (!fsync) return new RenameOnly();
-  return method === 'file' ? new FsyncEach() : new GroupCommit();
+export function durabilityFor(fsync: boolean, method: 'batch' | 'file', thread?: SmallFileCalls): Durability {
+  const o = thread === undefined ? {} : { thread };
+  if (!fsync) return new RenameOnly(o);
+  return method === 'file' ? new FsyncEach(o) : new GroupCommit(o);
 }
 
 /** Creates the destination folder, or says plainly why it cannot be one. */

@@ -54,14 +54,15 @@ void test('every durability: the file is verified, then committed; onVerified is
   try {
     const mtime = new Date('2013-01-02T13:00:00Z');
     const dest = new DestinationRoot(root);
+    const thread = new SmallFileThread();
     const ways: [string, Durability | undefined][] = [
       ['default', undefined],
       ['rename-only', new RenameOnly()],
       ['fsync-each', new FsyncEach()],
       ['group', new GroupCommit({ gatherMs: 5, idleMs: 1 })],
-      ['thread-rename', new SmallFileThread(new RenameOnly())],
-      ['thread-fsync-each', new SmallFileThread(new FsyncEach())],
-      ['thread-group', new SmallFileThread(new GroupCommit({ gatherMs: 5, idleMs: 1 }))],
+      ['thread-rename', new RenameOnly({ thread })],
+      ['thread-fsync-each', new FsyncEach({ thread })],
+      ['thread-group', new GroupCommit({ gatherMs: 5, idleMs: 1, thread })],
     ];
     for (const [name, durability] of ways) {
       for (const size of [5, 300 * 1024]) {
@@ -88,18 +89,15 @@ void test('every durability: the file is verified, then committed; onVerified is
         assert.deepEqual(await readFile(r.path), again);
       }
       await durability?.settle();
-      if (durability instanceof SmallFileThread) await durability.close();
     }
     // an error of the file system is a recoverable RS_IO, and leaves no temporary file
     await writeFile(join(root, 'blocker'), 'a file where a folder should be');
-    const thread = new SmallFileThread();
-    for (const durability of [new RenameOnly(), new GroupCommit({ gatherMs: 1, idleMs: 1 }), thread]) {
+    for (const durability of [new RenameOnly(), new GroupCommit({ gatherMs: 1, idleMs: 1 }), new RenameOnly({ thread })]) {
       await assert.rejects(
         writeVerified({ root, relPath: 'blocker/x.txt', body: chunks(Buffer.from('x'), 64), durability }),
         (e: unknown) => isResourceSyncError(e, 'RS_IO') && e.recoverable,
       );
     }
-    await thread.close();
     // a failed flush is a recoverable RS_IO of that file
     const failing = new GroupCommit({ gatherMs: 1, idleMs: 1, flush: () => Promise.reject(new Error('EIO: simulated')) });
     await assert.rejects(
@@ -108,6 +106,7 @@ void test('every durability: the file is verified, then committed; onVerified is
     );
     assert.ok(!existsSync(join(root, 'flush', 'x.txt')));
     assert.deepEqual(await readdir(tempDir(root)), []);
+    await thread.close();
   } finally {
     await rm(root, { recursive: true, force: true });
   }
@@ -155,7 +154,7 @@ void test('a symbolic link inside the destination never carries a write outside 
     await symlink(outside, join(root, 'escape'));
     const thread = new SmallFileThread();
     for (const relPath of ['escape/x.txt', 'escape/new/deeper/x.txt']) {
-      for (const durability of [new RenameOnly(), thread]) {
+      for (const durability of [new RenameOnly(), new RenameOnly({ thread }), new GroupCommit({ gatherMs: 1, idleMs: 1, thread })]) {
         await assert.rejects(
           writeVerified({ root, relPath, body: Readable.from([Buffer.from('evil')]), durability }),
           (e) => isResourceSyncError(e, 'RS_UNSAFE_PATH') && e.recoverable,
@@ -181,7 +180,8 @@ void test('a folder replaced by a symbolic link between two writes of one run: t
     const { mkdir: mkdirP } = await import('node:fs/promises');
     await mkdirP(outside, { recursive: true });
     const dest = new DestinationRoot(root); // one run: the same object for both writes
-    const durability = new SmallFileThread(new GroupCommit({ gatherMs: 1, idleMs: 1 })); // checked on the thread
+    const thread = new SmallFileThread();
+    const durability = new GroupCommit({ gatherMs: 1, idleMs: 1, thread }); // checked on the thread
     await writeVerified({ root: dest, relPath: 'sub/a.txt', body: Readable.from([Buffer.from('first')]), durability });
     assert.equal(await readFile(join(root, 'sub', 'a.txt'), 'utf8'), 'first');
     // the folder is moved away and a link to outside the destination takes its place
@@ -195,7 +195,7 @@ void test('a folder replaced by a symbolic link between two writes of one run: t
       );
     }
     await durability.settle();
-    await durability.close();
+    await thread.close();
     assert.deepEqual(await readdir(outside), [], 'nothing written outside');
     assert.deepEqual(await readdir(tempDir(root)), []);
   } finally {

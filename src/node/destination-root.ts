@@ -68,7 +68,7 @@ export class DestinationRoot {
     return this.#realPath;
   }
 
-  /** A {@link POOLED_BUFFER}-byte buffer, reused across the files of this run. */
+  /** A 1 MiB buffer, reused across the files of this run. */
   takeBuffer(): Buffer {
     return this.#buffers.pop() ?? Buffer.allocUnsafeSlow(POOLED_BUFFER);
   }

@@ -8,8 +8,8 @@
  * - {@link FsyncEach}: an fsync of the file before its rename (`--fsync-method file`).
  * - `GroupCommit` (src/node/group-commit.ts, the default): the files of about 50 ms are fsynced together, in
  *   parallel, then renamed.
- * - `SmallFileThread` (src/node/small-file-thread.ts, opt-in) wraps one of these and writes the temporary files
- *   of small bodies on a worker thread.
+ * - Each takes an optional `thread` (a `SmallFileThread`, src/node/small-file-thread.ts, opt-in): the file
+ *   calls of small bodies, and a group commit's renames, are then made on that worker thread.
  *
  * With every implementation a file is never visible under its final name before its bytes are written in full;
  * with the durable ones, not before they are on stable storage either. `settle` fsyncs the folders that
@@ -43,6 +43,22 @@ export interface Durability {
    * `writeVerified` makes these calls itself (`writeSmallFileSync`), then calls `commit`.
    */
   writeSmall?(file: SmallFile): Promise<void>;
+}
+
+/**
+ * Where the calls of small files can be made off the caller's thread: `SmallFileThread` is one. `write`
+ * checks the confinement of the file's folder and writes its temporary file (and renames it into place with
+ * `rename`); `rename` renames finished temporary files into place, each one's error in order.
+ */
+export interface SmallFileCalls {
+  write(file: SmallFile, rename: boolean): Promise<void>;
+  rename(files: readonly { tmp: string; finalPath: string }[]): Promise<(Error | undefined)[]>;
+}
+
+/** Options of the durabilities that can use a {@link SmallFileCalls}. */
+export interface DurabilityOptions {
+  /** Makes the calls of small files there (a `SmallFileThread`); without it, on the caller's thread. */
+  thread?: SmallFileCalls;
 }
 
 /** A small verified body on its way to its final name (see {@link Durability.writeSmall}). */
@@ -160,6 +176,14 @@ export class TouchedFolders {
  * await writeVerified({ root, relPath, body, durability: new RenameOnly() });
  */
 export class RenameOnly implements Durability {
+  /** With a `thread`: the file written and renamed there. */
+  readonly writeSmall?: (file: SmallFile) => Promise<void>;
+
+  constructor(options: DurabilityOptions = {}) {
+    const thread = options.thread;
+    if (thread !== undefined) this.writeSmall = (file) => thread.write(file, true);
+  }
+
   commit(tmp: string, finalPath: string): Promise<void> {
     return new Promise((resolve) => {
       renameIntoPlace(tmp, finalPath); // a throw here rejects
@@ -183,6 +207,18 @@ export class RenameOnly implements Durability {
 export class FsyncEach implements Durability {
   readonly #folders = new TouchedFolders();
   readonly #pending = new Set<Promise<void>>();
+  /** With a `thread`: the temporary file written there, then committed here. */
+  readonly writeSmall?: (file: SmallFile) => Promise<void>;
+
+  constructor(options: DurabilityOptions = {}) {
+    const thread = options.thread;
+    if (thread !== undefined) {
+      this.writeSmall = async (file) => {
+        await thread.write(file, false);
+        await this.commit(file.tmp, file.finalPath);
+      };
+    }
+  }
 
   commit(tmp: string, finalPath: string): Promise<void> {
     const done = (async () => {

@@ -11,7 +11,7 @@
  * end of a list, or a slow Source).
  */
 
-import { fsyncEachOf, renameIntoPlace, TouchedFolders, type Durability } from './durability.js';
+import { fsyncEachOf, renameIntoPlace, TouchedFolders, type Durability, type SmallFile, type SmallFileCalls } from './durability.js';
 
 interface Staged {
   /** When it was queued (`performance.now()`). */
@@ -38,6 +38,8 @@ export interface GroupCommitOptions {
   gatherMs?: number;
   /** A batch is closed early when no file was queued for this long, ms. Default 10. */
   idleMs?: number;
+  /** Makes the calls of small files there (a `SmallFileThread`): their temporary files, and every batch's renames. */
+  thread?: SmallFileCalls;
 }
 
 /**
@@ -58,14 +60,25 @@ export class GroupCommit implements Durability {
   /** Ends the current gathering wait early (the batch is full). */
   #full: (() => void) | undefined;
   #running: Promise<void> | undefined;
+  readonly #thread: SmallFileCalls | undefined;
   /** Batches flushed (for tests and reports). */
   batches = 0;
+  /** With a `thread`: the temporary file written there, then queued here. */
+  readonly writeSmall?: (file: SmallFile) => Promise<void>;
 
   constructor(options: GroupCommitOptions = {}) {
     this.#flush = options.flush;
     this.#maxBatch = Math.max(1, options.maxBatch ?? 1024);
     this.#gatherMs = Math.max(0, options.gatherMs ?? 50);
     this.#idleMs = Math.max(0, options.idleMs ?? 10);
+    const thread = options.thread;
+    this.#thread = thread;
+    if (thread !== undefined) {
+      this.writeSmall = async (file) => {
+        await thread.write(file, false);
+        await this.commit(file.tmp, file.finalPath);
+      };
+    }
   }
 
   /**
@@ -100,21 +113,31 @@ export class GroupCommit implements Durability {
       const batch = this.#queue.splice(0, this.#maxBatch);
       const errors = await this.#flushBatch(batch.map((s) => s.tmp));
       this.batches++;
-      for (const [i, s] of batch.entries()) {
-        if (errors[i] !== undefined) {
-          s.reject(errors[i]);
-          continue;
-        }
-        try {
-          renameIntoPlace(s.tmp, s.finalPath);
+      const durable = batch.filter((_, i) => errors[i] === undefined);
+      for (const [i, s] of batch.entries()) if (errors[i] !== undefined) s.reject(errors[i]);
+      const renamed = await this.#place(durable);
+      for (const [i, s] of durable.entries()) {
+        if (renamed[i] !== undefined) s.reject(renamed[i]);
+        else {
           this.#folders.add(s.finalPath);
           s.resolve();
-        } catch (err) {
-          s.reject(err);
         }
       }
     }
     this.#running = undefined;
+  }
+
+  /** Renames a batch's durable files into place (on the thread, when there is one); each one's error. */
+  async #place(batch: readonly Staged[]): Promise<unknown[]> {
+    if (this.#thread !== undefined && batch.length > 0) return this.#thread.rename(batch);
+    return batch.map((s) => {
+      try {
+        renameIntoPlace(s.tmp, s.finalPath);
+        return undefined;
+      } catch (err) {
+        return err ?? new Error('The rename failed.');
+      }
+    });
   }
 
   /** Each file's error (undefined where it is durable). */

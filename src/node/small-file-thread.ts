@@ -1,34 +1,38 @@
 /**
- * An opt-in {@link Durability} that writes small files on a worker thread.
+ * A worker thread for the file calls of small files, which a {@link Durability} may be given (opt-in).
  *
  * A baseline of thousands of small resources is limited by the main thread: HTTP, hashing and the state
  * share it with the calls each file needs (the confinement check of its folder, create, write, time, close,
- * rename). This decorator moves them to one worker thread, where they run as synchronous calls, many per
- * message, while the main thread goes on with the next downloads. With {@link RenameOnly} inside, the thread
- * renames the files into place too; with a durable implementation it writes the temporary files and the
- * wrapped one commits them (its flush, then the rename). Worth it where a second core is free and files
- * are a few kilobytes; a library call never starts a thread unless its caller passes one (the CLI does).
+ * rename). Given a `SmallFileThread`, `RenameOnly`, `FsyncEach` and `GroupCommit` make those calls on it
+ * (`writeSmall`; a group commit's renames too), many files per message, while the main thread goes on with
+ * the next downloads; the durability still decides when a file is renamed. Worth it where a second core is
+ * free and files are a few kilobytes; nothing starts a thread unless its caller makes one (the CLI does).
  *
- * Writes wait while the thread works on a batch and then go together, in one message (at most
- * {@link BATCH_FILES} files or {@link BATCH_BYTES}, bodies packed in one buffer); an idle thread gets
- * the writes of about a millisecond. The thread keeps the process alive only while writes are
- * pending. Should it fail to start or stop, the writes it had not answered, and all later ones, are made on
- * the caller's thread.
+ * Calls wait while the thread works on a batch and then go together, in one message (at most
+ * {@link BATCH_FILES} files or {@link BATCH_BYTES}, bodies packed in one buffer); an idle thread gets the
+ * calls of about a millisecond. The thread keeps the process alive only while calls are pending. Should it
+ * fail to start or stop, the calls it had not answered, and all later ones, are made on the caller's thread.
  */
 import { rmSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { ResourceSyncError, type ErrorCode } from '../core/errors.js';
-import { RenameOnly, type Durability, type SmallFile } from './durability.js';
+import { renameIntoPlace, type SmallFile } from './durability.js';
 import { writeSmallFileSync } from './small-file.js';
 
+/** One call: a small file to write (and rename, with `rename`), or, without `data`, a rename only. */
+interface Call {
+  id: number;
+  file: SmallFile | { tmp: string; finalPath: string };
+  rename: boolean;
+}
+
 /**
- * A batch as the thread receives it, packed so that it is cloned cheaply: per file four numbers in `nums` (id,
- * body length, mtime or NaN, index of its destination in `roots`), its temporary and final paths in `paths`
- * (each followed by a NUL, which no path contains), its body in `bytes` after the previous file's.
+ * A batch as the thread receives it, packed so that it is cloned cheaply: per call five numbers in `nums` (id,
+ * body length or -1 for a rename only, mtime or NaN, index of its destination in `roots` or -1, 1 to rename),
+ * its temporary and final paths in `paths` (each followed by a NUL, which no path contains), its body in
+ * `bytes` after the previous call's.
  */
 export interface SmallFileBatch {
-  /** Rename each file into place after writing it (the wrapped durability is a {@link RenameOnly}). */
-  rename: boolean;
   /** Destinations as pairs: real path, then the name as given. */
   roots: string[];
   nums: Float64Array;
@@ -36,47 +40,55 @@ export interface SmallFileBatch {
   bytes: Uint8Array;
 }
 
-/** The files of a {@link SmallFileBatch}, with their ids. */
-export function* unpackBatch(b: SmallFileBatch): Generator<SmallFile & { id: number }> {
-  let at = 0;
-  let off = 0;
-  for (let i = 0; i < b.nums.length; i += 4) {
-    const length = b.nums[i + 1]!;
-    const mtime = b.nums[i + 2]!;
-    const r = 2 * b.nums[i + 3]!;
-    const t = b.paths.indexOf('\0', at);
-    const f = b.paths.indexOf('\0', t + 1);
-    yield {
-      id: b.nums[i]!,
-      tmp: b.paths.slice(at, t),
-      finalPath: b.paths.slice(t + 1, f),
-      data: b.bytes.subarray(off, off + length),
-      mtimeMs: Number.isNaN(mtime) ? undefined : mtime,
-      realRoot: b.roots[r]!,
-      root: b.roots[r + 1]!,
-    };
-    at = f + 1;
-    off += length;
-  }
-}
-
-/** The thread's answer for one file: its id, and its error when it failed. */
+/** The thread's answer for one call: its id, and its error when it failed. */
 export interface SmallFileReply {
   id: number;
   error?: { message: string; code?: string; data?: Record<string, unknown>; rs?: boolean };
 }
 
-/** Most files in one message… */
+const FIELDS = 5;
+/** Most calls in one message… */
 const BATCH_FILES = 256;
 /** …and most bytes. */
 const BATCH_BYTES = 4 * 1024 * 1024;
-/** An idle thread gets a message once this many files are queued… */
+/** An idle thread gets a message once this many calls are queued… */
 const SEND_FILES = 64;
 /** …or this long after the first one (ms): waking the thread costs as much as many files' calls. */
 const GATHER_MS = 1;
 
+/** Runs one call where it is (the thread, or the caller's thread when there is none). */
+export function runCall(c: { file: SmallFile | { tmp: string; finalPath: string }; rename: boolean }): void {
+  if ('data' in c.file) writeSmallFileSync(c.file, c.rename);
+  else renameIntoPlace(c.file.tmp, c.file.finalPath);
+}
+
+/** The calls of a {@link SmallFileBatch}, with their ids. */
+export function* unpackBatch(b: SmallFileBatch): Generator<Call> {
+  let at = 0;
+  let off = 0;
+  for (let i = 0; i < b.nums.length; i += FIELDS) {
+    const length = b.nums[i + 1]!;
+    const mtime = b.nums[i + 2]!;
+    const r = 2 * b.nums[i + 3]!;
+    const t = b.paths.indexOf('\0', at);
+    const f = b.paths.indexOf('\0', t + 1);
+    const tmp = b.paths.slice(at, t);
+    const finalPath = b.paths.slice(t + 1, f);
+    at = f + 1;
+    const id = b.nums[i]!;
+    const rename = b.nums[i + 4] === 1;
+    if (length < 0) {
+      yield { id, file: { tmp, finalPath }, rename };
+      continue;
+    }
+    const data = b.bytes.subarray(off, off + length);
+    off += length;
+    yield { id, file: { tmp, finalPath, data, mtimeMs: Number.isNaN(mtime) ? undefined : mtime, realRoot: b.roots[r]!, root: b.roots[r + 1]! }, rename };
+  }
+}
+
 interface Pending {
-  file: SmallFile;
+  call: Call;
   resolve: () => void;
   reject: (err: Error) => void;
 }
@@ -87,67 +99,55 @@ function replyError(e: NonNullable<SmallFileReply['error']>): Error {
 }
 
 /**
- * Wraps a {@link Durability}: `commit` and `settle` are the wrapped one's, and `writeSmall` writes small
- * files on a worker thread (started on first use). `close()` ends the thread.
+ * A worker thread for small files' calls, started with the object (its start-up overlaps the caller's first
+ * requests; it does not keep the process alive while idle). Give it to a durability; `close()` ends it.
  * @example
- * const durability = new SmallFileThread(new GroupCommit());
+ * const thread = new SmallFileThread();
  * try {
- *   await sync({ source: 'https://example.org/', dest: './mirror', durability });
+ *   await sync({ source: 'https://example.org/', dest: './mirror', durability: new GroupCommit({ thread }) });
  * } finally {
- *   await durability.close();
+ *   await thread.close();
  * }
  */
-export class SmallFileThread implements Durability {
-  readonly #inner: Durability;
-  readonly #rename: boolean;
+export class SmallFileThread {
   readonly #script: URL;
   #worker: Worker | undefined;
-  /** Set once the thread failed or was closed: writes are then made on the caller's thread. */
+  /** Set once the thread failed or was closed: calls are then made on the caller's thread. */
   #stopped = false;
-  #queue: Array<SmallFile & { id: number }> = [];
+  #queue: Call[] = [];
   #scheduled: NodeJS.Timeout | undefined;
   /** Messages sent and not answered yet. */
   #inFlight = 0;
   readonly #pending = new Map<number, Pending>();
   #nextId = 0;
 
-  /**
-   * @param inner commits the files (default {@link RenameOnly}, whose renames the thread makes itself)
-   * @param script the thread's module (tests pass another)
-   */
-  constructor(inner: Durability = new RenameOnly(), script: URL = new URL('./small-file-worker.js', import.meta.url)) {
-    this.#inner = inner;
-    this.#rename = inner instanceof RenameOnly;
+  /** @param script the thread's module (tests pass another) */
+  constructor(script: URL = new URL('./small-file-worker.js', import.meta.url)) {
     this.#script = script;
+    this.#start();
   }
 
-  commit(tmp: string, finalPath: string): Promise<void> {
-    return this.#inner.commit(tmp, finalPath);
+  /**
+   * Checks the confinement of `file`'s folder, writes its temporary file and, with `rename`, renames it into
+   * place. Rejects with a recoverable `ResourceSyncError` (RS_UNSAFE_PATH, RS_IO).
+   */
+  write(file: SmallFile, rename: boolean): Promise<void> {
+    return this.#call({ id: this.#nextId++, file, rename });
   }
 
-  settle(): Promise<void> {
-    return this.#inner.settle();
+  /** Renames each finished temporary file into place (creating missing folders); each one's error, in order. */
+  rename(files: readonly { tmp: string; finalPath: string }[]): Promise<(Error | undefined)[]> {
+    return Promise.all(
+      files.map((f) =>
+        this.#call({ id: this.#nextId++, file: { tmp: f.tmp, finalPath: f.finalPath }, rename: true }).then(
+          () => undefined,
+          (e: unknown) => (e instanceof Error ? e : new Error('The rename failed.')),
+        ),
+      ),
+    );
   }
 
-  /** Writes `file` on the thread, then commits it as the wrapped durability does. */
-  async writeSmall(file: SmallFile): Promise<void> {
-    const worker = this.#stopped ? undefined : (this.#worker ?? this.#start());
-    if (worker === undefined) writeSmallFileSync(file, this.#rename);
-    else {
-      await new Promise<void>((resolve, reject) => {
-        const id = this.#nextId++;
-        if (this.#pending.size === 0) worker.ref();
-        this.#pending.set(id, { file, resolve, reject });
-        this.#queue.push({ ...file, id });
-        if (this.#inFlight > 0) return; // sent when the thread answers
-        if (this.#queue.length >= SEND_FILES) this.#send();
-        else this.#scheduled ??= setTimeout(() => this.#send(), GATHER_MS);
-      });
-    }
-    if (!this.#rename) await this.#inner.commit(file.tmp, file.finalPath);
-  }
-
-  /** Waits for the writes under way, then ends the thread (later writes are made on the caller's thread). */
+  /** Waits for the calls under way, then ends the thread (later calls are made on the caller's thread). */
   async close(): Promise<void> {
     while (this.#pending.size > 0 && !this.#stopped) await new Promise((r) => setTimeout(r, 1));
     this.#stopped = true;
@@ -156,20 +156,32 @@ export class SmallFileThread implements Durability {
     if (w !== undefined) await w.terminate();
   }
 
-  #start(): Worker | undefined {
+  #call(call: Call): Promise<void> {
+    const worker = this.#stopped ? undefined : this.#worker;
+    if (worker === undefined) return here(call);
+    return new Promise<void>((resolve, reject) => {
+      if (this.#pending.size === 0) worker.ref();
+      this.#pending.set(call.id, { call, resolve, reject });
+      this.#queue.push(call);
+      if (this.#inFlight > 0) return; // sent when the thread answers
+      if (this.#queue.length >= SEND_FILES) this.#send();
+      else this.#scheduled ??= setTimeout(() => this.#send(), GATHER_MS);
+    });
+  }
+
+  #start(): void {
     let w: Worker;
     try {
       w = new Worker(this.#script, { execArgv: [] });
     } catch {
       this.#stopped = true;
-      return undefined;
+      return;
     }
     w.on('message', (reply: SmallFileReply[]) => this.#answer(reply));
     w.on('error', () => this.#fail());
     w.on('exit', () => this.#fail());
     w.unref();
     this.#worker = w;
-    return w;
   }
 
   /** Sends what is queued, up to the limits of one message. */
@@ -179,24 +191,36 @@ export class SmallFileThread implements Durability {
     if (this.#queue.length === 0 || this.#worker === undefined) return;
     let n = 0;
     let size = 0;
-    while (n < this.#queue.length && n < BATCH_FILES && size < BATCH_BYTES) size += this.#queue[n++]!.data.byteLength;
-    const files = this.#queue.splice(0, n);
-    const nums = new Float64Array(4 * n);
+    while (n < this.#queue.length && n < BATCH_FILES && size < BATCH_BYTES) {
+      const f = this.#queue[n++]!.file;
+      if ('data' in f) size += f.data.byteLength;
+    }
+    const calls = this.#queue.splice(0, n);
+    const nums = new Float64Array(FIELDS * n);
     const bytes = new Uint8Array(size);
     const roots: string[] = [];
     let paths = '';
     let off = 0;
-    for (const [i, f] of files.entries()) {
-      let r = 0;
-      while (r < roots.length && (roots[r] !== f.realRoot || roots[r + 1] !== f.root)) r += 2;
-      if (r === roots.length) roots.push(f.realRoot, f.root);
-      nums.set([f.id, f.data.byteLength, f.mtimeMs ?? NaN, r / 2], 4 * i);
+    for (const [i, c] of calls.entries()) {
+      const f = c.file;
+      let r = -1;
+      let length = -1;
+      let mtime = NaN;
+      if ('data' in f) {
+        r = 0;
+        while (r < roots.length && (roots[r] !== f.realRoot || roots[r + 1] !== f.root)) r += 2;
+        if (r === roots.length) roots.push(f.realRoot, f.root);
+        r /= 2;
+        length = f.data.byteLength;
+        mtime = f.mtimeMs ?? NaN;
+        bytes.set(f.data, off);
+        off += length;
+      }
+      nums.set([c.id, length, mtime, r, c.rename ? 1 : 0], FIELDS * i);
       paths += `${f.tmp}\0${f.finalPath}\0`;
-      bytes.set(f.data, off);
-      off += f.data.byteLength;
     }
     this.#inFlight++;
-    this.#worker.postMessage({ rename: this.#rename, roots, nums, paths, bytes } satisfies SmallFileBatch, [bytes.buffer, nums.buffer]);
+    this.#worker.postMessage({ roots, nums, paths, bytes } satisfies SmallFileBatch, [bytes.buffer, nums.buffer]);
   }
 
   #answer(reply: SmallFileReply[]): void {
@@ -212,7 +236,7 @@ export class SmallFileThread implements Durability {
     else if (this.#pending.size === 0) this.#worker?.unref();
   }
 
-  /** The thread stopped: what it had not answered is written here, and so is everything after. */
+  /** The thread stopped: what it had not answered is done here, and so is everything after. */
   #fail(): void {
     if (this.#stopped && this.#pending.size === 0) return;
     this.#stopped = true;
@@ -224,13 +248,17 @@ export class SmallFileThread implements Durability {
     const left = [...this.#pending.values()];
     this.#pending.clear();
     for (const p of left) {
-      try {
-        rmSync(p.file.tmp, { force: true }); // a write the thread may have begun
-        writeSmallFileSync(p.file, this.#rename);
-        p.resolve();
-      } catch (err) {
-        p.reject(err instanceof Error ? err : new Error(String(err)));
-      }
+      if ('data' in p.call.file) rmSync(p.call.file.tmp, { force: true }); // a write the thread may have begun
+      here(p.call).then(p.resolve, p.reject);
     }
+  }
+}
+
+function here(call: Call): Promise<void> {
+  try {
+    runCall(call);
+    return Promise.resolve();
+  } catch (err) {
+    return Promise.reject(err instanceof Error ? err : new Error(String(err)));
   }
 }

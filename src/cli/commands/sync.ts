@@ -17,10 +17,11 @@ import { SmallFileThread } from '../../node/small-file-thread.js';
  * written on a worker thread. The library uses neither the shell nor the thread unless asked; `close` ends both.
  */
 function cliDurability(fsync: boolean, method: 'batch' | 'file'): { durability: Durability; close: () => Promise<void> } {
+  const thread = new SmallFileThread();
   const syncfs = fsync && method === 'batch' ? new SyncfsFlush() : undefined;
-  const thread = new SmallFileThread(syncfs !== undefined ? new GroupCommit({ flush: syncfs.flush }) : durabilityFor(fsync, method));
+  const durability = syncfs !== undefined ? new GroupCommit({ flush: syncfs.flush, thread }) : durabilityFor(fsync, method, thread);
   return {
-    durability: thread,
+    durability,
     close: async () => {
       await thread.close();
       syncfs?.close();
