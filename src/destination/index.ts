@@ -9,20 +9,20 @@
  */
 export { sync, type SyncOptions, type SyncReport, type SyncProgress, type SyncFailure } from './sync.js';
 export { audit, type AuditOptions, type AuditReport, type AuditDifference, type AuditPlan } from './audit.js';
-export { discover, type Discovery, type DiscoverOptions } from './discover.js';
+export { discover, type Discovery, type DiscoverOptions, type DiscoveredCapabilityList, type StartKind, type CapabilityName } from './discover.js';
 export { plan, planBatches, planEntry, planGone, decide, sourceFacts, PLAN_ITEMS_LISTED, type PlanSummary, type PlanItem, type PlanAction, type PlanReason, type PlanDecision, type PlanOptions, type SourceFacts, type LocalFacts, type LocalLookup, type LocalLookupFn } from './plan.js';
 export { NOTES, NOTE_CODES, note, type DestinationNote, type NoteCode, type NoteData, type NoteSeverity, type NoteDefinition, type GapData, type GapNote, type GapRemedy } from './notes.js';
 export { robotsSitemaps, htmlResourceSyncLinks } from '../core/discovery-hints.js';
-export { applyResourceDump, applyChangeDump, type ApplyDumpOptions, type DumpReport } from './dump.js';
-export { fetchResource, mirrorLinks, patchLinks, relatedLinks, type FetchResult, type FetchResourceOptions } from './links.js';
-export { createHttpClient, type HttpClientOptions } from './http-client.js';
+export { applyResourceDump, applyChangeDump, type ApplyDumpOptions, type DumpReport, type DumpFailure, type DumpProgress, type DumpResource } from './dump.js';
+export { fetchResource, mirrorLinks, patchLinks, relatedLinks, type FetchResult, type FetchResourceOptions, type AuthorityCheck, type FetchAttempt, type RelatedLinks, type KeptRelation, type LinkRef, KEPT_RELATIONS } from './links.js';
+export { createHttpClient, authFromEnv, type HttpClientOptions } from './http-client.js';
 export type { HttpGet, HttpResponse, HttpRequestInit } from './http.js';
 export { createAuthority, type Authority } from './authority.js';
 export { createMapper, type Mapper, type Mapping } from './mapper.js';
 export { writeVerified, type WriteVerifiedOptions, type WriteVerifiedResult, type ByteSource } from './verified-write.js';
-export { RenameOnly, FsyncEach, type Durability, type SmallFile } from '../node/durability.js';
+export { RenameOnly, FsyncEach, type Durability, type DurabilityOptions, type SmallFile, type SmallFileCalls } from '../node/durability.js';
 export { SmallFileThread } from '../node/small-file-thread.js';
 export { GroupCommit, type GroupCommitOptions, type FlushFiles } from '../node/group-commit.js';
 export { DestinationRoot } from '../node/destination-root.js';
 export { SyncfsFlush } from '../node/syncfs.js';
-export { StateStore, acquireLock, STATE_DIR, type ResourceRecord, type SyncCursor } from './state-store.js';
+export { StateStore, acquireLock, STATE_DIR, type ResourceRecord, type SyncCursor, type SyncLock } from './state-store.js';

@@ -24,7 +24,7 @@ export type AuthorityCheck = Pick<Authority, 'allows' | 'check'>;
 const DEFAULT_PRI = 999_999;
 
 /** Relation types kept for the user, not followed by the sync. @see Z39.99 §14.3, §14.5–§14.8 */
-const KEPT_RELATIONS = [
+export const KEPT_RELATIONS = [
   'alternate',
   'canonical',
   'memento',

@@ -11,7 +11,7 @@ export { createSourceCore, type SourceCore, type SourceServerOptions, type Sourc
 export type { CoreBody, CoreHandler, CoreRequest, CoreResponse } from './request-response.js';
 export { createSourceHandler, toWebHandler, toWebResponse, type SourceHandler } from './handler.js';
 export { serve, type RunningServer, type ServeOptions } from './node-adapter.js';
-export { watchSources, type SourceWatcher, type WatchOptions } from './watch.js';
+export { watchSources, type SourceWatcher, type WatchOptions, type WatchAction } from './watch.js';
 export { parseTarget, type ParsedTarget } from './target.js';
 export {
   acceptsEncoding,

@@ -80,7 +80,7 @@ export interface SourceWatcher {
   unsettled(file: string): boolean;
   /**
    * What the watcher knows of the file at this absolute path: `changing` (not settled yet), `settled` (it
-   * settled, or was taken as it is after `maxHoldMs`, within the last {@link SETTLED_MEMORY_MS}), or
+   * settled, or was taken as it is after `maxHoldMs`, within the last 10 s), or
    * undefined (nothing heard of it lately). For `publish`'s `hold`: true, false, undefined.
    */
   state(file: string): 'changing' | 'settled' | undefined;

@@ -8,6 +8,7 @@
  */
 export { publish, storeFile, type PublishOptions, type PublishResult, type PublishProgress } from './publish.js';
 export { recordChanges, type RecordResult } from './record-changes.js';
+export { channelTopics, channelEntries, type SetNotifications } from './notifications.js';
 export {
   resolveResource,
   pathToUrl,

@@ -50,7 +50,7 @@ export interface SetNotifications {
   change: ResourceSyncDocument[];
   /** The Framework Notification, when a capability document was created or changed. */
   framework: ResourceSyncDocument | undefined;
-  /** Its changes (see {@link frameworkDiff}). */
+  /** Its changes: every capability document the publication created or changed. */
   frameworkChanges: FrameworkChange[];
 }
 
