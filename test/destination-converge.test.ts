@@ -165,23 +165,31 @@ void test('a Source that offers nothing to synchronize from is an error naming w
   });
 });
 
+/**
+ * A mirror in sync, then changes while it is away (b created, a deleted) that go to a closed Change List
+ * (`/changelist-old.xml`, [t0, t1]) and one more (c) in the current Change List, which starts at t1.
+ */
+async function awayThenArchived(src: FakeSource, server: TestServer, dest: string) {
+  src.put('a.txt', 'a');
+  src.publish();
+  await sync({ source: src.capabilityList, dest, fsync: false, delete: true });
+  src.put('b.txt', 'b');
+  src.remove('a.txt');
+  const archived = [...src.changes]; // every change since tracking began, the ones while away last
+  const t0 = src.since;
+  const t1 = archived[archived.length - 1]!.time + 500;
+  src.put('c.txt', 'c');
+  src.publish();
+  server.set('/changelist-old.xml', src.changeListXml(archived, t0, t1));
+  server.set('/changelist.xml', src.changeListXml(src.changes.slice(-1), t1, undefined));
+  const ns = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/"';
+  const iso = (t: number): string => new Date(t).toISOString();
+  return { t0, t1, ns, iso };
+}
+
 void test('a Destination away longer than the Change Lists reach back catches up from the changelist-archive, not a new baseline', async () => {
   await withSource(async (src, dest, server) => {
-    src.put('a.txt', 'a');
-    src.publish();
-    await sync({ source: src.capabilityList, dest, fsync: false, delete: true });
-    // changes while away, archived in a closed Change List; the current Change List starts after them
-    src.put('b.txt', 'b');
-    src.remove('a.txt');
-    const archived = [...src.changes]; // every change since tracking began, the ones while away last
-    const t0 = src.since;
-    const t1 = archived[archived.length - 1]!.time + 500;
-    src.put('c.txt', 'c');
-    src.publish();
-    const ns = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/"';
-    const iso = (t: number): string => new Date(t).toISOString();
-    server.set('/changelist-old.xml', src.changeListXml(archived, t0, t1));
-    server.set('/changelist.xml', src.changeListXml(src.changes.slice(-1), t1, undefined));
+    const { t0, t1, ns, iso } = await awayThenArchived(src, server, dest);
     server.set('/changelist-archive.xml', `<urlset ${ns}><rs:md capability="changelist-archive"/>
 <url><loc>${src.origin}/changelist-old.xml</loc><rs:md from="${iso(t0)}" until="${iso(t1)}"/></url></urlset>`);
     const cl = server.routes.get('/capabilitylist.xml')!;
@@ -198,20 +206,7 @@ void test('a Destination away longer than the Change Lists reach back catches up
 
 void test('a changelist-archive split into an index of Change List Archives: each archive is read for its Change Lists, a part of another kind is skipped', async () => {
   await withSource(async (src, dest, server) => {
-    src.put('a.txt', 'a');
-    src.publish();
-    await sync({ source: src.capabilityList, dest, fsync: false, delete: true });
-    src.put('b.txt', 'b');
-    src.remove('a.txt');
-    const archived = [...src.changes];
-    const t0 = src.since;
-    const t1 = archived[archived.length - 1]!.time + 500;
-    src.put('c.txt', 'c');
-    src.publish();
-    const ns = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/"';
-    const iso = (t: number): string => new Date(t).toISOString();
-    server.set('/changelist-old.xml', src.changeListXml(archived, t0, t1));
-    server.set('/changelist.xml', src.changeListXml(src.changes.slice(-1), t1, undefined));
+    const { t0, t1, ns, iso } = await awayThenArchived(src, server, dest);
     // ResourceSync Archives §5: the archive is an index whose parts are Change List Archives (and one that is not)
     server.set('/changelist-archive-1.xml', `<urlset ${ns}><rs:md capability="changelist-archive"/>
 <url><loc>${src.origin}/changelist-old.xml</loc><rs:md from="${iso(t0)}" until="${iso(t1)}"/></url></urlset>`);
