@@ -8,7 +8,7 @@ import { writeDocumentString } from '../core/xml/write-document.js';
 import { validateDocument } from '../core/validate/index.js';
 import { frameworkChangeAllowed } from '../core/model/notification.js';
 import { publish, type PublishOptions, type PublishResult } from './publish.js';
-import { changeNotifications, channelEntries, MAX_NOTIFICATION_ENTRIES } from './notifications.js';
+import { changeNotifications, channelEntries, documentDigests, MAX_NOTIFICATION_ENTRIES, type DigestMemo } from './notifications.js';
 import type { ChangeRecord } from './snapshot-store.js';
 
 void test('publish with notifications: channels in the Capability List, contiguous windows, framework changes', async () => {
@@ -193,4 +193,26 @@ void test('channelEntries: with an XMPP PubSub service, each channel names its n
     },
   ]);
   assert.deepEqual(channelEntries(docUrl, 'http://example.org/hub')[0]!.ln, [{ rel: 'hub', href: 'http://example.org/hub' }]);
+});
+
+void test('documentDigests reads a document again only when its inode, size or mtime changed, and forgets removed ones', async () => {
+  const { dir, cleanup } = await tempDir('rs-digests-');
+  writeFileSync(join(dir, 'resourcelist.xml'), '<urlset/>');
+  writeFileSync(join(dir, 'changelist.xml'), '<urlset>a</urlset>');
+  const memo: DigestMemo = new Map();
+  const first = documentDigests(dir, '.xml', memo);
+  assert.deepEqual([...memo.keys()].sort(), ['changelist.xml', 'resourcelist.xml']);
+  // a digest taken at the same file identity is reused (here a planted one, to show the file is not read)
+  memo.get('resourcelist.xml')!.digest = 'remembered';
+  assert.equal(documentDigests(dir, '.xml', memo).get('resourcelist.xml'), 'remembered');
+  // a rewritten document (other size) is read again
+  writeFileSync(join(dir, 'resourcelist.xml'), '<urlset></urlset>');
+  const again = documentDigests(dir, '.xml', memo);
+  assert.notEqual(again.get('resourcelist.xml'), 'remembered');
+  assert.notEqual(again.get('resourcelist.xml'), first.get('resourcelist.xml'));
+  assert.equal(again.get('changelist.xml'), first.get('changelist.xml'));
+  rmSync(join(dir, 'changelist.xml'));
+  assert.deepEqual([...documentDigests(dir, '.xml', memo).keys()], ['resourcelist.xml']);
+  assert.deepEqual([...memo.keys()], ['resourcelist.xml']);
+  await cleanup();
 });

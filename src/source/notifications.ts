@@ -87,8 +87,16 @@ export function frameworkChanges(up: string, changes: readonly FrameworkChange[]
   return changes.length === 0 ? undefined : frameworkNotification({ up, changes });
 }
 
-/** Digests by file, reused while inode, size and mtime stay (the same process publishes the same folder run after run). */
-const digestCache = new Map<string, { ino: number; size: number; mtimeMs: number; digest: string }>();
+/** What {@link documentDigests} remembers of each document it read, by name: kept by the caller from run to run. */
+export type DigestMemo = Map<string, DigestRecord>;
+
+/** A document's digest and the file identity (inode, size, mtime) it was taken at. */
+export interface DigestRecord {
+  ino: number;
+  size: number;
+  mtimeMs: number;
+  digest: string;
+}
 
 /**
  * The documents of a set's document folder that Framework Notifications speak of, with a digest of each:
@@ -96,9 +104,10 @@ const digestCache = new Map<string, { ino: number; size: number; mtimeMs: number
  * the Capability List, and the closed Change Lists, per-period Change Dumps and Resource List parts, which
  * only count when new. Manifests and packages are parts of a dump, not capability documents, and the
  * archived generations of the Resource List and Resource Dump are announced through their archives.
+ * A document whose inode, size and mtime are those in `memo` is not read again; `memo` is brought up to date.
  * @param x the extension of the document names (`.xml` or `.xml.gz`)
  */
-export function documentDigests(docDir: string, x: string): Map<string, string> {
+export function documentDigests(docDir: string, x: string, memo: DigestMemo = new Map()): Map<string, string> {
   const out = new Map<string, string>();
   let names: string[];
   try {
@@ -111,21 +120,22 @@ export function documentDigests(docDir: string, x: string): Map<string, string> 
     if (role === undefined) continue;
     if (role.whenNew) out.set(name, 'present');
     else {
-      const file = join(docDir, name);
       try {
-        const st = statSync(file);
-        const known = digestCache.get(file);
+        const st = statSync(join(docDir, name));
+        const known = memo.get(name);
         if (known !== undefined && known.ino === st.ino && known.size === st.size && known.mtimeMs === st.mtimeMs) out.set(name, known.digest);
         else {
-          const digest = createHash('sha256').update(readFileSync(file)).digest('hex');
-          digestCache.set(file, { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, digest });
+          const digest = createHash('sha256').update(readFileSync(join(docDir, name))).digest('hex');
+          memo.set(name, { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, digest });
           out.set(name, digest);
         }
       } catch {
-        digestCache.delete(file); // removed meanwhile
+        memo.delete(name); // removed meanwhile
       }
     }
   }
+  const present = new Set(names);
+  for (const name of memo.keys()) if (!present.has(name)) memo.delete(name);
   return out;
 }
 

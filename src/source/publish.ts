@@ -47,7 +47,7 @@ import { HTML_LINK_MAX_BYTES } from '../core/html-discovery.js';
 import { writeFileAtomic } from '../node/file-sink.js';
 import { inventory } from '../node/inventory.js';
 import { capabilityEntry, header } from './documents.js';
-import { channelEntries, documentDigests, frameworkChanges, frameworkDiff, type SetNotifications } from './notifications.js';
+import { channelEntries, documentDigests, frameworkChanges, frameworkDiff, type DigestMemo, type DigestRecord, type SetNotifications } from './notifications.js';
 import { publishChangeLists } from './publish-change-lists.js';
 import { changeDump } from './publish-change-dump.js';
 import { announceChanges, changeRecorder, writeDoc, type Context, type PublishProgress, type SetPaths } from './publish-context.js';
@@ -307,6 +307,14 @@ function describedBy(href: string | undefined): Ln[] {
   return href === undefined ? [] : [{ rel: 'describedby', href }];
 }
 
+function readDigestMemo(store: SnapshotStore): DigestMemo {
+  try {
+    return new Map(JSON.parse(store.getMeta('document_digests') ?? '[]') as [string, DigestRecord][]);
+  } catch {
+    return new Map(); // unreadable: every document is read again
+  }
+}
+
 function sum(rs: SetResult[], k: 'created' | 'updated' | 'deleted' | 'resources'): number {
   return rs.reduce((a, r) => a + r[k], 0);
 }
@@ -372,7 +380,10 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
     const config = setConfig(ctx, set);
     const fresh = store.getMeta('published_config') !== config || !existsSync(f(`capabilitylist${x}`));
 
-    const docsBefore = ctx.notifications ? documentDigests(docDir, x) : undefined;
+    // what the documents were, to tell what this run changed (Framework Notification §3); the digests of
+    // documents left as they were are remembered in the store from run to run
+    const digestMemo = ctx.notifications ? readDigestMemo(store) : undefined;
+    const docsBefore = digestMemo ? documentDigests(docDir, x, digestMemo) : undefined;
     // 1. Scan and record the changes (§12.1); push: the changes of this run go out as Change Notifications
     const { onChange, recorded } = changeRecorder(ctx, set.dir, bitDir);
     let r: RebuildResult;
@@ -467,7 +478,8 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
     store.setMeta('documented_change', documentedUpTo);
     if (notifications) {
       // every capability document this run created or changed (Framework Notification §3)
-      notifications.frameworkChanges = frameworkDiff(docsBefore!, documentDigests(docDir, x), docUrl, x);
+      notifications.frameworkChanges = frameworkDiff(docsBefore!, documentDigests(docDir, x, digestMemo), docUrl, x);
+      store.setMeta('document_digests', JSON.stringify([...digestMemo!]));
       notifications.framework = frameworkChanges(capUrl, notifications.frameworkChanges);
     }
     return {
