@@ -149,7 +149,7 @@ export async function* decodeInput(input: ByteInput, maxBytes: number, signal?: 
     const rest = decoder.decode();
     if (rest.length > 0) yield rest;
   } catch (e) {
-    if (e instanceof TypeError && /decode|encoded|invalid/i.test(e.message)) {
+    if (e instanceof TypeError && (e as NodeJS.ErrnoException).code === 'ERR_ENCODING_INVALID_ENCODED_DATA') {
       throw new ResourceSyncError('RS_XML_ENCODING', `Near byte ${total}: the bytes are not valid ${label}.`, { cause: e, data: { encoding: label, offset: total } });
     }
     throw e;

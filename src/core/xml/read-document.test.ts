@@ -161,6 +161,8 @@ test('decodes declared encodings and UTF-16 with a BOM, and refuses bad bytes', 
   const bad = Buffer.concat([Buffer.from(`<urlset xmlns="${SITEMAP_NS}"><url><loc>`), Buffer.from([0xc3, 0x28]), Buffer.from('</loc></url></urlset>')]);
   await assert.rejects(parseDocument(bad), (e) => isResourceSyncError(e, 'RS_XML_ENCODING'));
   await assert.rejects(parseDocument(Buffer.from('<?xml version="1.0" encoding="x-no-such"?><urlset/>')), (e) => isResourceSyncError(e, 'RS_XML_ENCODING'));
+  const badSjis = Buffer.concat([Buffer.from(`<?xml version="1.0" encoding="shift_jis"?><urlset xmlns="${SITEMAP_NS}"><url><loc>`), Buffer.from([0x81, 0x20, 0xff]), Buffer.from('</loc></url></urlset>')]);
+  await assert.rejects(parseDocument(badSjis), (e) => isResourceSyncError(e, 'RS_XML_ENCODING') && e.data.encoding === 'shift_jis');
 });
 
 test('every example of the standard parses', async () => {
