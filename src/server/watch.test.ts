@@ -168,7 +168,7 @@ void test('a steady stream of changes is published while it lasts: each file set
   }
 });
 
-void test('a file being written is unsettled until it has had no change for settleMs; other files are not held back', async () => {
+void test('a file being written is held until it has had no change for settleMs; other files are not held back', async () => {
   const dir = join(tmp, 'held');
   await mkdir(dir, { recursive: true });
   const slow = join(dir, 'slow.bin');
@@ -179,7 +179,7 @@ void test('a file being written is unsettled until it has had no change for sett
     dirs: [dir],
     settleMs: 60,
     run: () => {
-      seen.push({ slow: ref.w!.unsettled(slow), quick: ref.w!.unsettled(quick) });
+      seen.push({ slow: ref.w!.hold(slow) === true, quick: ref.w!.hold(quick) === true });
       return Promise.resolve();
     },
   });
@@ -198,7 +198,8 @@ void test('a file being written is unsettled until it has had no change for sett
     // quick.txt settled and ran while slow.bin was still being written, and was not held
     assert.ok(seen.some((s) => s.slow && !s.quick), JSON.stringify(seen));
     await until(() => seen.length > 0 && !seen[seen.length - 1]!.slow);
-    assert.equal(w.unsettled(slow), false);
+    assert.equal(w.hold(slow), false); // settled lately
+    assert.equal(w.hold(join(dir, 'never-touched.txt')), undefined);
   } finally {
     await w.close();
   }
@@ -216,7 +217,7 @@ void test('publish with the watcher: a file written slowly in chunks is recorded
     dirs: [dir],
     settleMs: 50,
     // as serve does: what the watcher knows of each file, and its settling span for what it has not heard of yet
-    run: () => publish({ ...opts, hold: (f) => (ref.w!.state(f) === undefined ? undefined : ref.w!.state(f) === 'changing'), settleMs: 50 }),
+    run: () => publish({ ...opts, hold: (f) => ref.w!.hold(f), settleMs: 50 }),
     onError: (e) => (failure = e),
   });
   ref.w = w;

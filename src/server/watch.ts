@@ -7,7 +7,7 @@
  * `documentsAfterMs` (at least every `documentsEveryMs` while files keep settling), and a rescan at the
  * start, when a recording could not judge its files, and every `rescanEveryMs`. Changes elsewhere never
  * hold a settled file back, and a file still being written is held out of a run
- * ({@link SourceWatcher.unsettled}, passed to `publish` as `hold`), so that no half-written file is
+ * ({@link SourceWatcher.hold}, passed to `publish`), so that no half-written file is
  * listed. Hidden names (the tool's own `.resourcesync` state and output among them) never trigger a run.
  * @see Z39.99 §12 (Change List)
  */
@@ -63,7 +63,7 @@ export interface WatchOptions {
   onRun?: (result: unknown, action: WatchAction) => void;
 }
 
-/** How long the watcher remembers that a file settled (see {@link SourceWatcher.state}), ms. */
+/** How long the watcher remembers that a file settled (see {@link SourceWatcher.hold}), ms. */
 const SETTLED_MEMORY_MS = 10_000;
 
 /** What the watcher did: recorded settled files, wrote the documents, or rescanned the sets (and wrote them). */
@@ -74,16 +74,12 @@ export interface SourceWatcher {
   /** How changes are detected. */
   readonly mode: 'watch' | 'poll';
   /**
-   * True while the file at this absolute path (under one of the watched directories, as given) has changed
-   * and not settled yet: a run keeps its previous state.
+   * What the watcher knows of the file at this absolute path (under one of the watched directories, as given),
+   * as `publish`'s `hold` takes it: true while it has changed and not settled yet (a run keeps its previous
+   * state), false when it settled (or was taken as it is after `maxHoldMs`) within the last 10 s, undefined
+   * when nothing was heard of it lately.
    */
-  unsettled(file: string): boolean;
-  /**
-   * What the watcher knows of the file at this absolute path: `changing` (not settled yet), `settled` (it
-   * settled, or was taken as it is after `maxHoldMs`, within the last 10 s), or
-   * undefined (nothing heard of it lately). For `publish`'s `hold`: true, false, undefined.
-   */
-  state(file: string): 'changing' | 'settled' | undefined;
+  hold(file: string): boolean | undefined;
   /** Runs now (serialized with other runs) and resolves when no run is pending or in flight. */
   flush(): Promise<void>;
   /** Stops watching; resolves once an in-flight run has finished. */
@@ -102,7 +98,7 @@ interface Changed {
 /**
  * Watches `dirs` and calls `run` once changed files have settled, serialized.
  * @example
- * const watcher = watchSources({ dirs: ['data'], run: () => publish({ ...opts, hold: (f) => watcher.unsettled(f) }), onError: (e) => log(e) });
+ * const watcher = watchSources({ dirs: ['data'], run: () => publish({ ...opts, hold: (f) => watcher.hold(f) }), onError: (e) => log(e) });
  * // …later
  * await watcher.close();
  */
@@ -302,13 +298,10 @@ export function watchSources(options: WatchOptions): SourceWatcher {
     get mode() {
       return detection.mode;
     },
-    unsettled(file) {
-      return changed.has(file);
-    },
-    state(file) {
-      if (changed.has(file)) return 'changing';
+    hold(file) {
+      if (changed.has(file)) return true;
       const t = settledAt.get(file);
-      return t !== undefined && performance.now() - t <= SETTLED_MEMORY_MS ? 'settled' : undefined;
+      return t !== undefined && performance.now() - t <= SETTLED_MEMORY_MS ? false : undefined;
     },
     flush() {
       if (record === undefined) pending = true;

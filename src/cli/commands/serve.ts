@@ -65,11 +65,6 @@ const SERVICE_UNAVAILABLE: CoreResponse = {
 /** A changed file is settled (recorded, listed) once it has had no change for this long, ms. */
 const SETTLE_MS = 25;
 
-/** `publish`'s `hold` from what the watcher knows of a file. */
-function holdOf(state: 'changing' | 'settled' | undefined): boolean | undefined {
-  return state === undefined ? undefined : state === 'changing';
-}
-
 function message(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
@@ -269,7 +264,7 @@ export async function run(args: string[]): Promise<number> {
       const result = await publish({
         ...publishOptions,
         scan: rescan,
-        ...(w === undefined ? {} : { hold: (f: string) => holdOf(w.state(f)), settleMs: SETTLE_MS }),
+        ...(w === undefined ? {} : { hold: (f: string) => w.hold(f), settleMs: SETTLE_MS }),
       });
       first ??= { result };
       runMs = performance.now() - t0;
