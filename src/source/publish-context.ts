@@ -1,16 +1,111 @@
 /**
- * What the parts of `publish` share: the options of one publication as they apply to every set, the URLs
- * and file names of a set's documents, and writing one document atomically.
+ * What the parts of `publish` and `recordChanges` share: the options of a publication, checked into the
+ * context that applies to every set, the URLs and file names of a set's documents, writing one document
+ * atomically, and recording and announcing a set's changes.
  */
-import { copyFileSync, mkdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { copyFileSync, mkdirSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import type { HashAlgorithm } from '../core/constants.js';
+import { ResourceSyncError } from '../core/errors.js';
 import type { DocumentHeader, Entry, Ln } from '../core/model/types.js';
 import { formatW3CDatetime } from '../core/w3c-datetime.js';
 import { writeDocument } from '../core/xml/write-document.js';
 import { writeFileAtomic } from '../node/file-sink.js';
 import { changeNotifications, channelTopics, type SetNotifications } from './notifications.js';
 import type { ChangeRecord, SnapshotStore } from './snapshot-store.js';
+import { DOCUMENTS_PREFIX, isValidSetName, normalizeBaseUrl, setBaseUrl } from './url-path.js';
+
+const DEFAULT_PACKAGE_BYTES = 100 * 1024 * 1024;
+
+/** Options of `publish`. */
+export interface PublishOptions {
+  /** The sets of resources: one Capability List each. Names are URL segments (`[A-Za-z0-9_-][A-Za-z0-9._-]*`). */
+  sets: Array<{ name: string; dir: string; describedBy?: string }>;
+  /** URL of a document describing the Source: the Source Description's `rel="describedby"` link (§8). */
+  describedBy?: string;
+  /** Where `outDir` is served, e.g. `https://example.com/` (a trailing `/` is added). */
+  baseUrl: string;
+  /** The publish folder. */
+  outDir: string;
+  /** State folder; the store of set `s` is `<stateDir>/<s>/source.sqlite`. Default `<dir>/.resourcesync/source.sqlite`. */
+  stateDir?: string;
+  /** Fixity algorithms; default `['md5']`. */
+  hashes?: HashAlgorithm[];
+  /** Entries per Resource List document before a Resource List Index is written; default 50,000. */
+  maxEntries?: number;
+  /** Bytes per Resource List document; default 50 MB. */
+  maxBytes?: number;
+  /** When the open Change List is closed. Default: 50,000 entries, no period. */
+  changeList?: { maxEntries?: number; periodMs?: number };
+  /** Write a Resource Dump and a Change Dump; packages split at `maxPackageBytes` (default 100 MiB). */
+  dumps?: boolean | { maxPackageBytes?: number };
+  /**
+   * Write every document of the sets gzipped, as `<name>.xml.gz`, and link to those names everywhere (Capability
+   * Lists, indexes, `up`/`index`/`archives`/`contents` links, robots.txt, the Source Description). The Source
+   * Description itself stays plain XML at the well-known URI. Default false.
+   * @see sitemaps.org protocol (a Sitemap or Sitemap index may be gzipped); Z39.99 §7 (the Sitemap formats)
+   */
+  gzip?: boolean;
+  /**
+   * Publish every HTML resource (`text/html`, at most 1 MiB) with `<link rel="resourcesync" href="<Capability
+   * List>">` inserted in its `<head>`, as a server that inserts it serves it (`createSourceCore`'s
+   * `htmlDiscoveryLink`): the listed length and hashes, and the bitstreams in dumps, are those of the served
+   * bytes. HTML that already has such a link, or no `<head>`, is published as stored. Default false.
+   * @see Z39.99 §6.3.3
+   */
+  htmlDiscoveryLink?: boolean;
+  /**
+   * How many of each archived item are kept: closed Change Lists (with their Change Dump packages),
+   * Resource List generations and Resource Dumps. Default: every closed Change List, 5 Resource Lists
+   * and 5 Resource Dumps.
+   */
+  retention?: number;
+  now?: () => number;
+  signal?: AbortSignal;
+  onProgress?: (p: PublishProgress) => void;
+  /**
+   * Push: advertise a change and a framework notification channel per set with this hub in the Capability
+   * Lists, and return each publication's notifications in `PublishResult.notifications`. With `xmpp` (the JID of
+   * an XMPP PubSub service, e.g. `pubsub.example.org`), each channel also names the node of that service where
+   * its notifications are published too (the node's name is the channel's topic URI; see `XmppPublisher` in
+   * `resourcesync/notify`).
+   * @see Change Notification §4, Framework Notification §5, XEP-0060
+   */
+  notifications?: { hub: string; xmpp?: string };
+  /**
+   * What a watcher knows of a file (absolute path under a set's folder), e.g. `SourceWatcher.hold`: true
+   * while it is being written, so that it keeps its previous state in this publication (a new one is left
+   * out) and no half-written content is listed; false once it has settled; undefined when nothing is known.
+   */
+  hold?: (file: string) => boolean | undefined;
+  /**
+   * A file modified less than this long (ms) before it is read, that `hold` says nothing of, is taken as still
+   * being written and kept as `hold` keeps it (a write that began before a watcher heard of it is not read
+   * half-done). A watcher that settles files after this much quiet passes its own span. Default 0.
+   */
+  settleMs?: number;
+  /**
+   * Push: called for each set as soon as its changes are recorded, before its documents are written, with
+   * its Change Notifications (only when there are some), so that they can go out at once. They are in
+   * `PublishResult.notifications` too; its Framework Notifications come only with the result.
+   */
+  onRecorded?: (n: SetNotifications) => void;
+  /**
+   * A set's Resource List is rewritten at most this often (ms) by publications that do not scan (`scan:
+   * false`); meanwhile its `at` stays, and the Change Lists, kept from there on whatever the `retention`, carry
+   * the changes since (§10, §12). `'auto'`: at most every 20 times what the last one took to write (a few
+   * milliseconds for a small set, so whenever it changed; seconds for a long one), so that rewriting it takes
+   * at most 5% of the time. Default 0: whenever the set changed.
+   */
+  resourceListEveryMs?: number | 'auto';
+  /**
+   * Scan the sets' folders and record what changed (default true). False for a Source whose changes are
+   * recorded as they happen ({@link recordChanges}, fed by a watcher): the documents are written from the
+   * snapshot store as it is. A set without a snapshot yet, or published before with other options, is
+   * scanned all the same.
+   */
+  scan?: boolean;
+}
 
 /** Progress of a publication. */
 export interface PublishProgress {
@@ -55,8 +150,73 @@ export interface Context {
   settleMs: number;
 }
 
+function invalid(message: string, data: Record<string, unknown>): ResourceSyncError {
+  return new ResourceSyncError('RS_INVALID_ARGUMENT', message, { data });
+}
+
+/**
+ * The options of a publication checked, with their defaults.
+ * @throws ResourceSyncError RS_INVALID_ARGUMENT, RS_IO (a set's folder does not exist)
+ */
+export function publishContext(options: PublishOptions): Context {
+  const baseUrl = normalizeBaseUrl(options.baseUrl);
+  if (baseUrl === undefined) throw invalid(`Base URL '${options.baseUrl}' is not an absolute http(s) URL without query or fragment.`, { baseUrl: options.baseUrl });
+  if (options.sets.length === 0) throw invalid('Option sets is empty: give at least one directory.', {});
+  const names = new Set<string>();
+  for (const s of options.sets) {
+    if (!isValidSetName(s.name)) throw invalid(`Set name '${s.name}' is not a valid URL segment.`, { name: s.name });
+    if (names.has(s.name)) throw invalid(`Set name '${s.name}' is used twice.`, { name: s.name });
+    names.add(s.name);
+    let isDir = false;
+    try {
+      isDir = statSync(s.dir).isDirectory();
+    } catch {
+      // reported below
+    }
+    if (!isDir) throw new ResourceSyncError('RS_IO', `Directory '${s.dir}' of set '${s.name}' does not exist.`, { data: { path: s.dir } });
+  }
+  const positive = (v: number | undefined, name: string, def: number): number => {
+    if (v === undefined) return def;
+    if (!Number.isSafeInteger(v) || v < 1) throw invalid(`Option ${name} '${v}' is not a positive integer.`, { [name]: v });
+    return v;
+  };
+  const outDir = resolve(options.outDir);
+  const dumpsOpt = options.dumps;
+  return {
+    baseUrl,
+    sdUrl: `${baseUrl}.well-known/resourcesync`,
+    outDir,
+    setCount: options.sets.length,
+    hashes: [...(options.hashes ?? ['md5'])],
+    maxEntries: positive(options.maxEntries, 'maxEntries', 50_000),
+    maxBytes: positive(options.maxBytes, 'maxBytes', 50 * 1024 * 1024),
+    changeList: { ...options.changeList },
+    dumps:
+      dumpsOpt === undefined || dumpsOpt === false
+        ? undefined
+        : { maxPackageBytes: positive(dumpsOpt === true ? undefined : dumpsOpt.maxPackageBytes, 'maxPackageBytes', DEFAULT_PACKAGE_BYTES) },
+    gzip: options.gzip === true,
+    htmlDiscoveryLink: options.htmlDiscoveryLink === true,
+    x: options.gzip === true ? '.xml.gz' : '.xml',
+    retention: options.retention === undefined ? undefined : positive(options.retention, 'retention', 1),
+    now: options.now ?? Date.now,
+    signal: options.signal,
+    onProgress: options.onProgress,
+    exclude: [outDir, join(outDir, 'robots.txt'), ...(options.stateDir === undefined ? [] : [resolve(options.stateDir)])],
+    stateDir: options.stateDir === undefined ? undefined : resolve(options.stateDir),
+    notifications: options.notifications,
+    hold: options.hold,
+    onRecorded: options.onRecorded,
+    scan: options.scan ?? true,
+    resourceListEveryMs: options.resourceListEveryMs === 'auto' ? 'auto' : Math.max(0, options.resourceListEveryMs ?? 0),
+    settleMs: options.settleMs ?? 0,
+  };
+}
+
 /** Where a set's documents go: their URLs (`u`) and files (`f`), and the URLs they refer to. */
 export interface SetPaths {
+  /** The set's document folder. */
+  docDir: string;
   /** URL of the set's document folder, ending in `/`. */
   docUrl: string;
   /** URL of the set's Capability List: the `up` link of its documents. */
@@ -67,6 +227,20 @@ export interface SetPaths {
   u: (name: string) => string;
   /** File of a document of the set. */
   f: (name: string) => string;
+}
+
+/** The paths of a set's documents: the folder `.resourcesync/<set>/` under `outDir` and the base URL. */
+export function setPaths(ctx: Context, set: { name: string }): SetPaths {
+  const docDir = join(ctx.outDir, DOCUMENTS_PREFIX, set.name);
+  const docUrl = `${ctx.baseUrl}${DOCUMENTS_PREFIX}/${set.name}/`;
+  return {
+    docDir,
+    docUrl,
+    capUrl: `${docUrl}capabilitylist${ctx.x}`,
+    resBase: setBaseUrl(ctx.baseUrl, set.name, ctx.setCount),
+    u: (name) => docUrl + name,
+    f: (name) => join(docDir, name),
+  };
 }
 
 /** Change List and Change Dump names number their period with five digits. */
@@ -134,21 +308,22 @@ export function changeRecorder(ctx: Context, setDir: string, bitDir: string): { 
 export function announceChanges(
   ctx: Context & { notifications: { hub: string; xmpp?: string } },
   store: SnapshotStore,
-  set: { name: string; docUrl: string; capUrl: string; resBase: string },
+  setName: string,
+  paths: SetPaths,
   at: number,
   recorded: readonly ChangeRecord[],
 ): SetNotifications {
   const last = store.getMeta('notified_until');
   const from = last === undefined ? at : Number(last);
   if (last === undefined || recorded.length > 0) store.setMeta('notified_until', String(at));
-  const topics = channelTopics(set.docUrl);
+  const topics = channelTopics(paths.docUrl);
   const n: SetNotifications = {
-    set: set.name,
-    capabilityList: set.capUrl,
+    set: setName,
+    capabilityList: paths.capUrl,
     hub: ctx.notifications.hub,
     changeTopic: topics.change,
     frameworkTopic: topics.framework,
-    change: recorded.length > 0 ? changeNotifications(set.resBase, set.capUrl, from, at, recorded) : [],
+    change: recorded.length > 0 ? changeNotifications(paths.resBase, paths.capUrl, from, at, recorded) : [],
     framework: undefined,
     frameworkChanges: [],
   };

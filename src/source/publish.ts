@@ -34,11 +34,11 @@
  *
  * This module writes the Source Description, robots.txt and each set's Capability List, in the order of the
  * steps; each family of documents has its own module: `publish-resource-lists.ts`, `publish-change-lists.ts`,
- * `publish-resource-dump.ts`, `publish-change-dump.ts` (shared parts in `publish-context.ts`,
+ * `publish-resource-dump.ts`, `publish-change-dump.ts` (the options and shared parts in `publish-context.ts`,
  * `publish-files.ts`, `publish-html.ts`).
  * @see Z39.99 §5.1, §6, §8–13, Appendix A; ResourceSync Archives
  */
-import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { HashAlgorithm } from '../core/constants.js';
 import { ResourceSyncError } from '../core/errors.js';
@@ -50,107 +50,15 @@ import { capabilityEntry, header } from './documents.js';
 import { channelEntries, documentDigests, frameworkChanges, frameworkDiff, type DigestMemo, type DigestRecord, type SetNotifications } from './notifications.js';
 import { publishChangeLists } from './publish-change-lists.js';
 import { changeDump } from './publish-change-dump.js';
-import { announceChanges, changeRecorder, writeDoc, type Context, type PublishProgress, type SetPaths } from './publish-context.js';
+import { announceChanges, changeRecorder, publishContext, setPaths, writeDoc, type Context, type PublishOptions, type PublishProgress } from './publish-context.js';
 import { htmlRewrite } from './publish-html.js';
 import { publishResourceLists } from './publish-resource-lists.js';
 import { resourceDump } from './publish-resource-dump.js';
 import { SnapshotStore, type RebuildResult } from './snapshot-store.js';
-import { DOCUMENTS_PREFIX, isValidSetName, normalizeBaseUrl, setBaseUrl } from './url-path.js';
+import { DOCUMENTS_PREFIX } from './url-path.js';
 
-export type { PublishProgress } from './publish-context.js';
-
-const DEFAULT_PACKAGE_BYTES = 100 * 1024 * 1024;
+export type { PublishOptions, PublishProgress } from './publish-context.js';
 export type { HashAlgorithm };
-
-/** Options of `publish`. */
-export interface PublishOptions {
-  /** The sets of resources: one Capability List each. Names are URL segments (`[A-Za-z0-9_-][A-Za-z0-9._-]*`). */
-  sets: Array<{ name: string; dir: string; describedBy?: string }>;
-  /** URL of a document describing the Source: the Source Description's `rel="describedby"` link (§8). */
-  describedBy?: string;
-  /** Where `outDir` is served, e.g. `https://example.com/` (a trailing `/` is added). */
-  baseUrl: string;
-  /** The publish folder. */
-  outDir: string;
-  /** State folder; the store of set `s` is `<stateDir>/<s>/source.sqlite`. Default `<dir>/.resourcesync/source.sqlite`. */
-  stateDir?: string;
-  /** Fixity algorithms; default `['md5']`. */
-  hashes?: HashAlgorithm[];
-  /** Entries per Resource List document before a Resource List Index is written; default 50,000. */
-  maxEntries?: number;
-  /** Bytes per Resource List document; default 50 MB. */
-  maxBytes?: number;
-  /** When the open Change List is closed. Default: 50,000 entries, no period. */
-  changeList?: { maxEntries?: number; periodMs?: number };
-  /** Write a Resource Dump and a Change Dump; packages split at `maxPackageBytes` (default 100 MiB). */
-  dumps?: boolean | { maxPackageBytes?: number };
-  /**
-   * Write every document of the sets gzipped, as `<name>.xml.gz`, and link to those names everywhere (Capability
-   * Lists, indexes, `up`/`index`/`archives`/`contents` links, robots.txt, the Source Description). The Source
-   * Description itself stays plain XML at the well-known URI. Default false.
-   * @see sitemaps.org protocol (a Sitemap or Sitemap index may be gzipped); Z39.99 §7 (the Sitemap formats)
-   */
-  gzip?: boolean;
-  /**
-   * Publish every HTML resource (`text/html`, at most 1 MiB) with `<link rel="resourcesync" href="<Capability
-   * List>">` inserted in its `<head>`, as a server that inserts it serves it (`createSourceCore`'s
-   * `htmlDiscoveryLink`): the listed length and hashes, and the bitstreams in dumps, are those of the served
-   * bytes. HTML that already has such a link, or no `<head>`, is published as stored. Default false.
-   * @see Z39.99 §6.3.3
-   */
-  htmlDiscoveryLink?: boolean;
-  /**
-   * How many of each archived item are kept: closed Change Lists (with their Change Dump packages),
-   * Resource List generations and Resource Dumps. Default: every closed Change List, 5 Resource Lists
-   * and 5 Resource Dumps.
-   */
-  retention?: number;
-  now?: () => number;
-  signal?: AbortSignal;
-  onProgress?: (p: PublishProgress) => void;
-  /**
-   * Push: advertise a change and a framework notification channel per set with this hub in the Capability
-   * Lists, and return each publication's notifications in `PublishResult.notifications`. With `xmpp` (the JID of
-   * an XMPP PubSub service, e.g. `pubsub.example.org`), each channel also names the node of that service where
-   * its notifications are published too (the node's name is the channel's topic URI; see `XmppPublisher` in
-   * `resourcesync/notify`).
-   * @see Change Notification §4, Framework Notification §5, XEP-0060
-   */
-  notifications?: { hub: string; xmpp?: string };
-  /**
-   * What a watcher knows of a file (absolute path under a set's folder), e.g. from `SourceWatcher.state`: true
-   * while it is being written, so that it keeps its previous state in this publication (a new one is left
-   * out) and no half-written content is listed; false once it has settled; undefined when nothing is known.
-   */
-  hold?: (file: string) => boolean | undefined;
-  /**
-   * A file modified less than this long (ms) before it is read, that `hold` says nothing of, is taken as still
-   * being written and kept as `hold` keeps it (a write that began before a watcher heard of it is not read
-   * half-done). A watcher that settles files after this much quiet passes its own span. Default 0.
-   */
-  settleMs?: number;
-  /**
-   * Push: called for each set as soon as its changes are recorded, before its documents are written, with
-   * its Change Notifications (only when there are some), so that they can go out at once. They are in
-   * `PublishResult.notifications` too; its Framework Notifications come only with the result.
-   */
-  onRecorded?: (n: SetNotifications) => void;
-  /**
-   * A set's Resource List is rewritten at most this often (ms) by publications that do not scan (`scan:
-   * false`); meanwhile its `at` stays, and the Change Lists, kept from there on whatever the `retention`, carry
-   * the changes since (§10, §12). `'auto'`: at most every 20 times what the last one took to write (a few
-   * milliseconds for a small set, so whenever it changed; seconds for a long one), so that rewriting it takes
-   * at most 5% of the time. Default 0: whenever the set changed.
-   */
-  resourceListEveryMs?: number | 'auto';
-  /**
-   * Scan the sets' folders and record what changed (default true). False for a Source whose changes are
-   * recorded as they happen ({@link recordChanges}, fed by a watcher): the documents are written from the
-   * snapshot store as it is. A set without a snapshot yet, or published before with other options, is
-   * scanned all the same.
-   */
-  scan?: boolean;
-}
 
 /** What `publish` did. */
 export interface PublishResult {
@@ -178,69 +86,6 @@ interface SetResult {
   deleted: number;
   resources: number;
   notifications?: SetNotifications;
-}
-
-function invalid(message: string, data: Record<string, unknown>): ResourceSyncError {
-  return new ResourceSyncError('RS_INVALID_ARGUMENT', message, { data });
-}
-
-/**
- * The options of a publication checked, with their defaults.
- * @throws ResourceSyncError RS_INVALID_ARGUMENT, RS_IO (a set's folder does not exist)
- */
-export function publishContext(options: PublishOptions): Context {
-  const baseUrl = normalizeBaseUrl(options.baseUrl);
-  if (baseUrl === undefined) throw invalid(`Base URL '${options.baseUrl}' is not an absolute http(s) URL without query or fragment.`, { baseUrl: options.baseUrl });
-  if (options.sets.length === 0) throw invalid('Option sets is empty: give at least one directory.', {});
-  const names = new Set<string>();
-  for (const s of options.sets) {
-    if (!isValidSetName(s.name)) throw invalid(`Set name '${s.name}' is not a valid URL segment.`, { name: s.name });
-    if (names.has(s.name)) throw invalid(`Set name '${s.name}' is used twice.`, { name: s.name });
-    names.add(s.name);
-    let isDir = false;
-    try {
-      isDir = statSync(s.dir).isDirectory();
-    } catch {
-      // reported below
-    }
-    if (!isDir) throw new ResourceSyncError('RS_IO', `Directory '${s.dir}' of set '${s.name}' does not exist.`, { data: { path: s.dir } });
-  }
-  const positive = (v: number | undefined, name: string, def: number): number => {
-    if (v === undefined) return def;
-    if (!Number.isSafeInteger(v) || v < 1) throw invalid(`Option ${name} '${v}' is not a positive integer.`, { [name]: v });
-    return v;
-  };
-  const outDir = resolve(options.outDir);
-  const dumpsOpt = options.dumps;
-  return {
-    baseUrl,
-    sdUrl: `${baseUrl}.well-known/resourcesync`,
-    outDir,
-    setCount: options.sets.length,
-    hashes: [...(options.hashes ?? ['md5'])],
-    maxEntries: positive(options.maxEntries, 'maxEntries', 50_000),
-    maxBytes: positive(options.maxBytes, 'maxBytes', 50 * 1024 * 1024),
-    changeList: { ...options.changeList },
-    dumps:
-      dumpsOpt === undefined || dumpsOpt === false
-        ? undefined
-        : { maxPackageBytes: positive(dumpsOpt === true ? undefined : dumpsOpt.maxPackageBytes, 'maxPackageBytes', DEFAULT_PACKAGE_BYTES) },
-    gzip: options.gzip === true,
-    htmlDiscoveryLink: options.htmlDiscoveryLink === true,
-    x: options.gzip === true ? '.xml.gz' : '.xml',
-    retention: options.retention === undefined ? undefined : positive(options.retention, 'retention', 1),
-    now: options.now ?? Date.now,
-    signal: options.signal,
-    onProgress: options.onProgress,
-    exclude: [outDir, join(outDir, 'robots.txt'), ...(options.stateDir === undefined ? [] : [resolve(options.stateDir)])],
-    stateDir: options.stateDir === undefined ? undefined : resolve(options.stateDir),
-    notifications: options.notifications,
-    hold: options.hold,
-    onRecorded: options.onRecorded,
-    scan: options.scan ?? true,
-    resourceListEveryMs: options.resourceListEveryMs === 'auto' ? 'auto' : Math.max(0, options.resourceListEveryMs ?? 0),
-    settleMs: options.settleMs ?? 0,
-  };
 }
 
 /**
@@ -324,6 +169,11 @@ export function storeFile(set: { name: string; dir: string }, stateDir?: string)
   return stateDir === undefined ? join(set.dir, DOCUMENTS_PREFIX, 'source.sqlite') : join(stateDir, set.name, 'source.sqlite');
 }
 
+/** Where the bitstreams of a set's recorded changes are kept for its Change Dumps: beside its store. */
+export function bitstreamDir(storeFile: string): string {
+  return join(dirname(storeFile), 'source-bitstreams');
+}
+
 /**
  * The work under way on each set, by store file, in two queues: recording changes in the snapshot store (a scan
  * or `recordChanges`), and writing the documents. Overlapping calls for the same set wait their turn in each;
@@ -356,22 +206,17 @@ function publishSet(ctx: Context, set: { name: string; dir: string; describedBy?
 
 /** What a set's documents depend on besides its resources: publishing with other options rewrites them all. */
 export function setConfig(ctx: Context, set: { name: string }): string {
-  const docUrl = `${ctx.baseUrl}${DOCUMENTS_PREFIX}/${set.name}/`;
-  const resBase = setBaseUrl(ctx.baseUrl, set.name, ctx.setCount);
+  const { docUrl, resBase } = setPaths(ctx, set);
   return JSON.stringify({ v: 1, resBase, docUrl, maxEntries: ctx.maxEntries, maxBytes: ctx.maxBytes, hashes: ctx.hashes, dumps: ctx.dumps, gzip: ctx.gzip, html: ctx.htmlDiscoveryLink });
 }
 
 async function publishSetNow(ctx: Context, set: { name: string; dir: string; describedBy?: string }): Promise<SetResult> {
-  const docDir = join(ctx.outDir, DOCUMENTS_PREFIX, set.name);
-  const docUrl = `${ctx.baseUrl}${DOCUMENTS_PREFIX}/${set.name}/`;
-  const u = (name: string): string => docUrl + name;
-  const f = (name: string): string => join(docDir, name);
+  const paths = setPaths(ctx, set);
+  const { docDir, docUrl, capUrl, resBase, u, f } = paths;
   const x = ctx.x;
-  const capUrl = u(`capabilitylist${x}`);
-  const resBase = setBaseUrl(ctx.baseUrl, set.name, ctx.setCount);
   const rewrite = ctx.htmlDiscoveryLink ? htmlRewrite(capUrl) : undefined;
   const file = storeFile(set, ctx.stateDir);
-  const bitDir = join(dirname(file), 'source-bitstreams');
+  const bitDir = bitstreamDir(file);
   mkdirSync(docDir, { recursive: true });
   const store = SnapshotStore.open(file);
   const documents: string[] = [];
@@ -413,14 +258,14 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
         } finally {
           cursor.close();
         }
-        const announced = ctx.notifications && recorded ? announceChanges({ ...ctx, notifications: ctx.notifications }, store, { name: set.name, docUrl, capUrl, resBase }, rebuilt.at, recorded) : undefined;
+        const announced = ctx.notifications && recorded ? announceChanges({ ...ctx, notifications: ctx.notifications }, store, set.name, paths, rebuilt.at, recorded) : undefined;
         return [rebuilt, announced] as const;
       });
     } else {
       // the changes were recorded as they happened (recordChanges, which may go on meanwhile): the documents are
       // written from the store as it is
       r = { at: store.clock(ctx.now), baseline: false, created: 0, updated: 0, deleted: 0, unchanged: 0, resources: store.count(), closed: [] };
-      notifications = ctx.notifications ? announceChanges({ ...ctx, notifications: ctx.notifications }, store, { name: set.name, docUrl, capUrl, resBase }, r.at, []) : undefined;
+      notifications = ctx.notifications ? announceChanges({ ...ctx, notifications: ctx.notifications }, store, set.name, paths, r.at, []) : undefined;
     }
     // what the documents below hold at least: the changes recorded up to now
     const documentedUpTo = store.getMeta('changed_at') ?? '';
@@ -430,7 +275,6 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
     progress('documents');
 
     // 2. Resource List or Resource List Index (§10), with its generations and archive
-    const paths: SetPaths = { docUrl, capUrl, resBase, u, f };
     const rl = await publishResourceLists(ctx, store, paths, { at: r.at, completed, fresh, upTo: documentedUpTo, now: ctx.scan });
     const rlUrl = rl.url;
     const rlArchiveUrl = rl.archiveUrl;

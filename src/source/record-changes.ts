@@ -5,15 +5,14 @@
  * scanning the whole set, reconciles anything a watcher missed.
  * @see Z39.99 §12.1 (Change List), Change Notification §3
  */
-import { dirname, join, relative, resolve, sep } from 'node:path';
+import { relative, resolve, sep } from 'node:path';
 import { HTML_LINK_MAX_BYTES } from '../core/html-discovery.js';
 import { inventoryFiles, type InventoryEntry } from '../node/inventory.js';
-import { announceChanges, changeRecorder } from './publish-context.js';
+import { announceChanges, changeRecorder, publishContext, setPaths, type PublishOptions } from './publish-context.js';
 import { htmlRewrite } from './publish-html.js';
-import { inSetLock, publishContext, setConfig, storeFile, type PublishOptions } from './publish.js';
+import { bitstreamDir, inSetLock, setConfig, storeFile } from './publish.js';
 import type { SetNotifications } from './notifications.js';
 import { SnapshotStore } from './snapshot-store.js';
-import { DOCUMENTS_PREFIX, setBaseUrl } from './url-path.js';
 
 /** What `recordChanges` did. */
 export interface RecordResult {
@@ -55,8 +54,7 @@ export async function recordChanges(options: PublishOptions, files: readonly str
       const store = SnapshotStore.open(file);
       try {
         if (store.snapshotAt() === undefined || store.getMeta('published_config') !== setConfig(ctx, set)) return false;
-        const docUrl = `${ctx.baseUrl}${DOCUMENTS_PREFIX}/${set.name}/`;
-        const capUrl = `${docUrl}capabilitylist${ctx.x}`;
+        const docs = setPaths(ctx, set);
         const states: Array<{ path: string; entry: InventoryEntry | undefined }> = [];
         const previous = (p: string): InventoryEntry | undefined => store.resource(p);
         const read = inventoryFiles(set.dir, paths, {
@@ -64,21 +62,20 @@ export async function recordChanges(options: PublishOptions, files: readonly str
           previous,
           exclude: ctx.exclude,
           settleMs: ctx.settleMs,
-          ...(ctx.htmlDiscoveryLink ? { rewrite: htmlRewrite(capUrl), rewriteLimit: HTML_LINK_MAX_BYTES } : {}),
+          ...(ctx.htmlDiscoveryLink ? { rewrite: htmlRewrite(docs.capUrl), rewriteLimit: HTML_LINK_MAX_BYTES } : {}),
         });
         for await (const s of read) {
           // a folder, or a path gone with the files of a folder: only a scan knows its files
           if (s.kind === 'folder' || (s.kind === 'absent' && store.holdsUnder(s.path))) return false;
           states.push({ path: s.path, entry: s.kind === 'file' ? s.entry : undefined });
         }
-        const { onChange, recorded } = changeRecorder(ctx, set.dir, join(dirname(file), 'source-bitstreams'));
+        const { onChange, recorded } = changeRecorder(ctx, set.dir, bitstreamDir(file));
         const r = await store.update(states, { now: ctx.now, ...ctx.changeList, ...(onChange ? { onChange } : {}) });
         result.changes.created += r.created;
         result.changes.updated += r.updated;
         result.changes.deleted += r.deleted;
         if (ctx.notifications && recorded && recorded.length > 0) {
-          const resBase = setBaseUrl(ctx.baseUrl, set.name, ctx.setCount);
-          notifications.push(announceChanges({ ...ctx, notifications: ctx.notifications }, store, { name: set.name, docUrl, capUrl, resBase }, r.at, recorded));
+          notifications.push(announceChanges({ ...ctx, notifications: ctx.notifications }, store, set.name, docs, r.at, recorded));
         }
         return true;
       } finally {

@@ -94,6 +94,7 @@ export interface RebuildResult {
   updated: number;
   deleted: number;
   unchanged: number;
+  /** Resources in the snapshot after a rebuild; after an `update`, those of its paths that are still published. */
   resources: number;
   /** Periods closed by this rebuild. */
   closed: ChangePeriod[];
