@@ -81,6 +81,50 @@ void test('SmallFileThread: errors come back with their codes; a thread that sto
   }
 });
 
+void test('SmallFileThread: bodies that outrun the thread are written on the caller\'s thread, so that at most 16 MiB wait in memory', async () => {
+  const tmp = await tempDir('rs-sft-');
+  const thread = new SmallFileThread();
+  try {
+    const root = tmp.dir;
+    mkdirSync(join(root, '.tmp'));
+    const big = (i: number): SmallFile => file(root, i, { data: Buffer.alloc(256 * 1024, i) });
+    const files = Array.from({ length: 160 }, (_, i) => big(i)); // 40 MiB at once
+    const writes = files.map((f) => thread.write(f, true));
+    assert.ok(thread.heldBytes > 0 && thread.heldBytes <= 16 * 1024 * 1024, String(thread.heldBytes));
+    await Promise.all(writes);
+    assert.equal(thread.heldBytes, 0);
+    for (const [i, f] of files.entries()) assert.deepEqual(readFileSync(f.finalPath), Buffer.alloc(256 * 1024, i), f.finalPath);
+  } finally {
+    await thread.close();
+    await tmp.cleanup();
+  }
+});
+
+void test('SmallFileThread: a rename the thread made before it stopped unanswered is not failed (nor made again)', async () => {
+  const tmp = await tempDir('rs-sft-');
+  try {
+    const dir = tmp.dir;
+    writeFileSync(join(dir, 'a.tmp'), 'a');
+    writeFileSync(join(dir, 'b.tmp'), 'b');
+    // a thread that makes the calls of its first batch, then exits without answering
+    const module = pathToFileURL(join(import.meta.dirname, 'small-file-thread.js')).href;
+    const script = `import { parentPort } from 'node:worker_threads'; import { runCall, unpackBatch } from ${JSON.stringify(module)};
+parentPort.on('message', (b) => { for (const c of unpackBatch(b)) runCall(c); process.exit(0); });`;
+    const thread = new SmallFileThread(new URL(`data:text/javascript,${encodeURIComponent(script)}`));
+    const errors = await thread.rename([
+      { tmp: join(dir, 'a.tmp'), finalPath: join(dir, 'a.txt') },
+      { tmp: join(dir, 'b.tmp'), finalPath: join(dir, 'sub', 'b.txt') },
+    ]);
+    assert.deepEqual(errors, [undefined, undefined]);
+    assert.equal(readFileSync(join(dir, 'a.txt'), 'utf8'), 'a');
+    assert.equal(readFileSync(join(dir, 'sub', 'b.txt'), 'utf8'), 'b');
+    assert.equal(existsSync(join(dir, 'a.tmp')), false);
+    await thread.close();
+  } finally {
+    await tmp.cleanup();
+  }
+});
+
 void test('SmallFileThread: an idle thread does not keep the process alive, and a pending call is not lost at exit', async () => {
   const tmp = await tempDir('rs-sft-');
   try {

@@ -10,10 +10,11 @@
  *
  * Calls wait while the thread works on a batch and then go together, in one message (at most
  * {@link BATCH_FILES} files or {@link BATCH_BYTES}, bodies packed in one buffer); an idle thread gets the
- * calls of about a millisecond. The thread keeps the process alive only while calls are pending. Should it
- * fail to start or stop, the calls it had not answered, and all later ones, are made on the caller's thread.
+ * calls of about a millisecond. Bodies beyond {@link HELD_BYTES} not yet written are written on the caller's
+ * thread. The thread keeps the process alive only while calls are pending. Should it fail to start or stop,
+ * the calls it had not answered, and all later ones, are made on the caller's thread.
  */
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { ResourceSyncError, type ErrorCode } from '../core/errors.js';
 import { renameIntoPlace, type SmallFile } from './durability.js';
@@ -55,11 +56,20 @@ const BATCH_BYTES = 4 * 1024 * 1024;
 const SEND_FILES = 64;
 /** …or this long after the first one (ms): waking the thread costs as much as many files' calls. */
 const GATHER_MS = 1;
+/**
+ * Most bytes of bodies held for the thread (queued or sent, not answered); a body past it is written on the
+ * caller's thread, so that downloads that outrun the thread do not pile up bodies in memory.
+ */
+const HELD_BYTES = 4 * BATCH_BYTES;
 
 /** Runs one call where it is (the thread, or the caller's thread when there is none). */
 export function runCall(c: { file: SmallFile | { tmp: string; finalPath: string }; rename: boolean }): void {
   if ('data' in c.file) writeSmallFileSync(c.file, c.rename);
   else renameIntoPlace(c.file.tmp, c.file.finalPath);
+}
+
+function bodyBytes(c: Call): number {
+  return 'data' in c.file ? c.file.data.byteLength : 0;
 }
 
 /** The calls of a {@link SmallFileBatch}, with their ids. */
@@ -119,6 +129,10 @@ export class SmallFileThread {
   /** Messages sent and not answered yet. */
   #inFlight = 0;
   readonly #pending = new Map<number, Pending>();
+  /** Bytes of the bodies in `#pending`. */
+  #heldBytes = 0;
+  /** Resolved when `#pending` empties (made by `close`). */
+  #drained: { promise: Promise<void>; resolve: () => void } | undefined;
   #nextId = 0;
 
   /** @param script the thread's module (tests pass another) */
@@ -147,9 +161,21 @@ export class SmallFileThread {
     );
   }
 
+  /** Bytes of bodies handed to the thread and not written yet (at most {@link HELD_BYTES}). */
+  get heldBytes(): number {
+    return this.#heldBytes;
+  }
+
   /** Waits for the calls under way, then ends the thread (later calls are made on the caller's thread). */
   async close(): Promise<void> {
-    while (this.#pending.size > 0 && !this.#stopped) await new Promise((r) => setTimeout(r, 1));
+    if (this.#pending.size > 0 && !this.#stopped) {
+      if (this.#drained === undefined) {
+        let resolve = (): void => undefined;
+        const promise = new Promise<void>((r) => (resolve = r));
+        this.#drained = { promise, resolve };
+      }
+      await this.#drained.promise;
+    }
     this.#stopped = true;
     const w = this.#worker;
     this.#worker = undefined;
@@ -158,10 +184,12 @@ export class SmallFileThread {
 
   #call(call: Call): Promise<void> {
     const worker = this.#stopped ? undefined : this.#worker;
-    if (worker === undefined) return here(call);
+    const bytes = bodyBytes(call);
+    if (worker === undefined || (bytes > 0 && this.#heldBytes + bytes > HELD_BYTES)) return here(call);
     return new Promise<void>((resolve, reject) => {
       if (this.#pending.size === 0) worker.ref();
       this.#pending.set(call.id, { call, resolve, reject });
+      this.#heldBytes += bytes;
       this.#queue.push(call);
       if (this.#inFlight > 0) return; // sent when the thread answers
       if (this.#queue.length >= SEND_FILES) this.#send();
@@ -229,11 +257,16 @@ export class SmallFileThread {
       const p = this.#pending.get(r.id);
       if (p === undefined) continue;
       this.#pending.delete(r.id);
+      this.#heldBytes -= bodyBytes(p.call);
       if (r.error === undefined) p.resolve();
       else p.reject(replyError(r.error));
     }
     if (this.#queue.length > 0) this.#send();
-    else if (this.#pending.size === 0) this.#worker?.unref();
+    else if (this.#pending.size === 0) {
+      this.#worker?.unref();
+      this.#drained?.resolve();
+      this.#drained = undefined;
+    }
   }
 
   /** The thread stopped: what it had not answered is done here, and so is everything after. */
@@ -247,10 +280,18 @@ export class SmallFileThread {
     this.#inFlight = 0;
     const left = [...this.#pending.values()];
     this.#pending.clear();
+    this.#heldBytes = 0;
     for (const p of left) {
-      if ('data' in p.call.file) rmSync(p.call.file.tmp, { force: true }); // a write the thread may have begun
+      const f = p.call.file;
+      if ('data' in f) rmSync(f.tmp, { force: true }); // a write the thread may have begun
+      else if (!existsSync(f.tmp)) {
+        p.resolve(); // a rename the thread made before it stopped: the temporary file is gone
+        continue;
+      }
       here(p.call).then(p.resolve, p.reject);
     }
+    this.#drained?.resolve();
+    this.#drained = undefined;
   }
 }
 
