@@ -72,10 +72,7 @@ const ROUNDS = 6;
 
 const { sync } = await import(join(ROOT, 'dist/src/destination/sync.js'));
 const { audit } = await import(join(ROOT, 'dist/src/destination/audit.js'));
-const { GroupCommit } = await import(join(ROOT, 'dist/src/node/group-commit.js'));
-const { SyncfsFlush } = await import(join(ROOT, 'dist/src/node/syncfs.js'));
-const { SmallFileThread } = await import(join(ROOT, 'dist/src/node/small-file-thread.js'));
-const { FsyncEach, RenameOnly } = await import(join(ROOT, 'dist/src/node/durability.js'));
+const { cliDurability } = await import(join(ROOT, 'dist/src/cli/commands/sync.js'));
 
 /**
  * The durability the CLI builds for `mode` (`--no-fsync`; the default `--fsync-method batch`: a group commit
@@ -84,13 +81,10 @@ const { FsyncEach, RenameOnly } = await import(join(ROOT, 'dist/src/node/durabil
  * 30 ms) once, as it pays its own.
  */
 const cliDurabilities = new Map();
-function cliDurability(mode) {
+function cliDurabilityOf(mode) {
   let d = cliDurabilities.get(mode);
   if (d === undefined) {
-    const thread = new SmallFileThread();
-    const syncfs = mode === 'batch' ? new SyncfsFlush() : undefined;
-    const durability = mode === 'no-fsync' ? new RenameOnly({ thread }) : mode === 'file' ? new FsyncEach({ thread }) : new GroupCommit({ flush: syncfs.flush, thread });
-    d = { durability, thread, syncfs };
+    d = cliDurability(mode !== 'no-fsync', mode === 'file' ? 'file' : 'batch');
     cliDurabilities.set(mode, d);
   }
   return d.durability;
@@ -98,14 +92,11 @@ function cliDurability(mode) {
 
 /** A sync with the durability the CLI builds for `mode`. */
 function cli(mode, source, dest) {
-  return ours(source, dest, { durability: cliDurability(mode) });
+  return ours(source, dest, { durability: cliDurabilityOf(mode) });
 }
 
 async function closeCliDurabilities() {
-  for (const { thread, syncfs } of cliDurabilities.values()) {
-    await thread.close();
-    syncfs?.close();
-  }
+  for (const d of cliDurabilities.values()) await d.close();
 }
 
 if (process.argv[2] === '--audit-child') {

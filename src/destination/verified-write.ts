@@ -65,7 +65,6 @@ export interface WriteVerifiedResult {
 /** Bodies up to this size are kept whole and written with one call. */
 const SMALL = 256 * 1024;
 const WRITE_BATCH = 1024 * 1024;
-const EMPTY = new Uint8Array(0);
 
 /**
  * Puts a verified file in place: the confinement check of its folder, then the commit of its temporary file.
@@ -75,7 +74,7 @@ const EMPTY = new Uint8Array(0);
  * there would hold that call's whole scope (its body chunks, options and digests) for as long as the file
  * waits for its group commit.
  */
-async function committed<T>(durability: Durability, own: boolean, file: SmallFile, data: Uint8Array | undefined, result: T): Promise<T> {
+async function committed<T>(durability: Durability, own: boolean, file: Omit<SmallFile, 'data'>, data: Uint8Array | undefined, result: T): Promise<T> {
   try {
     if (data !== undefined && durability.writeSmall !== undefined) await durability.writeSmall({ ...file, data });
     else {
@@ -236,7 +235,7 @@ export async function writeVerified(options: WriteVerifiedOptions): Promise<Writ
     }
     small = [];
     options.onVerified?.();
-    const file = { tmp, data: EMPTY, mtimeMs: mtime?.getTime(), finalPath, realRoot: dest.realPath, root: dest.path };
+    const file = { tmp, mtimeMs: mtime?.getTime(), finalPath, realRoot: dest.realPath, root: dest.path };
     // returned, not awaited: this call's frame (body, digests, closures) is let go while the file waits
     return committed(durability, own, file, data, result);
   } catch (err) {

@@ -48,17 +48,6 @@ export class DestinationRoot {
     return `${this.tempDir}${sep}${this.#tag}-${(this.#counter++).toString(36)}.tmp`;
   }
 
-  /**
-   * Makes sure that `dir` is really inside the destination and exists: a folder of the destination that is a
-   * symbolic link to elsewhere must not carry writes out of it. Checked on every call (a folder may be
-   * replaced by a link between two writes): the deepest existing ancestor is resolved before anything is
-   * created, so `mkdir -p` never runs through a link.
-   * @throws ResourceSyncError RS_UNSAFE_PATH, RS_IO
-   */
-  confine(dir: string): void {
-    confineDir(this.realPath, dir, this.path);
-  }
-
   /** The destination's real path (symbolic links resolved; the folder is created on first use). */
   get realPath(): string {
     if (this.#realPath === undefined) {
@@ -91,9 +80,13 @@ export function ioError(path: string, what: string, cause: unknown): ResourceSyn
 }
 
 /**
- * The check of {@link DestinationRoot.confine} for a destination whose real path is `realRoot` (`root` as the
- * caller named it, for the error): the deepest existing folder on the way to `dir` must resolve inside it;
- * then the missing folders are created. Runs wherever the write is made (a worker thread too).
+ * Makes sure that `dir` is really inside the destination whose real path is `realRoot` (see
+ * {@link DestinationRoot.realPath}; `root` as the caller named it, for the error) and exists: a folder of the
+ * destination that is a symbolic link to elsewhere must not carry writes out of it. Checked for every file,
+ * right before its commit, wherever the write is made (a worker thread too), since a folder may be replaced by
+ * a link between two writes: the deepest existing folder on the way is resolved before anything is created,
+ * so `mkdir -p` never runs through a link. A link swapped in between the check and the rename (for a group
+ * commit, while the file waits for its batch) is not seen: Node has no rename relative to a checked folder.
  * @throws ResourceSyncError RS_UNSAFE_PATH, RS_IO
  */
 export function confineDir(realRoot: string, dir: string, root: string): void {

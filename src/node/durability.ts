@@ -61,6 +61,17 @@ export interface DurabilityOptions {
   thread?: SmallFileCalls;
 }
 
+/**
+ * A durability's `writeSmall` with a thread that only writes: the temporary file is written there, then
+ * committed by the durability as any other.
+ */
+export function writtenThere(thread: SmallFileCalls, durability: Durability): (file: SmallFile) => Promise<void> {
+  return async (file) => {
+    await thread.write(file, false);
+    await durability.commit(file.tmp, file.finalPath);
+  };
+}
+
 /** A small verified body on its way to its final name (see {@link Durability.writeSmall}). */
 export interface SmallFile {
   /** The temporary file to create (it must not exist), in the destination's temporary folder. */
@@ -211,13 +222,7 @@ export class FsyncEach implements Durability {
   readonly writeSmall?: (file: SmallFile) => Promise<void>;
 
   constructor(options: DurabilityOptions = {}) {
-    const thread = options.thread;
-    if (thread !== undefined) {
-      this.writeSmall = async (file) => {
-        await thread.write(file, false);
-        await this.commit(file.tmp, file.finalPath);
-      };
-    }
+    if (options.thread !== undefined) this.writeSmall = writtenThere(options.thread, this);
   }
 
   commit(tmp: string, finalPath: string): Promise<void> {

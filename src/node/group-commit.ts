@@ -11,7 +11,7 @@
  * end of a list, or a slow Source).
  */
 
-import { fsyncEachOf, renameIntoPlace, TouchedFolders, type Durability, type SmallFile, type SmallFileCalls } from './durability.js';
+import { fsyncEachOf, renameIntoPlace, TouchedFolders, writtenThere, type Durability, type SmallFile, type SmallFileCalls } from './durability.js';
 
 interface Staged {
   /** When it was queued (`performance.now()`). */
@@ -71,14 +71,8 @@ export class GroupCommit implements Durability {
     this.#maxBatch = Math.max(1, options.maxBatch ?? 1024);
     this.#gatherMs = Math.max(0, options.gatherMs ?? 50);
     this.#idleMs = Math.max(0, options.idleMs ?? 10);
-    const thread = options.thread;
-    this.#thread = thread;
-    if (thread !== undefined) {
-      this.writeSmall = async (file) => {
-        await thread.write(file, false);
-        await this.commit(file.tmp, file.finalPath);
-      };
-    }
+    this.#thread = options.thread;
+    if (options.thread !== undefined) this.writeSmall = writtenThere(options.thread, this);
   }
 
   /**

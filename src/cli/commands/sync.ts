@@ -16,7 +16,7 @@ import { SmallFileThread } from '../../node/small-file-thread.js';
  * flushed by `syncfs`: one flush per batch, through a helper shell), with the temporary files of small bodies
  * written on a worker thread. The library uses neither the shell nor the thread unless asked; `close` ends both.
  */
-function cliDurability(fsync: boolean, method: 'batch' | 'file'): { durability: Durability; close: () => Promise<void> } {
+export function cliDurability(fsync: boolean, method: 'batch' | 'file'): { durability: Durability; close: () => Promise<void> } {
   const thread = new SmallFileThread();
   const syncfs = fsync && method === 'batch' ? new SyncfsFlush() : undefined;
   const durability = syncfs !== undefined ? new GroupCommit({ flush: syncfs.flush, thread }) : durabilityFor(fsync, method, thread);
@@ -196,13 +196,15 @@ export async function run(args: string[]): Promise<number> {
   const xmpp = v.xmpp === undefined ? undefined : xmppAccount(v.xmpp, 'destination');
   if (typeof xmpp === 'string') return usageError('sync', xmpp);
   const fsyncMethod = v['fsync-method'];
-  const durable = cliDurability(!(v['no-fsync'] ?? false), fsyncMethod === 'file' ? 'file' : 'batch');
+  // the thread and the syncfs shell, once the arguments are known good (and not for a dry run, which writes nothing)
+  const durableFor = (): ReturnType<typeof cliDurability> => cliDurability(!(v['no-fsync'] ?? false), fsyncMethod === 'file' ? 'file' : 'batch');
   if (v.follow === true) {
     const m = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(v.listen ?? '127.0.0.1:0');
     if (m === null || Number(m[2]) > 65535) return usageError('sync', `--listen '${v.listen}' is not HOST:PORT.`);
     const interval = Number(v.interval ?? '60');
     if (!(interval > 0)) return usageError('sync', `--interval '${v.interval}' is not a positive number of seconds.`);
     if (v['callback-url'] !== undefined && !URL.canParse(v['callback-url'])) return usageError('sync', `--callback-url '${v['callback-url']}' is not a URL.`);
+    const durable = durableFor();
     const controller = new AbortController();
     const onSignal = (): void => controller.abort();
     process.once('SIGINT', onSignal);
@@ -245,6 +247,7 @@ export async function run(args: string[]): Promise<number> {
   process.once('SIGTERM', onSignal);
   const bar = new ProgressBar(stderr, !(v.json ?? false));
   const dryRun = v['dry-run'] ?? false;
+  const durable = dryRun ? undefined : durableFor();
   // a dry run prints its plan as it is decided: JSON Lines (every item) with --json, else a line per change
   const print = lineWriter(stdout);
   const onPlan = (item: PlanItem): Promise<void> | undefined => {
@@ -264,7 +267,7 @@ export async function run(args: string[]): Promise<number> {
       preferMirrors: v['prefer-mirrors'] ?? false,
       fsync: !(v['no-fsync'] ?? false),
       ...(fsyncMethod !== undefined ? { fsyncMethod } : {}),
-      durability: durable.durability,
+      ...(durable !== undefined ? { durability: durable.durability } : {}),
       signal: controller.signal,
       ...common,
       ...(concurrency !== undefined ? { concurrency } : {}),
@@ -280,7 +283,7 @@ export async function run(args: string[]): Promise<number> {
     reportFailure('sync', err, v.json);
     return controller.signal.aborted ? EXIT.ABORTED : exitCodeOf(err);
   } finally {
-    await durable.close();
+    await durable?.close();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
