@@ -14,15 +14,15 @@
  * previous snapshot's keeps its stored hashes (stat only).
  * @see Z39.99 §10.1 (Resource List: `lastmod`, `length`, `type`, `hash`)
  */
-import { createHash, type Hash } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, lstatSync, openSync, readdirSync, readSync, realpathSync, statSync, type Dirent, type Stats } from 'node:fs';
-import { open } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 import type { HashAlgorithm } from '../core/constants.js';
 import { ResourceSyncError } from '../core/errors.js';
 import { nodeHashName } from '../core/hash.js';
 import { compareUtf8 } from '../core/utf8-order.js';
 import { mediaType } from '../core/media-type.js';
+import { hashStreamed } from './hash-file.js';
 
 /** Fixity values by algorithm, lower-case hex. */
 export type Hashes = Partial<Record<HashAlgorithm, string>>;
@@ -102,7 +102,6 @@ interface DirItem {
   stats: Stats | undefined;
 }
 
-const CHUNK = 1024 * 1024;
 /**
  * Names no Destination could write back safely (control characters, backslashes; `safeRelativePath`
  * refuses them) or that do not survive UTF-8 decoding (U+FFFD stands for undecodable bytes).
@@ -173,7 +172,7 @@ export async function* inventoryFiles(root: string, paths: readonly string[], op
   const { realRoot } = reader;
   for (const path of paths) {
     const segments = path.split('/');
-    if (path === '' || segments.some((s) => s === '' || s === '..' || s.charCodeAt(0) === 46 /* . */ || UNPUBLISHABLE.test(s))) {
+    if (segments.some((s) => s === '' || !publishableName(s))) {
       yield { path, kind: 'absent' };
       continue;
     }
@@ -262,12 +261,18 @@ function fileReader(root: string, options: InventoryOptions): FileReader {
     return entry;
   };
 
-  /** A file being written: what the previous snapshot knew of it, or nothing. */
-  const held = (rel: string, prev: PreviousState | undefined): InventoryEntry | undefined => {
+  /** The previous snapshot's digests of the algorithms asked for, when it has them all. */
+  const knownHashes = (prev: PreviousState | undefined): Hashes | undefined => {
     if (prev === undefined || !algorithms.every((a) => prev.hashes[a] !== undefined)) return undefined;
     const hashes: Hashes = {};
     for (const a of algorithms) hashes[a] = prev.hashes[a]!;
-    return counted({ path: rel, size: prev.size, mtimeMs: prev.mtimeMs, type: typeOf(rel), hashes });
+    return hashes;
+  };
+
+  /** A file being written: what the previous snapshot knew of it, or nothing. */
+  const held = (rel: string, prev: PreviousState | undefined): InventoryEntry | undefined => {
+    const hashes = knownHashes(prev);
+    return hashes === undefined ? undefined : counted({ path: rel, size: prev!.size, mtimeMs: prev!.mtimeMs, type: typeOf(rel), hashes });
   };
 
   const read = (abs: string, rel: string, known: Stats | undefined): InventoryEntry | { large: Stats } | undefined => {
@@ -309,11 +314,8 @@ function fileReader(root: string, options: InventoryOptions): FileReader {
         progress.hashed++;
         return counted({ path: rel, size: published.length, mtimeMs: st.mtimeMs, type: typeOf(rel), hashes });
       }
-      if (prev !== undefined && prev.size === st.size && prev.mtimeMs === st.mtimeMs && algorithms.every((a) => prev.hashes[a] !== undefined)) {
-        const hashes: Hashes = {};
-        for (const a of algorithms) hashes[a] = prev.hashes[a]!;
-        return counted({ path: rel, size: st.size, mtimeMs: st.mtimeMs, type: typeOf(rel), hashes });
-      }
+      const known = prev !== undefined && prev.size === st.size && prev.mtimeMs === st.mtimeMs ? knownHashes(prev) : undefined;
+      if (known !== undefined) return counted({ path: rel, size: st.size, mtimeMs: st.mtimeMs, type: typeOf(rel), hashes: known });
       if (algorithms.length === 0) return counted({ path: rel, size: st.size, mtimeMs: st.mtimeMs, type: typeOf(rel), hashes: {} });
       if (st.size > smallLimit) return { large: st };
       let view: Buffer;
@@ -342,10 +344,18 @@ function fileReader(root: string, options: InventoryOptions): FileReader {
   };
 
   const readLarge = async (abs: string, rel: string, st: Stats): Promise<InventoryEntry | undefined> => {
-    const r = await hashLargeFile(abs, algorithms, names, signal);
-    if (r === undefined) return undefined;
+    let r: { length: number; hashes: Hashes };
+    try {
+      r = await hashStreamed(abs, algorithms, () => {
+        if (signal?.aborted) throw abortError(signal);
+      });
+    } catch (cause) {
+      if (cause instanceof ResourceSyncError) throw cause;
+      if (isGone(cause)) return undefined;
+      throw ioError(abs, cause);
+    }
     progress.hashed++;
-    return counted({ path: rel, size: r.size, mtimeMs: st.mtimeMs, type: typeOf(rel), hashes: r.hashes });
+    return counted({ path: rel, size: r.length, mtimeMs: st.mtimeMs, type: typeOf(rel), hashes: r.hashes });
   };
 
   return { realRoot, excluded, progress, signal, read, readLarge };
@@ -370,6 +380,11 @@ function readWhole(fd: number, size: number): Buffer {
 }
 
 /** Reads one directory: published names only, sorted in UTF-8 byte order (directories as `name/`). */
+/** A name the inventory publishes: not hidden (a leading `.`, which covers `..` too), nothing unpublishable in it. */
+function publishableName(name: string): boolean {
+  return name.charCodeAt(0) !== 46 /* . */ && !UNPUBLISHABLE.test(name);
+}
+
 function listDir(abs: string, realRoot: string): DirItem[] {
   let dirents: Dirent[];
   try {
@@ -381,7 +396,7 @@ function listDir(abs: string, realRoot: string): DirItem[] {
   const items: DirItem[] = [];
   for (const d of dirents) {
     const name = d.name;
-    if (name.charCodeAt(0) === 46 /* . */ || UNPUBLISHABLE.test(name)) continue;
+    if (!publishableName(name)) continue;
     if (d.isFile()) {
       items.push({ name, key: name, dir: false, stats: undefined });
     } else if (d.isDirectory()) {
@@ -404,51 +419,6 @@ function listDir(abs: string, realRoot: string): DirItem[] {
   }
   items.sort((a, b) => compareUtf8(a.key, b.key));
   return items;
-}
-
-/** Streams a large file through every hash in 1 MiB chunks, reading the next chunk while hashing this one. */
-async function hashLargeFile(
-  abs: string,
-  algorithms: HashAlgorithm[],
-  names: string[],
-  signal: AbortSignal | undefined,
-): Promise<{ size: number; hashes: Hashes } | undefined> {
-  let fh;
-  try {
-    fh = await open(abs, 'r');
-  } catch (cause) {
-    if (isGone(cause)) return undefined;
-    throw ioError(abs, cause);
-  }
-  try {
-    const hs: Hash[] = names.map((n) => createHash(n));
-    const bufs = [Buffer.allocUnsafe(CHUNK), Buffer.allocUnsafe(CHUNK)];
-    let which = 0;
-    let size = 0;
-    let pending = fh.read(bufs[0]!, 0, CHUNK, null);
-    for (;;) {
-      const { bytesRead } = await pending;
-      if (bytesRead === 0) break;
-      const cur = bufs[which]!;
-      which ^= 1;
-      pending = fh.read(bufs[which]!, 0, CHUNK, null);
-      const view = bytesRead === CHUNK ? cur : cur.subarray(0, bytesRead);
-      for (const h of hs) h.update(view);
-      size += bytesRead;
-      if (signal?.aborted) {
-        await pending.catch(() => undefined);
-        throw abortError(signal);
-      }
-    }
-    const hashes: Hashes = {};
-    for (let k = 0; k < algorithms.length; k++) hashes[algorithms[k]!] = hs[k]!.digest('hex');
-    return { size, hashes };
-  } catch (cause) {
-    if (cause instanceof ResourceSyncError) throw cause;
-    throw ioError(abs, cause);
-  } finally {
-    await fh.close();
-  }
 }
 
 function isGone(err: unknown): boolean {
