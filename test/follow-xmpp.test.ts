@@ -229,6 +229,8 @@ void test('--xmpp: the password only from the environment; a wrong one stops ser
   const inUri = start(['serve', site, '--port', '0', '--xmpp', `xmpp://source:${USERS.source}@${DOMAIN}:${server.port}/${SERVICE}`], USERS.source);
   assert.equal((await exited(inUri.child))[0], 2);
   assert.match(inUri.err(), /a password does not belong in it/);
+  assert.match(inUri.err(), /'xmpp:\/\/source:\*\*\*@localhost:\d+\/pubsub\.localhost' is not an XMPP account URI/);
+  assert.doesNotMatch(inUri.err() + inUri.out(), new RegExp(USERS.source), 'the password is not printed');
   const wrong = start(['serve', site, '--port', '0', '--xmpp', sourceUri], 'wrong');
   assert.equal((await exited(wrong.child))[0], 1);
   assert.match(wrong.err(), /refused to authenticate 'source@localhost' \(not-authorized\)/);

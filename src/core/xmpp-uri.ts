@@ -10,8 +10,6 @@ import { ResourceSyncError } from './errors.js';
 export interface XmppAccountUri {
   /** The bare JID to authenticate as (`user@domain`). */
   jid: string;
-  /** The JID's domain. */
-  domain: string;
   /** Where to connect: the `server` query parameter, or the domain. DNS SRV records are not looked up. */
   host: string;
   /** TCP port; default 5222. */
@@ -28,16 +26,36 @@ export const XMPP_CLIENT_PORT = 5222;
 const JID_LOCAL = /^[^\s"&'/:<>@]{1,1023}$/;
 const DOMAIN = /^(?:[A-Za-z0-9-]{1,63}\.)*[A-Za-z0-9-]{1,63}$|^\[[0-9A-Fa-f:.]+\]$/;
 
+/**
+ * A URI as it may be shown in a message: the password of its user information, and the values of query parameters
+ * named like one, replaced by `***`. The user information ends at the last `@` of the authority (RFC 3986 §3.2), or,
+ * in text that is not a URI, at the last `@`.
+ * @example redactUri('xmpp://source:hunter2@example.org/pubsub.example.org') // 'xmpp://source:***@example.org/pubsub.example.org'
+ */
+function redactUri(uri: string): string {
+  let out = uri;
+  const m = /^([A-Za-z][A-Za-z0-9+.-]*:(?:\/\/)?)(.*)$/s.exec(uri);
+  if (m !== null) {
+    const rest = m[2]!;
+    const end = URL.canParse(uri) ? rest.search(/[/?#]|$/) : rest.length;
+    const at = end === 0 ? -1 : rest.lastIndexOf('@', end - 1);
+    const colon = rest.indexOf(':');
+    if (colon >= 0 && colon < at) out = `${m[1]!}${rest.slice(0, colon)}:***${rest.slice(at)}`;
+  }
+  return out.replace(/([?&;](?:password|passwd|pass|pwd|secret|token)=)[^&;#]*/gi, '$1***');
+}
+
 function invalid(uri: string, why: string): never {
-  throw new ResourceSyncError('RS_INVALID_ARGUMENT', `'${uri}' is not an XMPP account URI: ${why}.`, { data: { actual: uri } });
+  const shown = redactUri(uri);
+  throw new ResourceSyncError('RS_INVALID_ARGUMENT', `'${shown}' is not an XMPP account URI: ${why}.`, { data: { actual: shown } });
 }
 
 /**
  * Reads an account URI: `xmpp://user@domain[:port][/service][?server=host&node=name]`. The password is never
- * part of it (a URI with one is refused).
+ * part of it (a URI with one is refused, and the error shows the URI without it).
  * @throws ResourceSyncError RS_INVALID_ARGUMENT
  * @example parseXmppAccountUri('xmpp://source@example.org/pubsub.example.org')
- * // { jid: 'source@example.org', domain: 'example.org', host: 'example.org', port: 5222, service: 'pubsub.example.org' }
+ * // { jid: 'source@example.org', host: 'example.org', port: 5222, service: 'pubsub.example.org' }
  */
 export function parseXmppAccountUri(uri: string): XmppAccountUri {
   if (!URL.canParse(uri)) invalid(uri, 'expected xmpp://user@domain[:port][/service]');
@@ -59,7 +77,6 @@ export function parseXmppAccountUri(uri: string): XmppAccountUri {
   if (node !== undefined && path === '') invalid(uri, 'a node needs the PubSub service as the path (xmpp://user@domain/service?node=name)');
   return {
     jid: `${local}@${domain}`,
-    domain,
     host: (server ?? domain).replace(/^\[|\]$/g, ''),
     port,
     ...(path === '' ? {} : { service: path.toLowerCase() }),
