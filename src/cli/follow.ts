@@ -20,6 +20,7 @@ import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { stderr, stdout } from 'node:process';
 import type { SyncOptions } from '../destination/sync.js';
+import { ResourceSyncError } from '../core/errors.js';
 import { readDocument } from '../core/xml/read-document.js';
 import { parseXmppPubsubUri } from '../core/xmpp-uri.js';
 import { Follower, type FollowBatch } from '../notify/follower.js';
@@ -38,7 +39,10 @@ export interface FollowOptions {
   json: boolean;
   signal: AbortSignal;
   log: (line: string) => void;
-  /** Push over XMPP PubSub instead of WebSub: the account, and the service and node when not the advertised ones. */
+  /**
+   * Push over XMPP PubSub instead of WebSub: the account, and the service and node when not the advertised ones
+   * (both or neither).
+   */
   xmpp?: { account: XmppAccount; service?: string | undefined; node?: string | undefined };
 }
 
@@ -127,7 +131,11 @@ export async function follow(o: FollowOptions): Promise<number> {
     capabilityList === undefined ? undefined : await changeChannel(capabilityList, o.signal).catch(() => undefined);
   const polling = `polling every ${o.intervalMs / 1000} s`;
   if (o.xmpp !== undefined) {
-    const given = o.xmpp.node !== undefined && o.xmpp.service !== undefined ? { service: o.xmpp.service, node: o.xmpp.node } : undefined;
+    const { service, node } = o.xmpp;
+    if ((service === undefined) !== (node === undefined)) {
+      throw new ResourceSyncError('RS_INVALID_ARGUMENT', 'An XMPP PubSub service and node are given both, or neither (to follow the advertised one).');
+    }
+    const given = service !== undefined && node !== undefined ? { service, node } : undefined;
     const target = given ?? channel?.xmpp;
     if (target === undefined) {
       o.log(`resourcesync sync: the Source advertises no XMPP node for its change channel (name one: --xmpp xmpp://user@domain/SERVICE?node=NODE); ${polling}`);
@@ -139,6 +147,7 @@ export async function follow(o: FollowOptions): Promise<number> {
         account: { resource, ...o.xmpp.account },
         service: target.service,
         node: target.node,
+        signal: o.signal, // SIGINT/SIGTERM stop a connection or subscription under way
         onNotification: (bytes) => void follower.receive(bytes),
         onEvent: (e) => {
           if (e.type === 'lost') {
@@ -221,7 +230,7 @@ export async function follow(o: FollowOptions): Promise<number> {
         mode = 'push';
         await catchUp('catch-up'); // changes between the first sync (or the loss) and the subscription
       } catch (e) {
-        if (mode === 'push' || push.subscribed) return;
+        if (mode === 'push' || push.subscribed || o.signal.aborted) return;
         o.log(`resourcesync sync: subscription failed (${e instanceof Error ? e.message : String(e)}); ${polling}`);
         retrySoon();
       }
@@ -230,6 +239,10 @@ export async function follow(o: FollowOptions): Promise<number> {
 
   // 3. Polling while not pushed to; retry the subscription at each tick
   await new Promise<void>((resolve) => {
+    if (o.signal.aborted) {
+      resolve(); // (while subscribing: the signal came before this listener)
+      return;
+    }
     const tick = setInterval(() => {
       if (mode === 'poll') void catchUp('poll').then(trySubscribe);
     }, o.intervalMs);

@@ -6,10 +6,11 @@
  * @see RFC 6120 (XMPP Core) §4 (streams), §5 (STARTTLS), §6 (SASL), §7 (binding), §8 (stanzas); RFC 5802 (SCRAM);
  *   XEP-0199 (ping)
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect, type ConnectionOptions, type TLSSocket } from 'node:tls';
 import { ResourceSyncError } from '../core/errors.js';
+import { XMPP_CLIENT_PORT } from '../core/xmpp-uri.js';
 import { isLoopbackHost } from './callback-policy.js';
 import { Scram, b64, unb64 } from './xmpp-scram.js';
 import { attr, element, elements, StanzaReader, textOf, xml, type Raw, type XmppElement } from './xmpp-xml.js';
@@ -40,7 +41,7 @@ export interface XmppConnectOptions {
   password: string;
   /** Where to connect; default the JID's domain. */
   host?: string;
-  /** Default 5222. */
+  /** Default {@link XMPP_CLIENT_PORT} (5222). */
   port?: number;
   /** Resource to bind; default `resourcesync-` and random characters. */
   resource?: string;
@@ -58,6 +59,7 @@ export interface XmppConnectOptions {
   onMessage?: (message: XmppElement) => void;
   /** What happened to the connection. */
   onEvent?: (e: XmppConnectionEvent) => void;
+  /** Stops the connection while it is being made (connect rejects with RS_ABORTED); no effect once it is made. */
   signal?: AbortSignal;
 }
 
@@ -67,6 +69,19 @@ export type XmppConnectionEvent =
   | { type: 'closed'; error?: Error };
 
 type Step = { resolve: (el: XmppElement) => void; reject: (e: Error) => void };
+
+/** Whether two JIDs are the same: the bare part compared without case (RFC 7622 §3.2, §3.3), the resource exactly. */
+function sameJid(a: string, b: string): boolean {
+  const slashA = a.indexOf('/');
+  const slashB = b.indexOf('/');
+  const bareA = slashA < 0 ? a : a.slice(0, slashA);
+  const bareB = slashB < 0 ? b : b.slice(0, slashB);
+  return bareA.toLowerCase() === bareB.toLowerCase() && (slashA < 0 ? '' : a.slice(slashA)) === (slashB < 0 ? '' : b.slice(slashB));
+}
+
+function aborted(cause?: unknown): ResourceSyncError {
+  return new ResourceSyncError('RS_ABORTED', 'Connecting to the XMPP server was aborted.', cause === undefined ? {} : { cause });
+}
 
 function xmppError(message: string, condition: string, data: Record<string, unknown> = {}, cause?: unknown): ResourceSyncError {
   return new ResourceSyncError('RS_XMPP', message, { data: { condition, ...data }, ...(cause === undefined ? {} : { cause }), recoverable: true });
@@ -100,10 +115,12 @@ export class XmppConnection {
   #socket: Socket | TLSSocket;
   #reader: StanzaReader | undefined;
   #step: Step | undefined;
-  #pending = new Map<string, Step & { timer: NodeJS.Timeout }>();
-  #ids = 0;
+  /** IQ requests sent, by id, with the JID asked (undefined: our own account). */
+  #pending = new Map<string, Step & { timer: NodeJS.Timeout; to: string | undefined }>();
   #ready = false;
   #ended = false;
+  /** Why the connection ended. */
+  #reason: Error | undefined;
   #pingTimer: NodeJS.Timeout | undefined;
   #closeWait: (() => void) | undefined;
   readonly #ended$: Promise<void>;
@@ -125,15 +142,24 @@ export class XmppConnection {
     const at = o.jid.indexOf('@');
     if (at <= 0 || at === o.jid.length - 1 || o.jid.includes('/')) throw new ResourceSyncError('RS_INVALID_ARGUMENT', `'${o.jid}' is not a bare JID (user@domain).`);
     const host = o.host ?? o.jid.slice(at + 1);
-    const port = o.port ?? 5222;
+    const port = o.port ?? XMPP_CLIENT_PORT;
     const timeout = o.timeoutMs ?? XMPP_LIMITS.timeoutMs;
+    const isAborted = (): boolean => o.signal?.aborted === true;
+    if (isAborted()) throw aborted();
     const socket = await new Promise<Socket>((resolve, reject) => {
       const s = netConnect({ host, port, timeout });
+      const onAbort = (): void => {
+        s.destroy();
+        reject(aborted());
+      };
       const fail = (cause: unknown): void => {
+        o.signal?.removeEventListener('abort', onAbort);
         s.destroy();
         reject(new ResourceSyncError('RS_NETWORK', `XMPP server ${host}:${port} could not be reached.`, { data: { url: `xmpp://${host}:${port}` }, cause, recoverable: true }));
       };
+      o.signal?.addEventListener('abort', onAbort, { once: true });
       s.once('connect', () => {
+        o.signal?.removeEventListener('abort', onAbort);
         s.setTimeout(0);
         s.off('error', fail);
         resolve(s);
@@ -142,13 +168,15 @@ export class XmppConnection {
       s.once('error', fail);
     });
     const c = new XmppConnection(o, socket);
-    const abort = (): void => c.#destroy(new ResourceSyncError('RS_ABORTED', 'Aborted.'));
+    const abort = (): void => c.#destroy(aborted());
     o.signal?.addEventListener('abort', abort, { once: true });
     try {
-      if (o.signal?.aborted === true) abort();
+      if (isAborted()) abort();
       await c.#negotiate(host, timeout);
     } catch (e) {
       c.#destroy(e instanceof Error ? e : new Error(String(e)));
+      // aborted: whatever step was under way failed because of it
+      if (isAborted() && !(e instanceof ResourceSyncError && e.code === 'RS_ABORTED')) throw aborted(e);
       throw e;
     } finally {
       o.signal?.removeEventListener('abort', abort);
@@ -172,7 +200,8 @@ export class XmppConnection {
    *   `timeout`, or `disconnected`
    */
   iq(type: 'get' | 'set', to: string | undefined, payload: Raw): Promise<XmppElement> {
-    const id = `rs${++this.#ids}`;
+    // not guessable: an answer must name the id (and come from `to`) to be taken. @see RFC 6120 §8.1.3, §13.12
+    const id = randomUUID();
     const timeout = this.#o.timeoutMs ?? XMPP_LIMITS.timeoutMs;
     return new Promise<XmppElement>((resolve, reject) => {
       if (this.#ended) {
@@ -183,11 +212,7 @@ export class XmppConnection {
         this.#pending.delete(id);
         reject(xmppError(`No answer from ${to ?? this.#domain} within ${timeout} ms.`, 'timeout'));
       }, timeout);
-      this.#pending.set(id, {
-        timer,
-        resolve,
-        reject,
-      });
+      this.#pending.set(id, { timer, resolve, reject, to });
       this.#write(xml('iq', { type, id, to }, payload).xml);
     });
   }
@@ -262,7 +287,7 @@ export class XmppConnection {
       this.#write(xml('auth', { xmlns: NS_SASL, mechanism }, b64(scram.first())).xml);
       outcome = await this.#next(timeout);
       if (outcome.name.local === 'challenge') {
-        this.#write(xml('response', { xmlns: NS_SASL }, b64(scram.final(unb64(textOf(outcome))))).xml);
+        this.#write(xml('response', { xmlns: NS_SASL }, b64(await scram.final(unb64(textOf(outcome))))).xml);
         outcome = await this.#next(timeout);
       }
       let serverFinal = outcome.name.local === 'success' ? unb64(textOf(outcome)) : '';
@@ -286,7 +311,6 @@ export class XmppConnection {
   async #restart(timeout: number): Promise<XmppElement> {
     this.#reader = new StanzaReader(
       {
-        open: () => undefined,
         stanza: (el) => this.#stanza(el),
         oversized: (name, bytes) => this.#o.onEvent?.({ type: 'oversized', element: name.qname, bytes }),
         close: () => {
@@ -306,6 +330,7 @@ export class XmppConnection {
   }
 
   #startTls(timeout: number): Promise<void> {
+    if (this.#ended) return Promise.reject(this.#reason ?? xmppError('The XMPP connection is closed.', 'disconnected'));
     const plain = this.#socket;
     plain.removeAllListeners('data');
     plain.removeAllListeners('close');
@@ -314,8 +339,15 @@ export class XmppConnection {
       const timer = setTimeout(() => reject(xmppError('TLS negotiation timed out.', 'tls-failure')), timeout);
       const t = tlsConnect({ ...this.#o.tls, socket: plain, servername: this.#domain });
       this.#socket = t;
+      // ended meanwhile (aborted, or the socket closed)
+      const closed = (): void => {
+        clearTimeout(timer);
+        reject(this.#reason ?? xmppError('The connection closed during TLS negotiation.', 'tls-failure'));
+      };
+      t.once('close', closed);
       t.once('secureConnect', () => {
         clearTimeout(timer);
+        t.off('close', closed);
         this.secure = true;
         t.on('data', (b: Buffer) => this.#data(b));
         t.on('close', () => this.#lostSocket());
@@ -332,6 +364,10 @@ export class XmppConnection {
   /** The next top-level element during negotiation. */
   #next(timeout: number): Promise<XmppElement> {
     return new Promise((resolve, reject) => {
+      if (this.#ended) {
+        reject(this.#reason ?? xmppError('The XMPP connection is closed.', 'disconnected'));
+        return;
+      }
       const timer = setTimeout(() => reject(xmppError(`The XMPP server did not answer within ${timeout} ms.`, 'timeout')), timeout);
       this.#step = {
         resolve: (el) => {
@@ -388,7 +424,8 @@ export class XmppConnection {
     const id = attr(el, 'id') ?? '';
     if (type === 'result' || type === 'error') {
       const p = this.#pending.get(id);
-      if (p === undefined) return;
+      // only an answer from the entity asked counts; one from anyone else is ignored. @see RFC 6120 §8.1.2.1
+      if (p === undefined || !this.#answersFrom(p.to, attr(el, 'from'))) return;
       this.#pending.delete(id);
       clearTimeout(p.timer);
       if (type === 'result') p.resolve(el);
@@ -407,6 +444,19 @@ export class XmppConnection {
         xml('iq', { type: 'error', id, to: from }, xml('error', { type: 'cancel' }, xml('service-unavailable', { xmlns: NS_STANZAS }))),
       );
     }
+  }
+
+  /**
+   * Whether an IQ answer from `from` can answer a request sent to `to`: from that JID; for a request to our own
+   * account (no `to`, our bare JID) or to our server, also one without `from` (the server's own) or from our bare
+   * JID, full JID (before it is bound, when nobody else can reach us yet: any of the account) or server.
+   * @see RFC 6120 §8.1.2.1, §10.3.3
+   */
+  #answersFrom(to: string | undefined, from: string | undefined): boolean {
+    const own = (j: string): boolean =>
+      sameJid(j, this.#domain) || (this.jid === '' ? sameJid(j.replace(/\/.*$/s, ''), this.#o.jid) : sameJid(j, this.#o.jid) || sameJid(j, this.jid));
+    if (to === undefined || own(to)) return from === undefined || (to !== undefined && sameJid(from, to)) || own(from);
+    return from !== undefined && sameJid(from, to);
   }
 
   #schedulePing(): void {
@@ -436,6 +486,7 @@ export class XmppConnection {
     clearInterval(this.#pingTimer);
     this.#socket.destroy();
     const reason = error ?? xmppError('The XMPP connection was closed.', 'disconnected');
+    this.#reason = reason;
     this.#step?.reject(reason);
     this.#step = undefined;
     for (const p of this.#pending.values()) {

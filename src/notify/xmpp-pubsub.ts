@@ -238,14 +238,7 @@ export class XmppPublisher {
     if (this.#nodes.has(node)) return Promise.resolve();
     const run = this.#queue.then(async () => {
       if (this.#nodes.has(node)) return;
-      const c = await this.#connect();
-      try {
-        await createNode(c, this.#o.service, node);
-        this.#o.onEvent?.({ type: 'node-created', node });
-      } catch (e) {
-        if (!isResourceSyncError(e, 'RS_XMPP') || e.data.condition !== 'conflict') throw this.#cannotCreate(node, e);
-      }
-      this.#nodes.add(node);
+      await this.#createNode(await this.#connect(), node);
     });
     this.#queue = run.catch(() => undefined);
     return run;
@@ -282,13 +275,25 @@ export class XmppPublisher {
         );
       }
       if (!isResourceSyncError(e, 'RS_XMPP') || e.data.condition !== 'item-not-found') throw e;
-      await createNode(c, this.#o.service, node).catch((cause: unknown) => {
-        throw this.#cannotCreate(node, cause);
-      });
-      this.#o.onEvent?.({ type: 'node-created', node });
+      await this.#createNode(c, node);
       await publishItem(c, this.#o.service, node, payload);
-      this.#nodes.add(node);
     }
+  }
+
+  /**
+   * Creates a node (open access model) and remembers it; one that exists already (`conflict`: created meanwhile, by
+   * another publisher or an earlier attempt whose answer was lost) counts as created.
+   * @throws ResourceSyncError RS_XMPP (`data.node`, and the condition of the refusal), RS_NETWORK
+   * @see XEP-0060 §8.1 (create a node; `conflict` when the NodeID exists)
+   */
+  async #createNode(c: XmppConnection, node: string): Promise<void> {
+    try {
+      await createNode(c, this.#o.service, node);
+      this.#o.onEvent?.({ type: 'node-created', node });
+    } catch (e) {
+      if (!isResourceSyncError(e, 'RS_XMPP') || e.data.condition !== 'conflict') throw this.#cannotCreate(node, e);
+    }
+    this.#nodes.add(node);
   }
 
   #cannotCreate(node: string, cause: unknown): ResourceSyncError {
@@ -357,6 +362,8 @@ export interface XmppSubscriberOptions {
   /** Each item's payload as an XML document (UTF-8 bytes). */
   onNotification: (bytes: Uint8Array) => void;
   onEvent?: (e: XmppSubscriberEvent) => void;
+  /** Stops {@link XmppSubscriber.subscribe} while it is under way, connecting or subscribing (it rejects with RS_ABORTED). */
+  signal?: AbortSignal;
 }
 
 /** Events of an {@link XmppSubscriber}. */
@@ -392,7 +399,7 @@ export class XmppSubscriber {
 
   /**
    * Connects (unless connected) and subscribes. Call again after a `lost` event.
-   * @throws ResourceSyncError RS_NETWORK, RS_XMPP
+   * @throws ResourceSyncError RS_NETWORK, RS_XMPP, RS_ABORTED (`signal` aborted)
    */
   async subscribe(): Promise<void> {
     const o = this.#o;
@@ -400,6 +407,7 @@ export class XmppSubscriber {
       const ref: { c?: XmppConnection } = {};
       ref.c = await XmppConnection.connect({
         ...o.account,
+        ...(o.signal === undefined ? {} : { signal: o.signal }),
         onMessage: (m) => {
           if (ref.c === undefined || this.#connection !== ref.c) return;
           for (const p of eventPayloads(m, o.service, o.node)) o.onNotification(Buffer.from(elementDocument(p)));
@@ -413,11 +421,16 @@ export class XmppSubscriber {
       this.#connection = ref.c;
     }
     const c = this.#connection;
+    const stop = (): void => void c.close(); // the request in flight fails with the connection
+    o.signal?.addEventListener('abort', stop, { once: true });
     try {
+      if (o.signal?.aborted === true) throw new ResourceSyncError('RS_ABORTED', 'Subscribing was aborted.');
       this.#subid = await subscribeNode(c, o.service, o.node);
     } catch (e) {
       await c.close();
-      throw e;
+      throw o.signal?.aborted === true && !isResourceSyncError(e, 'RS_ABORTED') ? new ResourceSyncError('RS_ABORTED', 'Subscribing was aborted.', { cause: e }) : e;
+    } finally {
+      o.signal?.removeEventListener('abort', stop);
     }
     this.#active = true;
     o.onEvent?.({ type: 'subscribed', jid: c.jid, secure: c.secure });

@@ -2,11 +2,14 @@
  * The client side of SASL SCRAM (SCRAM-SHA-1, SCRAM-SHA-256) for ./xmpp-client.ts, without channel binding.
  * @see RFC 5802 §3, §5 (SCRAM), RFC 7677 (SCRAM-SHA-256), RFC 6120 §6 (SASL in XMPP)
  */
-import { createHash, createHmac, pbkdf2Sync, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, pbkdf2, randomBytes, timingSafeEqual } from 'node:crypto';
+import { promisify } from 'node:util';
 import { ResourceSyncError } from '../core/errors.js';
 
 /** Highest iteration count accepted from a server (each costs the client a hash). @see RFC 5802 §5.1 (i) */
 const MAX_ITERATIONS = 1_000_000;
+
+const pbkdf2Async = promisify(pbkdf2);
 
 function malformed(message: string): ResourceSyncError {
   return new ResourceSyncError('RS_XMPP', message, { data: { condition: 'malformed-request' }, recoverable: true });
@@ -37,7 +40,12 @@ export class Scram {
     return `n,,${this.#firstBare}`;
   }
 
-  final(serverFirst: string): string {
+  /**
+   * The client's final message, answering the server's first one. The key is derived off the main thread (up to
+   * a million hashes, as the server asks), so the event loop goes on meanwhile.
+   * @throws ResourceSyncError RS_XMPP (`malformed-request`)
+   */
+  async final(serverFirst: string): Promise<string> {
     const fields = new Map(serverFirst.split(',').map((kv) => [kv.slice(0, 1), kv.slice(2)] as const));
     const nonce = fields.get('r') ?? '';
     const salt = Buffer.from(fields.get('s') ?? '', 'base64');
@@ -48,7 +56,7 @@ export class Scram {
     if (!Number.isInteger(iterations) || iterations < 1 || iterations > MAX_ITERATIONS) {
       throw malformed(`The SCRAM iteration count of the XMPP server (${fields.get('i')}) is not acceptable.`);
     }
-    const salted = pbkdf2Sync(this.#password, salt, iterations, this.#hash === 'sha1' ? 20 : 32, this.#hash);
+    const salted = await pbkdf2Async(this.#password, salt, iterations, this.#hash === 'sha1' ? 20 : 32, this.#hash);
     const clientKey = createHmac(this.#hash, salted).update('Client Key').digest();
     const storedKey = createHash(this.#hash).update(clientKey).digest();
     const withoutProof = `c=biws,r=${nonce}`;

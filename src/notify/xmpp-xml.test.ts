@@ -14,7 +14,7 @@ const STREAM =
 
 function read(bytes: Uint8Array, chunk: number, max = 1 << 20): { stanzas: XmppElement[]; oversized: number[]; closed: boolean } {
   const out = { stanzas: [] as XmppElement[], oversized: [] as number[], closed: false };
-  const r = new StanzaReader({ open: () => undefined, stanza: (el) => out.stanzas.push(el), oversized: (_n, size) => out.oversized.push(size), close: () => (out.closed = true) }, max);
+  const r = new StanzaReader({ stanza: (el) => out.stanzas.push(el), oversized: (_n, size) => out.oversized.push(size), close: () => (out.closed = true) }, max);
   for (let i = 0; i < bytes.length; i += chunk) r.write(bytes.subarray(i, i + chunk));
   return out;
 }
@@ -45,6 +45,30 @@ void test('StanzaReader: a stanza over the limit is dropped and reported, the ne
   assert.ok(r.oversized[0]! > 1000);
   assert.equal(r.stanzas.length, 1);
   assert.equal(textOf(element(r.stanzas[0]!, 'body')!), 'ok');
+});
+
+void test('StanzaReader: a text node longer than the value limit (64 KiB) but within the stanza limit is kept; a stanza past the limit is dropped', () => {
+  const open = `<stream:stream xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams'>`;
+  const body = 'x'.repeat(70_000);
+  // the default stanza limit (1 MiB), and one of 100,000 characters
+  for (const max of [1 << 20, 100_000]) {
+    const r = read(Buffer.from(`${open}<message><body>${body}</body></message><message><body>ok</body></message>`), 4096, max);
+    assert.deepEqual(r.oversized, [], `limit ${max}`);
+    assert.equal(r.stanzas.length, 2, `limit ${max}`);
+    assert.equal(textOf(element(r.stanzas[0]!, 'body')!), body);
+    assert.equal(textOf(element(r.stanzas[1]!, 'body')!), 'ok');
+  }
+  // two such text nodes pass the limit of 100,000: that stanza is dropped and reported, the stream goes on
+  const r = read(Buffer.from(`${open}<message><body>${body}</body><body>${body}</body></message><message><body>ok</body></message>`), 4096, 100_000);
+  assert.equal(r.oversized.length, 1);
+  assert.ok(r.oversized[0]! > 140_000);
+  assert.equal(r.stanzas.length, 1);
+  assert.equal(textOf(element(r.stanzas[0]!, 'body')!), 'ok');
+  // a single text node past both limits cannot be read on (the reader would have to hold it): the stream ends
+  assert.throws(
+    () => read(Buffer.from(`${open}<message><body>${'x'.repeat(120_000)}</body></message>`), 4096, 100_000),
+    (e: unknown) => isResourceSyncError(e, 'RS_LIMIT_VALUE'),
+  );
 });
 
 void test('StanzaReader: a DOCTYPE, an undeclared entity and bytes that are not UTF-8 end the stream', () => {

@@ -92,8 +92,6 @@ export function raw(markup: string): Raw {
 
 /** What the reader reports. */
 export interface StanzaHandler {
-  /** The stream header (`<stream:stream>`) arrived, with its attributes. */
-  open(attrs: XmlAttribute[]): void;
   /** A complete top-level element (a stanza, or a stream-level element such as `<stream:features>`). */
   stanza(el: XmppElement): void;
   /** A top-level element larger than the limit was read and dropped. */
@@ -105,7 +103,9 @@ export interface StanzaHandler {
 /**
  * Reads one XML stream (a new one after each stream restart) from bytes, in any chunks. Each top-level element
  * is built as a tree and handed on; one whose size (its markup and text, counted as written without
- * white space between elements) passes `maxStanzaBytes` is read on but not kept, and reported.
+ * white space between elements) passes `maxStanzaBytes` is read on but not kept, and reported. A single text node
+ * or attribute value may be as long as the stanza limit (at least `LIMITS.maxValueLength`): the reader holds it
+ * whole, so one longer than that ends the stream rather than being read on.
  * @throws ResourceSyncError RS_XML_* (a stream that is not well-formed XML, a DOCTYPE), RS_LIMIT_* (a name, value or
  * nesting past the limits), RS_XML_ENCODING (not UTF-8)
  */
@@ -124,7 +124,12 @@ export class StanzaReader implements XmlHandler {
   constructor(handler: StanzaHandler, maxStanzaBytes: number) {
     this.#handler = handler;
     this.#max = maxStanzaBytes;
-    this.#reader = new XmlReader(this, { maxDepth: LIMITS.maxDepth, maxValueLength: LIMITS.maxValueLength, maxAttributes: 64 });
+    this.#reader = new XmlReader(this, {
+      maxDepth: LIMITS.maxDepth,
+      // a long text node is counted into its stanza's size (kept, or dropped and reported), not refused as a value
+      maxValueLength: Math.max(maxStanzaBytes, LIMITS.maxValueLength),
+      maxAttributes: LIMITS.maxAttributes,
+    });
   }
 
   /** Reads the next bytes. */
@@ -140,10 +145,7 @@ export class StanzaReader implements XmlHandler {
 
   start(name: ResolvedName, attrs: XmlAttribute[], decls: [string, string][] | undefined, _pos: number, _selfClosing: boolean): void {
     this.#depth++;
-    if (this.#depth === 1) {
-      this.#handler.open(attrs);
-      return;
-    }
+    if (this.#depth === 1) return; // the stream header
     if (this.#depth === 2) {
       this.#size = 0;
       this.#oversized = false;
