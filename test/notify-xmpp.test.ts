@@ -12,7 +12,9 @@ import { parseDocument } from '../src/core/xml/read-document.js';
 import { writeDocumentString } from '../src/core/xml/write-document.js';
 import { isResourceSyncError } from '../src/core/errors.js';
 import { XmppConnection } from '../src/notify/xmpp-client.js';
-import { nodeSubscriptions, XmppPublisher, XmppSubscriber, type XmppSubscriberEvent } from '../src/notify/xmpp-pubsub.js';
+import { nodeSubscriptions } from '../src/notify/xmpp-pubsub.js';
+import { XmppPublisher } from '../src/notify/xmpp-publisher.js';
+import { XmppSubscriber, type XmppSubscriberEvent } from '../src/notify/xmpp-subscriber.js';
 import { DOMAIN, Prosody, PROSODY_SKIP, SERVICE, selfSignedCertificate } from './helpers/prosody.js';
 import { tempDir } from './helpers/tmp.js';
 

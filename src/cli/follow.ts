@@ -26,7 +26,8 @@ import { parseXmppPubsubUri } from '../core/xmpp-uri.js';
 import { Follower, type FollowBatch } from '../notify/follower.js';
 import { listen, type Listener } from '../notify/node-listener.js';
 import { Subscriber } from '../notify/subscriber.js';
-import { XmppSubscriber, type XmppAccount } from '../notify/xmpp-pubsub.js';
+import type { XmppAccount } from '../notify/xmpp-pubsub.js';
+import { XmppSubscriber } from '../notify/xmpp-subscriber.js';
 
 /** Options of {@link follow}. */
 export interface FollowOptions {

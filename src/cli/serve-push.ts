@@ -11,7 +11,7 @@ import { createHub, type Hub, type HubEvent } from '../notify/hub.js';
 import { HubStore } from '../notify/hub-store.js';
 import { nodeListener } from '../notify/node-listener.js';
 import { publishNotification, type SendRequest } from '../notify/publisher.js';
-import type { XmppPublisher } from '../notify/xmpp-pubsub.js';
+import type { XmppPublisher } from '../notify/xmpp-publisher.js';
 import type { ChannelSummary } from '../web/explorer.js';
 import type { SetNotifications } from '../source/notifications.js';
 import { DOCUMENTS_PREFIX } from '../source/url-path.js';

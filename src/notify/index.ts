@@ -29,8 +29,6 @@ export { signBody, verifySignature, SIGNATURE_METHODS, MAX_SECRET_BYTES, type Si
 export { createUrlPolicy, isLoopbackHost, type UrlPolicy } from './callback-policy.js';
 export { XmppConnection, XMPP_LIMITS, errorCondition, type XmppConnectOptions, type XmppConnectionEvent } from './xmpp-client.js';
 export {
-  XmppPublisher,
-  XmppSubscriber,
   XMPP_MAX_PAYLOAD_BYTES,
   publishItem,
   createNode,
@@ -41,9 +39,7 @@ export {
   notificationPayloads,
   payloadMarkup,
   type XmppAccount,
-  type XmppPublisherOptions,
-  type XmppPublisherEvent,
-  type XmppSubscriberOptions,
-  type XmppSubscriberEvent,
 } from './xmpp-pubsub.js';
+export { XmppPublisher, type XmppPublisherOptions, type XmppPublisherEvent } from './xmpp-publisher.js';
+export { XmppSubscriber, type XmppSubscriberOptions, type XmppSubscriberEvent } from './xmpp-subscriber.js';
 export { xml, raw, attr, element, elements, textOf, elementDocument, StanzaReader, type XmppElement, type Raw, type StanzaHandler } from './xmpp-xml.js';

@@ -6,7 +6,7 @@ import { createHmac, pbkdf2Sync } from 'node:crypto';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { isResourceSyncError } from '../core/errors.js';
 import { XmppConnection } from './xmpp-client.js';
-import { XmppSubscriber } from './xmpp-pubsub.js';
+import { XmppSubscriber } from './xmpp-subscriber.js';
 import { element, textOf, xml } from './xmpp-xml.js';
 
 const DOMAIN = 'example.org';

@@ -21,7 +21,7 @@ import type { SetNotifications } from '../../source/notifications.js';
 import { PUBLISH_ARGS, PUBLISH_HELP, PublishArgsError, publishArgs, type PublishArgsResult } from '../publish-options.js';
 import { startPush, type Push } from '../serve-push.js';
 import { XMPP_PASSWORD_ENV, xmppAccount } from '../xmpp-options.js';
-import { XmppPublisher } from '../../notify/xmpp-pubsub.js';
+import { XmppPublisher } from '../../notify/xmpp-publisher.js';
 import { isResourceSyncError } from '../../core/errors.js';
 import { startUi, type ServeUi } from '../serve-ui.js';
 
