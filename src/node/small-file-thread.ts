@@ -8,30 +8,36 @@
  * the next downloads; the durability still decides when a file is renamed. Worth it where a second core is
  * free and files are a few kilobytes; nothing starts a thread unless its caller makes one (the CLI does).
  *
- * Calls wait while the thread works on a batch and then go together, in one message (at most
- * {@link BATCH_FILES} files or {@link BATCH_BYTES}, bodies packed in one buffer); an idle thread gets the
- * calls of about a millisecond. Bodies beyond {@link HELD_BYTES} not yet written are written on the caller's
- * thread. The thread keeps the process alive only while calls are pending. Should it fail to start or stop,
+ * Calls go together, in one message (at most {@link BATCH_FILES} files or {@link BATCH_BYTES}, bodies packed
+ * in one buffer; a group commit's renames as one call): while the thread works on a batch they wait;
+ * otherwise they go once {@link SEND_FILES} are queued, or {@link GATHER_MS} after the first (each message
+ * costs both threads as much as many files' calls). Bodies beyond {@link HELD_BYTES} not yet written are
+ * written on the caller's thread. The thread keeps the process alive only while calls are pending. Should it fail to start or stop,
  * the calls it had not answered, and all later ones, are made on the caller's thread.
  */
 import { existsSync, rmSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
-import { ResourceSyncError, type ErrorCode } from '../core/errors.js';
+import { isResourceSyncError, ResourceSyncError, type ErrorCode } from '../core/errors.js';
 import { renameIntoPlace, type SmallFile } from './durability.js';
 import { writeSmallFileSync } from './small-file.js';
 
-/** One call: a small file to write (and rename, with `rename`), or, without `data`, a rename only. */
-interface Call {
-  id: number;
-  file: SmallFile | { tmp: string; finalPath: string };
-  rename: boolean;
+/** A finished temporary file to rename into place. */
+interface Rename {
+  tmp: string;
+  finalPath: string;
 }
 
 /**
- * A batch as the thread receives it, packed so that it is cloned cheaply: per call five numbers in `nums` (id,
- * body length or -1 for a rename only, mtime or NaN, index of its destination in `roots` or -1, 1 to rename),
- * its temporary and final paths in `paths` (each followed by a NUL, which no path contains), its body in
- * `bytes` after the previous call's.
+ * One call: a small file to write (and rename, with `rename`), or renames only (a group commit's batch); `bytes`,
+ * the body's length (0 for renames).
+ */
+type Call = { id: number; bytes: number; file: SmallFile; rename: boolean } | { id: number; bytes: 0; renames: readonly Rename[] };
+
+/**
+ * A batch as the thread receives it, packed so that it is cloned cheaply: per call five numbers in `nums` (id;
+ * body length, or -1 for renames only; mtime or NaN, or the number of renames; index of its destination in
+ * `roots` or -1; 1 to rename), its temporary and final paths in `paths` (each followed by a NUL, which no path
+ * contains), its body in `bytes` after the previous call's.
  */
 export interface SmallFileBatch {
   /** Destinations as pairs: real path, then the name as given. */
@@ -41,11 +47,26 @@ export interface SmallFileBatch {
   bytes: Uint8Array;
 }
 
-/** The thread's answer for one call: its id, and its error when it failed. */
-export interface SmallFileReply {
-  id: number;
-  error?: { message: string; code?: string; data?: Record<string, unknown>; rs?: boolean };
+/** An error as the thread reports it. */
+interface ReplyError {
+  message: string;
+  code?: string;
+  data?: Record<string, unknown>;
+  rs?: boolean;
 }
+
+/** Why a call failed, as the thread reports it: its error, or for renames, each one's (null where it succeeded). */
+export interface SmallFileFailure {
+  id: number;
+  error?: ReplyError;
+  errors?: (ReplyError | null)[];
+}
+
+/**
+ * The thread's answer to a batch: the id of each call that succeeded, and a {@link SmallFileFailure} for each one
+ * that failed (numbers clone far more cheaply than objects).
+ */
+export type SmallFileReply = (number | SmallFileFailure)[];
 
 const FIELDS = 5;
 /** Most calls in one message… */
@@ -62,48 +83,72 @@ const GATHER_MS = 1;
  */
 const HELD_BYTES = 4 * BATCH_BYTES;
 
-/** Runs one call where it is (the thread, or the caller's thread when there is none). */
-export function runCall(c: { file: SmallFile | { tmp: string; finalPath: string }; rename: boolean }): void {
-  if ('data' in c.file) writeSmallFileSync(c.file, c.rename);
-  else renameIntoPlace(c.file.tmp, c.file.finalPath);
+/**
+ * Runs one call where it is (the thread, or the caller's thread when there is none): undefined once done; for
+ * renames, each one's error (undefined where it succeeded) when any failed. `gone` (the thread stopped without
+ * answering): a rename whose temporary file is gone was made already.
+ * @throws the write's error
+ */
+export function runCall(c: Call, gone = false): (Error | undefined)[] | undefined {
+  if ('file' in c) {
+    writeSmallFileSync(c.file, c.rename);
+    return undefined;
+  }
+  let errors: (Error | undefined)[] | undefined;
+  for (const [i, r] of c.renames.entries()) {
+    if (gone && !existsSync(r.tmp)) continue;
+    try {
+      renameIntoPlace(r.tmp, r.finalPath);
+    } catch (err) {
+      errors ??= new Array<Error | undefined>(c.renames.length).fill(undefined);
+      errors[i] = err instanceof Error ? err : new Error('The rename failed.');
+    }
+  }
+  return errors;
 }
 
-function bodyBytes(c: Call): number {
-  return 'data' in c.file ? c.file.data.byteLength : 0;
+/** An error for {@link SmallFileFailure}. */
+export function replyOf(err: unknown): ReplyError {
+  if (isResourceSyncError(err)) return { message: err.message, code: err.code, data: err.data, rs: true };
+  const e = err as NodeJS.ErrnoException;
+  return { message: e.message, ...(e.code !== undefined ? { code: e.code } : {}) };
 }
 
 /** The calls of a {@link SmallFileBatch}, with their ids. */
 export function* unpackBatch(b: SmallFileBatch): Generator<Call> {
   let at = 0;
   let off = 0;
-  for (let i = 0; i < b.nums.length; i += FIELDS) {
-    const length = b.nums[i + 1]!;
-    const mtime = b.nums[i + 2]!;
-    const r = 2 * b.nums[i + 3]!;
+  const pair = (): Rename => {
     const t = b.paths.indexOf('\0', at);
     const f = b.paths.indexOf('\0', t + 1);
-    const tmp = b.paths.slice(at, t);
-    const finalPath = b.paths.slice(t + 1, f);
+    const r = { tmp: b.paths.slice(at, t), finalPath: b.paths.slice(t + 1, f) };
     at = f + 1;
+    return r;
+  };
+  for (let i = 0; i < b.nums.length; i += FIELDS) {
     const id = b.nums[i]!;
-    const rename = b.nums[i + 4] === 1;
+    const length = b.nums[i + 1]!;
+    const mtime = b.nums[i + 2]!;
     if (length < 0) {
-      yield { id, file: { tmp, finalPath }, rename };
+      yield { id, bytes: 0, renames: Array.from({ length: mtime }, pair) };
       continue;
     }
+    const r = 2 * b.nums[i + 3]!;
+    const { tmp, finalPath } = pair();
+    const rename = b.nums[i + 4] === 1;
     const data = b.bytes.subarray(off, off + length);
     off += length;
-    yield { id, file: { tmp, finalPath, data, mtimeMs: Number.isNaN(mtime) ? undefined : mtime, realRoot: b.roots[r]!, root: b.roots[r + 1]! }, rename };
+    yield { id, bytes: length, file: { tmp, finalPath, data, mtimeMs: Number.isNaN(mtime) ? undefined : mtime, realRoot: b.roots[r]!, root: b.roots[r + 1]! }, rename };
   }
 }
 
 interface Pending {
   call: Call;
-  resolve: () => void;
+  resolve: (errors?: (Error | undefined)[]) => void;
   reject: (err: Error) => void;
 }
 
-function replyError(e: NonNullable<SmallFileReply['error']>): Error {
+function replyError(e: ReplyError): Error {
   if (e.rs === true) return new ResourceSyncError(e.code as ErrorCode, e.message, { data: e.data ?? {}, recoverable: true });
   return Object.assign(new Error(e.message), e.code !== undefined ? { code: e.code } : {});
 }
@@ -145,20 +190,14 @@ export class SmallFileThread {
    * Checks the confinement of `file`'s folder, writes its temporary file and, with `rename`, renames it into
    * place. Rejects with a recoverable `ResourceSyncError` (RS_UNSAFE_PATH, RS_IO).
    */
-  write(file: SmallFile, rename: boolean): Promise<void> {
-    return this.#call({ id: this.#nextId++, file, rename });
+  async write(file: SmallFile, rename: boolean): Promise<void> {
+    await this.#call({ id: this.#nextId++, bytes: file.data.byteLength, file, rename });
   }
 
   /** Renames each finished temporary file into place (creating missing folders); each one's error, in order. */
-  rename(files: readonly { tmp: string; finalPath: string }[]): Promise<(Error | undefined)[]> {
-    return Promise.all(
-      files.map((f) =>
-        this.#call({ id: this.#nextId++, file: { tmp: f.tmp, finalPath: f.finalPath }, rename: true }).then(
-          () => undefined,
-          (e: unknown) => (e instanceof Error ? e : new Error('The rename failed.')),
-        ),
-      ),
-    );
+  async rename(files: readonly Rename[]): Promise<(Error | undefined)[]> {
+    const errors = files.length === 0 ? undefined : await this.#call({ id: this.#nextId++, bytes: 0, renames: files });
+    return errors ?? files.map(() => undefined);
   }
 
   /** Bytes of bodies handed to the thread and not written yet (at most {@link HELD_BYTES}). */
@@ -182,11 +221,11 @@ export class SmallFileThread {
     if (w !== undefined) await w.terminate();
   }
 
-  #call(call: Call): Promise<void> {
+  #call(call: Call): Promise<(Error | undefined)[] | undefined> {
     const worker = this.#stopped ? undefined : this.#worker;
-    const bytes = bodyBytes(call);
+    const bytes = call.bytes;
     if (worker === undefined || (bytes > 0 && this.#heldBytes + bytes > HELD_BYTES)) return here(call);
-    return new Promise<void>((resolve, reject) => {
+    return new Promise((resolve, reject) => {
       if (this.#pending.size === 0) worker.ref();
       this.#pending.set(call.id, { call, resolve, reject });
       this.#heldBytes += bytes;
@@ -205,7 +244,7 @@ export class SmallFileThread {
       this.#stopped = true;
       return;
     }
-    w.on('message', (reply: SmallFileReply[]) => this.#answer(reply));
+    w.on('message', (reply: SmallFileReply) => this.#answer(reply));
     w.on('error', () => this.#fail());
     w.on('exit', () => this.#fail());
     w.unref();
@@ -219,49 +258,56 @@ export class SmallFileThread {
     if (this.#queue.length === 0 || this.#worker === undefined) return;
     let n = 0;
     let size = 0;
-    while (n < this.#queue.length && n < BATCH_FILES && size < BATCH_BYTES) {
-      const f = this.#queue[n++]!.file;
-      if ('data' in f) size += f.data.byteLength;
-    }
+    while (n < this.#queue.length && n < BATCH_FILES && size < BATCH_BYTES) size += this.#queue[n++]!.bytes;
     const calls = this.#queue.splice(0, n);
     const nums = new Float64Array(FIELDS * n);
     const bytes = new Uint8Array(size);
     const roots: string[] = [];
-    let paths = '';
+    const paths: string[] = [];
     let off = 0;
-    for (const [i, c] of calls.entries()) {
-      const f = c.file;
-      let r = -1;
-      let length = -1;
-      let mtime = NaN;
-      if ('data' in f) {
-        r = 0;
-        while (r < roots.length && (roots[r] !== f.realRoot || roots[r + 1] !== f.root)) r += 2;
-        if (r === roots.length) roots.push(f.realRoot, f.root);
-        r /= 2;
-        length = f.data.byteLength;
-        mtime = f.mtimeMs ?? NaN;
-        bytes.set(f.data, off);
-        off += length;
+    for (let i = 0, at = 0; i < n; i++, at += FIELDS) {
+      const c = calls[i]!;
+      nums[at] = c.id;
+      if (!('file' in c)) {
+        nums[at + 1] = -1;
+        nums[at + 2] = c.renames.length;
+        nums[at + 3] = -1;
+        nums[at + 4] = 1;
+        for (const f of c.renames) paths.push(f.tmp, f.finalPath);
+        continue;
       }
-      nums.set([c.id, length, mtime, r, c.rename ? 1 : 0], FIELDS * i);
-      paths += `${f.tmp}\0${f.finalPath}\0`;
+      const f = c.file;
+      let r = 0;
+      while (r < roots.length && (roots[r] !== f.realRoot || roots[r + 1] !== f.root)) r += 2;
+      if (r === roots.length) roots.push(f.realRoot, f.root);
+      bytes.set(f.data, off);
+      off += f.data.byteLength;
+      nums[at + 1] = f.data.byteLength;
+      nums[at + 2] = f.mtimeMs ?? NaN;
+      nums[at + 3] = r / 2;
+      nums[at + 4] = c.rename ? 1 : 0;
+      paths.push(f.tmp, f.finalPath);
     }
+    paths.push('');
     this.#inFlight++;
-    this.#worker.postMessage({ roots, nums, paths, bytes } satisfies SmallFileBatch, [bytes.buffer, nums.buffer]);
+    this.#worker.postMessage({ roots, nums, paths: paths.join('\0'), bytes } satisfies SmallFileBatch, [bytes.buffer, nums.buffer]);
   }
 
-  #answer(reply: SmallFileReply[]): void {
+  #answer(reply: SmallFileReply): void {
     this.#inFlight--;
     for (const r of reply) {
-      const p = this.#pending.get(r.id);
+      const id = typeof r === 'number' ? r : r.id;
+      const p = this.#pending.get(id);
       if (p === undefined) continue;
-      this.#pending.delete(r.id);
-      this.#heldBytes -= bodyBytes(p.call);
-      if (r.error === undefined) p.resolve();
-      else p.reject(replyError(r.error));
+      this.#pending.delete(id);
+      this.#heldBytes -= p.call.bytes;
+      if (typeof r === 'number') p.resolve();
+      else if (r.errors !== undefined) p.resolve(r.errors.map((e) => (e === null ? undefined : replyError(e))));
+      else p.reject(replyError(r.error ?? { message: 'The call failed.' }));
     }
-    if (this.#queue.length > 0) this.#send();
+    // what came meanwhile goes as a new call would: at once when there is enough of it, else after GATHER_MS
+    if (this.#queue.length >= SEND_FILES) this.#send();
+    else if (this.#queue.length > 0) this.#scheduled ??= setTimeout(() => this.#send(), GATHER_MS);
     else if (this.#pending.size === 0) {
       this.#worker?.unref();
       this.#drained?.resolve();
@@ -282,23 +328,17 @@ export class SmallFileThread {
     this.#pending.clear();
     this.#heldBytes = 0;
     for (const p of left) {
-      const f = p.call.file;
-      if ('data' in f) rmSync(f.tmp, { force: true }); // a write the thread may have begun
-      else if (!existsSync(f.tmp)) {
-        p.resolve(); // a rename the thread made before it stopped: the temporary file is gone
-        continue;
-      }
-      here(p.call).then(p.resolve, p.reject);
+      if ('file' in p.call) rmSync(p.call.file.tmp, { force: true }); // a write the thread may have begun
+      here(p.call, true).then(p.resolve, p.reject);
     }
     this.#drained?.resolve();
     this.#drained = undefined;
   }
 }
 
-function here(call: Call): Promise<void> {
+function here(call: Call, gone = false): Promise<(Error | undefined)[] | undefined> {
   try {
-    runCall(call);
-    return Promise.resolve();
+    return Promise.resolve(runCall(call, gone));
   } catch (err) {
     return Promise.reject(err instanceof Error ? err : new Error(String(err)));
   }

@@ -3,21 +3,16 @@
  * the batch with one message.
  */
 import { parentPort } from 'node:worker_threads';
-import { isResourceSyncError } from '../core/errors.js';
-import { runCall, unpackBatch, type SmallFileBatch, type SmallFileReply } from './small-file-thread.js';
+import { replyOf, runCall, unpackBatch, type SmallFileBatch, type SmallFileReply } from './small-file-thread.js';
 
 parentPort?.on('message', (batch: SmallFileBatch) => {
-  const reply: SmallFileReply[] = [];
+  const reply: SmallFileReply = [];
   for (const c of unpackBatch(batch)) {
     try {
-      runCall(c);
-      reply.push({ id: c.id });
+      const errors = runCall(c);
+      reply.push(errors === undefined ? c.id : { id: c.id, errors: errors.map((e) => (e === undefined ? null : replyOf(e))) });
     } catch (err) {
-      const e = err as NodeJS.ErrnoException;
-      reply.push({
-        id: c.id,
-        error: isResourceSyncError(err) ? { message: err.message, code: err.code, data: err.data, rs: true } : { message: e.message, ...(e.code !== undefined ? { code: e.code } : {}) },
-      });
+      reply.push({ id: c.id, error: replyOf(err) });
     }
   }
   parentPort!.postMessage(reply);
