@@ -125,8 +125,9 @@ void test('sync --follow --xmpp: a file written at the Source arrives; refused p
   assert.equal(readFileSync(join(dest, 'pushed.txt'), 'utf8'), 'pushed\n');
   await until('the push line', () => lines(f).some((l) => l.via === 'push' && l.mode === 'notification' && l.created === 1));
 
-  // payloads that are not Change Notifications, and one too large for the Destination (1 MiB)
-  const owner = await XmppConnection.connect({ jid: `source@${DOMAIN}`, password: USERS.source, host: '127.0.0.1', port: server.port });
+  // payloads that are not Change Notifications, and one too large for the Destination (1 MiB); the test's own
+  // connections wait up to 60 s for an answer, since Prosody takes its time over a 1 MiB item on a busy machine
+  const owner = await XmppConnection.connect({ jid: `source@${DOMAIN}`, password: USERS.source, host: '127.0.0.1', port: server.port, timeoutMs: 60_000 });
   try {
     await publishItem(owner, SERVICE, node, raw('<foo xmlns="urn:example">not a notification</foo>'));
     await publishItem(owner, SERVICE, node, payloadMarkup(writeDocumentString({ root: 'urlset', md: { capability: 'resourcelist' }, ln: [], entries: [] })));
@@ -152,7 +153,7 @@ void test('sync --follow --xmpp: a file written at the Source arrives; refused p
   assert.equal(readFileSync(join(dest, 'second.txt'), 'utf8'), 'second\n');
   assert.ok(!existsSync(join(dest, 'nowhere')), 'nothing of the refused payload was applied');
 
-  const check = await XmppConnection.connect({ jid: `source@${DOMAIN}`, password: USERS.source, host: '127.0.0.1', port: server.port });
+  const check = await XmppConnection.connect({ jid: `source@${DOMAIN}`, password: USERS.source, host: '127.0.0.1', port: server.port, timeoutMs: 60_000 });
   try {
     const subscribed = await nodeSubscriptions(check, SERVICE, node);
     assert.equal(subscribed.length, 1);
