@@ -84,3 +84,30 @@ void test('a gzip body abandoned mid-way after a parse error: NOT CONFORMANT and
   assert.match(e.stdout, /rl-gz\.xml/);
   assert.equal(e.status, 0, e.stderr);
 });
+
+void test('Resource List Indexes that list themselves or each other: index-cycle, NOT CONFORMANT, exit 1', async () => {
+  const index = (path: string, parts: string[]): string =>
+    `<sitemapindex ${NS}><rs:ln rel="up" href="${O}/cl-cycle.xml"/><rs:md capability="resourcelist" at="2026-01-01T00:00:00Z"/>` +
+    parts.map((p) => `<sitemap><loc>${O}${p}</loc></sitemap>`).join('') +
+    `</sitemapindex>`;
+  const list = `<urlset ${NS}><rs:ln rel="up" href="${O}/cl-cycle.xml"/><rs:ln rel="index" href="${O}/rli-self.xml"/><rs:md capability="resourcelist" at="2026-01-01T00:00:00Z"/></urlset>`;
+  routes.set('/sd-cycle.xml', sd('/cl-cycle.xml', '/cl-cycle2.xml'));
+  routes.set('/cl-cycle.xml', capabilityList('cycle', [['/rli-self.xml', 'resourcelist']]));
+  routes.set('/cl-cycle2.xml', capabilityList('cycle', [['/rli-a.xml', 'resourcelist']]));
+  routes.set('/rli-self.xml', index('/rli-self.xml', ['/rl-part.xml', '/rli-self.xml']));
+  routes.set('/rl-part.xml', list);
+  routes.set('/rli-a.xml', index('/rli-a.xml', ['/rli-b.xml']));
+  routes.set('/rli-b.xml', index('/rli-b.xml', ['/rli-a.xml']));
+  const r = await runCli(['check', `${O}/sd-cycle.xml`, '--rate', '0', '--sample', '0', '--json'], 60_000);
+  assert.equal(r.status, 1, r.stderr);
+  const report = JSON.parse(r.stdout) as {
+    conformant: boolean;
+    issues: Array<{ code: string; url: string; severity: string }>;
+  };
+  assert.equal(report.conformant, false);
+  const found = report.issues.filter((i) => i.severity === 'error').map((i) => `${i.code} ${i.url.replace(O, '')}`);
+  assert.ok(found.includes('index-cycle /rli-self.xml'), found.join('\n'));
+  assert.ok(found.includes('index-cycle /rli-b.xml'), found.join('\n'));
+  // an index listed by an index is not the kind it lists
+  assert.ok(found.includes('listed-kind-mismatch /rli-b.xml'), found.join('\n'));
+});

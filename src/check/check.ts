@@ -14,7 +14,7 @@ import { parseLength } from '../core/hash.js';
 import { discover, type Discovery } from '../destination/discover.js';
 import { CheckContext, norm } from './context.js';
 import { crawl } from './crawl.js';
-import { checkChannels, checkDiscovery, checkOtherIndexes } from './cross-document.js';
+import { checkChannels, checkDiscovery, checkOtherIndexes, checkRelisted } from './cross-document.js';
 import { checkPackages } from './dump-packages.js';
 import { countIssues, type CheckOptions, type CheckReport } from './report.js';
 import { checkResources } from './resources.js';
@@ -58,6 +58,7 @@ async function run(c: CheckContext): Promise<Omit<CheckReport, 'durationMs'>> {
     } else c.enqueue({ url: norm(cl.url), via: 'start', capability: 'capabilitylist' });
   }
   await crawl(c);
+  checkRelisted(c);
   await checkOtherIndexes(c);
   if (c.o.packages !== false) await checkPackages(c);
   else {

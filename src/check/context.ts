@@ -5,6 +5,7 @@
  * number of resources. Requests go through `request`, which paces them (`rate`).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { DocumentKindId } from '../core/model/document-kinds.js';
 import type { DocumentHeader, Md } from '../core/model/types.js';
 import type { ValidationIssue } from '../core/validate/index.js';
 import { parseW3CDatetime } from '../core/w3c-datetime.js';
@@ -26,6 +27,8 @@ export interface Expectation {
   interval?: { from?: string; until?: string };
   /** Listed by an archive (or below one): a past snapshot, never sampled. */
   archived?: boolean;
+  /** The kind an index lists (`indexedKind`): the kind this document must be. */
+  kind?: DocumentKindId;
 }
 
 export interface SampleItem {
@@ -115,6 +118,8 @@ export class CheckContext {
   linkHeaders = 0;
   sampled = 0;
   readonly capabilityLists: string[] = [];
+  /** Documents an index or archive lists that were already enqueued by another lister: judged after the crawl. */
+  readonly relisted: Expectation[] = [];
   /** Documents whose `index` link names another index than the one that listed them, by that other index. */
   readonly otherIndexes = new Map<string, Array<{ url: string; expected: string }>>();
 
@@ -175,7 +180,10 @@ export class CheckContext {
   }
 
   enqueue(e: Expectation): void {
-    if (this.seen.has(e.url)) return;
+    if (this.seen.has(e.url)) {
+      if ((e.via === 'index' || e.via === 'archive') && this.relisted.length < this.maxDocuments) this.relisted.push(e);
+      return;
+    }
     const depth = this.depthBelow(e.parent);
     if (depth > (this.o.maxDepth ?? Infinity)) return;
     this.seen.add(e.url);

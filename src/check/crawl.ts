@@ -5,6 +5,13 @@
  * packages, notification channels and the resources to sample.
  * @see Z39.99 §6 (structure, navigation), §8–13, ResourceSync Archives
  */
+import {
+  archivedKind,
+  documentKindById,
+  indexedKind,
+  type DocumentKind,
+  type DocumentKindId,
+} from '../core/model/document-kinds.js';
 import type { DocumentHeader, Entry } from '../core/model/types.js';
 import { createValidator, type ValidationIssue, type Validator } from '../core/validate/index.js';
 import { readDocument } from '../core/xml/read-document.js';
@@ -15,13 +22,6 @@ import { counted, interval, linkOf, ms, norm, reason, type CheckContext, type Ex
 import { intervals } from './cross-document.js';
 import type { CheckedDocument } from './report.js';
 import { sampleResource } from './resources.js';
-
-const ARCHIVE_OF: Readonly<Record<string, string>> = {
-  'resourcelist-archive': 'resourcelist',
-  'resourcedump-archive': 'resourcedump',
-  'changelist-archive': 'changelist',
-  'changedump-archive': 'changedump',
-};
 
 /** Breadth first: a Source Description before its Capability Lists, an index before its lists. */
 export async function crawl(c: CheckContext): Promise<void> {
@@ -77,7 +77,7 @@ async function checkDocument(c: CheckContext, x: Expectation): Promise<void> {
     const md = header.md;
     if (md?.capability !== undefined) doc.capability = md.capability;
     for (const k of ['at', 'completed', 'from', 'until'] as const) if (md?.[k] !== undefined) doc[k] = md[k];
-    expectations(c, x, header, kind?.capability ?? md?.capability);
+    expectations(c, x, header, kind?.capability ?? md?.capability, kind?.id);
 
     // Validators: documents of changes (entries in order of their time) under both versions until their
     // entries say which one they follow.
@@ -89,7 +89,6 @@ async function checkDocument(c: CheckContext, x: Expectation): Promise<void> {
     const indexEntries: Array<{ loc: string; from?: string; until?: string; line?: number }> = [];
     const id = kind?.id;
     const isIndex = header.root === 'sitemapindex';
-    const capabilityName = kind?.capability;
     for await (const batch of reader.batches) {
       for (const e of batch) {
         v11.entry(e);
@@ -98,7 +97,7 @@ async function checkDocument(c: CheckContext, x: Expectation): Promise<void> {
         else if (e.lastmod !== undefined) usesLastmod = true;
         doc.entries++;
         c.entries++;
-        entry(c, x, doc, e, id, isIndex, capabilityName, header, indexEntries);
+        entry(c, x, doc, e, kind, isIndex, header, indexEntries);
       }
     }
     doc.bytes = counter.bytes;
@@ -127,14 +126,9 @@ export function expectations(
   x: Expectation,
   header: DocumentHeader,
   capability: string | undefined,
+  kind: DocumentKindId | undefined,
 ): void {
-  const actual = capability ?? '(none)';
-  if (x.capability !== undefined && x.capability !== actual) {
-    if (x.via === 'archive')
-      c.issue('archive-capability-mismatch', x.url, { from: x.parent, expected: x.capability, actual });
-    else
-      c.issue('capability-mismatch', x.url, { from: x.parent ?? x.url, expected: x.capability, actual }, header.mdLine);
-  }
+  listedAs(c, x, capability, kind, header.mdLine);
   const up = linkOf(header, 'up');
   if (x.up !== undefined && up !== undefined && norm(up, x.url) !== x.up) {
     c.issue('up-link-elsewhere', x.url, { actual: norm(up, x.url), expected: x.up });
@@ -163,18 +157,41 @@ export function expectations(
   }
 }
 
+/**
+ * The document is of the capability its lister gives it, and of the kind an index lists (a Resource List Index
+ * lists Resource Lists, never another index). An archive lists documents of its capability, indexes included.
+ */
+export function listedAs(
+  c: CheckContext,
+  x: Expectation,
+  capability: string | undefined,
+  kind: DocumentKindId | undefined,
+  line?: number,
+): void {
+  const actual = capability ?? '(none)';
+  if (x.capability !== undefined && x.capability !== actual) {
+    if (x.via === 'archive')
+      c.issue('archive-capability-mismatch', x.url, { from: x.parent, expected: x.capability, actual });
+    else c.issue('capability-mismatch', x.url, { from: x.parent ?? x.url, expected: x.capability, actual }, line);
+  } else if (x.kind !== undefined && kind !== undefined && kind !== x.kind) {
+    const expected = documentKindById(x.kind).name;
+    c.issue('listed-kind-mismatch', x.url, { from: x.parent, expected, actual: documentKindById(kind).name }, line);
+  }
+}
+
 /** What one entry adds to the crawl: documents to fetch, packages, sampled resources, facts for later rules. */
 function entry(
   c: CheckContext,
   x: Expectation,
   doc: CheckedDocument,
   e: Entry,
-  id: string | undefined,
+  kind: DocumentKind | undefined,
   isIndex: boolean,
-  capability: string | undefined,
   header: DocumentHeader,
   indexEntries: Array<{ loc: string; from?: string; until?: string; line?: number }>,
 ): void {
+  const id = kind?.id;
+  const capability = kind?.capability;
   const loc = norm(e.loc, x.url);
   const allowed = c.o.authority.allows(loc);
   if (id === 'source-description' || id === 'source-description-index') {
@@ -205,7 +222,7 @@ function entry(
     if (allowed) c.enqueue({ url: loc, parent: x.url, via: 'capabilitylist', capability: advertised, up: x.url });
     return;
   }
-  if (isIndex && capability !== undefined) {
+  if (isIndex && kind !== undefined) {
     indexEntries.push({
       loc,
       ...(e.md?.from === undefined ? {} : { from: e.md.from }),
@@ -213,12 +230,14 @@ function entry(
       ...(e.line === undefined ? {} : { line: e.line }),
     });
     const up = linkOf(header, 'up');
+    const listed = indexedKind(kind);
     if (allowed) {
       c.enqueue({
         url: loc,
         parent: x.url,
         via: 'index',
-        capability,
+        capability: kind.capability,
+        ...(listed === undefined ? {} : { kind: listed.id }),
         ...(up === undefined ? {} : { up: norm(up, x.url) }),
         ...(x.archived === true ? { archived: true } : {}),
         ...(capability === 'changelist'
@@ -233,9 +252,16 @@ function entry(
     }
     return;
   }
-  const archived = capability === undefined ? undefined : ARCHIVE_OF[capability];
+  const archived = kind === undefined ? undefined : archivedKind(kind);
   if (archived !== undefined) {
-    if (allowed) c.enqueue({ url: loc, parent: x.url, via: 'archive', capability: archived, archived: true });
+    if (allowed)
+      c.enqueue({
+        url: loc,
+        parent: x.url,
+        via: 'archive',
+        capability: archived.capability,
+        archived: true,
+      });
     return;
   }
   if (id === 'resource-dump' || id === 'change-dump') {

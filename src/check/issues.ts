@@ -22,6 +22,8 @@ export const CHECK_CODES = [
   'changelist-open-not-last',
   'changelist-interval-disagrees',
   'archive-capability-mismatch',
+  'listed-kind-mismatch',
+  'index-cycle',
   'package-unreachable',
   'package-length-mismatch',
   'package-hash-mismatch',
@@ -110,6 +112,16 @@ export const CHECK_MESSAGES: { readonly [C in CheckCode]: CheckIssueDefinition }
     severity: 'error',
     section: 'ResourceSync Archives §3–6',
     message: "the archive '{from}' lists it, so its capability must be '{expected}', not '{actual}'",
+  },
+  'listed-kind-mismatch': {
+    severity: 'error',
+    section: `${Z}6.2, ResourceSync Archives §3–6`,
+    message: "'{from}' lists it as a {expected}, but it is a {actual}",
+  },
+  'index-cycle': {
+    severity: 'error',
+    section: `${Z}6.2`,
+    message: "the index '{from}' lists '{loc}', which is the index itself or one that leads to it: the indexes form a cycle",
   },
   'package-unreachable': {
     severity: 'error',
