@@ -111,3 +111,62 @@ void test('Resource List Indexes that list themselves or each other: index-cycle
   // an index listed by an index is not the kind it lists
   assert.ok(found.includes('listed-kind-mismatch /rli-b.xml'), found.join('\n'));
 });
+
+/** Sends a document's head and start, then one byte of a comment every `everyMs`, never its end. */
+function dripping(start: string, everyMs: number): (socket: Socket) => void {
+  return (socket) => {
+    socket.write(`HTTP/1.1 200 OK\r\ncontent-type: application/xml\r\ntransfer-encoding: chunked\r\n\r\n`);
+    const first = Buffer.from(`${HEAD}${start}<!-- `);
+    socket.write(`${first.length.toString(16)}\r\n`);
+    socket.write(first);
+    socket.write('\r\n');
+    const timer = setInterval(() => socket.write('1\r\nx\r\n'), everyMs);
+    drips.add(timer);
+    socket.on('close', () => {
+      clearInterval(timer);
+      drips.delete(timer);
+    });
+  };
+}
+
+void test('a Resource List that drips a byte every 500 ms: document-too-slow at the --deadline, exit 1', async () => {
+  routes.set('/sd-drip.xml', sd('/cl-drip.xml'));
+  routes.set('/cl-drip.xml', capabilityList('drip', [['/rl-drip.xml', 'resourcelist']]));
+  routes.set(
+    '/rl-drip.xml',
+    dripping(
+      `<urlset ${NS}><rs:ln rel="up" href="${O}/cl-drip.xml"/><rs:md capability="resourcelist" at="2026-01-01T00:00:00Z"/>`,
+      500,
+    ),
+  );
+  const started = Date.now();
+  const r = await runCli(
+    ['check', `${O}/sd-drip.xml`, '--rate', '0', '--sample', '0', '--deadline', '3000', '--json'],
+    90_000,
+  );
+  assert.equal(r.killed, false);
+  assert.equal(r.status, 1, r.stderr);
+  const report = JSON.parse(r.stdout) as {
+    issues: Array<{ code: string; url: string; severity: string; message: string }>;
+  };
+  const slow = report.issues.find((i) => i.code === 'document-too-slow');
+  assert.equal(slow?.url, `${O}/rl-drip.xml`);
+  assert.equal(slow.severity, 'error');
+  assert.match(slow.message, /3000 ms/);
+  // the deadline ended it, not the idle timeout (30 s by default)
+  assert.ok(Date.now() - started < 25_000, `${Date.now() - started} ms`);
+});
+
+void test('a Source Description that drips a byte every 2 s: check and explore end at the deadline, exit 3', async () => {
+  routes.set('/sd-slow.xml', dripping(`<urlset ${NS}><rs:md capability="description"/>`, 2000));
+  for (const command of ['check', 'explore']) {
+    const started = Date.now();
+    const r = await runCli([command, `${O}/sd-slow.xml`, '--rate', '0', '--deadline', '3000', '--json'], 90_000);
+    assert.equal(r.killed, false);
+    assert.equal(r.status, 3, r.stderr);
+    const out = JSON.parse(r.stdout) as { error: { code: string; message: string } };
+    assert.equal(out.error.code, 'RS_HTTP_TIMEOUT', r.stdout);
+    assert.match(out.error.message, /did not arrive whole within 3000 ms/);
+    assert.ok(Date.now() - started < 25_000, `${command}: ${Date.now() - started} ms`);
+  }
+});

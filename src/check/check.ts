@@ -37,14 +37,20 @@ export async function check(options: CheckOptions): Promise<CheckReport> {
 
 async function run(c: CheckContext): Promise<Omit<CheckReport, 'durationMs'>> {
   c.progress('discovery');
-  const discovery: Discovery = await discover(c.o.url, {
-    http: (url, init) => {
-      c.requests++;
-      return c.o.http(url, init);
-    },
-    authority: c.o.authority,
-    ...(c.o.signal ? { signal: c.o.signal } : {}),
-  });
+  let discovery: Discovery;
+  try {
+    discovery = await discover(c.o.url, {
+      http: (url, init) => {
+        c.requests++;
+        return c.http(url, init);
+      },
+      authority: c.o.authority,
+      ...(c.o.signal ? { signal: c.o.signal } : {}),
+    });
+  } catch (error) {
+    // a Source found nowhere because a document of it was too slow: that is the reason to give
+    throw c.late[0] ?? error;
+  }
   const sd = discovery.sourceDescription;
   // The Source Description first; then the sets discovery found that it did not list.
   if (sd !== undefined) {

@@ -9,7 +9,9 @@ import type { DocumentKindId } from '../core/model/document-kinds.js';
 import type { DocumentHeader, Md } from '../core/model/types.js';
 import type { ValidationIssue } from '../core/validate/index.js';
 import { parseW3CDatetime } from '../core/w3c-datetime.js';
-import type { HttpResponse } from '../destination/http.js';
+import type { ResourceSyncError } from '../core/errors.js';
+import type { HttpGet, HttpResponse } from '../destination/http.js';
+import { withDeadline } from './deadline.js';
 import { CHECK_MESSAGES, checkMessage, type CheckCode } from './issues.js';
 import type { CheckedDocument, CheckIssue, CheckOptions, CheckProgress } from './report.js';
 
@@ -49,7 +51,13 @@ export interface PackageJob {
 }
 
 /** Defaults of `CheckOptions`. */
-export const DEFAULTS = { sample: 300, maxDocuments: 1000, rate: 20, maxPackageBytes: 256 * 1024 * 1024 };
+export const DEFAULTS = {
+  sample: 300,
+  maxDocuments: 1000,
+  rate: 20,
+  maxPackageBytes: 256 * 1024 * 1024,
+  deadlineMs: 120_000,
+};
 
 export function norm(url: string, base?: string): string {
   try {
@@ -93,6 +101,11 @@ export class CheckContext {
   readonly maxDocuments: number;
   readonly #interval: number;
   readonly random: () => number;
+  /** The client, each request bounded by the whole-body deadline. */
+  readonly http: HttpGet;
+  readonly deadlineMs: number;
+  /** Requests cut off by the deadline. */
+  readonly late: ResourceSyncError[] = [];
   readonly documents: CheckedDocument[] = [];
   readonly issues: CheckIssue[] = [];
   /** Documents, packages and channels enqueued (each is fetched once). */
@@ -130,6 +143,10 @@ export class CheckContext {
     const rate = options.rate ?? DEFAULTS.rate;
     this.#interval = rate > 0 ? 1000 / rate : 0;
     this.random = options.random ?? Math.random;
+    this.deadlineMs = options.deadlineMs ?? DEFAULTS.deadlineMs;
+    this.http = withDeadline(options.http, this.deadlineMs, (e) => {
+      if (this.late.length < this.maxDocuments) this.late.push(e);
+    });
   }
 
   /** Reports an issue of the check's own rules (`CHECK_CODES`). */
@@ -176,7 +193,7 @@ export class CheckContext {
     this.#nextRequest = performance.now() + this.#interval;
     this.requests++;
     this.o.authority.check(url);
-    return this.o.http(url, { method, ...(this.o.signal ? { signal: this.o.signal } : {}) });
+    return this.http(url, { method, ...(this.o.signal ? { signal: this.o.signal } : {}) });
   }
 
   enqueue(e: Expectation): void {

@@ -21,6 +21,7 @@ import type { HttpResponse } from '../destination/http.js';
 import { counted, interval, linkOf, ms, norm, reason, type CheckContext, type Expectation } from './context.js';
 import { intervals } from './cross-document.js';
 import type { CheckedDocument } from './report.js';
+import { isPastDeadline } from './deadline.js';
 import { sampleResource } from './resources.js';
 
 /** Breadth first: a Source Description before its Capability Lists, an index before its lists. */
@@ -54,6 +55,10 @@ async function checkDocument(c: CheckContext, x: Expectation): Promise<void> {
     res = await c.request(x.url);
   } catch (error) {
     if (x.via === 'start' || c.o.signal?.aborted === true) throw error;
+    if (isPastDeadline(error)) {
+      c.issue('document-too-slow', x.url, { from: x.parent ?? x.url, deadline: c.deadlineMs, bytes: 0 });
+      return;
+    }
     c.issue('document-unreachable', x.url, {
       from: x.parent,
       status: isResourceSyncError(error) ? error.code : reason(error),
@@ -116,7 +121,10 @@ async function checkDocument(c: CheckContext, x: Expectation): Promise<void> {
   } catch (error) {
     if (c.o.signal?.aborted === true) throw error;
     doc.bytes = counter.bytes;
-    c.issue('document-unreadable', x.url, { reason: reason(error) });
+    await res.discard().catch(() => undefined); // a reader that gave up mid-body: the rest is not waited for
+    if (isPastDeadline(error))
+      c.issue('document-too-slow', x.url, { from: x.parent ?? x.url, deadline: c.deadlineMs, bytes: counter.bytes });
+    else c.issue('document-unreadable', x.url, { reason: reason(error) });
   }
 }
 

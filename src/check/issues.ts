@@ -13,6 +13,7 @@ const Z = 'Z39.99 §';
 export const CHECK_CODES = [
   'document-unreachable',
   'document-unreadable',
+  'document-too-slow',
   'capability-mismatch',
   'up-link-elsewhere',
   'index-link-missing',
@@ -66,6 +67,11 @@ export const CHECK_MESSAGES: { readonly [C in CheckCode]: CheckIssueDefinition }
     severity: 'error',
     section: `${Z}7`,
     message: 'the document cannot be read as ResourceSync: {reason}',
+  },
+  'document-too-slow': {
+    severity: 'error',
+    section: 'resourcesync check',
+    message: "the document linked from '{from}' did not arrive whole within {deadline} ms ({bytes} bytes received)",
   },
   'capability-mismatch': {
     severity: 'error',
