@@ -5,13 +5,7 @@
  * packages, notification channels and the resources to sample.
  * @see Z39.99 §6 (structure, navigation), §8–13, ResourceSync Archives
  */
-import {
-  archivedKind,
-  documentKindById,
-  indexedKind,
-  type DocumentKind,
-  type DocumentKindId,
-} from '../core/model/document-kinds.js';
+import { archivedKind, indexedKind, type DocumentKind, type DocumentKindId } from '../core/model/document-kinds.js';
 import type { DocumentHeader, Entry } from '../core/model/types.js';
 import { createValidator, type ValidationIssue, type Validator } from '../core/validate/index.js';
 import { readDocument } from '../core/xml/read-document.js';
@@ -19,7 +13,7 @@ import { isResourceSyncError } from '../core/errors.js';
 import { kindOf } from '../destination/documents.js';
 import type { HttpResponse } from '../destination/http.js';
 import { counted, interval, linkOf, ms, norm, reason, type CheckContext, type Expectation } from './context.js';
-import { intervals } from './cross-document.js';
+import { intervals, listedAs } from './cross-document.js';
 import type { CheckedDocument } from './report.js';
 import { isPastDeadline } from './deadline.js';
 import { sampleResource } from './resources.js';
@@ -162,28 +156,6 @@ export function expectations(
         header.mdLine,
       );
     }
-  }
-}
-
-/**
- * The document is of the capability its lister gives it, and of the kind an index lists (a Resource List Index
- * lists Resource Lists, never another index). An archive lists documents of its capability, indexes included.
- */
-export function listedAs(
-  c: CheckContext,
-  x: Expectation,
-  capability: string | undefined,
-  kind: DocumentKindId | undefined,
-  line?: number,
-): void {
-  const actual = capability ?? '(none)';
-  if (x.capability !== undefined && x.capability !== actual) {
-    if (x.via === 'archive')
-      c.issue('archive-capability-mismatch', x.url, { from: x.parent, expected: x.capability, actual });
-    else c.issue('capability-mismatch', x.url, { from: x.parent ?? x.url, expected: x.capability, actual }, line);
-  } else if (x.kind !== undefined && kind !== undefined && kind !== x.kind) {
-    const expected = documentKindById(x.kind).name;
-    c.issue('listed-kind-mismatch', x.url, { from: x.parent, expected, actual: documentKindById(kind).name }, line);
   }
 }
 

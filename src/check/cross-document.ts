@@ -9,10 +9,9 @@ import { parseLinkHeader } from '../core/link-header.js';
 import { readDocument } from '../core/xml/read-document.js';
 import type { Discovery } from '../destination/discover.js';
 import type { HttpResponse } from '../destination/http.js';
-import { ms, norm, reason, type CheckContext } from './context.js';
-import { listedAs } from './crawl.js';
+import { ms, norm, reason, type CheckContext, type Expectation } from './context.js';
 import type { CheckedDocument } from './report.js';
-import type { DocumentKindId } from '../core/model/document-kinds.js';
+import { documentKindById, type DocumentKindId } from '../core/model/document-kinds.js';
 
 /** Change Lists of an index: forward chronological, contiguous, not overlapping, only the last one open. @see Z39.99 §12.2 */
 export function intervals(
@@ -34,6 +33,28 @@ export function intervals(
       c.issue('changelists-overlap', url, { loc: cur.loc, from: cur.from, until: prev.until }, cur.line);
     else if (from > prevUntil)
       c.issue('changelists-gap', url, { loc: cur.loc, from: cur.from, until: prev.until }, cur.line);
+  }
+}
+
+/**
+ * The document is of the capability its lister gives it, and of the kind an index lists (a Resource List Index
+ * lists Resource Lists, never another index). An archive lists documents of its capability, indexes included.
+ */
+export function listedAs(
+  c: CheckContext,
+  x: Expectation,
+  capability: string | undefined,
+  kind: DocumentKindId | undefined,
+  line?: number,
+): void {
+  const actual = capability ?? '(none)';
+  if (x.capability !== undefined && x.capability !== actual) {
+    if (x.via === 'archive')
+      c.issue('archive-capability-mismatch', x.url, { from: x.parent, expected: x.capability, actual });
+    else c.issue('capability-mismatch', x.url, { from: x.parent ?? x.url, expected: x.capability, actual }, line);
+  } else if (x.kind !== undefined && kind !== undefined && kind !== x.kind) {
+    const expected = documentKindById(x.kind).name;
+    c.issue('listed-kind-mismatch', x.url, { from: x.parent, expected, actual: documentKindById(kind).name }, line);
   }
 }
 

@@ -127,7 +127,8 @@ export const CHECK_MESSAGES: { readonly [C in CheckCode]: CheckIssueDefinition }
   'index-cycle': {
     severity: 'error',
     section: `${Z}6.2`,
-    message: "the index '{from}' lists '{loc}', which is the index itself or one that leads to it: the indexes form a cycle",
+    message:
+      "the index '{from}' lists '{loc}', which is the index itself or one that leads to it: the indexes form a cycle",
   },
   'package-unreachable': {
     severity: 'error',
