@@ -30,13 +30,16 @@ export function withDeadline(http: HttpGet, deadlineMs: number, onLate?: (error:
       ac.abort();
     }, deadlineMs);
     const outer = init?.signal;
-    const follow = (): void => ac.abort(outer?.reason);
-    if (outer?.aborted === true) follow();
-    else outer?.addEventListener('abort', follow, { once: true });
     const done = (): void => {
       clearTimeout(timer);
       outer?.removeEventListener('abort', follow);
     };
+    const follow = (): void => {
+      done();
+      ac.abort(outer?.reason);
+    };
+    if (outer?.aborted === true) follow();
+    else outer?.addEventListener('abort', follow, { once: true });
     let res: HttpResponse;
     try {
       res = await http(url, { ...init, signal: ac.signal });
