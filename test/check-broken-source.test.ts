@@ -68,6 +68,7 @@ const PLANTED: Array<[code: string, path: string]> = [
   ['changelist-interval-disagrees', '/cl5.xml'],
   ['index-link-elsewhere', '/cl5.xml'],
   ['archive-capability-mismatch', '/archived.xml'],
+  ['archive-capability-mismatch', '/rl.xml'], // the current Resource List, reached first from its Capability List
   ['package-length-mismatch', '/rd-1.zip'],
   ['manifest-bitstream-missing', '/rd-1.zip#manifest.xml'],
   ['manifest-resourcelist-disagrees', '/rd-1.zip#manifest.xml'],
@@ -189,11 +190,15 @@ before(async () => {
       ],
     });
   }
-  // Change List Archive lists a Resource List
+  // Change List Archive lists a Resource List, and the current Resource List too
   put('/cla.xml', {
     md: 'capability="changelist-archive"',
     ln: [['up', CLA]],
-    entries: [url(`${O}/cl1.xml`, span(T[0], T[1])), url(`${O}/archived.xml`, span(T[1], T[2]))],
+    entries: [
+      url(`${O}/cl1.xml`, span(T[0], T[1])),
+      url(`${O}/archived.xml`, span(T[1], T[2])),
+      url(`${O}/rl.xml`, span(T[2], T[3])),
+    ],
   });
   put('/archived.xml', { md: `capability="resourcelist" at="${T[2]}"`, ln: [['up', CLA]] });
 });

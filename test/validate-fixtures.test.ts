@@ -79,6 +79,27 @@ describe('lenient fixtures', () => {
       'tolerated-up-link-missing',
     ]);
   });
+  for (const [name, strict, lenient] of [
+    ['capabilitylist-draft-modified.xml', ['attribute-not-namespaced'], ['tolerated-draft-modified-ignored']],
+    ['description-draft-modified.xml', ['attribute-not-namespaced'], ['tolerated-draft-modified-ignored']],
+    ['resourcedump-completed-before-at.xml', ['completed-before-at'], ['tolerated-completed-before-at']],
+    [
+      'changelistindex-at-not-from.xml',
+      ['at-forbidden', 'from-missing'],
+      ['tolerated-at-instead-of-from', 'tolerated-from-missing'],
+    ],
+    ['description-entry-resourcelist.xml', ['entry-capability-invalid'], ['tolerated-description-entry-capability']],
+  ] as const) {
+    it(`${name}: ${strict.join(', ')} in strict mode, ${lenient.join(', ')} in lenient mode`, async () => {
+      const file = join(dir, name);
+      const errors = (await check(file, {})).filter((i) => i.severity === 'error').map((i) => i.code);
+      assert.deepEqual([...new Set(errors)].sort(), [...strict]);
+      const read = await check(file, { mode: 'lenient' });
+      assert.deepEqual(read.filter((i) => i.severity === 'error'), []);
+      const tolerated = read.filter((i) => i.code.startsWith('tolerated-')).map((i) => i.code);
+      assert.deepEqual([...new Set(tolerated)].sort(), [...lenient]);
+    });
+  }
   it('changelistindex is an error in strict mode and tolerated in lenient mode', async () => {
     const file = join(dir, 'capabilitylist-changelistindex.xml');
     assert.deepEqual((await check(file, {})).map((i) => i.code), ['capability-index-name']);

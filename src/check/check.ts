@@ -14,7 +14,7 @@ import { parseLength } from '../core/hash.js';
 import { discover, type Discovery } from '../destination/discover.js';
 import { CheckContext, norm } from './context.js';
 import { crawl } from './crawl.js';
-import { checkChannels, checkDiscovery, checkOtherIndexes } from './cross-document.js';
+import { checkChannels, checkDiscovery, checkOtherIndexes, checkRelisted } from './cross-document.js';
 import { checkPackages } from './dump-packages.js';
 import { countIssues, type CheckOptions, type CheckReport } from './report.js';
 import { checkResources } from './resources.js';
@@ -37,14 +37,20 @@ export async function check(options: CheckOptions): Promise<CheckReport> {
 
 async function run(c: CheckContext): Promise<Omit<CheckReport, 'durationMs'>> {
   c.progress('discovery');
-  const discovery: Discovery = await discover(c.o.url, {
-    http: (url, init) => {
-      c.requests++;
-      return c.o.http(url, init);
-    },
-    authority: c.o.authority,
-    ...(c.o.signal ? { signal: c.o.signal } : {}),
-  });
+  let discovery: Discovery;
+  try {
+    discovery = await discover(c.o.url, {
+      http: (url, init) => {
+        c.requests++;
+        return c.http(url, init);
+      },
+      authority: c.o.authority,
+      ...(c.o.signal ? { signal: c.o.signal } : {}),
+    });
+  } catch (error) {
+    // a Source found nowhere because a document of it was too slow: that is the reason to give
+    throw c.late[0] ?? error;
+  }
   const sd = discovery.sourceDescription;
   // The Source Description first; then the sets discovery found that it did not list.
   if (sd !== undefined) {
@@ -58,6 +64,7 @@ async function run(c: CheckContext): Promise<Omit<CheckReport, 'durationMs'>> {
     } else c.enqueue({ url: norm(cl.url), via: 'start', capability: 'capabilitylist' });
   }
   await crawl(c);
+  checkRelisted(c);
   await checkOtherIndexes(c);
   if (c.o.packages !== false) await checkPackages(c);
   else {

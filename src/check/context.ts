@@ -5,10 +5,13 @@
  * number of resources. Requests go through `request`, which paces them (`rate`).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { DocumentKindId } from '../core/model/document-kinds.js';
 import type { DocumentHeader, Md } from '../core/model/types.js';
 import type { ValidationIssue } from '../core/validate/index.js';
 import { parseW3CDatetime } from '../core/w3c-datetime.js';
-import type { HttpResponse } from '../destination/http.js';
+import type { ResourceSyncError } from '../core/errors.js';
+import type { HttpGet, HttpResponse } from '../destination/http.js';
+import { withDeadline } from './deadline.js';
 import { CHECK_MESSAGES, checkMessage, type CheckCode } from './issues.js';
 import type { CheckedDocument, CheckIssue, CheckOptions, CheckProgress } from './report.js';
 
@@ -26,6 +29,8 @@ export interface Expectation {
   interval?: { from?: string; until?: string };
   /** Listed by an archive (or below one): a past snapshot, never sampled. */
   archived?: boolean;
+  /** The kind an index lists (`indexedKind`): the kind this document must be. */
+  kind?: DocumentKindId;
 }
 
 export interface SampleItem {
@@ -46,7 +51,13 @@ export interface PackageJob {
 }
 
 /** Defaults of `CheckOptions`. */
-export const DEFAULTS = { sample: 300, maxDocuments: 1000, rate: 20, maxPackageBytes: 256 * 1024 * 1024 };
+export const DEFAULTS = {
+  sample: 300,
+  maxDocuments: 1000,
+  rate: 20,
+  maxPackageBytes: 256 * 1024 * 1024,
+  deadlineMs: 120_000,
+};
 
 export function norm(url: string, base?: string): string {
   try {
@@ -90,6 +101,11 @@ export class CheckContext {
   readonly maxDocuments: number;
   readonly #interval: number;
   readonly random: () => number;
+  /** The client, each request bounded by the whole-body deadline. */
+  readonly http: HttpGet;
+  readonly deadlineMs: number;
+  /** Requests cut off by the deadline. */
+  readonly late: ResourceSyncError[] = [];
   readonly documents: CheckedDocument[] = [];
   readonly issues: CheckIssue[] = [];
   /** Documents, packages and channels enqueued (each is fetched once). */
@@ -115,6 +131,8 @@ export class CheckContext {
   linkHeaders = 0;
   sampled = 0;
   readonly capabilityLists: string[] = [];
+  /** Documents an index or archive lists that were already enqueued by another lister: judged after the crawl. */
+  readonly relisted: Expectation[] = [];
   /** Documents whose `index` link names another index than the one that listed them, by that other index. */
   readonly otherIndexes = new Map<string, Array<{ url: string; expected: string }>>();
 
@@ -125,6 +143,10 @@ export class CheckContext {
     const rate = options.rate ?? DEFAULTS.rate;
     this.#interval = rate > 0 ? 1000 / rate : 0;
     this.random = options.random ?? Math.random;
+    this.deadlineMs = options.deadlineMs ?? DEFAULTS.deadlineMs;
+    this.http = withDeadline(options.http, this.deadlineMs, (e) => {
+      if (this.late.length < this.maxDocuments) this.late.push(e);
+    });
   }
 
   /** Reports an issue of the check's own rules (`CHECK_CODES`). */
@@ -171,11 +193,14 @@ export class CheckContext {
     this.#nextRequest = performance.now() + this.#interval;
     this.requests++;
     this.o.authority.check(url);
-    return this.o.http(url, { method, ...(this.o.signal ? { signal: this.o.signal } : {}) });
+    return this.http(url, { method, ...(this.o.signal ? { signal: this.o.signal } : {}) });
   }
 
   enqueue(e: Expectation): void {
-    if (this.seen.has(e.url)) return;
+    if (this.seen.has(e.url)) {
+      if ((e.via === 'index' || e.via === 'archive') && this.relisted.length < this.maxDocuments) this.relisted.push(e);
+      return;
+    }
     const depth = this.depthBelow(e.parent);
     if (depth > (this.o.maxDepth ?? Infinity)) return;
     this.seen.add(e.url);

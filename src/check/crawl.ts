@@ -5,6 +5,7 @@
  * packages, notification channels and the resources to sample.
  * @see Z39.99 §6 (structure, navigation), §8–13, ResourceSync Archives
  */
+import { archivedKind, indexedKind, type DocumentKind, type DocumentKindId } from '../core/model/document-kinds.js';
 import type { DocumentHeader, Entry } from '../core/model/types.js';
 import { createValidator, type ValidationIssue, type Validator } from '../core/validate/index.js';
 import { readDocument } from '../core/xml/read-document.js';
@@ -12,16 +13,10 @@ import { isResourceSyncError } from '../core/errors.js';
 import { kindOf } from '../destination/documents.js';
 import type { HttpResponse } from '../destination/http.js';
 import { counted, interval, linkOf, ms, norm, reason, type CheckContext, type Expectation } from './context.js';
-import { intervals } from './cross-document.js';
+import { intervals, listedAs } from './cross-document.js';
 import type { CheckedDocument } from './report.js';
+import { isPastDeadline } from './deadline.js';
 import { sampleResource } from './resources.js';
-
-const ARCHIVE_OF: Readonly<Record<string, string>> = {
-  'resourcelist-archive': 'resourcelist',
-  'resourcedump-archive': 'resourcedump',
-  'changelist-archive': 'changelist',
-  'changedump-archive': 'changedump',
-};
 
 /** Breadth first: a Source Description before its Capability Lists, an index before its lists. */
 export async function crawl(c: CheckContext): Promise<void> {
@@ -54,6 +49,10 @@ async function checkDocument(c: CheckContext, x: Expectation): Promise<void> {
     res = await c.request(x.url);
   } catch (error) {
     if (x.via === 'start' || c.o.signal?.aborted === true) throw error;
+    if (isPastDeadline(error)) {
+      c.issue('document-too-slow', x.url, { from: x.parent ?? x.url, deadline: c.deadlineMs, bytes: 0 });
+      return;
+    }
     c.issue('document-unreachable', x.url, {
       from: x.parent,
       status: isResourceSyncError(error) ? error.code : reason(error),
@@ -77,7 +76,7 @@ async function checkDocument(c: CheckContext, x: Expectation): Promise<void> {
     const md = header.md;
     if (md?.capability !== undefined) doc.capability = md.capability;
     for (const k of ['at', 'completed', 'from', 'until'] as const) if (md?.[k] !== undefined) doc[k] = md[k];
-    expectations(c, x, header, kind?.capability ?? md?.capability);
+    expectations(c, x, header, kind?.capability ?? md?.capability, kind?.id);
 
     // Validators: documents of changes (entries in order of their time) under both versions until their
     // entries say which one they follow.
@@ -89,7 +88,6 @@ async function checkDocument(c: CheckContext, x: Expectation): Promise<void> {
     const indexEntries: Array<{ loc: string; from?: string; until?: string; line?: number }> = [];
     const id = kind?.id;
     const isIndex = header.root === 'sitemapindex';
-    const capabilityName = kind?.capability;
     for await (const batch of reader.batches) {
       for (const e of batch) {
         v11.entry(e);
@@ -98,7 +96,7 @@ async function checkDocument(c: CheckContext, x: Expectation): Promise<void> {
         else if (e.lastmod !== undefined) usesLastmod = true;
         doc.entries++;
         c.entries++;
-        entry(c, x, doc, e, id, isIndex, capabilityName, header, indexEntries);
+        entry(c, x, doc, e, kind, isIndex, header, indexEntries);
       }
     }
     doc.bytes = counter.bytes;
@@ -117,7 +115,10 @@ async function checkDocument(c: CheckContext, x: Expectation): Promise<void> {
   } catch (error) {
     if (c.o.signal?.aborted === true) throw error;
     doc.bytes = counter.bytes;
-    c.issue('document-unreadable', x.url, { reason: reason(error) });
+    await res.discard().catch(() => undefined); // a reader that gave up mid-body: the rest is not waited for
+    if (isPastDeadline(error))
+      c.issue('document-too-slow', x.url, { from: x.parent ?? x.url, deadline: c.deadlineMs, bytes: counter.bytes });
+    else c.issue('document-unreadable', x.url, { reason: reason(error) });
   }
 }
 
@@ -127,14 +128,9 @@ export function expectations(
   x: Expectation,
   header: DocumentHeader,
   capability: string | undefined,
+  kind: DocumentKindId | undefined,
 ): void {
-  const actual = capability ?? '(none)';
-  if (x.capability !== undefined && x.capability !== actual) {
-    if (x.via === 'archive')
-      c.issue('archive-capability-mismatch', x.url, { from: x.parent, expected: x.capability, actual });
-    else
-      c.issue('capability-mismatch', x.url, { from: x.parent ?? x.url, expected: x.capability, actual }, header.mdLine);
-  }
+  listedAs(c, x, capability, kind, header.mdLine);
   const up = linkOf(header, 'up');
   if (x.up !== undefined && up !== undefined && norm(up, x.url) !== x.up) {
     c.issue('up-link-elsewhere', x.url, { actual: norm(up, x.url), expected: x.up });
@@ -169,12 +165,13 @@ function entry(
   x: Expectation,
   doc: CheckedDocument,
   e: Entry,
-  id: string | undefined,
+  kind: DocumentKind | undefined,
   isIndex: boolean,
-  capability: string | undefined,
   header: DocumentHeader,
   indexEntries: Array<{ loc: string; from?: string; until?: string; line?: number }>,
 ): void {
+  const id = kind?.id;
+  const capability = kind?.capability;
   const loc = norm(e.loc, x.url);
   const allowed = c.o.authority.allows(loc);
   if (id === 'source-description' || id === 'source-description-index') {
@@ -205,7 +202,7 @@ function entry(
     if (allowed) c.enqueue({ url: loc, parent: x.url, via: 'capabilitylist', capability: advertised, up: x.url });
     return;
   }
-  if (isIndex && capability !== undefined) {
+  if (isIndex && kind !== undefined) {
     indexEntries.push({
       loc,
       ...(e.md?.from === undefined ? {} : { from: e.md.from }),
@@ -213,12 +210,14 @@ function entry(
       ...(e.line === undefined ? {} : { line: e.line }),
     });
     const up = linkOf(header, 'up');
+    const listed = indexedKind(kind);
     if (allowed) {
       c.enqueue({
         url: loc,
         parent: x.url,
         via: 'index',
-        capability,
+        capability: kind.capability,
+        ...(listed === undefined ? {} : { kind: listed.id }),
         ...(up === undefined ? {} : { up: norm(up, x.url) }),
         ...(x.archived === true ? { archived: true } : {}),
         ...(capability === 'changelist'
@@ -233,9 +232,16 @@ function entry(
     }
     return;
   }
-  const archived = capability === undefined ? undefined : ARCHIVE_OF[capability];
+  const archived = kind === undefined ? undefined : archivedKind(kind);
   if (archived !== undefined) {
-    if (allowed) c.enqueue({ url: loc, parent: x.url, via: 'archive', capability: archived, archived: true });
+    if (allowed)
+      c.enqueue({
+        url: loc,
+        parent: x.url,
+        via: 'archive',
+        capability: archived.capability,
+        archived: true,
+      });
     return;
   }
   if (id === 'resource-dump' || id === 'change-dump') {

@@ -1,6 +1,6 @@
 /**
  * Rules of `check` that span documents, checked from what the crawl kept: Change List Index intervals,
- * `index` links to another index, notification channels, and discovery by every route.
+ * documents listed again by an index or archive (their kind, index cycles), `index` links to another index, notification channels, and discovery by every route.
  * @see Z39.99 §6.2, §6.3, §12.2, ResourceSync Change Notification §5
  */
 import { WELL_KNOWN_PATH } from '../core/constants.js';
@@ -9,8 +9,9 @@ import { parseLinkHeader } from '../core/link-header.js';
 import { readDocument } from '../core/xml/read-document.js';
 import type { Discovery } from '../destination/discover.js';
 import type { HttpResponse } from '../destination/http.js';
-import { ms, norm, reason, type CheckContext } from './context.js';
+import { ms, norm, reason, type CheckContext, type Expectation } from './context.js';
 import type { CheckedDocument } from './report.js';
+import { documentKindById, type DocumentKindId } from '../core/model/document-kinds.js';
 
 /** Change Lists of an index: forward chronological, contiguous, not overlapping, only the last one open. @see Z39.99 §12.2 */
 export function intervals(
@@ -33,6 +34,57 @@ export function intervals(
     else if (from > prevUntil)
       c.issue('changelists-gap', url, { loc: cur.loc, from: cur.from, until: prev.until }, cur.line);
   }
+}
+
+/**
+ * The document is of the capability its lister gives it, and of the kind an index lists (a Resource List Index
+ * lists Resource Lists, never another index). An archive lists documents of its capability, indexes included.
+ */
+export function listedAs(
+  c: CheckContext,
+  x: Expectation,
+  capability: string | undefined,
+  kind: DocumentKindId | undefined,
+  line?: number,
+): void {
+  const actual = capability ?? '(none)';
+  if (x.capability !== undefined && x.capability !== actual) {
+    if (x.via === 'archive')
+      c.issue('archive-capability-mismatch', x.url, { from: x.parent, expected: x.capability, actual });
+    else c.issue('capability-mismatch', x.url, { from: x.parent ?? x.url, expected: x.capability, actual }, line);
+  } else if (x.kind !== undefined && kind !== undefined && kind !== x.kind) {
+    const expected = documentKindById(x.kind).name;
+    c.issue('listed-kind-mismatch', x.url, { from: x.parent, expected, actual: documentKindById(kind).name }, line);
+  }
+}
+
+/**
+ * Documents that an index or archive lists but that were reached first from another lister: each is of the kind
+ * the index or archive lists, and an index that lists itself, or an index above it, closes a cycle.
+ * @see Z39.99 §6.2, §10.2, §12.2; ResourceSync Archives §3–6
+ */
+export function checkRelisted(c: CheckContext): void {
+  const byUrl = new Map(c.documents.map((d) => [d.url, d]));
+  for (const x of c.relisted) {
+    if (x.parent === undefined) continue;
+    if (x.via === 'index' && leadsTo(byUrl, x.url, x.parent)) {
+      c.issue('index-cycle', x.parent, { from: x.parent, loc: x.url });
+      continue;
+    }
+    const d = byUrl.get(x.url);
+    if (d === undefined || d.status !== undefined || (d.kind === null && d.capability === undefined)) continue;
+    listedAs(c, x, d.capability, (d.kind ?? undefined) as DocumentKindId | undefined);
+  }
+}
+
+/** True when `url` is `from` or a document above it (its lister, its lister's lister…). */
+function leadsTo(byUrl: ReadonlyMap<string, CheckedDocument>, url: string, from: string): boolean {
+  let at: string | undefined = from;
+  for (let steps = 0; at !== undefined && steps <= byUrl.size; steps++) {
+    if (at === url) return true;
+    at = byUrl.get(at)?.parent;
+  }
+  return false;
 }
 
 /**

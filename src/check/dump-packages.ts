@@ -142,6 +142,7 @@ async function checkPackage(c: CheckContext, p: PackageJob, dir: string): Promis
       { url: manifestUrl, parent: p.dump, via: 'capabilitylist', capability: p.manifestCapability },
       reader.header,
       kind?.capability ?? reader.header.md?.capability,
+      kind?.id,
     );
     const validator = createValidator(reader.header, { spec: '1.1', mode: 'strict' });
     // what the manifest says of each resource, for the Resource List of the same time (bounded by the manifest's size)

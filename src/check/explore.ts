@@ -36,7 +36,7 @@ export interface ExploreResult {
 /** Options of `explore`: those of `check` that shape the crawl. */
 export type ExploreOptions = Pick<
   CheckOptions,
-  'url' | 'http' | 'authority' | 'signal' | 'maxDocuments' | 'maxDepth' | 'rate' | 'onProgress'
+  'url' | 'http' | 'authority' | 'signal' | 'maxDocuments' | 'maxDepth' | 'rate' | 'deadlineMs' | 'onProgress'
 >;
 
 /**

@@ -25,9 +25,18 @@ h1{font-size:1.5rem;margin-bottom:.2rem}h2{font-size:1.15rem;margin-top:2rem;bor
 table{border-collapse:collapse;width:100%;font-size:.9rem}th,td{text-align:left;padding:.3rem .5rem;border-bottom:1px solid #e8edf2;vertical-align:top}
 th{background:#f3f6f9}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .error{color:#8a1c1c;font-weight:600}.warning{color:#8a5a00;font-weight:600}
-code,.url{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.85rem;word-break:break-all}
+code,.url{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.85rem}
+code,.nw{white-space:nowrap}.url{overflow-wrap:break-word;min-width:12rem}
 .muted{color:#5b6877}
 `;
+
+/**
+ * A URL as HTML that a line may break after its `/`, `?`, `#`, `&` and `=` (`<wbr>`), and nowhere else unless a
+ * part is wider than its column.
+ */
+function breakableUrl(url: string): string {
+  return escapeHtml(url).replace(/(\/|\?|#|&amp;|=)/g, '$1<wbr>');
+}
 
 /**
  * Renders the report.
@@ -41,13 +50,13 @@ export function renderCheckHtml(report: CheckReport): string {
   const docs = report.documents
     .map(
       (d) =>
-        `<tr><td class="url">${e(d.url)}</td><td>${e(d.kind ?? '?')}</td><td>${e(d.spec ?? '')}</td><td>${e(d.at ?? d.from ?? '')}${d.until !== undefined ? ` – ${e(d.until)}` : ''}</td><td class="num">${d.entries}</td><td class="num">${d.bytes}</td><td class="num">${d.status ?? 200}</td><td class="num">${d.errors}</td><td class="num">${d.warnings}</td></tr>`,
+        `<tr><td class="url">${breakableUrl(d.url)}</td><td class="nw">${e(d.kind ?? '?')}</td><td>${e(d.spec ?? '')}</td><td class="nw">${e(d.at ?? d.from ?? '')}${d.until !== undefined ? ` – ${e(d.until)}` : ''}</td><td class="num">${d.entries}</td><td class="num">${d.bytes}</td><td class="num">${d.status ?? 200}</td><td class="num">${d.errors}</td><td class="num">${d.warnings}</td></tr>`,
     )
     .join('\n');
   const issues = report.issues
     .map(
       (i) =>
-        `<tr><td class="${i.severity}">${i.severity}</td><td><code>${e(i.code)}</code></td><td class="url">${e(i.url)}${i.line !== undefined ? `:${i.line}` : ''}</td><td>${e(i.message)}${i.path !== undefined ? ` <span class="muted">[${e(i.path)}]</span>` : ''}</td><td>${e(i.section)}</td></tr>`,
+        `<tr><td class="${i.severity}">${i.severity}</td><td><code>${e(i.code)}</code></td><td class="url">${breakableUrl(i.url)}${i.line !== undefined ? `:${i.line}` : ''}</td><td>${e(i.message)}${i.path !== undefined ? ` <span class="muted">[${e(i.path)}]</span>` : ''}</td><td class="nw">${e(i.section)}</td></tr>`,
     )
     .join('\n');
   return `<!DOCTYPE html>

@@ -13,6 +13,7 @@ const Z = 'Z39.99 §';
 export const CHECK_CODES = [
   'document-unreachable',
   'document-unreadable',
+  'document-too-slow',
   'capability-mismatch',
   'up-link-elsewhere',
   'index-link-missing',
@@ -22,6 +23,8 @@ export const CHECK_CODES = [
   'changelist-open-not-last',
   'changelist-interval-disagrees',
   'archive-capability-mismatch',
+  'listed-kind-mismatch',
+  'index-cycle',
   'package-unreachable',
   'package-length-mismatch',
   'package-hash-mismatch',
@@ -64,6 +67,11 @@ export const CHECK_MESSAGES: { readonly [C in CheckCode]: CheckIssueDefinition }
     severity: 'error',
     section: `${Z}7`,
     message: 'the document cannot be read as ResourceSync: {reason}',
+  },
+  'document-too-slow': {
+    severity: 'error',
+    section: 'resourcesync check',
+    message: "the document linked from '{from}' did not arrive whole within {deadline} ms ({bytes} bytes received)",
   },
   'capability-mismatch': {
     severity: 'error',
@@ -110,6 +118,17 @@ export const CHECK_MESSAGES: { readonly [C in CheckCode]: CheckIssueDefinition }
     severity: 'error',
     section: 'ResourceSync Archives §3–6',
     message: "the archive '{from}' lists it, so its capability must be '{expected}', not '{actual}'",
+  },
+  'listed-kind-mismatch': {
+    severity: 'error',
+    section: `${Z}6.2, ResourceSync Archives §3–6`,
+    message: "'{from}' lists it as a {expected}, but it is a {actual}",
+  },
+  'index-cycle': {
+    severity: 'error',
+    section: `${Z}6.2`,
+    message:
+      "the index '{from}' lists '{loc}', which is the index itself or one that leads to it: the indexes form a cycle",
   },
   'package-unreachable': {
     severity: 'error',

@@ -74,6 +74,11 @@ export interface CheckOptions {
   tmpDir?: string;
   /** Levels of documents below the starting points that are fetched (the Source Description is level 0). Default no limit. */
   maxDepth?: number;
+  /**
+   * Most time for one request, its whole body included (documents, packages, resources, discovery's reads), ms;
+   * a document past it is `document-too-slow`. Default 120,000.
+   */
+  deadlineMs?: number;
   /** Check discovery by every route (well-known URI, robots.txt, HTML links). Default true. */
   discoveryRules?: boolean;
   /** Random numbers in [0, 1) for the sample. Default `Math.random`. */

@@ -1,6 +1,6 @@
 /**
  * What `check` and `explore` share: the options that bound a crawl of a Source (`--max-documents`, `--rate`,
- * `--allow-origin`, `--timeout`), the one `<url>` they start from, and a client that is closed and interrupted
+ * `--allow-origin`, `--timeout`, `--deadline`), the one `<url>` they start from, and a client that is closed and interrupted
  * (SIGINT) in one place.
  */
 import { createAuthority, originOf, type Authority } from '../destination/authority.js';
@@ -16,6 +16,7 @@ export const CRAWL_OPTIONS = {
   rate: { type: 'string' },
   'allow-origin': { type: 'string', multiple: true },
   timeout: { type: 'string' },
+  deadline: { type: 'string' },
 } as const;
 
 /** A crawl's starting point and bounds. */
@@ -26,6 +27,8 @@ export interface Crawl {
   /** Requests per second (0: no pacing). */
   rate: number;
   timeoutMs: number;
+  /** Most time for one request, whole body included. */
+  deadlineMs: number;
 }
 
 /** Reads the `<url>` and the crawl options, or says what is wrong and returns the usage exit code. */
@@ -33,7 +36,13 @@ export function crawlOf(
   command: string,
   help: string,
   positionals: string[],
-  v: { 'max-documents'?: string | undefined; rate?: string | undefined; 'allow-origin'?: string[] | undefined; timeout?: string | undefined },
+  v: {
+    'max-documents'?: string | undefined;
+    rate?: string | undefined;
+    'allow-origin'?: string[] | undefined;
+    timeout?: string | undefined;
+    deadline?: string | undefined;
+  },
 ): Crawl | number {
   if (positionals.length !== 1) return usageError(command, 'expected one <url>.', help);
   const url = positionals[0]!;
@@ -46,6 +55,7 @@ export function crawlOf(
       maxDocuments: integerOption('max-documents', v['max-documents'], 1) ?? 1000,
       rate: integerOption('rate', v.rate, 0) ?? 20,
       timeoutMs: integerOption('timeout', v.timeout, 1) ?? 30_000,
+      deadlineMs: integerOption('deadline', v.deadline, 1) ?? 120_000,
     };
   } catch (error) {
     return usageError(command, error);

@@ -231,7 +231,10 @@ async function follow(ctx: Ctx, result: Discovery, doc: Fetched, depth: number):
           if (sub) await follow(ctx, result, sub, depth + 1);
           continue;
         }
-        if (e.md?.capability !== undefined && e.md.capability !== 'capabilitylist') {
+        // lenient: some producers give the Capability Lists of their Source Description capability 'resourcelist'
+        if (e.md?.capability === 'resourcelist')
+          push(ctx, 'source-description-entry-as-capability-list', { url: loc, capability: e.md.capability });
+        else if (e.md?.capability !== undefined && e.md.capability !== 'capabilitylist') {
           push(ctx, 'source-description-entry-skipped', { url: loc, capability: e.md.capability });
           continue;
         }

@@ -76,7 +76,8 @@ export class Download implements Dispatcher.DispatchHandler {
   #paused = false;
   #ended = false;
   #error: Error | undefined;
-  #wake: (() => void) | undefined;
+  /** Readers waiting for a chunk or the end (a reader and a discard may wait at once). */
+  #wakers: Array<() => void> = [];
   /** Bytes still to be dropped by {@link discard} before the connection is given up instead. */
   #dropBudget = -1;
   /** Set before the request starts: abort it at once. */
@@ -157,7 +158,7 @@ export class Download implements Dispatcher.DispatchHandler {
       }
       if (this.#error !== undefined) throw this.#error;
       if (this.#ended) return undefined;
-      await new Promise<void>((r) => (this.#wake = r));
+      await new Promise<void>((r) => this.#wakers.push(r));
     }
   }
 
@@ -165,7 +166,7 @@ export class Download implements Dispatcher.DispatchHandler {
   async all(): Promise<Buffer> {
     while (!this.#ended && this.#error === undefined) {
       if (this.#paused) this.resume();
-      await new Promise<void>((r) => (this.#wake = r));
+      await new Promise<void>((r) => this.#wakers.push(r));
     }
     if (this.#error !== undefined) throw this.#error;
     const q = this.#queue;
@@ -185,7 +186,7 @@ export class Download implements Dispatcher.DispatchHandler {
     if (this.#ended || this.#error !== undefined) return;
     this.#dropBudget = limit;
     this.resume();
-    while (!this.#ended && this.#error === undefined) await new Promise<void>((r) => (this.#wake = r));
+    while (!this.#ended && this.#error === undefined) await new Promise<void>((r) => this.#wakers.push(r));
   }
 
   #settled(): void {
@@ -198,8 +199,8 @@ export class Download implements Dispatcher.DispatchHandler {
   }
 
   #notify(): void {
-    const w = this.#wake;
-    this.#wake = undefined;
-    w?.();
+    const wakers = this.#wakers;
+    this.#wakers = [];
+    for (const w of wakers) w();
   }
 }

@@ -119,11 +119,26 @@ function wrapError(err: unknown, url: string, phase: 'request' | 'body'): Resour
   return new ResourceSyncError('RS_NETWORK', `URL '${url}' failed (${phase}): ${causeOf(err)}.`, { data: { url, phase, code }, cause: err, recoverable: true });
 }
 
-async function* guarded(body: AsyncIterable<Uint8Array>, url: string): AsyncGenerator<Uint8Array> {
+/**
+ * A body decoded from its Content-Encoding. A reader that stops early (a parse error, a limit) aborts the request:
+ * the raw body it leaves behind is read by no one, so its download would stay paused with the connection, and
+ * the pool would never close (a paused socket holds no event-loop reference, so the process would drain before).
+ */
+async function* decodedBody(d: Download, url: string, dec: Transform): AsyncGenerator<Uint8Array> {
+  const raw = Readable.from(bodyOf(d, url, false), { objectMode: false });
+  raw.on('error', (e) => dec.destroy(e));
+  let complete = false;
   try {
-    for await (const chunk of body) yield chunk;
+    for await (const chunk of raw.pipe(dec) as AsyncIterable<Uint8Array>) yield chunk;
+    complete = true;
   } catch (err) {
     throw wrapError(err, url, 'body');
+  } finally {
+    if (!complete) {
+      d.abort(new Error('response body discarded'));
+      raw.destroy();
+      dec.destroy();
+    }
   }
 }
 
@@ -364,9 +379,7 @@ export function createHttpClient(options: HttpClientOptions): HttpGet & { close(
     let body: AsyncIterable<Uint8Array>;
     if (dec !== undefined) {
       delete h['content-length'];
-      const raw = Readable.from(bodyOf(d, url, false), { objectMode: false });
-      raw.on('error', (e) => dec.destroy(e));
-      body = guarded(raw.pipe(dec), url);
+      body = decodedBody(d, url, dec);
     } else {
       const declared = parseLength(h['content-length']);
       body = bodyOf(d, url, declared !== undefined && declared <= WHOLE_BODY);

@@ -79,6 +79,9 @@ export const NOTES = {
   'source-description-entry-skipped': row<{ url: string; capability: string }>('warning', "a Source Description entry is not a Capability List: skipped", (d) =>
     `Source Description entry '${d.url}' has capability '${d.capability}', not 'capabilitylist': skipped.`,
   ),
+  'source-description-entry-as-capability-list': row<{ url: string; capability: string }>('warning', "a Source Description entry with capability 'resourcelist': read as a Capability List", (d) =>
+    `Source Description entry '${d.url}' has capability '${d.capability}': read as a Capability List.`,
+  ),
   'sitemap-ignored': row<{ url: string }>('warning', 'a Sitemap without a ResourceSync capability: ignored', (d) => `'${d.url}' is a Sitemap without a ResourceSync capability: ignored.`),
   'not-in-capability-list': row<{ url: string }>('warning', 'a document is not listed in the Capability List it points up to', (d) =>
     `'${d.url}' is not listed in the Capability List it points up to.`,

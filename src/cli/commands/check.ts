@@ -29,6 +29,7 @@ Options:
   --rate N             requests per second at most (default 20; 0 for no pacing)
   --allow-origin ORIGIN  also follow links to this origin; repeatable
   --timeout MS         HTTP timeout (default 30000)
+  --deadline MS        most time for one document, whole body included (default 120000)
   -h, --help           show this help
 
 Exit codes:
@@ -81,9 +82,9 @@ export async function run(args: string[]): Promise<number> {
     stderr.write(`\r\x1b[2K${p.phase}: ${p.documents} documents, ${p.entries} entries, ${p.resources} resources, ${p.requests} requests`);
   };
   return withCrawlClient('check', crawl, values.json, async (http, signal) => {
-    const { url, authority, maxDocuments, rate } = crawl;
+    const { url, authority, maxDocuments, rate, deadlineMs } = crawl;
     try {
-      const report = await check({ url, http, authority, sample, maxDocuments, rate, signal, onProgress });
+      const report = await check({ url, http, authority, sample, maxDocuments, rate, deadlineMs, signal, onProgress });
       if (values.html !== undefined) await writeFile(values.html, renderCheckHtml(report));
       if (tty) stderr.write('\r\x1b[2K');
       stdout.write(values.json === true ? `${JSON.stringify(report)}\n` : describeCheck(report));

@@ -38,6 +38,7 @@ Options:
   --rate N             requests per second at most (default 20; 0 for no pacing)
   --allow-origin ORIGIN  also follow links to this origin; repeatable
   --timeout MS         HTTP timeout (default 30000)
+  --deadline MS        most time for one document, whole body included (default 120000)
   -h, --help           show this help
 
 Exit codes: 0 done (--web: stopped by SIGINT or SIGTERM), 1 the page cannot listen, 2 usage error,
@@ -141,8 +142,8 @@ export async function run(args: string[]): Promise<number> {
     return serveWeb(crawl, port, values.host ?? '127.0.0.1');
   }
   return withCrawlClient('explore', crawl, values.json, async (http, signal) => {
-    const { url, authority, maxDocuments, rate } = crawl;
-    const result = await explore({ url, http, authority, maxDocuments, rate, signal, ...(maxDepth === undefined ? {} : { maxDepth }) });
+    const { url, authority, maxDocuments, rate, deadlineMs } = crawl;
+    const result = await explore({ url, http, authority, maxDocuments, rate, deadlineMs, signal, ...(maxDepth === undefined ? {} : { maxDepth }) });
     stdout.write(values.json === true ? `${JSON.stringify(result)}\n` : describeTree(result));
     return 0;
   });

@@ -5,6 +5,7 @@
  * @see Z39.99 §7 (attributes), W3C Datetime (NOTE-datetime)
  */
 import { HASH_ALGORITHMS, PRI_MAX, PRI_MIN, RS_NS } from '../constants.js';
+import type { DocumentKind } from '../model/document-kinds.js';
 import { LN_ATTRIBUTES, MD_ATTRIBUTES, type ForeignAttribute, type Ln, type Md } from '../model/types.js';
 import { hasSpaceSeparator, parseW3CDatetime, type W3CDatetime } from '../w3c-datetime.js';
 import { IssueCollector } from './issue-collector.js';
@@ -53,6 +54,8 @@ function isSpace(c: number): boolean {
 export abstract class AttributeRules extends IssueCollector {
   /** The kind's name, for messages. */
   protected abstract readonly name: string;
+  /** The document's kind, when known. */
+  abstract readonly kind: DocumentKind | undefined;
 
   /** Parses a date-time attribute once; reports syntax problems. */
   protected time(
@@ -111,7 +114,8 @@ export abstract class AttributeRules extends IssueCollector {
     fromReported = false,
   ): void {
     if (at && completed && completed.ms < at.ms) {
-      this.report('completed-before-at', { value: md.completed, expected: md.at }, '/rs:md/@completed', line);
+      const code = this.lenient ? 'tolerated-completed-before-at' : 'completed-before-at';
+      this.report(code, { value: md.completed, expected: md.at }, '/rs:md/@completed', line);
     }
     if (from && until && until.ms < from.ms) {
       const code = this.lenient ? 'tolerated-until-before-from' : 'until-before-from';
@@ -142,7 +146,16 @@ export abstract class AttributeRules extends IssueCollector {
     if (md.hash !== undefined) this.checkHash(md.hash, '/rs:md/@hash', line);
     if (md.length !== undefined && !isDigits(md.length))
       this.report('length-invalid', { value: md.length }, '/rs:md/@length', line);
-    if (md.extra !== undefined) this.checkForeign(md.extra, MD_KNOWN, '/rs:md', line);
+    let extra = md.extra;
+    // Lenient: a draft-era `modified` on a Capability List or Source Description, which have no time attribute
+    // to read it as (the parser keeps it as written)
+    const family = this.kind?.family;
+    const draft = top && this.lenient && (family === 'capability' || family === 'description') ? extra?.find((a) => a.ns === '' && a.local === 'modified') : undefined;
+    if (draft !== undefined) {
+      this.report('tolerated-draft-modified-ignored', { value: draft.value, kind: this.name }, '/rs:md/@modified', line);
+      extra = extra?.filter((a) => a !== draft);
+    }
+    if (extra !== undefined) this.checkForeign(extra, MD_KNOWN, '/rs:md', line);
     if (!top) return;
     if (md.change !== undefined) this.report('change-unexpected', { kind: this.name }, '/rs:md/@change', line);
     if (md.path !== undefined) this.report('path-unexpected', { kind: this.name }, '/rs:md/@path', line);

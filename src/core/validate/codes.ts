@@ -99,6 +99,10 @@ export const ISSUE_CODES = [
   'tolerated-until-before-from',
   'tolerated-loc-relative',
   'tolerated-capability-legacy-name',
+  'tolerated-draft-modified-ignored',
+  'tolerated-completed-before-at',
+  'tolerated-at-instead-of-from',
+  'tolerated-description-entry-capability',
 ] as const;
 
 /** One validator rule. */

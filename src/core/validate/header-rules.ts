@@ -111,7 +111,10 @@ export abstract class HeaderRules extends AttributeRules {
       }
       for (const a of top.forbidden) {
         if (md[a] === undefined) continue;
-        const code = a === 'at' || a === 'completed' ? 'at-forbidden' : 'from-forbidden';
+        const snapshot = a === 'at' || a === 'completed';
+        // Lenient: a Change List Index with `at`/`completed` in place of `from` (producers in the wild)
+        const instead = this.lenient && snapshot && md.from === undefined && top.required.includes('from');
+        const code = instead ? 'tolerated-at-instead-of-from' : snapshot ? 'at-forbidden' : 'from-forbidden';
         this.report(code, { ...params, attribute: a }, `/rs:md/@${a}`, line);
       }
     }

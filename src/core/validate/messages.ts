@@ -290,6 +290,26 @@ export const MESSAGES: { readonly [C in IssueCode]: IssueDefinition } = {
     section: `${Z}Appendix A`,
     message: "tolerated: the draft-era attribute modified='{value}' read as {attribute}='{value}'",
   },
+  'tolerated-draft-modified-ignored': {
+    severity: 'warning',
+    section: `${Z}Appendix A`,
+    message: "tolerated: the draft-era attribute modified='{value}' of the {kind} is ignored (it has no time attribute)",
+  },
+  'tolerated-completed-before-at': {
+    severity: 'warning',
+    section: `${Z}7`,
+    message: "tolerated: completed '{value}' is before at '{expected}'; 'completed' is ignored",
+  },
+  'tolerated-at-instead-of-from': {
+    severity: 'warning',
+    section: `${Z}Appendix A`,
+    message: "tolerated: the {kind} gives '{attribute}' instead of 'from'; it is ignored",
+  },
+  'tolerated-description-entry-capability': {
+    severity: 'warning',
+    section: `${Z}8`,
+    message: "tolerated: capability '{value}' of a Source Description entry; read as 'capabilitylist'",
+  },
   'tolerated-md-merged': {
     severity: 'warning',
     section: `${Z}7`,

@@ -307,7 +307,9 @@ class StreamingValidator extends HeaderRules implements Validator {
       return;
     }
     if (this.rules?.capability === 'capabilitylist') {
-      if (capability !== 'capabilitylist') {
+      if (capability === 'resourcelist' && this.lenient && this.kind?.id === 'source-description')
+        this.report('tolerated-description-entry-capability', { value: capability }, path, line, this.section);
+      else if (capability !== 'capabilitylist') {
         this.report('entry-capability-invalid', { value: capability, kind: this.name, expected: 'capabilitylist' }, path, line, this.section);
       }
       return;
