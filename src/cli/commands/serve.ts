@@ -226,6 +226,7 @@ export async function run(args: string[]): Promise<number> {
   live.ui = startUi({
     baseUrl,
     origin: running.url,
+    host,
     signal: ac.signal,
     log,
     ...(push === undefined ? {} : { channels: () => push.channels() }),
