@@ -50,7 +50,7 @@ import { capabilityEntry, header } from './documents.js';
 import { channelEntries, documentDigests, frameworkChanges, frameworkDiff, type DigestMemo, type DigestRecord, type SetNotifications } from './notifications.js';
 import { publishChangeLists } from './publish-change-lists.js';
 import { changeDump } from './publish-change-dump.js';
-import { announceChanges, changeRecorder, publishContext, setPaths, writeDoc, type Context, type PublishOptions, type PublishProgress } from './publish-context.js';
+import { announceChanges, changeRecorder, publishContext, setPaths, unpublishable, writeDoc, type Context, type PublishOptions, type PublishProgress, type PublishWarning } from './publish-context.js';
 import { htmlRewrite } from './publish-html.js';
 import { publishResourceLists } from './publish-resource-lists.js';
 import { resourceDump } from './publish-resource-dump.js';
@@ -75,6 +75,9 @@ export interface PublishResult {
   resources: number;
   /** With `options.notifications`: what to send on each set's channels, in the order of `sets`. */
   notifications?: SetNotifications[];
+  /** What the run left out, each with a code (at most 100; `warningsOmitted` counts the others). */
+  warnings: PublishWarning[];
+  warningsOmitted: number;
 }
 
 interface SetResult {
@@ -144,6 +147,8 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
       deleted: sum(results, 'deleted'),
     },
     resources: sum(results, 'resources'),
+    warnings: ctx.warnings,
+    warningsOmitted: ctx.warningsOmitted,
     ...(ctx.notifications ? { notifications: results.flatMap((r) => (r.notifications ? [r.notifications] : [])) } : {}),
   };
 }
@@ -245,6 +250,7 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
             exclude: ctx.exclude,
             ...(ctx.hold !== undefined ? { hold: (rel: string) => ctx.hold!(join(set.dir, ...rel.split('/'))) } : {}),
             settleMs: ctx.settleMs,
+            onUnpublishable: (path) => unpublishable(ctx, set.name, path),
             ...(rewrite !== undefined ? { rewrite, rewriteLimit: HTML_LINK_MAX_BYTES } : {}),
             ...(ctx.signal ? { signal: ctx.signal } : {}),
             onProgress: (p) => progress('scan', p.files, p.bytes),

@@ -255,6 +255,16 @@ export async function run(args: string[]): Promise<number> {
   let first: { result?: PublishResult; error?: unknown } | undefined;
   const held: { watcher?: SourceWatcher } = {};
   let runMs = 0;
+  // each name that cannot be published is logged once, with its code (a rescan finds it again)
+  const warned = new Set<string>();
+  const logWarnings = (r: PublishResult): void => {
+    for (const w of r.warnings) {
+      const key = `${w.set}\n${w.path}`;
+      if (warned.has(key) || warned.size >= 10_000) continue;
+      warned.add(key);
+      log(`resourcesync serve: warning ${w.code}: set '${w.set}': ${w.message}`);
+    }
+  };
   /** A publication's Framework Notifications (its Change Notifications went out through `onRecorded`). */
   const sendFramework = (r: PublishResult): void => push?.send(r.notifications?.map((n) => ({ ...n, change: [] })));
   const publishOnce = async ({ rescan }: { rescan: boolean } = { rescan: true }): Promise<PublishResult> => {
@@ -269,6 +279,7 @@ export async function run(args: string[]): Promise<number> {
       });
       first ??= { result };
       runMs = performance.now() - t0;
+      logWarnings(result);
       return result;
     } catch (error) {
       first ??= { error };
