@@ -64,6 +64,11 @@ export interface WatchOptions {
   retryMinMs?: number;
   /** The longest wait between two tries after failures. Default 60,000 ms. */
   retryMaxMs?: number;
+  /**
+   * With `record`: after a run, in how many ms another documents run is due although nothing changed (e.g.
+   * `PublishResult.resourceListDueInMs`, a Resource List put off), or undefined. Default: never.
+   */
+  followUp?: (result: unknown) => number | undefined;
   /** Errors of `run` and of the watchers; the watcher keeps going. */
   onError?: (error: unknown) => void;
   /** Called at once (not settled) for every change event of a visible name, e.g. to drop server caches. */
@@ -163,6 +168,18 @@ export function watchSources(options: WatchOptions): SourceWatcher {
   const succeeded = (): void => {
     failures = 0;
   };
+  // a documents run that a run asked for later, although nothing changed
+  let followUpTimer: NodeJS.Timeout | undefined;
+  const followUp = (result: unknown): void => {
+    const ms = record === undefined ? undefined : options.followUp?.(result);
+    if (ms === undefined || closed) return;
+    if (followUpTimer !== undefined) clearTimeout(followUpTimer);
+    followUpTimer = setTimeout(() => {
+      followUpTimer = undefined;
+      documentsNow = true;
+      kick();
+    }, ms);
+  };
 
   /** Nothing in flight and nothing due: `flush` callers are told. */
   const settle = (): void => {
@@ -228,6 +245,7 @@ export function watchSources(options: WatchOptions): SourceWatcher {
       try {
         const result = await options.run({ rescan });
         succeeded();
+        followUp(result);
         options.onRun?.(result, kind);
       } catch (error) {
         failed(error);
@@ -322,6 +340,8 @@ export function watchSources(options: WatchOptions): SourceWatcher {
     documentsTimer = undefined;
     if (retryTimer !== undefined) clearTimeout(retryTimer);
     retryTimer = undefined;
+    if (followUpTimer !== undefined) clearTimeout(followUpTimer);
+    followUpTimer = undefined;
     pending = false;
     await Promise.all([running, recording]);
   };

@@ -75,6 +75,11 @@ export interface PublishResult {
   resources: number;
   /** With `options.notifications`: what to send on each set's channels, in the order of `sets`. */
   notifications?: SetNotifications[];
+  /**
+   * When a Resource List lacking changes was put off by `resourceListEveryMs`: in how many ms it is due (the
+   * soonest of the sets). A publication without a scan then writes it, whether more changes come or not.
+   */
+  resourceListDueInMs?: number;
   /** What the run left out, each with a code (at most 100; `warningsOmitted` counts the others). */
   warnings: PublishWarning[];
   warningsOmitted: number;
@@ -89,6 +94,7 @@ interface SetResult {
   deleted: number;
   resources: number;
   notifications?: SetNotifications;
+  resourceListDueInMs?: number;
 }
 
 /**
@@ -149,6 +155,7 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
     resources: sum(results, 'resources'),
     warnings: ctx.warnings,
     warningsOmitted: ctx.warningsOmitted,
+    ...dueIn(results),
     ...(ctx.notifications ? { notifications: results.flatMap((r) => (r.notifications ? [r.notifications] : [])) } : {}),
   };
 }
@@ -163,6 +170,11 @@ function readDigestMemo(store: SnapshotStore): DigestMemo {
   } catch {
     return new Map(); // unreadable: every document is read again
   }
+}
+
+function dueIn(rs: SetResult[]): { resourceListDueInMs?: number } {
+  const due = rs.flatMap((r) => (r.resourceListDueInMs === undefined ? [] : [r.resourceListDueInMs]));
+  return due.length === 0 ? {} : { resourceListDueInMs: Math.min(...due) };
 }
 
 function sum(rs: SetResult[], k: 'created' | 'updated' | 'deleted' | 'resources'): number {
@@ -341,6 +353,7 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
       deleted: r.deleted,
       resources: r.resources,
       ...(notifications ? { notifications } : {}),
+      ...(rl.dueInMs === undefined ? {} : { resourceListDueInMs: rl.dueInMs }),
     };
   } finally {
     store.close();

@@ -301,7 +301,7 @@ export async function run(args: string[]): Promise<number> {
         dirs,
         settleMs: SETTLE_MS,
         run: publishOnce,
-        ...(push ? { record: recordOnce } : {}),
+        ...(push ? { record: recordOnce, followUp: (r: unknown) => (r as PublishResult).resourceListDueInMs } : {}),
         signal: ac.signal,
         onEvent: () => live.core?.invalidate(),
         onRun: (r, action) => {
