@@ -27,12 +27,27 @@ before(async () => {
     body: `<?xml version="1.0" encoding="UTF-8"?>\n${body}`,
     headers: { 'content-type': 'application/xml' },
   });
-  server.set('/.well-known/resourcesync', xml(`<urlset ${NS}><rs:md capability="description"/><url><loc>${O}/cl.xml</loc><rs:md capability="capabilitylist"/></url></urlset>`));
-  server.set('/cl.xml', xml(`<urlset ${NS}><rs:md capability="capabilitylist"/><url><loc>${O}/rl.xml</loc><rs:md capability="resourcelist"/></url></urlset>`));
+  server.set(
+    '/.well-known/resourcesync',
+    xml(
+      `<urlset ${NS}><rs:md capability="description"/><url><loc>${O}/cl.xml</loc><rs:md capability="capabilitylist"/></url></urlset>`,
+    ),
+  );
+  server.set(
+    '/cl.xml',
+    xml(
+      `<urlset ${NS}><rs:md capability="capabilitylist"/><url><loc>${O}/rl.xml</loc><rs:md capability="resourcelist"/></url></urlset>`,
+    ),
+  );
   const urls: string[] = [];
   for (let i = 0; i < ENTRIES; i++) urls.push(`<url><loc>${O}/r${i}</loc></url>`);
-  server.set('/rl.xml', xml(`<urlset ${NS}><rs:md capability="resourcelist" at="2026-01-01T00:00:00Z"/>${urls.join('')}</urlset>`));
-  child = spawn(process.execPath, [CLI, 'explore', '--web', `${O}/`, '--port', '0', '--rate', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  server.set(
+    '/rl.xml',
+    xml(`<urlset ${NS}><rs:md capability="resourcelist" at="2026-01-01T00:00:00Z"/>${urls.join('')}</urlset>`),
+  );
+  child = spawn(process.execPath, [CLI, 'explore', '--web', `${O}/`, '--port', '0', '--rate', '0'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   page = await new Promise<string>((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error(`no 'listening on' line within 30 s: ${out}`)), 30_000);
@@ -58,8 +73,19 @@ void test('explore --web answers only requests addressed to its own host', async
     assert.equal((await rawRequest(port, '/', 'GET', 15_000, host)).status, 200, host);
   }
   const before = server.requests.length;
-  for (const host of [`rebound.example.net:${port}`, 'rebound.example.net', `localhost.example.net:${port}`, '192.0.2.1', '']) {
-    for (const path of ['/', '/app.js', '/api/tree', `/api/entries?doc=${encodeURIComponent(`${server.origin}/rl.xml`)}`]) {
+  for (const host of [
+    `rebound.example.net:${port}`,
+    'rebound.example.net',
+    `localhost.example.net:${port}`,
+    '192.0.2.1',
+    '',
+  ]) {
+    for (const path of [
+      '/',
+      '/app.js',
+      '/api/tree',
+      `/api/entries?doc=${encodeURIComponent(`${server.origin}/rl.xml`)}`,
+    ]) {
       const r = await rawRequest(port, path, 'GET', 15_000, host);
       assert.equal(r.status, 421, `${host} ${path}`);
       assert.doesNotMatch(r.text, /<html|rl\.xml|resourcelist/i);

@@ -169,7 +169,7 @@ export interface PublishWarning {
 }
 
 /** Most warnings a publication keeps in full; the others are counted. */
-export const MAX_WARNINGS = 100;
+const MAX_WARNINGS = 100;
 
 /** Adds a warning for a name of `set` that cannot be published. */
 export function unpublishable(ctx: Context, set: string, path: string): void {

@@ -38,7 +38,10 @@ function hostName(host: string): string {
  * names of `also`. The port is not compared (a proxy may drop it). A request without a `Host` is refused.
  * @example hostCheck('http://127.0.0.1:8090')('localhost:8090') // true; ('evil.example:8090') // false
  */
-export function hostCheck(listenUrl: string, also: readonly string[] = []): (host: string | null | undefined) => boolean {
+export function hostCheck(
+  listenUrl: string,
+  also: readonly string[] = [],
+): (host: string | null | undefined) => boolean {
   const listen = new URL(listenUrl).hostname.toLowerCase();
   const allowed = new Set([listen]);
   const bare = listen.replace(/^\[|\]$/g, '');

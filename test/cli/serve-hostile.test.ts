@@ -66,7 +66,11 @@ void test('paths that do not percent-decode get 400 on every route, quietly', as
       statuses.set(status, [...(statuses.get(status) ?? []), `${method} ${t}`]);
     }
   }
-  assert.deepEqual([...statuses.keys()], [400], JSON.stringify(Object.fromEntries([...statuses].map(([k, v]) => [k, v.slice(0, 5)]))));
+  assert.deepEqual(
+    [...statuses.keys()],
+    [400],
+    JSON.stringify(Object.fromEntries([...statuses].map(([k, v]) => [k, v.slice(0, 5)]))),
+  );
   // the control: the same routes answer well-formed requests as before
   assert.equal((await rawRequest(serve.port, '/a.txt')).status, 200);
   assert.equal((await rawRequest(serve.port, '/.well-known/resourcesync')).status, 200);
@@ -81,7 +85,12 @@ void test('the explorer answers only its own host; documents and resources answe
     assert.equal((await rawRequest(serve.port, ui, 'GET', 15_000, host)).status, 200, host);
     assert.equal((await rawRequest(serve.port, `${ui}api/channels`, 'GET', 15_000, host)).status, 200, host);
   }
-  for (const host of [`rebound.example.net:${serve.port}`, 'rebound.example.net', `127.0.0.1.example.net:${serve.port}`, '10.1.2.3']) {
+  for (const host of [
+    `rebound.example.net:${serve.port}`,
+    'rebound.example.net',
+    `127.0.0.1.example.net:${serve.port}`,
+    '10.1.2.3',
+  ]) {
     const r = await rawRequest(serve.port, ui, 'GET', 15_000, host);
     assert.equal(r.status, 421, host);
     assert.doesNotMatch(r.text, /<html/i);

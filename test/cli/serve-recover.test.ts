@@ -74,7 +74,8 @@ void test('a snapshot store that cannot be opened: serve answers, retries, and p
   const store = join(site, '.resourcesync', 'source.sqlite');
   const aside = join(work, 'store-aside');
   await mkdir(aside);
-  for (const suffix of ['', '-wal', '-shm']) await rename(`${store}${suffix}`, join(aside, `s${suffix}`)).catch(() => undefined);
+  for (const suffix of ['', '-wal', '-shm'])
+    await rename(`${store}${suffix}`, join(aside, `s${suffix}`)).catch(() => undefined);
   await mkdir(store);
   for (let i = 5; i < 12; i++) await writeFile(join(site, `f${i}.txt`), `file ${i}\n`);
   await writeFile(join(site, 'f0.txt'), 'file 0, changed\n');
@@ -84,7 +85,8 @@ void test('a snapshot store that cannot be opened: serve answers, retries, and p
   assert.equal((await fetch(`${serve.url}/f2.txt`)).status, 200);
   // repair: the store is back; no file changes from here on
   await rmdir(store);
-  for (const suffix of ['', '-wal', '-shm']) await rename(join(aside, `s${suffix}`), `${store}${suffix}`).catch(() => undefined);
+  for (const suffix of ['', '-wal', '-shm'])
+    await rename(join(aside, `s${suffix}`), `${store}${suffix}`).catch(() => undefined);
   await until('the changes are published', async () => {
     const list = await listed(serve);
     return list.includes('/f11.txt<') && !list.includes('/f1.txt<');

@@ -15,7 +15,15 @@ let site: string;
 
 const BAD = ['new\nline.txt', 'carriage\rreturn.txt', 'tab\there.txt', 'back\\slash.txt', 'bad dir\n/inside.txt'];
 /** What the warnings name: the file, or the folder for a file inside a folder whose name is bad. */
-const WARNED = ['back\\slash.txt', 'bad dir\n', 'carriage\rreturn.txt', 'new\nline.txt', 'not-utf8-\ufffd.txt', 'sub/tab\there.txt', 'tab\there.txt'];
+const WARNED = [
+  'back\\slash.txt',
+  'bad dir\n',
+  'carriage\rreturn.txt',
+  'new\nline.txt',
+  'not-utf8-\ufffd.txt',
+  'sub/tab\there.txt',
+  'tab\there.txt',
+];
 
 before(async () => {
   tmp = await tempDir('rs-names-');
@@ -38,9 +46,16 @@ void test('build: names that cannot be published are warnings with a code in the
   const out = join(tmp.dir, 'out');
   const r = await runCli(['build', site, '--base-url', 'http://127.0.0.1:1/', '--out', out, '--json']);
   assert.equal(r.status, 0, r.stderr);
-  const result = JSON.parse(r.stdout) as { resources: number; warnings: Array<{ code: string; set: string; path: string }>; warningsOmitted: number };
+  const result = JSON.parse(r.stdout) as {
+    resources: number;
+    warnings: Array<{ code: string; set: string; path: string }>;
+    warningsOmitted: number;
+  };
   assert.equal(result.resources, 2);
-  assert.deepEqual(result.warnings.map((w) => w.code), WARNED.map(() => 'RS_UNPUBLISHABLE_NAME'));
+  assert.deepEqual(
+    result.warnings.map((w) => w.code),
+    WARNED.map(() => 'RS_UNPUBLISHABLE_NAME'),
+  );
   assert.deepEqual(result.warnings.map((w) => w.path).sort(), [...WARNED].sort());
   assert.equal(result.warningsOmitted, 0);
   assert.equal(r.stderr.match(/warning RS_UNPUBLISHABLE_NAME/g)?.length, WARNED.length, r.stderr);
