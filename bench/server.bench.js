@@ -1,5 +1,6 @@
 /* global AbortController */
-// Server benchmark: small-file GETs per second with wrk on loopback, for the ResourceSync Source server,
+// Server benchmark: small-file GETs per second with wrk on loopback, for the ResourceSync Source server (the
+// library's core and node:http adapter, and `resourcesync serve` as a process with its watcher, hub and explorer),
 // next to two baselines measured in the same run: nginx (1 worker) serving the same directory, and a bare
 // node:http server answering from memory. Target: ≥15,000 req/s. Needs `wrk` and `nginx` on PATH; prints
 // that a comparison was skipped when one is missing. Bounded: about 5 s per measurement.
@@ -156,6 +157,35 @@ async function withSource(fn) {
   }
 }
 
+/** `resourcesync serve` itself (watcher, embedded hub and explorer on), as a user runs it, on the same files. */
+async function withCli(fn) {
+  const port = await freePort();
+  const state = join(DATA, 'serve-state');
+  rmSync(state, { recursive: true, force: true });
+  const child = spawn(process.execPath, [join(ROOT, 'dist/src/cli/main.js'), 'serve', FILES, '--port', String(port), '--state', state], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  try {
+    await new Promise((resolve, reject) => {
+      let out = '';
+      const timer = setTimeout(() => reject(new Error(`serve did not start: ${out}`)), 60_000);
+      child.stdout.on('data', (d) => {
+        out += d;
+        if (out.includes('listening on')) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      child.stderr.on('data', (d) => (out += d));
+      child.once('exit', (code) => reject(new Error(`serve exited with ${code}: ${out}`)));
+    });
+    return await fn(`http://127.0.0.1:${port}`);
+  } finally {
+    child.kill('SIGTERM');
+    if (child.exitCode === null) await new Promise((r) => child.once('exit', r));
+  }
+}
+
 const paths = generate();
 if (!has('wrk')) {
   console.log('server: skipped (wrk not installed; apt-get install wrk)');
@@ -165,11 +195,13 @@ if (!has('wrk')) {
 const ROUNDS = 2;
 const best = (a, b) => (a === undefined || b.rps > a.rps ? b : a);
 let source;
+let cli;
 let memory;
 let nginx;
 let nginxSkipped = has('nginx') ? undefined : 'nginx not installed; apt-get install nginx';
 for (let round = 0; round < ROUNDS; round++) {
   source = best(source, await withSource(runWrk));
+  cli = best(cli, await withCli(runWrkOnly));
   memory = best(memory, await withMemoryServer(paths, runWrk));
   if (nginxSkipped === undefined) {
     try {
@@ -190,6 +222,10 @@ console.log(`server small-file GET (${COUNT} files of ${SIZE} B, wrk -c${CONNECT
 console.log(
   `server CPU per request (this process): ${source.cpuUsPerRequest.toFixed(1)} µs (${(source.cpuUsPerRequest / memory.cpuUsPerRequest).toFixed(2)}x node:http in-memory at ${memory.cpuUsPerRequest.toFixed(1)} µs)`,
 );
+console.log(
+  `resourcesync serve (watcher, hub, explorer on) small-file GET: ${fmt(cli.rps)} req/s${nginx === undefined ? '' : ` (${(cli.rps / nginx.rps).toFixed(2)}x nginx)`}`,
+);
 if (source.errors > 0) console.log(`server non-2xx responses: ${source.errors}`);
+if (cli.errors > 0) console.log(`resourcesync serve non-2xx responses: ${cli.errors}`);
 console.log(`target ≥${fmt(TARGET)} req/s: ${source.rps >= TARGET && source.errors === 0 ? 'met' : 'MISSED'}`);
 if (existsSync(join(DATA, 'nginx.pid'))) rmSync(join(DATA, 'nginx.pid'), { force: true });

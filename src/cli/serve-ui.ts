@@ -10,6 +10,7 @@ import { createHttpClient } from '../destination/http-client.js';
 import { nodeListener } from '../notify/node-listener.js';
 import { DOCUMENTS_PREFIX } from '../source/url-path.js';
 import { createExplorerHandler, type ChannelSummary } from '../web/explorer.js';
+import { hostCheck } from '../web/request-guard.js';
 
 /** The page as `serve` mounts it. */
 export interface ServeUi {
@@ -24,6 +25,8 @@ export interface ServeUi {
 export function startUi(o: {
   baseUrl: string;
   origin: string;
+  /** The interface name it listens on as given (`--host`), also accepted as `Host`. */
+  host?: string;
   channels?: () => ChannelSummary;
   signal: AbortSignal;
   log: (line: string) => void;
@@ -39,6 +42,7 @@ export function startUi(o: {
     rate: 0,
     treeMaxAgeMs: 2000,
     signal: o.signal,
+    allowHost: hostCheck(o.origin, [o.baseUrl, o.host ?? '']),
     ...(o.channels === undefined ? {} : { channels: o.channels }),
   });
   const listener = nodeListener(handler, o.origin, (e) => o.log(`resourcesync serve: explorer: ${e instanceof Error ? e.message : String(e)}`));

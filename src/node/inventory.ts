@@ -93,6 +93,12 @@ export interface InventoryOptions {
    * time more than a second in the future is not taken for a write in progress.) Default 0.
    */
   settleMs?: number;
+  /**
+   * Called for each file or folder of the walk left out because its name cannot be published (a control
+   * character such as a newline, CR or tab, a backslash, or bytes that are not UTF-8), with its relative path
+   * (undecodable bytes shown as U+FFFD). Hidden names are left out without a call.
+   */
+  onUnpublishable?: (path: string) => void;
 }
 
 interface DirItem {
@@ -122,7 +128,7 @@ export async function* inventory(root: string, options: InventoryOptions = {}): 
 
   // Depth-first walk with sorted siblings; a directory sorts as `name/`, which gives the global byte order.
   const stack: { abs: string; rel: string; items: DirItem[]; i: number }[] = [
-    { abs: realRoot, rel: '', items: listDir(realRoot, realRoot), i: 0 },
+    { abs: realRoot, rel: '', items: listDir(realRoot, realRoot, '', options.onUnpublishable), i: 0 },
   ];
   while (stack.length > 0) {
     const top = stack[stack.length - 1]!;
@@ -135,7 +141,7 @@ export async function* inventory(root: string, options: InventoryOptions = {}): 
     const rel = top.rel + item.name;
     if (reader.excluded.size > 0 && reader.excluded.has(abs)) continue;
     if (item.dir) {
-      stack.push({ abs, rel: `${rel}/`, items: listDir(abs, realRoot), i: 0 });
+      stack.push({ abs, rel: `${rel}/`, items: listDir(abs, realRoot, `${rel}/`, options.onUnpublishable), i: 0 });
       continue;
     }
     const read = reader.read(abs, rel, item.stats);
@@ -385,7 +391,7 @@ function publishableName(name: string): boolean {
   return name.charCodeAt(0) !== 46 /* . */ && !UNPUBLISHABLE.test(name);
 }
 
-function listDir(abs: string, realRoot: string): DirItem[] {
+function listDir(abs: string, realRoot: string, rel: string, onUnpublishable?: (path: string) => void): DirItem[] {
   let dirents: Dirent[];
   try {
     dirents = readdirSync(abs, { withFileTypes: true });
@@ -396,7 +402,10 @@ function listDir(abs: string, realRoot: string): DirItem[] {
   const items: DirItem[] = [];
   for (const d of dirents) {
     const name = d.name;
-    if (!publishableName(name)) continue;
+    if (!publishableName(name)) {
+      if (onUnpublishable !== undefined && name.charCodeAt(0) !== 46 /* . */) onUnpublishable(rel + name);
+      continue;
+    }
     if (d.isFile()) {
       items.push({ name, key: name, dir: false, stats: undefined });
     } else if (d.isDirectory()) {

@@ -19,14 +19,21 @@ export interface StoreOptions {
  */
 export function openStore(file: string, options: StoreOptions): Database.Database {
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+  let db: Database.Database | undefined;
   try {
-    const db = new Database(file, { timeout: 5000 });
+    db = new Database(file, { timeout: 5000 });
     db.pragma('journal_mode = WAL');
     db.pragma(`synchronous = ${options.synchronous}`);
     if (options.foreignKeys === true) db.pragma('foreign_keys = ON');
     db.exec(options.schema);
     return db;
   } catch (cause) {
+    // a connection that opened but could not be set up (disk full, read-only) is closed, not leaked
+    try {
+      db?.close();
+    } catch {
+      // closing what failed to open: nothing more to do
+    }
     const busy = (cause as { code?: string }).code?.startsWith('SQLITE_BUSY') === true;
     throw new ResourceSyncError(busy ? 'RS_LOCKED' : 'RS_IO', `Store '${file}' cannot be opened.`, { data: { path: file }, cause });
   }

@@ -8,7 +8,11 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
+import { decodablePath } from '../web/request-guard.js';
+import { statusResponse } from './file-response.js';
 import type { CoreHandler, CoreRequest, CoreResponse } from './request-response.js';
+
+const BAD_REQUEST = statusResponse(400, 'Bad Request');
 
 /** Options of `serve`. */
 export interface ServeOptions {
@@ -95,6 +99,11 @@ export async function serve(core: CoreHandler, options: ServeOptions = {}): Prom
       });
     }
     if (closing) res.once('finish', () => server.closeIdleConnections());
+    // a path that does not percent-decode is refused before any route sees it (quietly: no error to log)
+    if (!decodablePath(request.target)) {
+      writeResponse(res, BAD_REQUEST, onError);
+      return;
+    }
     if (options.intercept?.(req, res) === true) return;
     let out: CoreResponse | Promise<CoreResponse>;
     try {

@@ -321,3 +321,32 @@ void test('with record: settled files are recorded on their own, documents runs 
     await w2.close();
   }
 });
+
+void test('with record and followUp: a documents run follows when a run asks for one, with no change on disk', async () => {
+  const dir = join(tmp, 'follow-up');
+  await mkdir(dir, { recursive: true });
+  const actions: string[] = [];
+  let documentsRuns = 0;
+  const w = watchSources({
+    dirs: [dir],
+    settleMs: 20,
+    documentsAfterMs: 10,
+    rescanEveryMs: 60_000,
+    record: () => Promise.resolve({ complete: true }),
+    // the first documents run puts something off for 200 ms (a Resource List); the next one writes it
+    run: ({ rescan }) => Promise.resolve(rescan ? {} : { dueInMs: ++documentsRuns === 1 ? 200 : undefined }),
+    followUp: (r) => (r as { dueInMs?: number }).dueInMs,
+    onRun: (_r, action) => actions.push(action),
+  });
+  try {
+    await w.flush();
+    await writeFile(join(dir, 'a.txt'), 'a');
+    await until(() => actions.filter((a) => a === 'documents').length === 2, 30_000);
+    assert.deepEqual(actions, ['rescan', 'record', 'documents', 'documents']);
+    // nothing more is asked for: no more runs
+    await sleep(300);
+    assert.deepEqual(actions, ['rescan', 'record', 'documents', 'documents']);
+  } finally {
+    await w.close();
+  }
+});

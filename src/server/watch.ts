@@ -9,6 +9,7 @@
  * hold a settled file back, and a file still being written is held out of a run
  * ({@link SourceWatcher.hold}, passed to `publish`), so that no half-written file is
  * listed. Hidden names (the tool's own `.resourcesync` state and output among them) never trigger a run.
+ * An action that fails is followed by a rescan after a backoff (1 s, doubling, at most 60 s), until one succeeds.
  * @see Z39.99 §12 (Change List)
  */
 import { detectChanges, fileSig } from './change-detection.js';
@@ -55,6 +56,19 @@ export interface WatchOptions {
   poll?: boolean;
   /** Aborting it closes the watcher. */
   signal?: AbortSignal;
+  /**
+   * After a run or recording that failed (disk full, store locked, any I/O error), a rescan is tried again
+   * after this long, doubling on each failure in a row up to `retryMaxMs`, until one succeeds; it publishes
+   * what changed meanwhile. Default 1,000 ms.
+   */
+  retryMinMs?: number;
+  /** The longest wait between two tries after failures. Default 60,000 ms. */
+  retryMaxMs?: number;
+  /**
+   * With `record`: after a run, in how many ms another documents run is due although nothing changed (e.g.
+   * `PublishResult.resourceListDueInMs`, a Resource List put off), or undefined. Default: never.
+   */
+  followUp?: (result: unknown) => number | undefined;
   /** Errors of `run` and of the watchers; the watcher keeps going. */
   onError?: (error: unknown) => void;
   /** Called at once (not settled) for every change event of a visible name, e.g. to drop server caches. */
@@ -134,6 +148,38 @@ export function watchSources(options: WatchOptions): SourceWatcher {
   let documentsNow = false;
   let recordedSince: number | undefined;
   let documentsTimer: NodeJS.Timeout | undefined;
+  // after failures: a rescan later, with a backoff that doubles up to a cap
+  const retryMinMs = options.retryMinMs ?? 1000;
+  const retryMaxMs = Math.max(options.retryMaxMs ?? 60_000, retryMinMs);
+  let failures = 0;
+  let retryTimer: NodeJS.Timeout | undefined;
+  const failed = (error: unknown): void => {
+    onError(error);
+    failures++;
+    if (retryTimer !== undefined || closed) return;
+    const wait = Math.min(retryMaxMs, retryMinMs * 2 ** Math.min(failures - 1, 30));
+    retryTimer = setTimeout(() => {
+      retryTimer = undefined;
+      if (record === undefined) pending = true;
+      else rescanNow = true;
+      kick();
+    }, wait);
+  };
+  const succeeded = (): void => {
+    failures = 0;
+  };
+  // a documents run that a run asked for later, although nothing changed
+  let followUpTimer: NodeJS.Timeout | undefined;
+  const followUp = (result: unknown): void => {
+    const ms = record === undefined ? undefined : options.followUp?.(result);
+    if (ms === undefined || closed) return;
+    if (followUpTimer !== undefined) clearTimeout(followUpTimer);
+    followUpTimer = setTimeout(() => {
+      followUpTimer = undefined;
+      documentsNow = true;
+      kick();
+    }, ms);
+  };
 
   /** Nothing in flight and nothing due: `flush` callers are told. */
   const settle = (): void => {
@@ -169,6 +215,7 @@ export function watchSources(options: WatchOptions): SourceWatcher {
           else rescanNow = true;
           options.onRun?.(result, 'record');
         } catch (error) {
+          // the files are read again by the rescan that follows at once, and by the retries if it fails too
           rescanNow = true;
           onError(error);
         }
@@ -197,9 +244,11 @@ export function watchSources(options: WatchOptions): SourceWatcher {
     running = (async () => {
       try {
         const result = await options.run({ rescan });
+        succeeded();
+        followUp(result);
         options.onRun?.(result, kind);
       } catch (error) {
-        onError(error);
+        failed(error);
       }
     })().finally(() => {
       running = undefined;
@@ -289,6 +338,10 @@ export function watchSources(options: WatchOptions): SourceWatcher {
     checkTimer = undefined;
     if (documentsTimer !== undefined) clearTimeout(documentsTimer);
     documentsTimer = undefined;
+    if (retryTimer !== undefined) clearTimeout(retryTimer);
+    retryTimer = undefined;
+    if (followUpTimer !== undefined) clearTimeout(followUpTimer);
+    followUpTimer = undefined;
     pending = false;
     await Promise.all([running, recording]);
   };

@@ -148,6 +148,41 @@ export interface Context {
   resourceListEveryMs: number | 'auto';
   /** See `PublishOptions.settleMs`. */
   settleMs: number;
+  /** What this run left out and why (see `PublishResult.warnings`), at most `MAX_WARNINGS`. */
+  warnings: PublishWarning[];
+  /** Warnings left out of `warnings` past the cap. */
+  warningsOmitted: number;
+}
+
+/**
+ * Something a publication left out, with a stable code. `RS_UNPUBLISHABLE_NAME`: a file or folder whose name
+ * holds a control character (newline, CR, tab…), a backslash or bytes that are not UTF-8; it is never listed
+ * (no Destination could write it back safely, and such bytes do not round-trip through a URL), with what it holds.
+ */
+export interface PublishWarning {
+  code: 'RS_UNPUBLISHABLE_NAME';
+  /** Name of the set. */
+  set: string;
+  /** Relative path in the set (undecodable bytes shown as U+FFFD). */
+  path: string;
+  message: string;
+}
+
+/** Most warnings a publication keeps in full; the others are counted. */
+const MAX_WARNINGS = 100;
+
+/** Adds a warning for a name of `set` that cannot be published. */
+export function unpublishable(ctx: Context, set: string, path: string): void {
+  if (ctx.warnings.length >= MAX_WARNINGS) {
+    ctx.warningsOmitted++;
+    return;
+  }
+  ctx.warnings.push({
+    code: 'RS_UNPUBLISHABLE_NAME',
+    set,
+    path,
+    message: `${JSON.stringify(path)} is not published: its name holds a control character, a backslash or bytes that are not UTF-8.`,
+  });
 }
 
 function invalid(message: string, data: Record<string, unknown>): ResourceSyncError {
@@ -210,6 +245,8 @@ export function publishContext(options: PublishOptions): Context {
     scan: options.scan ?? true,
     resourceListEveryMs: options.resourceListEveryMs === 'auto' ? 'auto' : Math.max(0, options.resourceListEveryMs ?? 0),
     settleMs: options.settleMs ?? 0,
+    warnings: [],
+    warningsOmitted: 0,
   };
 }
 

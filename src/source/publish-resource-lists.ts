@@ -37,14 +37,15 @@ interface RlGeneration {
  * when there is none, or `fresh`), at most as often as `ctx.resourceListEveryMs` says unless `now` (a scan); drops the
  * generations past the retention, and writes the Resource List Archive. Returns the list's and archive's URLs,
  * every document of the family, the time up to which the latest generation holds the changes (the Change
- * Lists after it must be kept), and whether a generation was written.
+ * Lists after it must be kept), whether a generation was written, and, when one lacking changes was put off by
+ * `resourceListEveryMs`, in how many ms it is due (`dueInMs`).
  */
 export async function publishResourceLists(
   ctx: Context,
   store: SnapshotStore,
   paths: SetPaths,
   snapshot: { at: number; completed: number; fresh: boolean; upTo: string; now: boolean },
-): Promise<{ url: string; archiveUrl: string; documents: string[]; holdsUpTo: number; written: boolean }> {
+): Promise<{ url: string; archiveUrl: string; documents: string[]; holdsUpTo: number; written: boolean; dueInMs?: number }> {
   const { u, f, capUrl, resBase, docUrl } = paths;
   const x = ctx.x;
   const completed = snapshot.completed;
@@ -98,5 +99,7 @@ export async function publishResourceLists(
   // the changes the latest generation holds: those up to `upTo` (older generations: up to their `at`)
   const newest = generations[generations.length - 1]!;
   const holdsUpTo = newest.upTo === undefined || newest.upTo === '' ? newest.at : Number(newest.upTo);
-  return { url: rlUrl, archiveUrl: rlArchiveUrl, documents, holdsUpTo, written };
+  // a generation put off by `every` is due then, whether more changes come or not
+  const dueInMs = !written && stale && last !== undefined ? Math.max(1, every - (snapshot.at - last.at)) : undefined;
+  return { url: rlUrl, archiveUrl: rlArchiveUrl, documents, holdsUpTo, written, ...(dueInMs === undefined ? {} : { dueInMs }) };
 }

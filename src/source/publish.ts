@@ -50,7 +50,7 @@ import { capabilityEntry, header } from './documents.js';
 import { channelEntries, documentDigests, frameworkChanges, frameworkDiff, type DigestMemo, type DigestRecord, type SetNotifications } from './notifications.js';
 import { publishChangeLists } from './publish-change-lists.js';
 import { changeDump } from './publish-change-dump.js';
-import { announceChanges, changeRecorder, publishContext, setPaths, writeDoc, type Context, type PublishOptions, type PublishProgress } from './publish-context.js';
+import { announceChanges, changeRecorder, publishContext, setPaths, unpublishable, writeDoc, type Context, type PublishOptions, type PublishProgress, type PublishWarning } from './publish-context.js';
 import { htmlRewrite } from './publish-html.js';
 import { publishResourceLists } from './publish-resource-lists.js';
 import { resourceDump } from './publish-resource-dump.js';
@@ -75,6 +75,14 @@ export interface PublishResult {
   resources: number;
   /** With `options.notifications`: what to send on each set's channels, in the order of `sets`. */
   notifications?: SetNotifications[];
+  /**
+   * When a Resource List lacking changes was put off by `resourceListEveryMs`: in how many ms it is due (the
+   * soonest of the sets). A publication without a scan then writes it, whether more changes come or not.
+   */
+  resourceListDueInMs?: number;
+  /** What the run left out, each with a code (at most 100; `warningsOmitted` counts the others). */
+  warnings: PublishWarning[];
+  warningsOmitted: number;
 }
 
 interface SetResult {
@@ -86,6 +94,7 @@ interface SetResult {
   deleted: number;
   resources: number;
   notifications?: SetNotifications;
+  resourceListDueInMs?: number;
 }
 
 /**
@@ -144,6 +153,9 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
       deleted: sum(results, 'deleted'),
     },
     resources: sum(results, 'resources'),
+    warnings: ctx.warnings,
+    warningsOmitted: ctx.warningsOmitted,
+    ...dueIn(results),
     ...(ctx.notifications ? { notifications: results.flatMap((r) => (r.notifications ? [r.notifications] : [])) } : {}),
   };
 }
@@ -158,6 +170,11 @@ function readDigestMemo(store: SnapshotStore): DigestMemo {
   } catch {
     return new Map(); // unreadable: every document is read again
   }
+}
+
+function dueIn(rs: SetResult[]): { resourceListDueInMs?: number } {
+  const due = rs.flatMap((r) => (r.resourceListDueInMs === undefined ? [] : [r.resourceListDueInMs]));
+  return due.length === 0 ? {} : { resourceListDueInMs: Math.min(...due) };
 }
 
 function sum(rs: SetResult[], k: 'created' | 'updated' | 'deleted' | 'resources'): number {
@@ -245,6 +262,7 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
             exclude: ctx.exclude,
             ...(ctx.hold !== undefined ? { hold: (rel: string) => ctx.hold!(join(set.dir, ...rel.split('/'))) } : {}),
             settleMs: ctx.settleMs,
+            onUnpublishable: (path) => unpublishable(ctx, set.name, path),
             ...(rewrite !== undefined ? { rewrite, rewriteLimit: HTML_LINK_MAX_BYTES } : {}),
             ...(ctx.signal ? { signal: ctx.signal } : {}),
             onProgress: (p) => progress('scan', p.files, p.bytes),
@@ -335,6 +353,7 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
       deleted: r.deleted,
       resources: r.resources,
       ...(notifications ? { notifications } : {}),
+      ...(rl.dueInMs === undefined ? {} : { resourceListDueInMs: rl.dueInMs }),
     };
   } finally {
     store.close();

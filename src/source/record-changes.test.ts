@@ -4,7 +4,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from '../../test/helpers/tmp.js';
 import { parseDocument } from '../core/xml/read-document.js';
-import { publish, storeFile, type PublishOptions } from './publish.js';
+import { publish, storeFile, type PublishOptions, type PublishResult } from './publish.js';
 import { SnapshotStore } from './snapshot-store.js';
 import { recordChanges } from './record-changes.js';
 
@@ -151,12 +151,12 @@ void test("resourceListEveryMs 'auto': a Resource List that took long to write w
     let t = Date.UTC(2030, 0, 1);
     const opts: PublishOptions = { sets: [{ name: 'data', dir: data }], baseUrl: 'http://127.0.0.1:8080/', outDir: join(dir, 'out'), stateDir: join(dir, 'state'), now: () => t, resourceListEveryMs: 'auto' };
     const rl = async (): Promise<string[]> => (await parseDocument(readFileSync(join(dir, 'out', '.resourcesync', 'data', 'resourcelist.xml')))).entries.map((e) => e.loc.split('/').pop()!);
-    const change = async (name: string): Promise<void> => {
+    const change = async (name: string): Promise<PublishResult> => {
       t += 1000;
       writeFileSync(join(data, name), name);
       await recordChanges(opts, [join(data, name)]);
       t += 1000;
-      await publish({ ...opts, scan: false });
+      return publish({ ...opts, scan: false });
     };
     await publish(opts);
     await change('b.txt');
@@ -166,11 +166,14 @@ void test("resourceListEveryMs 'auto': a Resource List that took long to write w
     const store = SnapshotStore.open(storeFile(opts.sets[0]!, opts.stateDir));
     store.setMeta('rl_write_ms', '1000');
     store.close();
-    await change('c.txt');
+    const putOff = await change('c.txt');
     assert.deepEqual(await rl(), ['a.txt', 'b.txt']);
-    t += 20_000;
-    await publish({ ...opts, scan: false });
+    // the result says when the list put off is due, so that it is written then even if no change follows
+    assert.equal(putOff.resourceListDueInMs, 18_000);
+    t += 18_000;
+    const due = await publish({ ...opts, scan: false });
     assert.deepEqual(await rl(), ['a.txt', 'b.txt', 'c.txt']);
+    assert.equal(due.resourceListDueInMs, undefined);
   } finally {
     await cleanup();
   }

@@ -57,6 +57,13 @@ export interface PageOptions {
 }
 
 /**
+ * The reading limits of a document whose reader is bounded by its caller (a page by `scanLimit`, a range by
+ * its end): the Sitemaps limit of 50,000 entries does not apply, so that a longer list is read up to the
+ * caller's bound instead of failing part way.
+ */
+export const PAGED_READ = { limits: { maxEntries: Number.MAX_SAFE_INTEGER } } as const;
+
+/**
  * GETs a document and opens it for streaming. Throws `RS_HTTP_STATUS` for any status but 200.
  * @example const reader = await openDocument(http, 'https://example.com/resourcelist.xml');
  */
@@ -68,7 +75,7 @@ async function openDocument(http: HttpGet, url: string, signal?: AbortSignal): P
       data: { url, actual: res.status, expected: 200 },
     });
   }
-  return readDocument(res.body, signal === undefined ? {} : { signal });
+  return readDocument(res.body, signal === undefined ? PAGED_READ : { ...PAGED_READ, signal });
 }
 
 function row(position: number, e: Entry): EntryRow {

@@ -18,6 +18,7 @@ import { originOf, type Authority } from '../destination/authority.js';
 import type { HttpGet } from '../destination/http.js';
 import { APP_CSS, APP_JS, INDEX_HTML } from './assets.js';
 import { readEntriesPage } from './entries.js';
+import { decodablePath } from './request-guard.js';
 import { PackageReader } from './packages.js';
 import { readTimeline } from './timeline.js';
 
@@ -62,6 +63,11 @@ export interface ExplorerOptions {
   channels?: () => ChannelSummary;
   /** Aborts crawls, checks and reads in flight. */
   signal?: AbortSignal;
+  /**
+   * Which `Host` header values the page answers (see `hostCheck` in `request-guard.ts`); any other is refused
+   * with 421, so that a page whose DNS name is rebound to this server cannot read it. Default: any.
+   */
+  allowHost?: (host: string | null) => boolean;
 }
 
 /** Most entries per page a caller may ask for. */
@@ -236,8 +242,11 @@ export function createExplorerHandler(options: ExplorerOptions): ExplorerHandler
   };
 
   return async (request) => {
+    if (options.allowHost !== undefined && !options.allowHost(request.headers.get('host')))
+      return respond(421, 'Misdirected Request: this page answers only requests addressed to its own host.\n', 'text/plain; charset=utf-8');
     const url = new URL(request.url);
     const path = url.pathname;
+    if (!decodablePath(path)) return respond(400, 'Bad Request\n', 'text/plain; charset=utf-8');
     if (request.method !== 'GET' && request.method !== 'HEAD')
       return respond(405, 'Method Not Allowed\n', 'text/plain; charset=utf-8', { allow: 'GET, HEAD' });
     if (`${path}/` === basePath) return respond(301, '', 'text/plain; charset=utf-8', { location: basePath });

@@ -13,7 +13,7 @@ import { ResourceSyncError } from '../core/errors.js';
 import { readDocument } from '../core/xml/read-document.js';
 import { readPackage } from '../check/package.js';
 import type { HttpGet } from '../destination/http.js';
-import { pageOfEntries, type EntriesPage } from './entries.js';
+import { PAGED_READ, pageOfEntries, type EntriesPage } from './entries.js';
 
 /** A package and one page of its manifest. */
 export interface PackagePage {
@@ -65,7 +65,7 @@ export class PackageReader {
     const loaded = await loading;
     const out: PackagePage = { doc: url, bytes: loaded.bytes, files: loaded.files, uncompressed: loaded.uncompressed };
     if (loaded.manifest === undefined) return out;
-    const manifest = await pageOfEntries(await readDocument(loaded.manifest), `${url}#manifest.xml`, { page, pageSize, scanLimit, q });
+    const manifest = await pageOfEntries(await readDocument(loaded.manifest, PAGED_READ), `${url}#manifest.xml`, { page, pageSize, scanLimit, q });
     return { ...out, manifest };
   }
 

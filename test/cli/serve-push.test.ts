@@ -4,7 +4,6 @@
 // documents on the framework channel, signed with its secret; --no-hub advertises no channel.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, writeFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseDocument } from '../../src/core/xml/read-document.js';
@@ -12,34 +11,13 @@ import { validateDocument } from '../../src/core/validate/index.js';
 import { parseLinkHeader } from '../../src/core/link-header.js';
 import type { ResourceSyncDocument } from '../../src/core/model/types.js';
 import { verifySignature } from '../../src/notify/signature.js';
-import { REPO_ROOT } from '../helpers/paths.js';
+import { startServe, type ServeChild } from '../helpers/serve-child.js';
 import { tempDir } from '../helpers/tmp.js';
 import { TestSubscriber, type Received } from '../helpers/websub-subscriber.js';
 import { exited } from '../helpers/exited.js';
 
-const MAIN = join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js');
-
-async function startServe(args: string[]): Promise<{ child: ChildProcess; url: string; log: () => string }> {
-  const child = spawn(process.execPath, [MAIN, 'serve', ...args, '--port', '0', '--verbose'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let err = '';
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`no 'listening on' line; stderr: ${err}`)), 20_000);
-    child.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /^listening on (http:\/\/127\.0\.0\.1:\d+)\n/m.exec(out);
-      if (m !== null) {
-        clearTimeout(timer);
-        resolve(m[1]!);
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`serve exited with ${code}; stderr: ${err}`)));
-  });
-  return { child, url, log: () => err };
-}
+/** How long a step may take: generous, since a busy machine is slow (each wait ends as soon as its condition holds). */
+const WAIT_MS = 60_000;
 
 async function doc(bytes: Uint8Array): Promise<ResourceSyncDocument> {
   const d = await parseDocument(bytes);
@@ -58,7 +36,7 @@ async function fetchDoc(u: string): Promise<ResourceSyncDocument> {
 
 let tmp: { dir: string; cleanup: () => Promise<void> };
 let site: string;
-let serve: { child: ChildProcess; url: string; log: () => string };
+let serve: ServeChild;
 let sub: TestSubscriber;
 
 before(async () => {
@@ -66,7 +44,7 @@ before(async () => {
   site = join(tmp.dir, 'site');
   await mkdir(site);
   await writeFile(join(site, 'a.txt'), 'alpha\n');
-  serve = await startServe([site]);
+  serve = await startServe([site, '--verbose']);
   sub = await TestSubscriber.start();
 });
 
@@ -119,15 +97,16 @@ void test('serve: recorded changes reach a subscriber as Change Notifications wi
   await sub.waitFor(
     () => (serve.log().match(/hub: verified/g) ?? []).length === 2,
     `two verified subscriptions; log: ${serve.log()}`,
+    WAIT_MS,
   );
 
   const on = (path: string): Received[] => sub.deliveries.filter((d) => d.url === path);
   await writeFile(join(site, 'b.txt'), 'bravo\n');
-  await sub.waitFor(() => on('/cn').length >= 1, 'the first change notification');
+  await sub.waitFor(() => on('/cn').length >= 1, 'the first change notification', WAIT_MS);
   await writeFile(join(site, 'a.txt'), 'alpha, edited\n');
-  await sub.waitFor(() => on('/cn').some((d) => d.body.includes('/a.txt')), 'the update');
+  await sub.waitFor(() => on('/cn').some((d) => d.body.includes('/a.txt')), 'the update', WAIT_MS);
   await unlink(join(site, 'b.txt'));
-  await sub.waitFor(() => on('/cn').some((d) => d.body.includes('"deleted"')), 'the deletion');
+  await sub.waitFor(() => on('/cn').some((d) => d.body.includes('"deleted"')), 'the deletion', WAIT_MS);
 
   const cns = await Promise.all(on('/cn').map((d) => doc(d.body)));
   for (const d of on('/cn')) {
@@ -154,6 +133,7 @@ void test('serve: recorded changes reach a subscriber as Change Notifications wi
   await sub.waitFor(
     () => ['"changelist"', '"resourcelist"'].every((c) => on('/fn').some((d) => d.body.includes(`capability=${c}`))),
     'framework notifications of the Change List and the Resource List',
+    WAIT_MS,
   );
   const fns = await Promise.all(on('/fn').map((d) => doc(d.body)));
   const written = fns.flatMap((f) => f.entries.map((e) => `${e.md?.capability} ${e.md?.change}`));
@@ -169,7 +149,7 @@ void test('serve: SIGTERM exits 0 with the hub; --no-hub advertises no channel',
   serve.child.kill('SIGTERM');
   const [code] = await exited(serve.child);
   assert.equal(code, 0, serve.log());
-  const plain = await startServe([site, '--no-hub']);
+  const plain = await startServe([site, '--no-hub', '--verbose']);
   try {
     const caps = await fetchDoc(`${plain.url}/.resourcesync/site/capabilitylist.xml`);
     assert.equal(caps.entries.filter((e) => /notification/.test(e.md?.capability ?? '')).length, 0);

@@ -1,7 +1,16 @@
 import { connect } from 'node:net';
 
-/** Sends one raw HTTP/1.1 request (the target exactly as given) and resolves with the status and whole reply. */
-export function rawRequest(port: number, target: string, method = 'GET', timeoutMs = 5000): Promise<{ status: number; text: string }> {
+/**
+ * Sends one raw HTTP/1.1 request (the target and `Host` exactly as given) and resolves with the status and whole
+ * reply.
+ */
+export function rawRequest(
+  port: number,
+  target: string,
+  method = 'GET',
+  timeoutMs = 5000,
+  host = '127.0.0.1',
+): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1');
     const chunks: Buffer[] = [];
@@ -21,6 +30,6 @@ export function rawRequest(port: number, target: string, method = 'GET', timeout
       if (m === null) reject(new Error(`no HTTP status in reply to ${JSON.stringify(target)}: ${JSON.stringify(text.slice(0, 80))}`));
       else resolve({ status: Number(m[1]), text });
     });
-    socket.write(Buffer.from(`${method} ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`, 'latin1'));
+    socket.write(Buffer.from(`${method} ${target} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`, 'latin1'));
   });
 }

@@ -148,6 +148,11 @@ export async function run(args: string[]): Promise<number> {
           (notifications ? `Notifications published to ${opts.notifications!.hub}: ${published}\n` : ''),
       );
     }
+    // what was left out, each with its code: the first few in full, then a count
+    const shown = result.warnings.slice(0, 10);
+    for (const w of shown) process.stderr.write(`resourcesync build: warning ${w.code}: set '${w.set}': ${w.message}\n`);
+    const more = result.warnings.length - shown.length + result.warningsOmitted;
+    if (more > 0) process.stderr.write(`resourcesync build: warning ${shown[0]!.code}: ${more} more names not published\n`);
     return 0;
   } catch (err) {
     if (tty) process.stderr.write('\r\x1b[K');

@@ -11,6 +11,7 @@ import { explore, type ExploreResult, type TreeNode } from '../../check/explore.
 import { createHttpClient } from '../../destination/http-client.js';
 import { listen, type Listener } from '../../notify/node-listener.js';
 import { createExplorerHandler } from '../../web/explorer.js';
+import { hostCheck } from '../../web/request-guard.js';
 import { parseCommandArgs, usageError } from '../command-args.js';
 import { CRAWL_OPTIONS, crawlOf, withCrawlClient, type Crawl } from '../crawl-options.js';
 import { integerOption } from '../mirror-options.js';
@@ -89,7 +90,10 @@ async function serveWeb(crawl: Crawl, port: number, host: string): Promise<numbe
   process.once('SIGTERM', stop);
   const http = createHttpClient({ authority: crawl.authority, timeoutMs: crawl.timeoutMs, signal: ac.signal });
   const { url, authority, maxDocuments, rate } = crawl;
-  const handler = createExplorerHandler({ source: url, http, authority, maxDocuments, rate, signal: ac.signal });
+  // only requests addressed to the page's own host (DNS rebinding); known once it listens
+  let ownHost: ((host: string | null) => boolean) | undefined;
+  const allowHost = (host: string | null): boolean => ownHost?.(host) ?? false;
+  const handler = createExplorerHandler({ source: url, http, authority, maxDocuments, rate, signal: ac.signal, allowHost });
   let listener: Listener | undefined;
   try {
     listener = await listen(handler, {
@@ -97,6 +101,7 @@ async function serveWeb(crawl: Crawl, port: number, host: string): Promise<numbe
       host,
       onError: (e) => void stderr.write(`resourcesync explore: ${e instanceof Error ? e.message : String(e)}\n`),
     });
+    ownHost = hostCheck(listener.url, [host]);
     stdout.write(`listening on ${listener.url}/\n`);
     await new Promise<void>((resolve) => {
       if (ac.signal.aborted) resolve();

@@ -24,6 +24,7 @@ import { XMPP_PASSWORD_ENV, xmppAccount } from '../xmpp-options.js';
 import { XmppPublisher } from '../../notify/xmpp-publisher.js';
 import { isResourceSyncError } from '../../core/errors.js';
 import { startUi, type ServeUi } from '../serve-ui.js';
+import { DOCUMENTS_PREFIX } from '../../source/url-path.js';
 
 const HELP = `Usage: resourcesync serve <dir>... [options]
 
@@ -189,7 +190,13 @@ export async function run(args: string[]): Promise<number> {
 
   // Until the first publication is done, requests get 503 (the listening line is printed after it).
   const live: { core?: SourceCore; push?: Push; ui?: ServeUi } = {};
-  const front: CoreHandler = (req) => live.push?.topic(req) ?? (live.core === undefined ? SERVICE_UNAVAILABLE : live.core(req));
+  // the hub's, the explorer's and the topics' routes are looked at only for targets that can be theirs (a cheap
+  // test), so that a plain GET of a resource or document goes straight to the core
+  const maybeTopic = (target: string): boolean => target.includes('-notification/');
+  const maybeMounted = (target: string): boolean => target.includes('/hub') || target.includes(`/${DOCUMENTS_PREFIX}/ui`);
+  const front: CoreHandler = (req) =>
+    (live.push !== undefined && maybeTopic(req.target) ? live.push.topic(req) : undefined) ??
+    (live.core === undefined ? SERVICE_UNAVAILABLE : live.core(req));
   let running: RunningServer;
   try {
     running = await serve(front, {
@@ -197,7 +204,8 @@ export async function run(args: string[]): Promise<number> {
       host,
       signal: ac.signal,
       onError: (e) => log(`resourcesync serve: ${message(e)}`),
-      intercept: (req, res) => (live.push?.intercept(req, res) ?? false) || (live.ui?.intercept(req, res) ?? false),
+      intercept: (req, res) =>
+        maybeMounted(req.url ?? '/') && ((live.push?.intercept(req, res) ?? false) || (live.ui?.intercept(req, res) ?? false)),
       ...(verbose ? { onResponse: (r) => log(`${r.method} ${r.target} ${r.status} ${r.ms.toFixed(1)}ms`) } : {}),
     });
   } catch (error) {
@@ -226,6 +234,7 @@ export async function run(args: string[]): Promise<number> {
   live.ui = startUi({
     baseUrl,
     origin: running.url,
+    host,
     signal: ac.signal,
     log,
     ...(push === undefined ? {} : { channels: () => push.channels() }),
@@ -254,6 +263,16 @@ export async function run(args: string[]): Promise<number> {
   let first: { result?: PublishResult; error?: unknown } | undefined;
   const held: { watcher?: SourceWatcher } = {};
   let runMs = 0;
+  // each name that cannot be published is logged once, with its code (a rescan finds it again)
+  const warned = new Set<string>();
+  const logWarnings = (r: PublishResult): void => {
+    for (const w of r.warnings) {
+      const key = `${w.set}\n${w.path}`;
+      if (warned.has(key) || warned.size >= 10_000) continue;
+      warned.add(key);
+      log(`resourcesync serve: warning ${w.code}: set '${w.set}': ${w.message}`);
+    }
+  };
   /** A publication's Framework Notifications (its Change Notifications went out through `onRecorded`). */
   const sendFramework = (r: PublishResult): void => push?.send(r.notifications?.map((n) => ({ ...n, change: [] })));
   const publishOnce = async ({ rescan }: { rescan: boolean } = { rescan: true }): Promise<PublishResult> => {
@@ -268,6 +287,7 @@ export async function run(args: string[]): Promise<number> {
       });
       first ??= { result };
       runMs = performance.now() - t0;
+      logWarnings(result);
       return result;
     } catch (error) {
       first ??= { error };
@@ -289,7 +309,7 @@ export async function run(args: string[]): Promise<number> {
         dirs,
         settleMs: SETTLE_MS,
         run: publishOnce,
-        ...(push ? { record: recordOnce } : {}),
+        ...(push ? { record: recordOnce, followUp: (r: unknown) => (r as PublishResult).resourceListDueInMs } : {}),
         signal: ac.signal,
         onEvent: () => live.core?.invalidate(),
         onRun: (r, action) => {
