@@ -21,8 +21,7 @@ import { resolve } from 'node:path';
 import { stderr, stdout } from 'node:process';
 import type { SyncOptions } from '../destination/sync.js';
 import { ResourceSyncError } from '../core/errors.js';
-import { readDocument } from '../core/xml/read-document.js';
-import { parseXmppPubsubUri } from '../core/xmpp-uri.js';
+import { originOf } from '../destination/authority.js';
 import { Follower, type FollowBatch } from '../notify/follower.js';
 import { listen, type Listener } from '../notify/node-listener.js';
 import { Subscriber } from '../notify/subscriber.js';
@@ -45,33 +44,6 @@ export interface FollowOptions {
    * (both or neither).
    */
   xmpp?: { account: XmppAccount; service?: string | undefined; node?: string | undefined };
-}
-
-interface Channel {
-  topic: string;
-  /** The WebSub hub (the first http(s) `rel="hub"`). */
-  hub?: string;
-  /** The XMPP PubSub node (an `rs:ln` whose href is an `xmpp:…?pubsub;…;node=…` URI). */
-  xmpp?: { service: string; node: string };
-}
-
-/** The change channel advertised by a Capability List, if any. @see Change Notification §4 (Example 7) */
-async function changeChannel(capabilityList: string, signal: AbortSignal): Promise<Channel | undefined> {
-  const res = await fetch(capabilityList, { signal, redirect: 'error' });
-  if (res.status !== 200) {
-    await res.body?.cancel();
-    return undefined;
-  }
-  const reader = await readDocument(new Uint8Array(await res.arrayBuffer()));
-  for await (const e of reader.entries) {
-    const cap = e.md?.capability;
-    if (cap === 'change-notification' || cap === 'changelist-notification') {
-      const hub = e.ln?.find((l) => l.rel === 'hub' && /^https?:/i.test(l.href ?? ''))?.href;
-      const xmpp = e.ln?.map((l) => parseXmppPubsubUri(l.href ?? '')).find((x) => x !== undefined);
-      if (hub !== undefined || xmpp !== undefined) return { topic: e.loc, ...(hub === undefined ? {} : { hub }), ...(xmpp === undefined ? {} : { xmpp }) };
-    }
-  }
-  return undefined;
 }
 
 /** A subscription that delivers notifications: WebSub (through a hub) or XMPP PubSub. */
@@ -127,10 +99,17 @@ export async function follow(o: FollowOptions): Promise<number> {
   // 2. The channel: a WebSub subscription (with its callback endpoint) or an XMPP PubSub one
   const ref: { push?: Push } = {};
   let listener: Listener | undefined;
-  const capabilityList = follower.capabilityList;
-  const channel =
-    capabilityList === undefined ? undefined : await changeChannel(capabilityList, o.signal).catch(() => undefined);
   const polling = `polling every ${o.intervalMs / 1000} s`;
+  const channel = await follower.changeChannel().catch((e: unknown) => {
+    if (!o.signal.aborted) o.log(`resourcesync sync: the change channel could not be read (${e instanceof Error ? e.message : String(e)}); ${polling}`);
+    return undefined;
+  });
+  if (channel?.refusedHub !== undefined && o.xmpp === undefined) {
+    o.log(
+      `resourcesync sync: the change channel's hub '${channel.refusedHub}' is on an origin this Destination may not contact; not subscribing ` +
+        `(allow it with --allow-origin ${originOf(channel.refusedHub) ?? channel.refusedHub}); ${polling}`,
+    );
+  }
   if (o.xmpp !== undefined) {
     const { service, node } = o.xmpp;
     if ((service === undefined) !== (node === undefined)) {
@@ -201,7 +180,7 @@ export async function follow(o: FollowOptions): Promise<number> {
       unsubscribe: () => websub.unsubscribe(),
       close: () => Promise.resolve(websub.close()),
     };
-  } else {
+  } else if (channel?.refusedHub === undefined) {
     o.log(`resourcesync sync: the Source offers no change notification channel; ${polling}`);
   }
 
