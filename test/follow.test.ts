@@ -218,7 +218,7 @@ test('sync --follow detects a gap between notification windows and fills it from
   const serve = await startServe(site, ['--hub', hubUrl]);
   procs.push(serve.p);
   const dest = join(tmp.dir, 'gap-dest');
-  const f = start(['sync', serve.url, dest, '--follow', '--json', '--no-fsync']);
+  const f = start(['sync', serve.url, dest, '--follow', '--json', '--no-fsync', '--allow-origin', hubUrl]);
   procs.push(f);
   await until(`a subscription; ${f.err()}`, () => /subscribed to /.test(f.err()));
   await until('the verified subscription', () => /subscribed http:\/\/127\.0\.0\.1:\d+\/callback/.test(hub.err()));
