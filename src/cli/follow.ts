@@ -25,6 +25,7 @@ import { originOf } from '../destination/authority.js';
 import { Follower, type FollowBatch } from '../notify/follower.js';
 import { listen, type Listener } from '../notify/node-listener.js';
 import { Subscriber } from '../notify/subscriber.js';
+import { loadSubscription, saveSubscription, type SavedSubscription } from '../notify/saved-subscription.js';
 import type { XmppAccount } from '../notify/xmpp-pubsub.js';
 import { XmppSubscriber } from '../notify/xmpp-subscriber.js';
 
@@ -36,6 +37,11 @@ export interface FollowOptions {
   /** The callback URL the hub is given; default `http://<listen>/callback`. */
   callbackUrl?: string;
   intervalMs: number;
+  /**
+   * While subscribed, the Change List is read every this many ms all the same (changes whose notification was lost,
+   * a hub that was down), and after each renewal of the subscription. Default 300,000.
+   */
+  reconcileMs?: number;
   json: boolean;
   signal: AbortSignal;
   log: (line: string) => void;
@@ -56,7 +62,7 @@ interface Push {
   close(): Promise<void>;
 }
 
-type Via = 'start' | 'push' | 'poll' | 'catch-up';
+type Via = 'start' | 'push' | 'poll' | 'catch-up' | 'reconcile' | 'retry';
 
 function printBatch(json: boolean, via: Via, b: Omit<FollowBatch, 'notifications' | 'gaps'> & Partial<FollowBatch>): void {
   const failed = b.failed.length;
@@ -75,10 +81,63 @@ function printBatch(json: boolean, via: Via, b: Omit<FollowBatch, 'notifications
   }
 }
 
+/** Listens where a previous run did (`again`, when `wanted` leaves the port open and that one is free), else at `wanted`. */
+async function listenAgain(handler: (r: Request) => Promise<Response>, wanted: FollowOptions['listen'], again: FollowOptions['listen'] | undefined): Promise<Listener> {
+  if (again !== undefined && wanted.port === 0 && again.host === wanted.host) {
+    try {
+      return await listen(handler, again);
+    } catch {
+      /* its port is taken: a new one */
+    }
+  }
+  return listen(handler, wanted);
+}
+
+/**
+ * Ends at its hub a subscription a previous run left, answering the hub's verification where that run listened; when
+ * its port is taken the hub cannot verify it, and it ends there after its failed deliveries.
+ */
+async function endSubscription(saved: SavedSubscription, log: (line: string) => void): Promise<void> {
+  const ref: { s?: Subscriber } = {};
+  let l: Listener;
+  try {
+    l = await listen((r) => ref.s!.handle(r), saved.listen);
+  } catch {
+    log(`resourcesync sync: the subscription of a previous run (${saved.callbackUrl}) cannot be ended: its port is taken`);
+    return;
+  }
+  ref.s = new Subscriber({ hub: saved.hub, topic: saved.topic, callbackUrl: saved.callbackUrl, secret: saved.secret, verifyTimeoutMs: 5000, onNotification: () => undefined });
+  try {
+    await ref.s.unsubscribe();
+    log(`resourcesync sync: the subscription of a previous run (${saved.callbackUrl}) was ended`);
+  } catch (e) {
+    log(`resourcesync sync: the subscription of a previous run (${saved.callbackUrl}) was not ended (${e instanceof Error ? e.message : String(e)})`);
+  } finally {
+    await l.close();
+  }
+}
+
 /** Runs the follow loop until `signal` aborts; resolves with the exit code. */
 export async function follow(o: FollowOptions): Promise<number> {
   let mode: 'push' | 'poll' = 'poll';
   let requested: Via = 'catch-up';
+  const reconcileMs = o.reconcileMs ?? 300_000;
+  // resources that failed: the Change List (which retries them) is read again after 1 s, 2 s, 4 s… at most the
+  // reconcile interval, until a batch has no failure
+  let retryFailed: NodeJS.Timeout | undefined;
+  let failedDelay = 1000;
+  const afterBatch = (failed: number): void => {
+    if (failed === 0) {
+      failedDelay = 1000;
+      return;
+    }
+    if (retryFailed !== undefined || o.signal.aborted) return;
+    retryFailed = setTimeout(() => {
+      retryFailed = undefined;
+      void catchUp('retry');
+    }, failedDelay);
+    failedDelay = Math.min(failedDelay * 2, reconcileMs);
+  };
 
   // 1. Baseline or catch-up; the follower then holds the destination
   const { follower, first } = await Follower.start({
@@ -87,10 +146,12 @@ export async function follow(o: FollowOptions): Promise<number> {
     onBatch: (b) => {
       const via: Via = b.notifications > 0 ? 'push' : requested;
       if (b.created + b.updated + b.deleted + b.failed.length + b.warnings.length > 0 || b.notifications > 0) printBatch(o.json, via, b);
+      afterBatch(b.failed.length);
     },
     onError: (e) => o.log(`resourcesync sync: ${e instanceof Error ? e.message : String(e)}`),
   });
   printBatch(o.json, 'start', first);
+  afterBatch(first.failed.length);
   const catchUp = (via: Via): Promise<void> => {
     requested = via;
     return follower.catchUp();
@@ -153,19 +214,28 @@ export async function follow(o: FollowOptions): Promise<number> {
   } else if (channel?.hub !== undefined) {
     const hub = channel.hub;
     const holder: { websub?: Subscriber } = {};
-    listener = await listen(
-      (r) => holder.websub?.handle(r) ?? Promise.resolve(new Response(null, { status: 404 })),
-      o.listen,
-    );
+    // the subscription a run killed before left in the state: taken over (same callback, port and secret) when it
+    // is for this channel and its port is free, otherwise ended at the hub
+    const dest = o.syncOptions.dest;
+    const key = follower.capabilityList!;
+    const saved = loadSubscription(dest, key);
+    const same = saved !== undefined && saved.hub === hub && saved.topic === channel.topic && (o.callbackUrl ?? saved.callbackUrl) === saved.callbackUrl ? saved : undefined;
+    const handler = (r: Request): Promise<Response> => holder.websub?.handle(r) ?? Promise.resolve(new Response(null, { status: 404 }));
+    listener = await listenAgain(handler, o.listen, same?.listen);
+    const callbackUrl = o.callbackUrl ?? `${listener.url}/callback`;
+    if (saved !== undefined && saved.callbackUrl !== callbackUrl) await endSubscription(saved, o.log);
     const websub = new Subscriber({
       hub,
       topic: channel.topic,
-      callbackUrl: o.callbackUrl ?? `${listener.url}/callback`,
+      callbackUrl,
+      ...(same !== undefined && same.callbackUrl === callbackUrl ? { secret: same.secret } : {}),
       onNotification: (bytes) => void follower.receive(bytes),
       onEvent: (e) => {
         if (e.type === 'renew-failed') {
           mode = 'poll';
           o.log(`resourcesync sync: lease renewal failed; ${polling}`);
+        } else if (e.type === 'verified' && e.mode === 'subscribe' && mode === 'push') {
+          void catchUp('reconcile'); // a renewal: what a hub that was away meanwhile did not deliver
         } else if (e.type === 'bad-signature')
           o.log('resourcesync sync: a notification with a bad signature was ignored');
       },
@@ -176,8 +246,15 @@ export async function follow(o: FollowOptions): Promise<number> {
       get subscribed() {
         return websub.subscribed;
       },
-      subscribe: () => websub.subscribe(),
-      unsubscribe: () => websub.unsubscribe(),
+      subscribe: async () => {
+        await websub.subscribe();
+        const listen = { host: o.listen.host, port: listener!.port };
+        saveSubscription(dest, key, { hub, topic: channel.topic, callbackUrl, listen, secret: websub.secret });
+      },
+      unsubscribe: async () => {
+        await websub.unsubscribe();
+        saveSubscription(dest, key, undefined);
+      },
       close: () => Promise.resolve(websub.close()),
     };
   } else if (channel?.refusedHub === undefined) {
@@ -226,11 +303,17 @@ export async function follow(o: FollowOptions): Promise<number> {
     const tick = setInterval(() => {
       if (mode === 'poll') void catchUp('poll').then(trySubscribe);
     }, o.intervalMs);
+    // while pushed to: the Change List all the same, for what no notification brought
+    const reconcile = setInterval(() => {
+      if (mode === 'push') void catchUp('reconcile');
+    }, reconcileMs);
     o.signal.addEventListener(
       'abort',
       () => {
         clearInterval(tick);
+        clearInterval(reconcile);
         clearTimeout(retry);
+        clearTimeout(retryFailed);
         resolve();
       },
       { once: true },

@@ -1,0 +1,138 @@
+// `sync --follow` over time, against `serve --hub` and a stand-alone `resourcesync hub` child process: a hub killed
+// with kill -9 and started again loses the notification of a change made meanwhile, and the follower still gets the
+// change (it reads the Change List every --reconcile-interval while subscribed); a follower killed with kill -9 and
+// started again takes its subscription over (same callback) instead of leaving a second one at the hub.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { REPO_ROOT } from './helpers/paths.js';
+import { tempDir } from './helpers/tmp.js';
+import { exited } from './helpers/exited.js';
+
+const MAIN = join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js');
+
+interface Proc {
+  child: ChildProcess;
+  out: () => string;
+  err: () => string;
+}
+
+function start(args: string[]): Proc {
+  const child = spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  return { child, out: () => out, err: () => err };
+}
+
+async function until(what: string, predicate: () => boolean, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+async function freePort(): Promise<number> {
+  return new Promise<number>((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+let tmp: { dir: string; cleanup: () => Promise<void> };
+const procs: Proc[] = [];
+before(async () => {
+  tmp = await tempDir('rs-follow-reconcile-');
+});
+after(async () => {
+  for (const p of procs) if (p.child.exitCode === null) p.child.kill('SIGKILL');
+  await tmp.cleanup();
+});
+
+/** A stand-alone hub on a fixed port (so that it comes back at the same URL) and `serve --hub` publishing to it. */
+async function sourceWithHub(name: string): Promise<{ site: string; serveUrl: string; hubUrl: string; startHub: () => Promise<Proc>; hub: () => Proc }> {
+  const port = await freePort();
+  const hubData = join(tmp.dir, `${name}-hub`);
+  const ref: { hub?: Proc } = {};
+  const startHub = async (): Promise<Proc> => {
+    const h = start(['hub', '--port', String(port), '--data', hubData, '--retry-ms', '20', '--verbose']);
+    procs.push(h);
+    await until(`the hub; ${h.err()}`, () => /^listening on /m.test(h.out()));
+    ref.hub = h;
+    return h;
+  };
+  await startHub();
+  const hubUrl = `http://127.0.0.1:${port}/`;
+  const site = join(tmp.dir, `${name}-site`);
+  mkdirSync(site);
+  await writeFile(join(site, 'a.txt'), 'a\n');
+  const serve = start(['serve', site, '--port', '0', '--hub', hubUrl]);
+  procs.push(serve);
+  await until(`serve to listen; ${serve.err()}`, () => /^listening on /m.test(serve.out()));
+  return { site, serveUrl: /^listening on (\S+)$/m.exec(serve.out())![1]!, hubUrl, startHub, hub: () => ref.hub! };
+}
+
+test('sync --follow: a change made while the hub was down (kill -9) arrives by the reconcile timer once the hub is back', async () => {
+  const s = await sourceWithHub('outage');
+  const dest = join(tmp.dir, 'outage-dest');
+  const f = start(['sync', s.serveUrl, dest, '--follow', '--json', '--no-fsync', '--allow-origin', s.hubUrl, '--reconcile-interval', '1']);
+  procs.push(f);
+  await until(`a subscription; ${f.err()}`, () => /subscribed to /.test(f.err()));
+  await writeFile(join(s.site, 'pushed.txt'), 'pushed\n');
+  await until('pushed.txt pushed', () => existsSync(join(dest, 'pushed.txt')));
+
+  s.hub().child.kill('SIGKILL');
+  await exited(s.hub().child);
+  await writeFile(join(s.site, 'during.txt'), 'during the outage\n');
+  await s.startHub();
+  await until(`during.txt; ${f.out()}`, () => existsSync(join(dest, 'during.txt')));
+  assert.equal(readFileSync(join(dest, 'during.txt'), 'utf8'), 'during the outage\n');
+  await until(`the reconcile line; ${f.out()}`, () => f.out().split('\n').some((l) => l.includes('"via":"reconcile"') && l.includes('"created":1')));
+  f.child.kill('SIGTERM');
+  assert.equal((await exited(f.child))[0], 0, f.err());
+});
+
+test('sync --follow: a follower killed with kill -9 and started again takes its subscription over; the hub holds one', async () => {
+  const s = await sourceWithHub('restart');
+  const dest = join(tmp.dir, 'restart-dest');
+  const args = ['sync', s.serveUrl, dest, '--follow', '--json', '--no-fsync', '--allow-origin', s.hubUrl];
+  /** The callbacks the hub holds a live subscription for, from its log (both runs of the hub). */
+  const live = (): string[] => {
+    const set = new Set<string>();
+    for (const m of s.hub().err().matchAll(/\b(subscribed|unsubscribed) (\S+) to /g)) {
+      if (m[1] === 'subscribed') set.add(m[2]!);
+      else set.delete(m[2]!);
+    }
+    return [...set];
+  };
+  const first = start(args);
+  procs.push(first);
+  await until(`a subscription; ${first.err()}`, () => /subscribed to /.test(first.err()));
+  await until('the hub verified it', () => live().length === 1);
+  const [callback] = live();
+  first.child.kill('SIGKILL');
+  await exited(first.child);
+
+  await writeFile(join(s.site, 'gap.txt'), 'while no follower ran\n');
+  const again = start(args);
+  procs.push(again);
+  await until(`a subscription; ${again.err()}`, () => /subscribed to /.test(again.err()));
+  await until('the hub verified it again', () => (s.hub().err().match(/\bsubscribed \S+ to /g) ?? []).length >= 2);
+  assert.deepEqual(live(), [callback], 'the same callback, its port free: one subscription at the hub, not two');
+  await until('gap.txt from the Change List', () => existsSync(join(dest, 'gap.txt')));
+  await writeFile(join(s.site, 'after.txt'), 'after\n');
+  await until('after.txt pushed', () => existsSync(join(dest, 'after.txt')));
+  again.child.kill('SIGTERM');
+  assert.equal((await exited(again.child))[0], 0, again.err());
+  await until('the unsubscription', () => new RegExp(`unsubscribed ${callback!.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} to `).test(s.hub().err()));
+});
