@@ -123,7 +123,9 @@ test('sync --follow: a 1 GiB Capability List is refused at the document limit; t
   const dest = join(tmp.dir, 'big');
   const f = start(['sync', src.capabilityList, dest, '--follow', '--json', '--no-fsync', '--interval', '0.3']);
   procs.push(f);
-  await until(`the refusal; ${f.err()}`, () => /change channel could not be read \(.*(limit|larger|longer).*\); polling every 0\.3 s/i.test(f.err()));
+  await until(`the refusal; ${f.err()}`, () =>
+    /change channel could not be read \(.*(limit|larger|longer).*\); polling every 0\.3 s/i.test(f.err()),
+  );
   assert.equal(hostile.seen(), 1);
   assert.ok(sent.bytes < 64 * 1024 * 1024, `the follower stopped reading early (${sent.bytes} bytes sent)`);
   src.put('b.txt', 'b\n');
@@ -140,9 +142,22 @@ test('sync --follow: a Capability List that drips a byte at a time ends at the d
   const sent = { bytes: 0 };
   const hostile = hostileChannel(server, (res) => endless(res, Buffer.from(' '), 300, 1024 ** 3, sent));
   const dest = join(tmp.dir, 'drip');
-  const f = start(['sync', src.capabilityList, dest, '--follow', '--json', '--no-fsync', '--interval', '0.3', '--timeout', '2000']);
+  const f = start([
+    'sync',
+    src.capabilityList,
+    dest,
+    '--follow',
+    '--json',
+    '--no-fsync',
+    '--interval',
+    '0.3',
+    '--timeout',
+    '2000',
+  ]);
   procs.push(f);
-  await until(`the deadline; ${f.err()}`, () => /change channel could not be read \(.*not read within 2000 ms.*\); polling every 0\.3 s/.test(f.err()));
+  await until(`the deadline; ${f.err()}`, () =>
+    /change channel could not be read \(.*not read within 2000 ms.*\); polling every 0\.3 s/.test(f.err()),
+  );
   assert.equal(hostile.seen(), 1);
   src.put('b.txt', 'b\n');
   src.publish();
@@ -170,17 +185,39 @@ test('sync --follow: a hub on another origin is not contacted unless --allow-ori
   servers.push(hub);
   const { server, src } = await hostileSource(`${hub.origin}/`);
   servers.push(server);
-  const f = start(['sync', src.capabilityList, join(tmp.dir, 'other-hub'), '--follow', '--json', '--no-fsync', '--interval', '0.3']);
+  const f = start([
+    'sync',
+    src.capabilityList,
+    join(tmp.dir, 'other-hub'),
+    '--follow',
+    '--json',
+    '--no-fsync',
+    '--interval',
+    '0.3',
+  ]);
   procs.push(f);
   await until(`the refusal; ${f.err()}`, () =>
-    f.err().includes(`hub '${hub.origin}/' is on an origin this Destination may not contact; not subscribing (allow it with --allow-origin ${hub.origin}); polling every 0.3 s`),
+    f
+      .err()
+      .includes(
+        `hub '${hub.origin}/' is on an origin this Destination may not contact; not subscribing (allow it with --allow-origin ${hub.origin}); polling every 0.3 s`,
+      ),
   );
   await until('a poll', () => server.requests.filter((r) => r.url === '/changelist.xml').length >= 3);
   assert.deepEqual(hub.requests, [], 'nothing was sent to the other origin');
   f.child.kill('SIGTERM');
   assert.equal((await exited(f.child))[0], 0, f.err());
 
-  const allowed = start(['sync', src.capabilityList, join(tmp.dir, 'other-hub-allowed'), '--follow', '--json', '--no-fsync', '--allow-origin', hub.origin]);
+  const allowed = start([
+    'sync',
+    src.capabilityList,
+    join(tmp.dir, 'other-hub-allowed'),
+    '--follow',
+    '--json',
+    '--no-fsync',
+    '--allow-origin',
+    hub.origin,
+  ]);
   procs.push(allowed);
   await until(`the subscription request; ${allowed.err()}`, () => hub.requests.some((r) => r.method === 'POST'));
   allowed.child.kill('SIGTERM');

@@ -60,7 +60,9 @@ after(async () => {
 });
 
 /** A stand-alone hub on a fixed port (so that it comes back at the same URL) and `serve --hub` publishing to it. */
-async function sourceWithHub(name: string): Promise<{ site: string; serveUrl: string; hubUrl: string; startHub: () => Promise<Proc>; hub: () => Proc }> {
+async function sourceWithHub(
+  name: string,
+): Promise<{ site: string; serveUrl: string; hubUrl: string; startHub: () => Promise<Proc>; hub: () => Proc }> {
   const port = await freePort();
   const hubData = join(tmp.dir, `${name}-hub`);
   const ref: { hub?: Proc } = {};
@@ -85,7 +87,18 @@ async function sourceWithHub(name: string): Promise<{ site: string; serveUrl: st
 test('sync --follow: a change made while the hub was down (kill -9) arrives by the reconcile timer once the hub is back', async () => {
   const s = await sourceWithHub('outage');
   const dest = join(tmp.dir, 'outage-dest');
-  const f = start(['sync', s.serveUrl, dest, '--follow', '--json', '--no-fsync', '--allow-origin', s.hubUrl, '--reconcile-interval', '1']);
+  const f = start([
+    'sync',
+    s.serveUrl,
+    dest,
+    '--follow',
+    '--json',
+    '--no-fsync',
+    '--allow-origin',
+    s.hubUrl,
+    '--reconcile-interval',
+    '1',
+  ]);
   procs.push(f);
   await until(`a subscription; ${f.err()}`, () => /subscribed to /.test(f.err()));
   await writeFile(join(s.site, 'pushed.txt'), 'pushed\n');
@@ -97,7 +110,12 @@ test('sync --follow: a change made while the hub was down (kill -9) arrives by t
   await s.startHub();
   await until(`during.txt; ${f.out()}`, () => existsSync(join(dest, 'during.txt')));
   assert.equal(readFileSync(join(dest, 'during.txt'), 'utf8'), 'during the outage\n');
-  await until(`the reconcile line; ${f.out()}`, () => f.out().split('\n').some((l) => l.includes('"via":"reconcile"') && l.includes('"created":1')));
+  await until(`the reconcile line; ${f.out()}`, () =>
+    f
+      .out()
+      .split('\n')
+      .some((l) => l.includes('"via":"reconcile"') && l.includes('"created":1')),
+  );
   f.child.kill('SIGTERM');
   assert.equal((await exited(f.child))[0], 0, f.err());
 });
@@ -109,7 +127,10 @@ test('sync --follow: a follower killed with kill -9 and started again takes its 
   /** The callbacks the hub holds a live subscription for, from its log (both runs of the hub). */
   const live = (): string[] => {
     const set = new Set<string>();
-    for (const m of s.hub().err().matchAll(/\b(subscribed|unsubscribed) (\S+) to /g)) {
+    for (const m of s
+      .hub()
+      .err()
+      .matchAll(/\b(subscribed|unsubscribed) (\S+) to /g)) {
       if (m[1] === 'subscribed') set.add(m[2]!);
       else set.delete(m[2]!);
     }
@@ -127,12 +148,72 @@ test('sync --follow: a follower killed with kill -9 and started again takes its 
   const again = start(args);
   procs.push(again);
   await until(`a subscription; ${again.err()}`, () => /subscribed to /.test(again.err()));
-  await until('the hub verified it again', () => (s.hub().err().match(/\bsubscribed \S+ to /g) ?? []).length >= 2);
+  await until(
+    'the hub verified it again',
+    () =>
+      (
+        s
+          .hub()
+          .err()
+          .match(/\bsubscribed \S+ to /g) ?? []
+      ).length >= 2,
+  );
   assert.deepEqual(live(), [callback], 'the same callback, its port free: one subscription at the hub, not two');
   await until('gap.txt from the Change List', () => existsSync(join(dest, 'gap.txt')));
   await writeFile(join(s.site, 'after.txt'), 'after\n');
   await until('after.txt pushed', () => existsSync(join(dest, 'after.txt')));
   again.child.kill('SIGTERM');
   assert.equal((await exited(again.child))[0], 0, again.err());
-  await until('the unsubscription', () => new RegExp(`unsubscribed ${callback!.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} to `).test(s.hub().err()));
+  await until('the unsubscription', () =>
+    new RegExp(`unsubscribed ${callback!.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} to `).test(s.hub().err()),
+  );
+});
+
+test('sync --follow: started again on another --listen port, a follower first ends the subscription the killed one left', async () => {
+  const s = await sourceWithHub('moved');
+  const dest = join(tmp.dir, 'moved-dest');
+  const live = (): string[] => {
+    const set = new Set<string>();
+    for (const m of s
+      .hub()
+      .err()
+      .matchAll(/\b(subscribed|unsubscribed) (\S+) to /g)) {
+      if (m[1] === 'subscribed') set.add(m[2]!);
+      else set.delete(m[2]!);
+    }
+    return [...set];
+  };
+  const run = async (port: number): Promise<Proc> => {
+    const p = start([
+      'sync',
+      s.serveUrl,
+      dest,
+      '--follow',
+      '--json',
+      '--no-fsync',
+      '--allow-origin',
+      s.hubUrl,
+      '--listen',
+      `127.0.0.1:${port}`,
+    ]);
+    procs.push(p);
+    await until(`a subscription; ${p.err()}`, () => /subscribed to /.test(p.err()));
+    return p;
+  };
+  const [p1, p2] = [await freePort(), await freePort()];
+  const first = await run(p1);
+  await until('the hub verified it', () => live().length === 1);
+  first.child.kill('SIGKILL');
+  await exited(first.child);
+  const again = await run(p2);
+  assert.match(
+    again.err(),
+    new RegExp(`the subscription of a previous run \\(http://127\\.0\\.0\\.1:${p1}/callback\\) was ended`),
+  );
+  await until(
+    `one live subscription at the hub; ${s.hub().err()}`,
+    () => live().length === 1 && live()[0] === `http://127.0.0.1:${p2}/callback`,
+  );
+  again.child.kill('SIGTERM');
+  assert.equal((await exited(again.child))[0], 0, again.err());
 });

@@ -38,7 +38,13 @@ test('Follower: forged notifications change nothing, leave their entries as note
     src.publish();
     const dest = join(dir, 'mirror');
     const batches: FollowBatch[] = [];
-    const started = await Follower.start({ source: src.capabilityList, dest, delete: true, fsync: false, onBatch: (b) => batches.push(b) });
+    const started = await Follower.start({
+      source: src.capabilityList,
+      dest,
+      delete: true,
+      fsync: false,
+      onBatch: (b) => batches.push(b),
+    });
     follower = started.follower;
     assert.equal(started.first.created, 5);
     const cursorOf = (): string | undefined => {
@@ -56,7 +62,8 @@ test('Follower: forged notifications change nothing, leave their entries as note
     // 1. a window 2000 … 9999 saying every file was deleted
     const deleteAll = [...src.files.keys()].map((p) => entry(`${src.origin}/${p}`, 'deleted', '2026-01-01T00:00:00Z'));
     await follower.receive(notification(src.capabilityList, '2000-01-01T00:00:00Z', '9999-12-31T23:59:59Z', deleteAll));
-    for (let i = 0; i < 5; i++) assert.equal(readFileSync(join(dest, `f${i}.txt`), 'utf8'), `file ${i}\n`, 'nothing deleted');
+    for (let i = 0; i < 5; i++)
+      assert.equal(readFileSync(join(dest, `f${i}.txt`), 'utf8'), `file ${i}\n`, 'nothing deleted');
     assert.ok(codes().includes('notification-window-future'), JSON.stringify(codes()));
     assert.equal(follower.until, until, 'the window did not move');
     assert.equal(cursorOf(), cursor, 'the cursor did not move');
@@ -83,14 +90,22 @@ test('Follower: forged notifications change nothing, leave their entries as note
     const asked = server.requests.slice(before).map((r) => r.url);
     assert.ok(!asked.some((u) => /escape|resourcesync/.test(u)), asked.join(' '));
     const store = StateStore.open(dest, { readonly: true });
-    assert.deepEqual(store.pending(src.capabilityList), [], 'the 404 a notification alone named is not kept as pending');
+    assert.deepEqual(
+      store.pending(src.capabilityList),
+      [],
+      'the 404 a notification alone named is not kept as pending',
+    );
     store.close();
 
     // 3. a genuine change afterwards is still applied
     src.put('later.txt', 'later\n');
     src.publish();
     const t = iso(Date.now());
-    await follower.receive(notification(src.capabilityList, iso(follower.until!), t, [entry(`${src.origin}/later.txt`, 'created', t, 'later\n')]));
+    await follower.receive(
+      notification(src.capabilityList, iso(follower.until!), t, [
+        entry(`${src.origin}/later.txt`, 'created', t, 'later\n'),
+      ]),
+    );
     assert.equal(readFileSync(join(dest, 'later.txt'), 'utf8'), 'later\n');
     await follower.close();
     follower = undefined;

@@ -32,7 +32,7 @@ export interface ChangeChannelContext {
 }
 
 /** A Capability List is small: its size and entry limits. */
-export const CHANNEL_LIMITS = { maxBytes: 1024 * 1024, maxEntries: 1000 };
+const CHANNEL_LIMITS = { maxBytes: 1024 * 1024, maxEntries: 1000 };
 
 /**
  * Reads the change channel of a Capability List; undefined when it advertises none or does not answer 200.
@@ -42,7 +42,10 @@ export const CHANNEL_LIMITS = { maxBytes: 1024 * 1024, maxEntries: 1000 };
  * const ch = await readChangeChannel({ http, authority }, 'http://127.0.0.1:8080/capabilitylist.xml');
  * if (ch?.hub !== undefined) await new Subscriber({ hub: ch.hub, topic: ch.topic, callbackUrl, onNotification }).subscribe();
  */
-export async function readChangeChannel(ctx: ChangeChannelContext, capabilityList: string): Promise<ChangeChannel | undefined> {
+export async function readChangeChannel(
+  ctx: ChangeChannelContext,
+  capabilityList: string,
+): Promise<ChangeChannel | undefined> {
   ctx.authority.check(capabilityList);
   const deadlineMs = ctx.deadlineMs ?? 30_000;
   const stop = new AbortController(); // ends the read: the deadline, the caller's signal, or an early return
@@ -65,17 +68,30 @@ export async function readChangeChannel(ctx: ChangeChannelContext, capabilityLis
       const refused = hub === undefined ? hubs[0] : undefined;
       const xmpp = e.ln?.map((l) => parseXmppPubsubUri(l.href ?? '')).find((x) => x !== undefined);
       if (hubs.length > 0 || xmpp !== undefined) {
-        return { topic: e.loc, ...(hub === undefined ? {} : { hub }), ...(refused === undefined ? {} : { refusedHub: refused }), ...(xmpp === undefined ? {} : { xmpp }) };
+        return {
+          topic: e.loc,
+          ...(hub === undefined ? {} : { hub }),
+          ...(refused === undefined ? {} : { refusedHub: refused }),
+          ...(xmpp === undefined ? {} : { xmpp }),
+        };
       }
     }
     return undefined;
   } catch (e) {
-    if (stop.signal.reason instanceof ResourceSyncError && ctx.signal?.aborted !== true && (isResourceSyncError(e, 'RS_ABORTED') || stop.signal.aborted)) {
-      throw new ResourceSyncError('RS_HTTP_TIMEOUT', `Capability List '${capabilityList}' was not read within ${deadlineMs} ms.`, {
-        data: { url: capabilityList, deadlineMs },
-        cause: e,
-        recoverable: true,
-      });
+    if (
+      stop.signal.reason instanceof ResourceSyncError &&
+      ctx.signal?.aborted !== true &&
+      (isResourceSyncError(e, 'RS_ABORTED') || stop.signal.aborted)
+    ) {
+      throw new ResourceSyncError(
+        'RS_HTTP_TIMEOUT',
+        `Capability List '${capabilityList}' was not read within ${deadlineMs} ms.`,
+        {
+          data: { url: capabilityList, deadlineMs },
+          cause: e,
+          recoverable: true,
+        },
+      );
     }
     throw e;
   } finally {

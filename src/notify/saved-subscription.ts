@@ -22,8 +22,14 @@ const key = (capabilityList: string): string => `follow.websub ${capabilityList}
 function isSaved(v: unknown): v is SavedSubscription {
   const s = v as Partial<SavedSubscription> | null;
   return (
-    typeof s === 'object' && s !== null && typeof s.hub === 'string' && typeof s.topic === 'string' && typeof s.callbackUrl === 'string' &&
-    typeof s.secret === 'string' && typeof s.listen?.host === 'string' && Number.isInteger(s.listen.port)
+    typeof s === 'object' &&
+    s !== null &&
+    typeof s.hub === 'string' &&
+    typeof s.topic === 'string' &&
+    typeof s.callbackUrl === 'string' &&
+    typeof s.secret === 'string' &&
+    typeof s.listen?.host === 'string' &&
+    Number.isInteger(s.listen.port)
   );
 }
 

@@ -13,7 +13,7 @@ import type { Mapper } from '../destination/mapper.js';
 import { note, type DestinationNote } from '../destination/notes.js';
 
 /** How far a window's `until` may run past the time the notification was received (clocks differ), ms. */
-export const WINDOW_SKEW_MS = 5 * 60_000;
+const WINDOW_SKEW_MS = 5 * 60_000;
 
 /**
  * True when a window ends later than `receivedAt` (plus {@link WINDOW_SKEW_MS}): the Source cannot have said it.
@@ -29,11 +29,16 @@ export function windowFromFuture(until: string | undefined, receivedAt: number):
  * are reported through `warn` (`notification-entry-ignored`) and dropped.
  * @example const ok = screenEntries(entries, connection, (n) => warnings.push(n));
  */
-export function screenEntries(entries: readonly Entry[], rules: { authority: Authority; mapper: Mapper }, warn: (n: DestinationNote) => void): Entry[] {
+export function screenEntries(
+  entries: readonly Entry[],
+  rules: { authority: Authority; mapper: Mapper },
+  warn: (n: DestinationNote) => void,
+): Entry[] {
   const out: Entry[] = [];
   for (const e of entries) {
     if (!rules.authority.allows(e.loc)) warn(note('notification-entry-ignored', { loc: e.loc, reason: 'authority' }));
-    else if (rules.mapper.tryPath(e.loc) === undefined) warn(note('notification-entry-ignored', { loc: e.loc, reason: 'path' }));
+    else if (rules.mapper.tryPath(e.loc) === undefined)
+      warn(note('notification-entry-ignored', { loc: e.loc, reason: 'path' }));
     else out.push(e);
   }
   return out;

@@ -173,13 +173,21 @@ void describe('Subscriber against a hub that grants a lease longer than a timer 
         setTimeout(() => void fetch(cb).then((x) => x.arrayBuffer()), 5);
         return new Response(null, { status: 202 });
       });
-      ref.s = new Subscriber({ hub: `${hubListener.url}/`, topic: 'http://127.0.0.1:1/t', callbackUrl: `${cbListener.url}/cb`, onNotification: () => undefined });
+      ref.s = new Subscriber({
+        hub: `${hubListener.url}/`,
+        topic: 'http://127.0.0.1:1/t',
+        callbackUrl: `${cbListener.url}/cb`,
+        onNotification: () => undefined,
+      });
       try {
         await ref.s.subscribe();
         assert.equal(ref.s.subscribed, true);
         await sleep(1500); // proving that nothing happens: no renewal fires
         assert.equal(requests, 1, `lease ${granted}: one subscription request, no renewal storm`);
-        assert.deepEqual(warnings.filter((w) => w === 'TimeoutOverflowWarning'), []);
+        assert.deepEqual(
+          warnings.filter((w) => w === 'TimeoutOverflowWarning'),
+          [],
+        );
       } finally {
         process.off('warning', onWarning);
         ref.s.close();

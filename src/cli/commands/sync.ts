@@ -55,7 +55,8 @@ Options:
   --map URL=DIR            resources under URL go to <dest-dir>/DIR; repeatable
   --prefer-dump            use a Resource Dump / Change Dump when offered
   --prefer-mirrors         try rel="duplicate" mirrors before the primary URL
-  --timeout MS             HTTP connect/headers/body-idle timeout (default 30000)
+  --timeout MS             HTTP connect/headers/body-idle timeout (default 30000); with --follow,
+                           also the deadline for reading the whole change channel
   --rate N                 at most N requests per second to each origin (default: no limit);
                            a Retry-After on 429/503 always holds every request to that origin
   --retries N              HTTP retries on 5xx, 429 and network errors (default 3)
