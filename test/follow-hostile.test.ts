@@ -4,41 +4,14 @@
 // at its deadline, ends promptly on SIGTERM during either, and contacts no hub its authority does not allow.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { ServerResponse } from 'node:http';
-import { REPO_ROOT } from './helpers/paths.js';
 import { tempDir } from './helpers/tmp.js';
 import { exited } from './helpers/exited.js';
+import { startCli as start, until, type CliChild as Proc } from './helpers/cli-child.js';
 import { FakeSource } from './helpers/fake-source.js';
 import { startTestServer, type TestServer } from './helpers/test-server.js';
-
-const MAIN = join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js');
-
-interface Proc {
-  child: ChildProcess;
-  out: () => string;
-  err: () => string;
-}
-
-function start(args: string[]): Proc {
-  const child = spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  return { child, out: () => out, err: () => err };
-}
-
-async function until(what: string, predicate: () => boolean, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 const HEAD = `<?xml version="1.0" encoding="UTF-8"?>
 <urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">

@@ -4,50 +4,12 @@
 // started again takes its subscription over (same callback) instead of leaving a second one at the hub.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { REPO_ROOT } from './helpers/paths.js';
 import { tempDir } from './helpers/tmp.js';
 import { exited } from './helpers/exited.js';
-
-const MAIN = join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js');
-
-interface Proc {
-  child: ChildProcess;
-  out: () => string;
-  err: () => string;
-}
-
-function start(args: string[]): Proc {
-  const child = spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  return { child, out: () => out, err: () => err };
-}
-
-async function until(what: string, predicate: () => boolean, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
-
-async function freePort(): Promise<number> {
-  return new Promise<number>((resolve) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
+import { freePort, startCli as start, until, type CliChild as Proc } from './helpers/cli-child.js';
 
 let tmp: { dir: string; cleanup: () => Promise<void> };
 const procs: Proc[] = [];
@@ -59,10 +21,26 @@ after(async () => {
   await tmp.cleanup();
 });
 
+/** The callbacks a hub holds a live subscription for, from its --verbose log. */
+function liveCallbacks(log: string): string[] {
+  const set = new Set<string>();
+  for (const m of log.matchAll(/\b(subscribed|unsubscribed) (\S+) to /g)) {
+    if (m[1] === 'subscribed') set.add(m[2]!);
+    else set.delete(m[2]!);
+  }
+  return [...set];
+}
+
 /** A stand-alone hub on a fixed port (so that it comes back at the same URL) and `serve --hub` publishing to it. */
-async function sourceWithHub(
-  name: string,
-): Promise<{ site: string; serveUrl: string; hubUrl: string; startHub: () => Promise<Proc>; hub: () => Proc }> {
+async function sourceWithHub(name: string): Promise<{
+  site: string;
+  serveUrl: string;
+  hubUrl: string;
+  startHub: () => Promise<Proc>;
+  hub: () => Proc;
+  /** Starts `sync --follow --json` of the Source into `dest`, the hub's origin allowed. */
+  follow: (dest: string, extra: string[]) => Proc;
+}> {
   const port = await freePort();
   const hubData = join(tmp.dir, `${name}-hub`);
   const ref: { hub?: Proc } = {};
@@ -81,24 +59,19 @@ async function sourceWithHub(
   const serve = start(['serve', site, '--port', '0', '--hub', hubUrl]);
   procs.push(serve);
   await until(`serve to listen; ${serve.err()}`, () => /^listening on /m.test(serve.out()));
-  return { site, serveUrl: /^listening on (\S+)$/m.exec(serve.out())![1]!, hubUrl, startHub, hub: () => ref.hub! };
+  const serveUrl = /^listening on (\S+)$/m.exec(serve.out())![1]!;
+  const follow = (dest: string, extra: string[]): Proc => {
+    const p = start(['sync', serveUrl, dest, '--follow', '--json', '--no-fsync', '--allow-origin', hubUrl, ...extra]);
+    procs.push(p);
+    return p;
+  };
+  return { site, serveUrl, hubUrl, startHub, hub: () => ref.hub!, follow };
 }
 
 test('sync --follow: a change made while the hub was down (kill -9) arrives by the reconcile timer once the hub is back', async () => {
   const s = await sourceWithHub('outage');
   const dest = join(tmp.dir, 'outage-dest');
-  const f = start([
-    'sync',
-    s.serveUrl,
-    dest,
-    '--follow',
-    '--json',
-    '--no-fsync',
-    '--allow-origin',
-    s.hubUrl,
-    '--reconcile-interval',
-    '1',
-  ]);
+  const f = s.follow(dest, ['--reconcile-interval', '1']);
   procs.push(f);
   await until(`a subscription; ${f.err()}`, () => /subscribed to /.test(f.err()));
   await writeFile(join(s.site, 'pushed.txt'), 'pushed\n');
@@ -123,20 +96,8 @@ test('sync --follow: a change made while the hub was down (kill -9) arrives by t
 test('sync --follow: a follower killed with kill -9 and started again takes its subscription over; the hub holds one', async () => {
   const s = await sourceWithHub('restart');
   const dest = join(tmp.dir, 'restart-dest');
-  const args = ['sync', s.serveUrl, dest, '--follow', '--json', '--no-fsync', '--allow-origin', s.hubUrl];
-  /** The callbacks the hub holds a live subscription for, from its log (both runs of the hub). */
-  const live = (): string[] => {
-    const set = new Set<string>();
-    for (const m of s
-      .hub()
-      .err()
-      .matchAll(/\b(subscribed|unsubscribed) (\S+) to /g)) {
-      if (m[1] === 'subscribed') set.add(m[2]!);
-      else set.delete(m[2]!);
-    }
-    return [...set];
-  };
-  const first = start(args);
+  const live = (): string[] => liveCallbacks(s.hub().err());
+  const first = s.follow(dest, []);
   procs.push(first);
   await until(`a subscription; ${first.err()}`, () => /subscribed to /.test(first.err()));
   await until('the hub verified it', () => live().length === 1);
@@ -145,7 +106,7 @@ test('sync --follow: a follower killed with kill -9 and started again takes its 
   await exited(first.child);
 
   await writeFile(join(s.site, 'gap.txt'), 'while no follower ran\n');
-  const again = start(args);
+  const again = s.follow(dest, []);
   procs.push(again);
   await until(`a subscription; ${again.err()}`, () => /subscribed to /.test(again.err()));
   await until(
@@ -172,30 +133,9 @@ test('sync --follow: a follower killed with kill -9 and started again takes its 
 test('sync --follow: started again on another --listen port, a follower first ends the subscription the killed one left', async () => {
   const s = await sourceWithHub('moved');
   const dest = join(tmp.dir, 'moved-dest');
-  const live = (): string[] => {
-    const set = new Set<string>();
-    for (const m of s
-      .hub()
-      .err()
-      .matchAll(/\b(subscribed|unsubscribed) (\S+) to /g)) {
-      if (m[1] === 'subscribed') set.add(m[2]!);
-      else set.delete(m[2]!);
-    }
-    return [...set];
-  };
+  const live = (): string[] => liveCallbacks(s.hub().err());
   const run = async (port: number): Promise<Proc> => {
-    const p = start([
-      'sync',
-      s.serveUrl,
-      dest,
-      '--follow',
-      '--json',
-      '--no-fsync',
-      '--allow-origin',
-      s.hubUrl,
-      '--listen',
-      `127.0.0.1:${port}`,
-    ]);
+    const p = s.follow(dest, ['--listen', `127.0.0.1:${port}`]);
     procs.push(p);
     await until(`a subscription; ${p.err()}`, () => /subscribed to /.test(p.err()));
     return p;
