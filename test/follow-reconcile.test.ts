@@ -157,3 +157,62 @@ test('sync --follow: started again on another --listen port, a follower first en
   again.child.kill('SIGTERM');
   assert.equal((await exited(again.child))[0], 0, again.err());
 });
+
+test('sync --follow --delete: an outsider publishes forged notifications for the topic at an open hub; nothing is deleted or stuck', async () => {
+  const s = await sourceWithHub('forged');
+  for (let i = 0; i < 5; i++) await writeFile(join(s.site, `f${i}.txt`), `file ${i}\n`);
+  const dest = join(tmp.dir, 'forged-dest');
+  const f = s.follow(dest, ['--delete']);
+  await until(`a subscription; ${f.err()}`, () => /subscribed to /.test(f.err()));
+  await until('the baseline', () => existsSync(join(dest, 'f4.txt')));
+  const topic = `${s.serveUrl}/.resourcesync/forged-site/change-notification/`;
+  const iso = new Date().toISOString();
+  const entries = (urls: Array<[string, string]>): string =>
+    urls.map(([loc, change]) => `<url><loc>${loc}</loc><rs:md change="${change}" datetime="${iso}"/></url>`).join('\n');
+  const forge = async (from: string, until_: string, body: string): Promise<number> => {
+    const res = await fetch(s.hubUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/xml', link: `<${topic}>; rel="self", <${s.hubUrl}>; rel="hub"` },
+      body: `<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">
+<rs:md capability="change-notification" from="${from}" until="${until_}"/>
+${body}
+</urlset>`,
+    });
+    await res.arrayBuffer();
+    return res.status;
+  };
+  const all = Array.from({ length: 5 }, (_, i): [string, string] => [`${s.serveUrl}/f${i}.txt`, 'deleted']);
+  const forgedWindow = await forge('2000-01-01T00:00:00Z', '9999-12-31T23:59:59Z', entries(all));
+  const forgedEntries = await forge(
+    '2000-01-01T00:00:00Z',
+    iso,
+    entries([
+      ['http://127.0.0.1:1/elsewhere.txt', 'created'],
+      [`${s.serveUrl}/a/..%2F..%2Fescape.txt`, 'created'],
+      [`${s.serveUrl}/.resourcesync/state.sqlite`, 'updated'],
+      [`${s.serveUrl}/missing.txt`, 'created'],
+    ]),
+  );
+  if (forgedWindow < 300 || forgedEntries < 300) {
+    // the hub relayed them: the follower saw them, and refused them
+    const codes = (): string[] =>
+      f
+        .out()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .flatMap((l) => ((JSON.parse(l) as { warnings?: Array<{ code: string }> }).warnings ?? []).map((w) => w.code));
+    if (forgedWindow < 300)
+      await until(`the future window refused; ${f.out()}`, () => codes().includes('notification-window-future'));
+    if (forgedEntries < 300)
+      await until(`the entries refused; ${f.out()}`, () => codes().includes('notification-entry-ignored'));
+  }
+  for (let i = 0; i < 5; i++)
+    assert.equal(readFileSync(join(dest, `f${i}.txt`), 'utf8'), `file ${i}\n`, 'nothing deleted');
+  await writeFile(join(s.site, 'later.txt'), 'later\n');
+  await until('a later change still arrives', () => existsSync(join(dest, 'later.txt')));
+  f.child.kill('SIGTERM');
+  assert.equal((await exited(f.child))[0], 0, f.err());
+  const plain = start(['sync', s.serveUrl, dest, '--delete', '--json', '--no-fsync']);
+  assert.equal((await exited(plain.child))[0], 0, `a plain sync --delete afterwards: ${plain.out()}${plain.err()}`);
+});
