@@ -82,7 +82,11 @@ function printBatch(json: boolean, via: Via, b: Omit<FollowBatch, 'notifications
 }
 
 /** Listens where a previous run did (`again`, when `wanted` leaves the port open and that one is free), else at `wanted`. */
-async function listenAgain(handler: (r: Request) => Promise<Response>, wanted: FollowOptions['listen'], again: FollowOptions['listen'] | undefined): Promise<Listener> {
+async function listenAgain(
+  handler: (r: Request) => Promise<Response>,
+  wanted: FollowOptions['listen'],
+  again: FollowOptions['listen'] | undefined,
+): Promise<Listener> {
   if (again !== undefined && wanted.port === 0 && again.host === wanted.host) {
     try {
       return await listen(handler, again);
@@ -103,15 +107,23 @@ async function endSubscription(saved: SavedSubscription, log: (line: string) => 
   try {
     l = await listen((r) => ref.s!.handle(r), saved.listen);
   } catch {
-    log(`resourcesync sync: the subscription of a previous run (${saved.callbackUrl}) cannot be ended: its port is taken`);
+    log(`resourcesync sync: the subscription of a previous run (${saved.callbackUrl}) cannot be ended (port in use)`);
     return;
   }
-  ref.s = new Subscriber({ hub: saved.hub, topic: saved.topic, callbackUrl: saved.callbackUrl, secret: saved.secret, verifyTimeoutMs: 5000, onNotification: () => undefined });
+  ref.s = new Subscriber({
+    hub: saved.hub,
+    topic: saved.topic,
+    callbackUrl: saved.callbackUrl,
+    secret: saved.secret,
+    verifyTimeoutMs: 5000,
+    onNotification: () => undefined,
+  });
   try {
     await ref.s.unsubscribe();
     log(`resourcesync sync: the subscription of a previous run (${saved.callbackUrl}) was ended`);
   } catch (e) {
-    log(`resourcesync sync: the subscription of a previous run (${saved.callbackUrl}) was not ended (${e instanceof Error ? e.message : String(e)})`);
+    const why = e instanceof Error ? e.message : String(e);
+    log(`resourcesync sync: the subscription of a previous run (${saved.callbackUrl}) was not ended (${why})`);
   } finally {
     await l.close();
   }
@@ -162,7 +174,8 @@ export async function follow(o: FollowOptions): Promise<number> {
   let listener: Listener | undefined;
   const polling = `polling every ${o.intervalMs / 1000} s`;
   const channel = await follower.changeChannel().catch((e: unknown) => {
-    if (!o.signal.aborted) o.log(`resourcesync sync: the change channel could not be read (${e instanceof Error ? e.message : String(e)}); ${polling}`);
+    const why = e instanceof Error ? e.message : String(e);
+    if (!o.signal.aborted) o.log(`resourcesync sync: the change channel could not be read (${why}); ${polling}`);
     return undefined;
   });
   if (channel?.refusedHub !== undefined && o.xmpp === undefined) {
@@ -219,8 +232,20 @@ export async function follow(o: FollowOptions): Promise<number> {
     const dest = o.syncOptions.dest;
     const key = follower.capabilityList!;
     const saved = loadSubscription(dest, key);
-    const same = saved !== undefined && saved.hub === hub && saved.topic === channel.topic && (o.callbackUrl ?? saved.callbackUrl) === saved.callbackUrl ? saved : undefined;
-    const handler = (r: Request): Promise<Response> => holder.websub?.handle(r) ?? Promise.resolve(new Response(null, { status: 404 }));
+    const same =
+      saved?.hub === hub && saved.topic === channel.topic && (o.callbackUrl ?? saved.callbackUrl) === saved.callbackUrl
+        ? saved
+        : undefined;
+    const keep = (sub: SavedSubscription | undefined): void => {
+      try {
+        saveSubscription(dest, key, sub);
+      } catch (e) {
+        const why = e instanceof Error ? e.message : String(e);
+        o.log(`resourcesync sync: the subscription could not be kept in the state (${why})`);
+      }
+    };
+    const handler = (r: Request): Promise<Response> =>
+      holder.websub?.handle(r) ?? Promise.resolve(new Response(null, { status: 404 }));
     listener = await listenAgain(handler, o.listen, same?.listen);
     const callbackUrl = o.callbackUrl ?? `${listener.url}/callback`;
     if (saved !== undefined && saved.callbackUrl !== callbackUrl) await endSubscription(saved, o.log);
@@ -249,11 +274,11 @@ export async function follow(o: FollowOptions): Promise<number> {
       subscribe: async () => {
         await websub.subscribe();
         const listen = { host: o.listen.host, port: listener!.port };
-        saveSubscription(dest, key, { hub, topic: channel.topic, callbackUrl, listen, secret: websub.secret });
+        keep({ hub, topic: channel.topic, callbackUrl, listen, secret: websub.secret });
       },
       unsubscribe: async () => {
         await websub.unsubscribe();
-        saveSubscription(dest, key, undefined);
+        keep(undefined);
       },
       close: () => Promise.resolve(websub.close()),
     };

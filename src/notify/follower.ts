@@ -169,7 +169,8 @@ export class Follower {
     if (this.capabilityList === undefined) return Promise.resolve(undefined);
     const { http, authority } = this.#connection;
     const signal = this.#o.signal;
-    return readChangeChannel({ http, authority, ...(signal ? { signal } : {}), deadlineMs: this.#o.timeoutMs ?? 30_000 }, this.capabilityList);
+    const deadlineMs = this.#o.timeoutMs ?? 30_000;
+    return readChangeChannel({ http, authority, ...(signal ? { signal } : {}), deadlineMs }, this.capabilityList);
   }
 
   /** Queues a catch-up from the Change List (a poll, or after the hub was unreachable). */
@@ -281,7 +282,8 @@ export class Follower {
       const w = notificationWindow(doc);
       if (windowFromFuture(w?.until, at)) {
         // not what the Source can have said (a forged or broken window): it moves nothing, the Change List is read
-        warnings.push(note('notification-window-future', { ...(w?.from !== undefined ? { from: w.from } : {}), until: w!.until, received: formatW3CDatetime(at) }));
+        const claimed = { ...(w?.from !== undefined ? { from: w.from } : {}), until: w!.until };
+        warnings.push(note('notification-window-future', { ...claimed, received: formatW3CDatetime(at) }));
         reason ??= 'unreadable';
         continue;
       }
@@ -302,7 +304,8 @@ export class Follower {
         this.#needed = Math.max(this.#needed ?? from, from);
         reason ??= 'gap';
       }
-      for (const e of screenEntries(doc.entries.map((x) => (isAbsoluteLoc(x.loc) ? x : { ...x, loc: resolveLoc(x.loc, base) })), this.#connection, (n) => warnings.push(n))) {
+      const absolute = doc.entries.map((x) => (isAbsoluteLoc(x.loc) ? x : { ...x, loc: resolveLoc(x.loc, base) }));
+      for (const e of screenEntries(absolute, this.#connection, (n) => warnings.push(n))) {
         // an overlapping window repeats changes already applied: only the later ones count
         if (order === 'overlap' && before !== undefined && (changeTime(e) ?? Infinity) <= before) continue;
         entries.push(e);

@@ -208,7 +208,10 @@ export async function run(args: string[]): Promise<number> {
     const interval = Number(v.interval ?? '60');
     if (!(interval > 0)) return usageError('sync', `--interval '${v.interval}' is not a positive number of seconds.`);
     const reconcile = Number(v['reconcile-interval'] ?? '300');
-    if (!(reconcile > 0 && reconcile * 1000 < 2 ** 31)) return usageError('sync', `--reconcile-interval '${v['reconcile-interval']}' is not a positive number of seconds.`);
+    if (!(reconcile > 0 && reconcile * 1000 < 2 ** 31)) {
+      const given = v['reconcile-interval'];
+      return usageError('sync', `--reconcile-interval '${given}' is not a positive number of seconds.`);
+    }
     if (v['callback-url'] !== undefined && !URL.canParse(v['callback-url'])) return usageError('sync', `--callback-url '${v['callback-url']}' is not a URL.`);
     const durable = durableFor();
     const controller = new AbortController();
