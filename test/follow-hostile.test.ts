@@ -196,3 +196,38 @@ test('sync --follow: a hub on another origin is not contacted unless --allow-ori
   allowed.child.kill('SIGTERM');
   assert.equal((await exited(allowed.child))[0], 0, allowed.err());
 });
+
+test('sync --follow: SIGTERM while a poll reads a Change List that drips ends the follower at once, exit 0', async () => {
+  const { server, src } = await hostileSource();
+  servers.push(server);
+  let reads = 0;
+  server.fault = (req, res) => {
+    if ((req.url ?? '').split('?')[0] !== '/changelist.xml' || ++reads < 2) return false;
+    endless(res, Buffer.from(' '), 300, 1024 ** 3, { bytes: 0 }); // every read after the first sync's
+    return true;
+  };
+  server.set(
+    '/capabilitylist.xml',
+    src.server.routes
+      .get('/capabilitylist.xml')!
+      .body!.toString()
+      .replace(/<url><loc>[^<]*change-notification[^\n]*\n/, ''),
+  );
+  const f = start([
+    'sync',
+    src.capabilityList,
+    join(tmp.dir, 'term-poll'),
+    '--follow',
+    '--json',
+    '--no-fsync',
+    '--interval',
+    '0.2',
+  ]);
+  procs.push(f);
+  await until(`a poll under way; ${f.err()}`, () => reads >= 2);
+  const t0 = Date.now();
+  f.child.kill('SIGTERM');
+  assert.equal((await exited(f.child))[0], 0, f.err());
+  const took = Date.now() - t0;
+  assert.ok(took < 10_000, `exited ${took} ms after SIGTERM`);
+});
