@@ -3,41 +3,13 @@
 // hub is followed by polling its Change List.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { unlink, writeFile } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { REPO_ROOT } from './helpers/paths.js';
 import { tempDir } from './helpers/tmp.js';
 import { exited } from './helpers/exited.js';
-
-const MAIN = join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js');
-
-interface Proc {
-  child: ChildProcess;
-  out: () => string;
-  err: () => string;
-}
-
-function start(args: string[]): Proc {
-  const child = spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  return { child, out: () => out, err: () => err };
-}
-
-async function until(what: string, predicate: () => boolean, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
-}
+import { freePort, startCli as start, until, type CliChild as Proc } from './helpers/cli-child.js';
 
 async function startServe(site: string, extra: string[] = []): Promise<{ p: Proc; url: string }> {
   const p = start(['serve', site, '--port', '0', '--verbose', ...extra]);
@@ -61,15 +33,6 @@ function files(dir: string): Record<string, string> {
     out[relative(dir, full)] = readFileSync(full, 'utf8');
   }
   return out;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise<number>((resolve) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 let tmp: { dir: string; cleanup: () => Promise<void> };
@@ -218,7 +181,7 @@ test('sync --follow detects a gap between notification windows and fills it from
   const serve = await startServe(site, ['--hub', hubUrl]);
   procs.push(serve.p);
   const dest = join(tmp.dir, 'gap-dest');
-  const f = start(['sync', serve.url, dest, '--follow', '--json', '--no-fsync']);
+  const f = start(['sync', serve.url, dest, '--follow', '--json', '--no-fsync', '--allow-origin', hubUrl]);
   procs.push(f);
   await until(`a subscription; ${f.err()}`, () => /subscribed to /.test(f.err()));
   await until('the verified subscription', () => /subscribed http:\/\/127\.0\.0\.1:\d+\/callback/.test(hub.err()));

@@ -21,11 +21,11 @@ import { resolve } from 'node:path';
 import { stderr, stdout } from 'node:process';
 import type { SyncOptions } from '../destination/sync.js';
 import { ResourceSyncError } from '../core/errors.js';
-import { readDocument } from '../core/xml/read-document.js';
-import { parseXmppPubsubUri } from '../core/xmpp-uri.js';
+import { originOf } from '../destination/authority.js';
 import { Follower, type FollowBatch } from '../notify/follower.js';
 import { listen, type Listener } from '../notify/node-listener.js';
 import { Subscriber } from '../notify/subscriber.js';
+import { loadSubscription, saveSubscription, type SavedSubscription } from '../notify/saved-subscription.js';
 import type { XmppAccount } from '../notify/xmpp-pubsub.js';
 import { XmppSubscriber } from '../notify/xmpp-subscriber.js';
 
@@ -37,6 +37,11 @@ export interface FollowOptions {
   /** The callback URL the hub is given; default `http://<listen>/callback`. */
   callbackUrl?: string;
   intervalMs: number;
+  /**
+   * While subscribed, the Change List is read every this many ms all the same (changes whose notification was lost,
+   * a hub that was down), and after each renewal of the subscription. Default 300,000.
+   */
+  reconcileMs?: number;
   json: boolean;
   signal: AbortSignal;
   log: (line: string) => void;
@@ -45,33 +50,6 @@ export interface FollowOptions {
    * (both or neither).
    */
   xmpp?: { account: XmppAccount; service?: string | undefined; node?: string | undefined };
-}
-
-interface Channel {
-  topic: string;
-  /** The WebSub hub (the first http(s) `rel="hub"`). */
-  hub?: string;
-  /** The XMPP PubSub node (an `rs:ln` whose href is an `xmpp:…?pubsub;…;node=…` URI). */
-  xmpp?: { service: string; node: string };
-}
-
-/** The change channel advertised by a Capability List, if any. @see Change Notification §4 (Example 7) */
-async function changeChannel(capabilityList: string, signal: AbortSignal): Promise<Channel | undefined> {
-  const res = await fetch(capabilityList, { signal, redirect: 'error' });
-  if (res.status !== 200) {
-    await res.body?.cancel();
-    return undefined;
-  }
-  const reader = await readDocument(new Uint8Array(await res.arrayBuffer()));
-  for await (const e of reader.entries) {
-    const cap = e.md?.capability;
-    if (cap === 'change-notification' || cap === 'changelist-notification') {
-      const hub = e.ln?.find((l) => l.rel === 'hub' && /^https?:/i.test(l.href ?? ''))?.href;
-      const xmpp = e.ln?.map((l) => parseXmppPubsubUri(l.href ?? '')).find((x) => x !== undefined);
-      if (hub !== undefined || xmpp !== undefined) return { topic: e.loc, ...(hub === undefined ? {} : { hub }), ...(xmpp === undefined ? {} : { xmpp }) };
-    }
-  }
-  return undefined;
 }
 
 /** A subscription that delivers notifications: WebSub (through a hub) or XMPP PubSub. */
@@ -84,7 +62,7 @@ interface Push {
   close(): Promise<void>;
 }
 
-type Via = 'start' | 'push' | 'poll' | 'catch-up';
+type Via = 'start' | 'push' | 'poll' | 'catch-up' | 'reconcile' | 'retry';
 
 function printBatch(json: boolean, via: Via, b: Omit<FollowBatch, 'notifications' | 'gaps'> & Partial<FollowBatch>): void {
   const failed = b.failed.length;
@@ -103,10 +81,75 @@ function printBatch(json: boolean, via: Via, b: Omit<FollowBatch, 'notifications
   }
 }
 
+/** Listens where a previous run did (`again`, when `wanted` leaves the port open and that one is free), else at `wanted`. */
+async function listenAgain(
+  handler: (r: Request) => Promise<Response>,
+  wanted: FollowOptions['listen'],
+  again: FollowOptions['listen'] | undefined,
+): Promise<Listener> {
+  if (again !== undefined && wanted.port === 0 && again.host === wanted.host) {
+    try {
+      return await listen(handler, again);
+    } catch {
+      /* its port is taken: a new one */
+    }
+  }
+  return listen(handler, wanted);
+}
+
+/**
+ * Ends at its hub a subscription a previous run left, answering the hub's verification where that run listened; when
+ * its port is taken the hub cannot verify it, and it ends there after its failed deliveries.
+ */
+async function endSubscription(saved: SavedSubscription, log: (line: string) => void): Promise<void> {
+  const ref: { s?: Subscriber } = {};
+  let l: Listener;
+  try {
+    l = await listen((r) => ref.s!.handle(r), saved.listen);
+  } catch {
+    log(`resourcesync sync: the subscription of a previous run (${saved.callbackUrl}) cannot be ended (port in use)`);
+    return;
+  }
+  ref.s = new Subscriber({
+    hub: saved.hub,
+    topic: saved.topic,
+    callbackUrl: saved.callbackUrl,
+    secret: saved.secret,
+    verifyTimeoutMs: 5000,
+    onNotification: () => undefined,
+  });
+  try {
+    await ref.s.unsubscribe();
+    log(`resourcesync sync: the subscription of a previous run (${saved.callbackUrl}) was ended`);
+  } catch (e) {
+    const why = e instanceof Error ? e.message : String(e);
+    log(`resourcesync sync: the subscription of a previous run (${saved.callbackUrl}) was not ended (${why})`);
+  } finally {
+    await l.close();
+  }
+}
+
 /** Runs the follow loop until `signal` aborts; resolves with the exit code. */
 export async function follow(o: FollowOptions): Promise<number> {
   let mode: 'push' | 'poll' = 'poll';
   let requested: Via = 'catch-up';
+  const reconcileMs = o.reconcileMs ?? 300_000;
+  // resources that failed: the Change List (which retries them) is read again after 1 s, 2 s, 4 s… at most the
+  // reconcile interval, until a batch has no failure
+  let retryFailed: NodeJS.Timeout | undefined;
+  let failedDelay = 1000;
+  const afterBatch = (failed: number): void => {
+    if (failed === 0) {
+      failedDelay = 1000;
+      return;
+    }
+    if (retryFailed !== undefined || o.signal.aborted) return;
+    retryFailed = setTimeout(() => {
+      retryFailed = undefined;
+      void catchUp('retry');
+    }, failedDelay);
+    failedDelay = Math.min(failedDelay * 2, reconcileMs);
+  };
 
   // 1. Baseline or catch-up; the follower then holds the destination
   const { follower, first } = await Follower.start({
@@ -115,10 +158,12 @@ export async function follow(o: FollowOptions): Promise<number> {
     onBatch: (b) => {
       const via: Via = b.notifications > 0 ? 'push' : requested;
       if (b.created + b.updated + b.deleted + b.failed.length + b.warnings.length > 0 || b.notifications > 0) printBatch(o.json, via, b);
+      afterBatch(b.failed.length);
     },
     onError: (e) => o.log(`resourcesync sync: ${e instanceof Error ? e.message : String(e)}`),
   });
   printBatch(o.json, 'start', first);
+  afterBatch(first.failed.length);
   const catchUp = (via: Via): Promise<void> => {
     requested = via;
     return follower.catchUp();
@@ -127,10 +172,18 @@ export async function follow(o: FollowOptions): Promise<number> {
   // 2. The channel: a WebSub subscription (with its callback endpoint) or an XMPP PubSub one
   const ref: { push?: Push } = {};
   let listener: Listener | undefined;
-  const capabilityList = follower.capabilityList;
-  const channel =
-    capabilityList === undefined ? undefined : await changeChannel(capabilityList, o.signal).catch(() => undefined);
   const polling = `polling every ${o.intervalMs / 1000} s`;
+  const channel = await follower.changeChannel().catch((e: unknown) => {
+    const why = e instanceof Error ? e.message : String(e);
+    if (!o.signal.aborted) o.log(`resourcesync sync: the change channel could not be read (${why}); ${polling}`);
+    return undefined;
+  });
+  if (channel?.refusedHub !== undefined && o.xmpp === undefined) {
+    o.log(
+      `resourcesync sync: the change channel's hub '${channel.refusedHub}' is on an origin this Destination may not contact; not subscribing ` +
+        `(allow it with --allow-origin ${originOf(channel.refusedHub) ?? channel.refusedHub}); ${polling}`,
+    );
+  }
   if (o.xmpp !== undefined) {
     const { service, node } = o.xmpp;
     if ((service === undefined) !== (node === undefined)) {
@@ -174,19 +227,40 @@ export async function follow(o: FollowOptions): Promise<number> {
   } else if (channel?.hub !== undefined) {
     const hub = channel.hub;
     const holder: { websub?: Subscriber } = {};
-    listener = await listen(
-      (r) => holder.websub?.handle(r) ?? Promise.resolve(new Response(null, { status: 404 })),
-      o.listen,
-    );
+    // the subscription a run killed before left in the state: taken over (same callback, port and secret) when it
+    // is for this channel and its port is free, otherwise ended at the hub
+    const dest = o.syncOptions.dest;
+    const key = follower.capabilityList!;
+    const saved = loadSubscription(dest, key);
+    const same =
+      saved?.hub === hub && saved.topic === channel.topic && (o.callbackUrl ?? saved.callbackUrl) === saved.callbackUrl
+        ? saved
+        : undefined;
+    const keep = (sub: SavedSubscription | undefined): void => {
+      try {
+        saveSubscription(dest, key, sub);
+      } catch (e) {
+        const why = e instanceof Error ? e.message : String(e);
+        o.log(`resourcesync sync: the subscription could not be kept in the state (${why})`);
+      }
+    };
+    const handler = (r: Request): Promise<Response> =>
+      holder.websub?.handle(r) ?? Promise.resolve(new Response(null, { status: 404 }));
+    listener = await listenAgain(handler, o.listen, same?.listen);
+    const callbackUrl = o.callbackUrl ?? `${listener.url}/callback`;
+    if (saved !== undefined && saved.callbackUrl !== callbackUrl) await endSubscription(saved, o.log);
     const websub = new Subscriber({
       hub,
       topic: channel.topic,
-      callbackUrl: o.callbackUrl ?? `${listener.url}/callback`,
+      callbackUrl,
+      ...(same !== undefined && same.callbackUrl === callbackUrl ? { secret: same.secret } : {}),
       onNotification: (bytes) => void follower.receive(bytes),
       onEvent: (e) => {
         if (e.type === 'renew-failed') {
           mode = 'poll';
           o.log(`resourcesync sync: lease renewal failed; ${polling}`);
+        } else if (e.type === 'verified' && e.mode === 'subscribe' && mode === 'push') {
+          void catchUp('reconcile'); // a renewal: what a hub that was away meanwhile did not deliver
         } else if (e.type === 'bad-signature')
           o.log('resourcesync sync: a notification with a bad signature was ignored');
       },
@@ -197,11 +271,18 @@ export async function follow(o: FollowOptions): Promise<number> {
       get subscribed() {
         return websub.subscribed;
       },
-      subscribe: () => websub.subscribe(),
-      unsubscribe: () => websub.unsubscribe(),
+      subscribe: async () => {
+        await websub.subscribe();
+        const listen = { host: o.listen.host, port: listener!.port };
+        keep({ hub, topic: channel.topic, callbackUrl, listen, secret: websub.secret });
+      },
+      unsubscribe: async () => {
+        await websub.unsubscribe();
+        keep(undefined);
+      },
       close: () => Promise.resolve(websub.close()),
     };
-  } else {
+  } else if (channel?.refusedHub === undefined) {
     o.log(`resourcesync sync: the Source offers no change notification channel; ${polling}`);
   }
 
@@ -247,11 +328,17 @@ export async function follow(o: FollowOptions): Promise<number> {
     const tick = setInterval(() => {
       if (mode === 'poll') void catchUp('poll').then(trySubscribe);
     }, o.intervalMs);
+    // while pushed to: the Change List all the same, for what no notification brought
+    const reconcile = setInterval(() => {
+      if (mode === 'push') void catchUp('reconcile');
+    }, reconcileMs);
     o.signal.addEventListener(
       'abort',
       () => {
         clearInterval(tick);
+        clearInterval(reconcile);
         clearTimeout(retry);
+        clearTimeout(retryFailed);
         resolve();
       },
       { once: true },

@@ -177,6 +177,16 @@ export const NOTES = {
   'notification-window-invalid': row<Record<string, never>>('warning', 'a Change Notification has no readable `from`/`until` window: the Change List is read instead (Change Notification §3)', () =>
     'A Change Notification without a readable from/until window: the Change List is read.',
   ),
+  'notification-window-future': row<{ from?: string; until: string; received: string }>(
+    'warning',
+    'a Change Notification\'s window ends after the time it was received: it is not believed, and the Change List is read instead (Change Notification §3)',
+    (d) => `A Change Notification whose window ends at ${d.until}, after it was received (${d.received}), was ignored: the Change List is read.`,
+  ),
+  'notification-entry-ignored': row<{ loc: string; reason: 'authority' | 'path' }>(
+    'warning',
+    'a Change Notification entry names a resource outside the Source\'s authority or a path outside the mirror: ignored',
+    (d) => `Notification entry '${d.loc}' was ignored: ${d.reason === 'authority' ? 'its origin is not the Source\'s (nor allowed)' : 'it does not map to a safe path in the mirror'}.`,
+  ),
   'change-list-behind': row<{ needed: string; cursor?: string; heldMs: number }>(
     'warning',
     'notifications were missed and the Change List does not hold their changes yet: the later notifications\' entries waited for it, then were applied; the cursor stays before the gap until the Change List holds it',

@@ -35,6 +35,8 @@ import { runPool } from '../destination/run-pool.js';
 import { StateStore, acquireLock, type SyncLock } from '../destination/state-store.js';
 import { durabilityFor, sync, type SyncOptions, type SyncReport } from '../destination/sync.js';
 import { WindowTracker } from './windows.js';
+import { readChangeChannel, type ChangeChannel } from './change-channel.js';
+import { screenEntries, windowFromFuture } from './screen.js';
 
 /** What one applied batch did. */
 export interface FollowBatch extends SyncCounts {
@@ -98,7 +100,8 @@ export class Follower {
   readonly #durability: Durability;
   readonly #root: DestinationRoot;
   #tracker: WindowTracker;
-  #queue: Uint8Array[] = [];
+  /** Delivered notifications, with the time each was received (ms). */
+  #queue: { bytes: Uint8Array; at: number }[] = [];
   #syncWanted = false;
   /**
    * Set at a gap: the time (ms) the Change List must reach (the `from` of the notification after the gap)
@@ -152,8 +155,22 @@ export class Follower {
    * (with the others that arrived meanwhile, in order).
    */
   receive(bytes: Uint8Array): Promise<void> {
-    this.#queue.push(bytes);
+    this.#queue.push({ bytes, at: Date.now() });
     return this.#kick();
+  }
+
+  /**
+   * The change channel the followed Capability List advertises, read through the follower's HTTP client (its
+   * authority, credentials, timeouts and `signal`), within a deadline of `timeoutMs` (default 30 s) for the whole read.
+   * A hub on an origin the authority does not allow is returned as `refusedHub`, never as `hub`.
+   * @throws ResourceSyncError as {@link readChangeChannel}
+   */
+  changeChannel(): Promise<ChangeChannel | undefined> {
+    if (this.capabilityList === undefined) return Promise.resolve(undefined);
+    const { http, authority } = this.#connection;
+    const signal = this.#o.signal;
+    const deadlineMs = this.#o.timeoutMs ?? 30_000;
+    return readChangeChannel({ http, authority, ...(signal ? { signal } : {}), deadlineMs }, this.capabilityList);
   }
 
   /** Queues a catch-up from the Change List (a poll, or after the hub was unreachable). */
@@ -237,7 +254,7 @@ export class Follower {
     this.#retryTimer.unref();
   }
 
-  async #batch(payloads: Uint8Array[], wanted: FollowBatch['reason']): Promise<void> {
+  async #batch(payloads: { bytes: Uint8Array; at: number }[], wanted: FollowBatch['reason']): Promise<void> {
     const started = Date.now();
     if (this.#store === undefined) await this.#open(); // a catch-up that failed left the destination
     const warnings: DestinationNote[] = [];
@@ -247,7 +264,7 @@ export class Follower {
     let window: NotificationWindow | undefined;
     let count = 0;
     const base = this.capabilityList ?? this.#o.source;
-    for (const bytes of payloads) {
+    for (const { bytes, at } of payloads) {
       let doc;
       try {
         doc = await parseDocument(bytes);
@@ -263,6 +280,13 @@ export class Follower {
       }
       checkDocument('a Change Notification', doc, (w) => warnings.push(w));
       const w = notificationWindow(doc);
+      if (windowFromFuture(w?.until, at)) {
+        // not what the Source can have said (a forged or broken window): it moves nothing, the Change List is read
+        const claimed = { ...(w?.from !== undefined ? { from: w.from } : {}), until: w!.until };
+        warnings.push(note('notification-window-future', { ...claimed, received: formatW3CDatetime(at) }));
+        reason ??= 'unreadable';
+        continue;
+      }
       const before = this.#tracker.until;
       const order = this.#tracker.accept(w?.from, w?.until);
       count++;
@@ -280,10 +304,11 @@ export class Follower {
         this.#needed = Math.max(this.#needed ?? from, from);
         reason ??= 'gap';
       }
-      for (const e of doc.entries) {
+      const absolute = doc.entries.map((x) => (isAbsoluteLoc(x.loc) ? x : { ...x, loc: resolveLoc(x.loc, base) }));
+      for (const e of screenEntries(absolute, this.#connection, (n) => warnings.push(n))) {
         // an overlapping window repeats changes already applied: only the later ones count
         if (order === 'overlap' && before !== undefined && (changeTime(e) ?? Infinity) <= before) continue;
-        entries.push(isAbsoluteLoc(e.loc) ? e : { ...e, loc: resolveLoc(e.loc, base) });
+        entries.push(e);
       }
     }
     const common = { notifications: count, gaps, ...(window ? { window } : {}) };
@@ -322,7 +347,8 @@ export class Follower {
    */
   async #apply(entries: Entry[], started: number, common: Pick<FollowBatch, 'notifications' | 'gaps' | 'window'>, warnings: DestinationNote[]): Promise<void> {
     const base = this.capabilityList ?? this.#o.source;
-    const engine = this.#engine();
+    const pending = new Set(this.#store!.pending(this.capabilityList!).map((e) => e.loc));
+    const engine = this.#engine(pending);
     for (const w of warnings) engine.warn(w);
     const { entries: ordered } = orderChanges(entries);
     const last = lastChangePerResource(ordered);
@@ -338,7 +364,9 @@ export class Follower {
     engine.flush();
     const counts = engine.counts;
     if (engine.failedUrls.size > 0) {
-      // the cursor stays: the Change List from there brings what failed (or its newer changes)
+      // the cursor stays: the Change List from there brings what failed (or its newer changes). What a notification
+      // alone named is not kept as pending: only the Change List, the Source's own word, makes a failure stick
+      this.#store!.removePending([...engine.failedUrls].filter((u) => !pending.has(u)));
       await this.#changeList(started, 'failed', common, [], counts);
       return;
     }
@@ -386,12 +414,11 @@ export class Follower {
   }
 
   /** A fresh engine (its counters are the batch's) over the open store and HTTP client. */
-  #engine(): Engine {
+  #engine(pending: ReadonlySet<string>): Engine {
     const { http, authority, mapper } = this.#connection;
     const o = this.#o;
     const store = this.#store!;
     const key = this.capabilityList!;
-    const pending = new Set(store.pending(key).map((e) => e.loc));
     const durability = this.#durability;
     const engine = new Engine({
       dest: this.#dest,

@@ -24,6 +24,7 @@ export { listen, nodeListener, type FetchHandler, type Listener } from './node-l
 export { Subscriber, type SubscriberOptions, type SubscriberEvent } from './subscriber.js';
 export { WindowTracker, type WindowOrder } from './windows.js';
 export { Follower, type FollowerOptions, type FollowBatch } from './follower.js';
+export { readChangeChannel, type ChangeChannel, type ChangeChannelContext } from './change-channel.js';
 export { publishNotification, type Notification, type SendRequest } from './publisher.js';
 export { signBody, verifySignature, SIGNATURE_METHODS, MAX_SECRET_BYTES, type SignatureMethod } from './signature.js';
 export { createUrlPolicy, isLoopbackHost, type UrlPolicy } from './callback-policy.js';

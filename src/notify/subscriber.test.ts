@@ -151,3 +151,49 @@ void describe('Subscriber against a real hub', () => {
     });
   });
 });
+
+void describe('Subscriber against a hub that grants a lease longer than a timer holds', () => {
+  void it('a one-year (or endless) lease is renewed once, not again and again, and no timer overflows', async () => {
+    for (const granted of ['31536000', '1e20']) {
+      let requests = 0;
+      const warnings: string[] = [];
+      const onWarning = (w: Error): void => void warnings.push(w.name);
+      process.on('warning', onWarning);
+      const ref: { s?: Subscriber } = {};
+      const cbListener = await listen((r) => ref.s!.handle(r));
+      // the hub: answers 202, then verifies the intent at the callback with its lease
+      const hubListener = await listen(async (r) => {
+        const form = new URLSearchParams(await r.text());
+        requests++;
+        const cb = new URL(form.get('hub.callback')!);
+        cb.searchParams.set('hub.mode', form.get('hub.mode')!);
+        cb.searchParams.set('hub.topic', form.get('hub.topic')!);
+        cb.searchParams.set('hub.challenge', 'c');
+        cb.searchParams.set('hub.lease_seconds', granted);
+        setTimeout(() => void fetch(cb).then((x) => x.arrayBuffer()), 5);
+        return new Response(null, { status: 202 });
+      });
+      ref.s = new Subscriber({
+        hub: `${hubListener.url}/`,
+        topic: 'http://127.0.0.1:1/t',
+        callbackUrl: `${cbListener.url}/cb`,
+        onNotification: () => undefined,
+      });
+      try {
+        await ref.s.subscribe();
+        assert.equal(ref.s.subscribed, true);
+        await sleep(1500); // proving that nothing happens: no renewal fires
+        assert.equal(requests, 1, `lease ${granted}: one subscription request, no renewal storm`);
+        assert.deepEqual(
+          warnings.filter((w) => w === 'TimeoutOverflowWarning'),
+          [],
+        );
+      } finally {
+        process.off('warning', onWarning);
+        ref.s.close();
+        await cbListener.close();
+        await hubListener.close();
+      }
+    }
+  });
+});

@@ -35,6 +35,21 @@ export type SubscriberEvent =
   | { type: 'bad-signature' }
   | { type: 'renew-failed'; error: unknown };
 
+/** The longest delay a Node timer holds (2^31 - 1 ms, about 24.8 days); a longer one fires at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+/** The shortest delay between two renewals, whatever lease a hub grants. */
+const MIN_RENEWAL_MS = 1000;
+
+/**
+ * When to renew a lease of `lease` seconds: once 80 % of it has passed, at least {@link MIN_RENEWAL_MS} and at most
+ * what a timer holds (a hub that grants a year is asked again after about 24.8 days). Undefined for no lease or one
+ * that is not a number. @see WebSub §5.3.1 (re-request before the lease ends)
+ */
+function renewalDelayMs(lease: number | undefined): number | undefined {
+  if (lease === undefined || Number.isNaN(lease)) return undefined;
+  return Math.min(MAX_TIMER_MS, Math.max(MIN_RENEWAL_MS, lease * 800));
+}
+
 interface Pending {
   mode: 'subscribe' | 'unsubscribe';
   resolve: (leaseSeconds: number | undefined) => void;
@@ -109,14 +124,11 @@ export class Subscriber {
     this.active = true;
     this.o.onEvent?.({ type: 'verified', mode: 'subscribe', ...(lease !== undefined ? { leaseSeconds: lease } : {}) });
     if (this.renewTimer !== undefined) clearTimeout(this.renewTimer);
-    if (lease !== undefined && Number.isFinite(lease)) {
-      // renew when 80 % of the lease has passed. @see WebSub §5.3.1 (re-request before the lease ends)
-      this.renewTimer = setTimeout(
-        () => {
-          this.subscribe().catch((error: unknown) => this.o.onEvent?.({ type: 'renew-failed', error }));
-        },
-        Math.max(1000, lease * 800),
-      );
+    const renewIn = renewalDelayMs(lease);
+    if (renewIn !== undefined) {
+      this.renewTimer = setTimeout(() => {
+        this.subscribe().catch((error: unknown) => this.o.onEvent?.({ type: 'renew-failed', error }));
+      }, renewIn);
       this.renewTimer.unref();
     }
   }

@@ -55,7 +55,8 @@ Options:
   --map URL=DIR            resources under URL go to <dest-dir>/DIR; repeatable
   --prefer-dump            use a Resource Dump / Change Dump when offered
   --prefer-mirrors         try rel="duplicate" mirrors before the primary URL
-  --timeout MS             HTTP connect/headers/body-idle timeout (default 30000)
+  --timeout MS             HTTP connect/headers/body-idle timeout (default 30000); with --follow,
+                           also the deadline for reading the whole change channel
   --rate N                 at most N requests per second to each origin (default: no limit);
                            a Retry-After on 429/503 always holds every request to that origin
   --retries N              HTTP retries on 5xx, 429 and network errors (default 3)
@@ -72,6 +73,8 @@ Options:
   --callback-url URL       with --follow: the callback URL given to the hub (default
                            http://<listen>/callback)
   --interval S             with --follow: seconds between polls (default 60)
+  --reconcile-interval S   with --follow: while subscribed, read the Change List all the same every S
+                           seconds (default 300), for changes no notification brought
   --xmpp URI               with --follow: receive the notifications from the XMPP PubSub node the
                            Source advertises (instead of its WebSub hub), logged in as
                            xmpp://USER@DOMAIN[:PORT][?server=HOST]; or from the node given:
@@ -172,6 +175,7 @@ export async function run(args: string[]): Promise<number> {
       listen: { type: 'string' },
       'callback-url': { type: 'string' },
       interval: { type: 'string' },
+      'reconcile-interval': { type: 'string' },
       xmpp: { type: 'string' },
     },
     HELP,
@@ -203,6 +207,11 @@ export async function run(args: string[]): Promise<number> {
     if (m === null || Number(m[2]) > 65535) return usageError('sync', `--listen '${v.listen}' is not HOST:PORT.`);
     const interval = Number(v.interval ?? '60');
     if (!(interval > 0)) return usageError('sync', `--interval '${v.interval}' is not a positive number of seconds.`);
+    const reconcile = Number(v['reconcile-interval'] ?? '300');
+    if (!(reconcile > 0 && reconcile * 1000 < 2 ** 31)) {
+      const given = v['reconcile-interval'];
+      return usageError('sync', `--reconcile-interval '${given}' is not a positive number of seconds.`);
+    }
     if (v['callback-url'] !== undefined && !URL.canParse(v['callback-url'])) return usageError('sync', `--callback-url '${v['callback-url']}' is not a URL.`);
     const durable = durableFor();
     const controller = new AbortController();
@@ -227,6 +236,7 @@ export async function run(args: string[]): Promise<number> {
         listen: { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) },
         ...(v['callback-url'] !== undefined ? { callbackUrl: v['callback-url'] } : {}),
         intervalMs: interval * 1000,
+        reconcileMs: reconcile * 1000,
         ...(xmpp === undefined ? {} : { xmpp }),
         json: v.json ?? false,
         signal: controller.signal,
