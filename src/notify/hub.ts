@@ -95,7 +95,7 @@ export function createHub(options: HubOptions): Hub {
   };
 
   const tasks = new Set<Promise<void>>(); // verifications and delivery attempts
-  const verifying = new Map<string, PendingVerification & { secret: string | undefined }>();
+  const verifying = new Set<PendingVerification & { secret: string | undefined }>();
   let publishing = 0; // bodies being read
   let stopping = false; // no new work is started
   let closed = false;
@@ -177,8 +177,9 @@ export function createHub(options: HubOptions): Hub {
   function changesSecret(topic: string, callback: string, secret: string | undefined): boolean {
     const had: Subscription | undefined = store.getSubscription(topic, callback);
     if (had !== undefined) return had.secret !== secret;
-    const pending = verifying.get(`subscribe ${topic} ${callback}`);
-    return pending !== undefined && pending.secret !== secret;
+    for (const v of verifying)
+      if (v.mode === 'subscribe' && v.topic === topic && v.callback === callback && v.secret !== secret) return true;
+    return false;
   }
 
   /** @see WebSub §5.1, §5.1.2 */
@@ -208,16 +209,15 @@ export function createHub(options: HubOptions): Hub {
     // @see WebSub §8 (security): the secret is what authenticates deliveries; a request cannot swap it
     if (mode === 'subscribe' && changesSecret(topic, callback, secret))
       return text(409, 'this callback is subscribed with another secret: unsubscribe it first');
-    const key = `${mode} ${topic} ${callback}`;
-    if (verifying.has(key)) return text(202, 'Accepted: the hub is verifying this intent');
     if (verifying.size >= limits.verifications)
       return text(503, 'too many verifications in progress', { 'retry-after': '5' });
     if (mode === 'subscribe' && store.getSubscription(topic, callback) === undefined) {
       if (store.counts().subscriptions >= limits.subscriptions)
         return text(503, 'this hub holds as many subscriptions as it may', { 'retry-after': '60' });
     }
-    verifying.set(key, { mode, topic, callback, since: now(), secret });
-    track(verify(mode, topic, callback, secret, leaseSeconds).finally(() => verifying.delete(key)));
+    const entry = { mode, topic, callback, since: now(), secret };
+    verifying.add(entry);
+    track(verify(mode, topic, callback, secret, leaseSeconds).finally(() => verifying.delete(entry)));
     return text(202, 'Accepted: the hub will verify the intent of the subscriber');
   }
 
@@ -339,8 +339,7 @@ export function createHub(options: HubOptions): Hub {
   return {
     handle: (r) => handle(r, false),
     handleLocal: (r) => handle(r, true),
-    pending: () =>
-      [...verifying.values()].map(({ mode, topic, callback, since }) => ({ mode, topic, callback, since })),
+    pending: () => [...verifying].map(({ mode, topic, callback, since }) => ({ mode, topic, callback, since })),
     kick: () => worker.schedule(),
     async idle(limitMs = 30_000): Promise<void> {
       const deadline = Date.now() + limitMs;
