@@ -6,7 +6,6 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -17,6 +16,7 @@ import { listen, type Listener } from '../src/notify/node-listener.js';
 import { createUrlPolicy } from '../src/notify/callback-policy.js';
 import { Subscriber } from '../src/notify/subscriber.js';
 import { TestSubscriber } from './helpers/websub-subscriber.js';
+import { failingCallbacks } from './helpers/failing-callbacks.js';
 import { tempDir } from './helpers/tmp.js';
 import Database from 'better-sqlite3';
 
@@ -134,27 +134,6 @@ async function subscribeVerified(h: TestHub, topic: string, callback: string, se
   assert.equal(res.status, 202, await res.text());
   await h.hub.idle();
   assert.ok(h.store.getSubscription(topic, callback), `${callback} is subscribed`);
-}
-
-/** Callbacks that confirm every verification and answer 500 to every delivery, counting its bytes (not keeping them). */
-async function failingCallbacks(): Promise<{ url: string; bodies: number[]; close(): Promise<void> }> {
-  const bodies: number[] = [];
-  const server = createServer((req, res) => {
-    const u = new URL(req.url ?? '/', 'http://127.0.0.1');
-    if (req.method === 'GET') return void res.end(u.searchParams.get('hub.challenge') ?? '');
-    let n = 0;
-    req.on('data', (c: Buffer) => (n += c.byteLength));
-    req.on('end', () => {
-      bodies.push(n);
-      res.writeHead(500).end();
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    bodies,
-    close: () => new Promise<void>((r) => server.close(() => r())),
-  };
 }
 
 void describe('what the hub may contact', () => {

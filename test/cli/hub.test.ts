@@ -5,10 +5,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { readFile } from 'node:fs/promises';
 import { REPO_ROOT } from '../helpers/paths.js';
+import { failingCallbacks } from '../helpers/failing-callbacks.js';
 import { tempDir } from '../helpers/tmp.js';
 import { TestSubscriber } from '../helpers/websub-subscriber.js';
 import { exited } from '../helpers/exited.js';
@@ -59,6 +58,14 @@ async function startHub(data: string, extra: string[] = []): Promise<HubProcess>
   };
 }
 
+function subscribe(hub: string, params: Record<string, string>): Promise<Response> {
+  return fetch(hub, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ 'hub.mode': 'subscribe', ...params }).toString(),
+  });
+}
+
 function fatPing(hub: string, topic: string, body: string): Promise<Response> {
   return fetch(hub, {
     method: 'POST',
@@ -93,16 +100,7 @@ test('hub: a subscriber down for a while and a hub killed with -9 mid-publish lo
   try {
     assert.match(hub.url, /^http:\/\/127\.0\.0\.1:\d+\/$/);
     const topic = 'http://127.0.0.1:1/set/change/';
-    const res = await fetch(hub.url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({
-        'hub.mode': 'subscribe',
-        'hub.topic': topic,
-        'hub.callback': `${sub.url}/cb`,
-        'hub.secret': 'k',
-      }).toString(),
-    });
+    const res = await subscribe(hub.url, { 'hub.topic': topic, 'hub.callback': `${sub.url}/cb`, 'hub.secret': 'k' });
     assert.equal(res.status, 202);
     await hub.waitForLog(/subscribed http:\/\/127\.0\.0\.1:\d+\/cb to /);
     assert.equal((await fatPing(hub.url, topic, '<n i="0"/>')).status, 200);
@@ -167,27 +165,6 @@ test('hub: a subscriber down for a while and a hub killed with -9 mid-publish lo
   }
 });
 
-/** Callbacks that confirm every verification and answer 500 to every delivery, counting its bytes (not keeping them). */
-async function failingCallbacks(): Promise<{ url: string; bodies: number[]; close(): Promise<void> }> {
-  const bodies: number[] = [];
-  const server = createServer((req, res) => {
-    const u = new URL(req.url ?? '/', 'http://127.0.0.1');
-    if (req.method === 'GET') return void res.end(u.searchParams.get('hub.challenge') ?? '');
-    let n = 0;
-    req.on('data', (c: Buffer) => (n += c.byteLength));
-    req.on('end', () => {
-      bodies.push(n);
-      res.writeHead(500).end();
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    bodies,
-    close: () => new Promise<void>((r) => server.close(() => r())),
-  };
-}
-
 /** Peak resident memory of a process, from /proc (Linux). */
 async function peakRss(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
@@ -201,15 +178,7 @@ test('hub: 80 failing subscribers and an 8 MiB fat ping keep the hub small and a
   try {
     const topic = 'http://127.0.0.1:1/set/change/';
     for (let i = 0; i < 80; i++) {
-      const res = await fetch(hub.url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({
-          'hub.mode': 'subscribe',
-          'hub.topic': topic,
-          'hub.callback': `${failing.url}/cb/${i}`,
-        }).toString(),
-      });
+      const res = await subscribe(hub.url, { 'hub.topic': topic, 'hub.callback': `${failing.url}/cb/${i}` });
       assert.equal(res.status, 202);
       await res.arrayBuffer();
     }
@@ -249,15 +218,7 @@ test('hub: --max-body answers 413; a callback failing past --give-up-after is gi
   const hub = await startHub(tmp.dir, ['--max-body', '1000', '--give-up-after', '1', '--give-up-attempts', '3']);
   try {
     const topic = 'http://127.0.0.1:1/set/change/';
-    const res = await fetch(hub.url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({
-        'hub.mode': 'subscribe',
-        'hub.topic': topic,
-        'hub.callback': `${failing.url}/cb`,
-      }).toString(),
-    });
+    const res = await subscribe(hub.url, { 'hub.topic': topic, 'hub.callback': `${failing.url}/cb` });
     assert.equal(res.status, 202);
     await hub.waitForLog(/subscribed /);
     assert.equal((await fatPing(hub.url, topic, 'x'.repeat(1001))).status, 413);
