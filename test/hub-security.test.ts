@@ -6,7 +6,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
+import { connect, createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -271,6 +271,26 @@ void describe('bounded under load', () => {
     } finally {
       await h.stop();
       await slow.close();
+    }
+  });
+
+  void it('a publisher that drips its body is cut at the deadline (408) and frees its place', async () => {
+    const h = await startHub({ readTimeoutMs: 300, limits: { publishes: 1 } });
+    const { port } = new URL(h.url);
+    const socket = connect(Number(port), '127.0.0.1');
+    try {
+      let answer = '';
+      socket.on('data', (d: Buffer) => (answer += d.toString()));
+      socket.write(
+        `POST / HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/xml\r\ncontent-length: 1000\r\n` +
+          `link: <${TOPIC}>; rel="self", <${h.url}>; rel="hub"\r\n\r\n<urlset`,
+      );
+      await until(() => /^HTTP\/1\.1 \d+/.test(answer), 'an answer to the dripping publisher');
+      assert.match(answer, /^HTTP\/1\.1 408 /);
+      assert.equal((await fatPing(h.url, TOPIC)).status, 200, 'its place is free again');
+    } finally {
+      socket.destroy();
+      await h.stop();
     }
   });
 

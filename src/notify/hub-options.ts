@@ -88,6 +88,8 @@ export interface HubOptions {
   concurrency?: number;
   /** Timeout of each outgoing request, its body included (ms). Default 10,000. */
   requestTimeoutMs?: number;
+  /** Deadline for the whole body of an incoming publish or form (ms); 408 when it passes. Default 30,000. */
+  readTimeoutMs?: number;
   fetch?: typeof globalThis.fetch;
   now?: () => number;
   random?: () => number;

@@ -86,6 +86,7 @@ export function createHub(options: HubOptions): Hub {
   const lease = { ...LEASE, ...options.lease };
   const limits: HubLimits = { ...HUB_DEFAULT_LIMITS, ...options.limits };
   const timeoutMs = options.requestTimeoutMs ?? 10_000;
+  const readTimeoutMs = options.readTimeoutMs ?? 30_000;
   const emit = (e: HubEvent): void => {
     try {
       options.onEvent?.(e);
@@ -301,7 +302,8 @@ export function createHub(options: HubOptions): Hub {
     if (publishing >= limits.publishes) return text(503, 'too many publishes in progress', { 'retry-after': '1' });
     publishing++;
     try {
-      const body = await readBody(req.body, limits.bodyBytes);
+      const body = await readBody(req.body, limits.bodyBytes, readTimeoutMs);
+      if (!body.ok && !body.tooLarge) return text(408, 'the body did not arrive in time');
       if (!body.ok) return text(413, `the body is larger than ${limits.bodyBytes} bytes`);
       if (body.bytes.byteLength === 0) return text(400, 'the published notification is empty');
       return accept(topic, req.headers.get('content-type') ?? 'application/xml', body.bytes);
@@ -324,7 +326,8 @@ export function createHub(options: HubOptions): Hub {
     if (req.method !== 'POST') return text(405, 'Method Not Allowed', { allow: 'GET, HEAD, POST' });
     const type = (req.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
     if (type === 'application/x-www-form-urlencoded') {
-      const body = await readBody(req.body, HUB_LIMITS.formBytes);
+      const body = await readBody(req.body, HUB_LIMITS.formBytes, readTimeoutMs);
+      if (!body.ok && !body.tooLarge) return text(408, 'the form did not arrive in time');
       if (!body.ok) return text(413, `the form is larger than ${HUB_LIMITS.formBytes} bytes`);
       const form = new URLSearchParams(Buffer.from(body.bytes).toString('utf8'));
       const mode = form.get('hub.mode');
