@@ -486,6 +486,11 @@ describe('in Chromium', () => {
     await page.locator('#tab-channels').click();
     await page.locator('#channel-list tbody tr').first().waitFor();
     assert.equal(await page.locator('#panel-channels td.url').filter({ hasText: '/cn' }).count(), 1, 'the subscriber is listed');
+    assert.deepEqual(
+      (await page.locator('#panel-channels tr.sub-verified td').allTextContents()).slice(0, 5).map((c, i) => (i === 3 ? /^\d{4}-|^—$/.test(c) : c)),
+      [`${sub.url}/cn?…`, topic, 'verified', true, '0'],
+      'its callback without the query, its state, last delivery and failures',
+    );
     const topics = await page.locator('#channel-list tbody td.url').allTextContents();
     assert.ok(topics.length > 0 && topics.every((tp) => /^http:\/\/127\.0\.0\.1:\d+\/\.resourcesync\/served\/(change|framework)-notification\/$/.test(tp)), topics.join(', '));
     await shot(t, page, 'explorer-serve.png');
