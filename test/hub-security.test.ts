@@ -294,6 +294,41 @@ void describe('bounded under load', () => {
     }
   });
 
+  void it('form publishes fetching at once are bounded (503), and so are the topics of one (400)', async () => {
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((r) => (release = r));
+    let asked = 0;
+    const topics = await listen(async () => {
+      asked++;
+      await held;
+      return new Response('<urlset/>', { headers: { 'content-type': 'application/xml' } });
+    });
+    const h = await startHub({ limits: { publishes: 1 } });
+    try {
+      const first = form(h.url, { 'hub.mode': 'publish', 'hub.url': `${topics.url}/a` });
+      await until(() => asked === 1, 'the first fetch');
+      const second = await form(h.url, { 'hub.mode': 'publish', 'hub.url': `${topics.url}/b` });
+      assert.equal(second.status, 503);
+      assert.ok(Number(second.headers.get('retry-after')) > 0);
+      release();
+      assert.equal((await first).status, 200);
+      assert.equal(asked, 1, 'the refused one fetched nothing');
+      const many = new URLSearchParams({ 'hub.mode': 'publish' });
+      for (let i = 0; i < 17; i++) many.append('hub.url', `${topics.url}/${i}`);
+      const tooMany = await fetch(h.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: many.toString(),
+      });
+      assert.equal(tooMany.status, 400);
+      assert.equal(asked, 1);
+    } finally {
+      release();
+      await h.stop();
+      await topics.close();
+    }
+  });
+
   void it('verifications in flight are bounded, each ends at its timeout', async () => {
     const sockets = new Set<Socket>();
     let requests = 0; // requests received (the client may also open idle connections after an abort)

@@ -50,6 +50,9 @@ export {
   type Hub,
 } from './hub-options.js';
 
+/** Topics one form publish may name (each is fetched in turn). */
+const MAX_FORM_TOPICS = 16;
+
 function text(status: number, body: string, headers: Record<string, string> = {}): Response {
   return new Response(body === '' ? null : `${body}\n`, {
     status,
@@ -263,9 +266,20 @@ export function createHub(options: HubOptions): Hub {
     if (options.fetchTopics === false) return text(403, 'this hub does not fetch topics: publish the notification');
     const topics = [...form.getAll('hub.url'), ...form.getAll('hub.topic')];
     if (topics.length === 0) return text(400, 'hub.url (or hub.topic) is missing');
+    if (topics.length > MAX_FORM_TOPICS) return text(400, `at most ${MAX_FORM_TOPICS} topics per publish`);
     for (const topic of topics) {
       if (!httpUrl(topic) || !topicAllowed(topic)) return text(403, `topic '${topic}' is not a topic of this hub`);
     }
+    if (publishing >= limits.publishes) return text(503, 'too many publishes in progress', { 'retry-after': '1' });
+    publishing++;
+    try {
+      return await fetchTopics(topics);
+    } finally {
+      publishing--;
+    }
+  }
+
+  async function fetchTopics(topics: readonly string[]): Promise<Response> {
     for (const topic of topics) {
       // one answer whatever the topic's host did: the hub is no port scanner
       const failed = (reason: string): Response => refuse(topic, 502, reason, `topic '${topic}' could not be fetched`);
