@@ -40,8 +40,9 @@ Options:
                            a subscriber whose queue is full is given up
   --max-verifications N    verifications of intent in flight (default ${HUB_DEFAULT_LIMITS.verifications}): 503
   --give-up-after SECONDS  give a callback up once its deliveries failed for this long (default
-                           ${HUB_DEFAULT_GIVE_UP.afterMs / 1000}) and at least --give-up-attempts times in a row
-                           (default ${HUB_DEFAULT_GIVE_UP.attempts}); its queue is dropped
+                           ${HUB_DEFAULT_GIVE_UP.afterMs / 1000}) and at least --give-up-attempts times in a row;
+                           its queue is dropped
+  --give-up-attempts N     failed deliveries in a row before a callback is given up (default ${HUB_DEFAULT_GIVE_UP.attempts})
   --signature METHOD       X-Hub-Signature method: sha256 (default), sha1, sha384 or sha512
   --retry-ms N             first delay before a failed delivery is retried, doubled each time (default 1000)
   --verbose                log subscriptions and deliveries on stderr
