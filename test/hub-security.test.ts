@@ -449,7 +449,12 @@ void describe('subscriptions', () => {
       // the subscriber comes back and renews with its secret: deliveries resume
       dead.deliveryStatus = 200;
       await subscribeVerified(h, TOPIC, callback, 'shh');
-      assert.equal(h.store.getSubscription(TOPIC, callback)!.state, 'verified');
+      const renewed = h.store.getSubscription(TOPIC, callback)!;
+      assert.deepEqual(
+        [renewed.state, renewed.failures, renewed.failingSince],
+        ['verified', 0, undefined],
+        'a fresh start',
+      );
       assert.equal((await fatPing(h.url, TOPIC)).status, 200);
       await h.hub.idle();
       assert.equal(dead.deliveries.length, 1);

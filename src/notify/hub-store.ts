@@ -203,7 +203,9 @@ export class HubStore {
         .prepare<[string, string, string | null, number, number, number], SubscriptionRow>(
           `INSERT INTO subscription (topic, callback, secret, lease_seconds, expires_at, verified_at) VALUES (?, ?, ?, ?, ?, ?)
            ON CONFLICT (topic, callback) DO UPDATE SET lease_seconds = excluded.lease_seconds,
-             expires_at = excluded.expires_at, verified_at = excluded.verified_at, state = 'verified'
+             expires_at = excluded.expires_at, verified_at = excluded.verified_at, state = 'verified',
+             failures = CASE WHEN state = 'given-up' THEN 0 ELSE failures END,
+             failing_since = CASE WHEN state = 'given-up' THEN NULL ELSE failing_since END
            RETURNING *`,
         )
         .get(s.topic, s.callback, s.secret ?? null, s.leaseSeconds, s.now + s.leaseSeconds * 1000, s.now);
