@@ -445,24 +445,32 @@ describe('in Chromium', () => {
         }
       });
     });
-    // A subscriber of the change channel, verified by the embedded hub, shows up in the channels summary.
+    // A subscriber of the change channel, verified by the embedded hub, shows up in the channels summary, its
+    // callback without the token in its query.
     const topic = `${url}/.resourcesync/served/change-notification/`;
     const sub = await TestSubscriber.start();
     try {
       const res = await fetch(`${url}/hub`, {
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ 'hub.mode': 'subscribe', 'hub.topic': topic, 'hub.callback': `${sub.url}/cn` }).toString(),
+        body: new URLSearchParams({ 'hub.mode': 'subscribe', 'hub.topic': topic, 'hub.callback': `${sub.url}/cn?token=T0P-S3CRET` }).toString(),
       });
       assert.equal(res.status, 202);
       await res.arrayBuffer();
       let summary: ChannelSummary | undefined;
-      for (let i = 0; i < 100 && (summary?.subscriptions ?? []).length === 0; i++) {
+      let raw = '';
+      for (let i = 0; i < 300 && summary?.subscriptions?.[0]?.state !== 'verified'; i++) {
         if (i > 0) await sleep(100);
-        summary = (await getJson<ChannelSummary>(`${url}/.resourcesync/ui/api/channels`)).body;
+        const r = await fetch(`${url}/.resourcesync/ui/api/channels`);
+        raw = await r.text();
+        summary = JSON.parse(raw) as ChannelSummary;
       }
       assert.equal(summary!.hub, `${url}/hub`);
-      assert.deepEqual(summary!.subscriptions!.map((x) => [x.topic, x.callback]), [[topic, `${sub.url}/cn`]]);
+      assert.doesNotMatch(raw, /T0P-S3CRET/, 'no query token in the summary');
+      assert.deepEqual(
+        summary!.subscriptions!.map((x) => [x.topic, x.callback, x.state, x.failures]),
+        [[topic, `${sub.url}/cn?…`, 'verified', 0]],
+      );
       assert.equal(summary!.channels.find((c) => c.topic === topic)?.subscribers, 1);
     } finally {
       await sub.close();
@@ -478,6 +486,11 @@ describe('in Chromium', () => {
     await page.locator('#tab-channels').click();
     await page.locator('#channel-list tbody tr').first().waitFor();
     assert.equal(await page.locator('#panel-channels td.url').filter({ hasText: '/cn' }).count(), 1, 'the subscriber is listed');
+    assert.deepEqual(
+      (await page.locator('#panel-channels tr.sub-verified td').allTextContents()).slice(0, 5).map((c, i) => (i === 3 ? /^\d{4}-|^—$/.test(c) : c)),
+      [`${sub.url}/cn?…`, topic, 'verified', true, '0'],
+      'its callback without the query, its state, last delivery and failures',
+    );
     const topics = await page.locator('#channel-list tbody td.url').allTextContents();
     assert.ok(topics.length > 0 && topics.every((tp) => /^http:\/\/127\.0\.0\.1:\d+\/\.resourcesync\/served\/(change|framework)-notification\/$/.test(tp)), topics.join(', '));
     await shot(t, page, 'explorer-serve.png');

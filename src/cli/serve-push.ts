@@ -1,7 +1,10 @@
 /**
  * Push for `resourcesync serve`: the embedded WebSub hub at `<base-url>/hub` (or an external one),
  * the topics' HEAD/GET answers with `Link` rel=self and rel=hub, and the sending of each publication's
- * notifications, in order, to the hub, and with `--xmpp` to an XMPP PubSub service too.
+ * notifications, in order, to the hub, and with `--xmpp` to an XMPP PubSub service too. The embedded hub
+ * relays only what this Source publishes (in process): it takes subscriptions for the Source's own topics
+ * only, fetches no topic, and refuses a publish from the network unless the operator set a publish secret
+ * (environment variable {@link PUBLISH_SECRET_ENV}), which `--hub` sends to an external hub too.
  * @see Change Notification §4, Framework Notification §4–5, WebSub §4 (discovery)
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -11,6 +14,7 @@ import { createHub, type Hub, type HubEvent } from '../notify/hub.js';
 import { HubStore } from '../notify/hub-store.js';
 import { nodeListener } from '../notify/node-listener.js';
 import { publishNotification, type SendRequest } from '../notify/publisher.js';
+import type { Subscription } from '../notify/hub-store.js';
 import type { XmppPublisher } from '../notify/xmpp-publisher.js';
 import type { ChannelSummary } from '../web/explorer.js';
 import type { SetNotifications } from '../source/notifications.js';
@@ -31,6 +35,16 @@ export interface Push {
   channels(): ChannelSummary;
 }
 
+/** The environment variable holding the secret a publisher shows the hub (`Authorization: Bearer`). */
+export const PUBLISH_SECRET_ENV = 'RESOURCESYNC_HUB_PUBLISH_SECRET';
+
+/** A callback as the explorer shows it: scheme, host, port and path; never its credentials or query. */
+function redactCallback(callback: string): string {
+  if (!URL.canParse(callback)) return '(not a URL)';
+  const u = new URL(callback);
+  return `${u.protocol}//${u.host}${u.pathname}${u.search === '' ? '' : '?…'}`;
+}
+
 const TOPIC = new RegExp(
   `^${DOCUMENTS_PREFIX.replace('.', '\\.')}/([A-Za-z0-9_-][A-Za-z0-9._-]*)/(change|framework)-notification/$`,
 );
@@ -43,6 +57,8 @@ export function startPush(o: {
   hub?: string;
   /** Non-loopback callbacks the embedded hub may contact (patterns, see ../notify/callback-policy.ts). */
   allowCallback?: readonly string[];
+  /** The publish secret: the embedded hub takes publishes from the network that carry it; an external hub is sent it. */
+  publishSecret?: string;
   /** Also publishes every notification to the XMPP PubSub node named by its topic URI. */
   xmpp?: XmppPublisher;
   log: (line: string) => void;
@@ -59,14 +75,31 @@ export function startPush(o: {
     store = HubStore.open(join(o.hubDir!, 'hub.sqlite'));
     const describe = (e: HubEvent): string =>
       `hub: ${e.type}${'mode' in e ? ` ${e.mode}` : ''} ${'callback' in e ? e.callback : ''} ${e.topic}`;
-    hub = createHub({ store, hubUrl, allowCallback: o.allowCallback ?? [], ...(o.verbose ? { onEvent: (e: HubEvent) => o.log(describe(e)) } : {}) });
+    const prefix = `${o.baseUrl}/`;
+    hub = createHub({
+      store,
+      hubUrl,
+      allowCallback: o.allowCallback ?? [],
+      // only this Source's channels, published from this process; nothing fetched for anyone
+      topics: (t) => t.startsWith(prefix) && TOPIC.test(t.slice(prefix.length)),
+      openPublish: false,
+      fetchTopics: false,
+      ...(o.publishSecret === undefined ? {} : { publishSecret: o.publishSecret }),
+      ...(o.verbose ? { onEvent: (e: HubEvent) => o.log(describe(e)) } : {}),
+    });
     const h = hub;
     listener = nodeListener(
       (r) => h.handle(r),
       o.origin,
       (e) => o.log(`resourcesync serve: hub: ${e instanceof Error ? e.message : String(e)}`),
     );
-    send = (r) => h.handle(r);
+    send = (r) => h.handleLocal(r);
+  } else if (o.publishSecret !== undefined) {
+    const bearer = `Bearer ${o.publishSecret}`;
+    send = (r) => {
+      r.headers.set('authorization', bearer);
+      return fetch(r);
+    };
   }
   let queue: Promise<void> = Promise.resolve();
   const topics = new Set<string>();
@@ -127,13 +160,32 @@ export function startPush(o: {
     },
     channels() {
       const subscriptions = store?.subscriptions() ?? [];
+      const live = (s: Subscription): boolean => s.state === 'verified';
       const all = new Set([...topics, ...subscriptions.map((s) => s.topic)]);
+      const pending = (hub?.pending() ?? [])
+        .filter((p) => p.mode === 'subscribe' && store?.getSubscription(p.topic, p.callback) === undefined)
+        .map((p) => ({ topic: p.topic, callback: redactCallback(p.callback), state: 'pending' as const, failures: 0 }));
       return {
         hub: hubUrl,
-        channels: [...all].sort().map((topic) => ({ topic, subscribers: subscriptions.filter((s) => s.topic === topic).length })),
+        channels: [...all].sort().map((topic) => ({
+          topic,
+          subscribers: subscriptions.filter((s) => s.topic === topic && live(s)).length,
+        })),
         ...(store === undefined
           ? {}
-          : { subscriptions: subscriptions.map((s) => ({ topic: s.topic, callback: s.callback, expiresAt: s.expiresAt })) }),
+          : {
+              subscriptions: [
+                ...subscriptions.map((s) => ({
+                  topic: s.topic,
+                  callback: redactCallback(s.callback),
+                  state: s.state,
+                  expiresAt: s.expiresAt,
+                  failures: s.failures,
+                  ...(s.lastDeliveryAt === undefined ? {} : { lastDeliveryAt: s.lastDeliveryAt }),
+                })),
+                ...pending,
+              ],
+            }),
       };
     },
     async close() {

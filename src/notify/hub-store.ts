@@ -3,7 +3,9 @@
  * messages and the outbox of deliveries. A publish is answered only after its message and one
  * delivery row per subscription are committed in one transaction, and a delivery row is removed only
  * after the subscriber acknowledged it, so a hub killed at any moment (kill -9 included) delivers
- * every accepted message at least once after it restarts, in publish order per subscription.
+ * every accepted message at least once after it restarts, in publish order per subscription. Each
+ * message is stored once, whatever the number of its deliveries, and what is queued is bounded per
+ * subscription, per topic and in total ({@link QueueLimits}).
  * @see WebSub §5.1 (subscriptions), §7 (content distribution)
  */
 import Database from 'better-sqlite3';
@@ -18,6 +20,11 @@ CREATE TABLE IF NOT EXISTS subscription (
   lease_seconds INTEGER NOT NULL,
   expires_at INTEGER NOT NULL,
   verified_at INTEGER NOT NULL,
+  state TEXT NOT NULL DEFAULT 'verified',
+  failures INTEGER NOT NULL DEFAULT 0,
+  failing_since INTEGER,
+  last_delivery_at INTEGER,
+  last_error TEXT,
   UNIQUE (topic, callback)
 );
 CREATE TABLE IF NOT EXISTS message (
@@ -25,7 +32,8 @@ CREATE TABLE IF NOT EXISTS message (
   topic TEXT NOT NULL,
   content_type TEXT NOT NULL,
   body BLOB NOT NULL,
-  received_at INTEGER NOT NULL
+  received_at INTEGER NOT NULL,
+  size INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS delivery (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -36,9 +44,52 @@ CREATE TABLE IF NOT EXISTS delivery (
   last_error TEXT
 );
 CREATE INDEX IF NOT EXISTS delivery_by_subscription ON delivery (subscription_id, id);
+CREATE INDEX IF NOT EXISTS message_by_topic ON message (topic);
 `;
 
-/** A verified subscription. */
+/** Columns added since the first schema, added to a store created before them. */
+const ADDED: Readonly<Record<string, readonly string[]>> = {
+  subscription: [
+    "state TEXT NOT NULL DEFAULT 'verified'",
+    'failures INTEGER NOT NULL DEFAULT 0',
+    'failing_since INTEGER',
+    'last_delivery_at INTEGER',
+    'last_error TEXT',
+  ],
+  message: ['size INTEGER NOT NULL DEFAULT 0'],
+};
+
+function migrate(db: Database.Database): void {
+  for (const [table, columns] of Object.entries(ADDED)) {
+    const info = db.pragma(`table_info(${table})`) as Array<{ name: string }>;
+    const have = new Set(info.map((c) => c.name));
+    for (const c of columns) if (!have.has(c.split(' ')[0]!)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${c}`);
+  }
+  db.exec('UPDATE message SET size = length(body) WHERE size = 0');
+}
+
+/** Bounds on what the hub queues, in bytes of stored messages (each counted once) and deliveries. */
+export interface QueueLimits {
+  /** Messages queued for one topic. */
+  topicBytes: number;
+  /** Messages queued in all. */
+  totalBytes: number;
+  /** Messages queued for one subscription. */
+  subscriberBytes: number;
+  /** Deliveries queued for one subscription. */
+  subscriberDeliveries: number;
+}
+
+/** What {@link HubStore.publish} did: queued the message, or refused it because a limit would be passed. */
+export type PublishOutcome =
+  | { queued: true; messageId: number; deliveries: number; givenUp: Subscription[] }
+  | { queued: false; limit: 'topicBytes' | 'totalBytes'; givenUp: Subscription[] };
+
+/**
+ * A verified subscription: `verified` gets deliveries; `given-up` (its callback failed for too long, or
+ * its queue was full) gets none and is kept, for the record and its secret, until its lease ends or it
+ * is renewed.
+ */
 export interface Subscription {
   id: number;
   topic: string;
@@ -48,6 +99,13 @@ export interface Subscription {
   /** Epoch ms. */
   expiresAt: number;
   verifiedAt: number;
+  state: 'verified' | 'given-up';
+  /** Failed deliveries since the last success. */
+  failures: number;
+  /** Epoch ms of the first of those failures. */
+  failingSince: number | undefined;
+  lastDeliveryAt: number | undefined;
+  lastError: string | undefined;
 }
 
 /** The delivery at the head of one subscription's queue, with what it carries. */
@@ -57,7 +115,8 @@ export interface PendingDelivery {
   messageId: number;
   topic: string;
   contentType: string;
-  body: Uint8Array;
+  /** Bytes of the message (read it with {@link HubStore.messageBody}). */
+  size: number;
   attempts: number;
   nextAt: number;
 }
@@ -70,6 +129,11 @@ interface SubscriptionRow {
   lease_seconds: number;
   expires_at: number;
   verified_at: number;
+  state: string;
+  failures: number;
+  failing_since: number | null;
+  last_delivery_at: number | null;
+  last_error: string | null;
 }
 
 function subscription(row: SubscriptionRow): Subscription {
@@ -81,6 +145,11 @@ function subscription(row: SubscriptionRow): Subscription {
     leaseSeconds: row.lease_seconds,
     expiresAt: row.expires_at,
     verifiedAt: row.verified_at,
+    state: row.state === 'given-up' ? 'given-up' : 'verified',
+    failures: row.failures,
+    failingSince: row.failing_since ?? undefined,
+    lastDeliveryAt: row.last_delivery_at ?? undefined,
+    lastError: row.last_error ?? undefined,
   };
 }
 
@@ -103,6 +172,7 @@ export class HubStore {
   /** Opens (creating if needed) the store at `file` (`:memory:` for a throw-away one). */
   static open(file: string): HubStore {
     const db = openStore(file, { schema: SCHEMA, synchronous: 'FULL', foreignKeys: true });
+    migrate(db);
     return new HubStore(file, db);
   }
 
@@ -114,7 +184,10 @@ export class HubStore {
 
   /**
    * Records a verified subscription, or renews the one of the same topic and callback in place (its
-   * queued deliveries stay queued). @see WebSub §5.1 (re-subscription updates the existing one)
+   * queued deliveries stay queued; a given-up one is verified again). The secret of a subscription never
+   * changes here: when the one recorded has another secret (or none, or one where none is asked),
+   * nothing changes and the answer is `conflict`.
+   * @see WebSub §5.1 (re-subscription), §8 (security)
    */
   upsertSubscription(s: {
     topic: string;
@@ -122,16 +195,22 @@ export class HubStore {
     secret: string | undefined;
     leaseSeconds: number;
     now: number;
-  }): Subscription {
-    const row = this.db
-      .prepare<[string, string, string | null, number, number, number], SubscriptionRow>(
-        `INSERT INTO subscription (topic, callback, secret, lease_seconds, expires_at, verified_at) VALUES (?, ?, ?, ?, ?, ?)
-         ON CONFLICT (topic, callback) DO UPDATE SET secret = excluded.secret, lease_seconds = excluded.lease_seconds,
-           expires_at = excluded.expires_at, verified_at = excluded.verified_at
-         RETURNING *`,
-      )
-      .get(s.topic, s.callback, s.secret ?? null, s.leaseSeconds, s.now + s.leaseSeconds * 1000, s.now);
-    return subscription(row!);
+  }): Subscription | 'conflict' {
+    return this.tx(() => {
+      const had = this.getSubscription(s.topic, s.callback);
+      if (had !== undefined && had.secret !== s.secret) return 'conflict';
+      const row = this.db
+        .prepare<[string, string, string | null, number, number, number], SubscriptionRow>(
+          `INSERT INTO subscription (topic, callback, secret, lease_seconds, expires_at, verified_at) VALUES (?, ?, ?, ?, ?, ?)
+           ON CONFLICT (topic, callback) DO UPDATE SET lease_seconds = excluded.lease_seconds,
+             expires_at = excluded.expires_at, verified_at = excluded.verified_at, state = 'verified',
+             failures = CASE WHEN state = 'given-up' THEN 0 ELSE failures END,
+             failing_since = CASE WHEN state = 'given-up' THEN NULL ELSE failing_since END
+           RETURNING *`,
+        )
+        .get(s.topic, s.callback, s.secret ?? null, s.leaseSeconds, s.now + s.leaseSeconds * 1000, s.now);
+      return subscription(row!);
+    });
   }
 
   /** Removes a subscription and its queued deliveries; true when there was one. */
@@ -169,28 +248,58 @@ export class HubStore {
   }
 
   /**
-   * Stores a published message and queues one delivery per subscription of its topic whose lease
-   * has not ended, in one transaction. Returns the message id and the number of deliveries queued.
+   * Stores a published message once and queues one delivery per verified subscription of its topic whose
+   * lease has not ended, in one transaction. A subscription whose queue would pass its limits is given
+   * up first (its queue dropped); then the message is refused when the topic's or the whole queue would
+   * pass its limit.
    */
-  publish(
-    topic: string,
-    contentType: string,
-    body: Uint8Array,
-    now: number,
-  ): { messageId: number; deliveries: number } {
+  publish(topic: string, contentType: string, body: Uint8Array, now: number, limits: QueueLimits): PublishOutcome {
     return this.tx(() => {
+      const size = body.byteLength;
       const subs = this.db
-        .prepare<[string, number], { id: number }>('SELECT id FROM subscription WHERE topic = ? AND expires_at > ?')
+        .prepare<[string, number], { id: number; n: number; bytes: number }>(
+          `SELECT s.id, COUNT(d.id) AS n, COALESCE(SUM(m.size), 0) AS bytes FROM subscription s
+           LEFT JOIN delivery d ON d.subscription_id = s.id LEFT JOIN message m ON m.id = d.message_id
+           WHERE s.topic = ? AND s.expires_at > ? AND s.state = 'verified' GROUP BY s.id ORDER BY s.id`,
+        )
         .all(topic, now);
-      if (subs.length === 0) return { messageId: 0, deliveries: 0 };
+      const givenUp: Subscription[] = [];
+      const live: number[] = [];
+      for (const s of subs) {
+        if (s.n + 1 > limits.subscriberDeliveries || s.bytes + size > limits.subscriberBytes) {
+          const g = this.giveUpById(s.id, 'its queue is full');
+          if (g !== undefined) givenUp.push(g);
+        } else live.push(s.id);
+      }
+      if (live.length === 0) return { queued: true, messageId: 0, deliveries: 0, givenUp };
+      const sum = (sql: string, ...args: string[]): number =>
+        this.db.prepare<string[], { b: number | null }>(sql).get(...args)!.b ?? 0;
+      if (sum('SELECT SUM(size) AS b FROM message WHERE topic = ?', topic) + size > limits.topicBytes)
+        return { queued: false, limit: 'topicBytes', givenUp };
+      if (sum('SELECT SUM(size) AS b FROM message') + size > limits.totalBytes)
+        return { queued: false, limit: 'totalBytes', givenUp };
       const info = this.db
-        .prepare('INSERT INTO message (topic, content_type, body, received_at) VALUES (?, ?, ?, ?)')
-        .run(topic, contentType, Buffer.from(body.buffer, body.byteOffset, body.byteLength), now);
+        .prepare('INSERT INTO message (topic, content_type, body, received_at, size) VALUES (?, ?, ?, ?, ?)')
+        .run(topic, contentType, Buffer.from(body.buffer, body.byteOffset, body.byteLength), now, size);
       const messageId = Number(info.lastInsertRowid);
       const queue = this.db.prepare('INSERT INTO delivery (subscription_id, message_id, next_at) VALUES (?, ?, ?)');
-      for (const s of subs) queue.run(s.id, messageId, now);
-      return { messageId, deliveries: subs.length };
+      for (const id of live) queue.run(id, messageId, now);
+      return { queued: true, messageId, deliveries: live.length, givenUp };
     });
+  }
+
+  /** The bytes of a stored message (one read, shared by the caller among its deliveries). */
+  messageBody(messageId: number): Uint8Array | undefined {
+    const row = this.db.prepare<[number], { body: Buffer }>('SELECT body FROM message WHERE id = ?').get(messageId);
+    return row === undefined ? undefined : new Uint8Array(row.body.buffer, row.body.byteOffset, row.body.byteLength);
+  }
+
+  /**
+   * Gives a subscription up: no more deliveries, its queue dropped; it stays recorded (given up) until
+   * its lease ends or it is renewed. Returns it, or undefined when there is none.
+   */
+  giveUp(id: number, reason: string): Subscription | undefined {
+    return this.tx(() => this.giveUpById(id, reason));
   }
 
   /**
@@ -208,10 +317,10 @@ export class HubStore {
           next_at: number;
           message_topic: string;
           content_type: string;
-          body: Buffer;
+          size: number;
         }
       >(
-        `SELECT s.*, d.id AS delivery_id, d.message_id, d.attempts, d.next_at, m.topic AS message_topic, m.content_type, m.body
+        `SELECT s.*, d.id AS delivery_id, d.message_id, d.attempts, d.next_at, m.topic AS message_topic, m.content_type, m.size
          FROM delivery d JOIN subscription s ON s.id = d.subscription_id JOIN message m ON m.id = d.message_id
          WHERE d.id IN (SELECT MIN(id) FROM delivery GROUP BY subscription_id) ORDER BY s.id`,
       )
@@ -222,29 +331,47 @@ export class HubStore {
       messageId: r.message_id,
       topic: r.message_topic,
       contentType: r.content_type,
-      body: new Uint8Array(r.body.buffer, r.body.byteOffset, r.body.byteLength),
+      size: r.size,
       attempts: r.attempts,
       nextAt: r.next_at,
     }));
   }
 
   /** The subscriber acknowledged a delivery: remove it (and its message once no delivery needs it). */
-  delivered(deliveryId: number): void {
+  delivered(deliveryId: number, now: number): void {
     this.tx(() => {
       const row = this.db
-        .prepare<[number], { message_id: number }>('SELECT message_id FROM delivery WHERE id = ?')
+        .prepare<[number], { message_id: number; subscription_id: number }>(
+          'SELECT message_id, subscription_id FROM delivery WHERE id = ?',
+        )
         .get(deliveryId);
       if (!row) return;
       this.db.prepare('DELETE FROM delivery WHERE id = ?').run(deliveryId);
+      this.db
+        .prepare('UPDATE subscription SET failures = 0, failing_since = NULL, last_delivery_at = ? WHERE id = ?')
+        .run(now, row.subscription_id);
       this.dropUnreferenced(row.message_id);
     });
   }
 
-  /** A delivery failed: count the attempt and set the time of the next. */
-  failed(deliveryId: number, nextAt: number, error: string): void {
-    this.db
-      .prepare('UPDATE delivery SET attempts = attempts + 1, next_at = ?, last_error = ? WHERE id = ?')
-      .run(nextAt, error.slice(0, 500), deliveryId);
+  /** A delivery failed: count the attempt (on the delivery and its subscription) and set the time of the next. */
+  failed(deliveryId: number, nextAt: number, error: string, now: number): Subscription | undefined {
+    return this.tx(() => {
+      const e = error.slice(0, 500);
+      const row = this.db
+        .prepare<[number, string, number], { subscription_id: number }>(
+          'UPDATE delivery SET attempts = attempts + 1, next_at = ?, last_error = ? WHERE id = ? RETURNING subscription_id',
+        )
+        .get(nextAt, e, deliveryId);
+      if (!row) return undefined;
+      const s = this.db
+        .prepare<[number, string, number], SubscriptionRow>(
+          `UPDATE subscription SET failures = failures + 1, failing_since = COALESCE(failing_since, ?), last_error = ?
+           WHERE id = ? RETURNING *`,
+        )
+        .get(now, e, row.subscription_id);
+      return s === undefined ? undefined : subscription(s);
+    });
   }
 
   /** Removes subscriptions whose lease ended at or before `now`; returns them. @see WebSub §5.1 */
@@ -279,13 +406,32 @@ export class HubStore {
     };
   }
 
-  private removeById(id: number): void {
+  /** Bytes of the messages queued, each counted once however many deliveries it has. */
+  queuedBytes(): number {
+    return this.db.prepare<[], { n: number | null }>('SELECT SUM(size) AS n FROM message').get()!.n ?? 0;
+  }
+
+  private giveUpById(id: number, reason: string): Subscription | undefined {
+    this.dropQueue(id);
+    const row = this.db
+      .prepare<[string, number], SubscriptionRow>(
+        "UPDATE subscription SET state = 'given-up', last_error = ? WHERE id = ? RETURNING *",
+      )
+      .get(reason.slice(0, 500), id);
+    return row === undefined ? undefined : subscription(row);
+  }
+
+  private dropQueue(id: number): void {
     const messages = this.db
       .prepare<[number], { message_id: number }>('SELECT DISTINCT message_id FROM delivery WHERE subscription_id = ?')
       .all(id);
     this.db.prepare('DELETE FROM delivery WHERE subscription_id = ?').run(id);
-    this.db.prepare('DELETE FROM subscription WHERE id = ?').run(id);
     for (const m of messages) this.dropUnreferenced(m.message_id);
+  }
+
+  private removeById(id: number): void {
+    this.dropQueue(id);
+    this.db.prepare('DELETE FROM subscription WHERE id = ?').run(id);
   }
 
   private dropUnreferenced(messageId: number): void {

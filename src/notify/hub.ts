@@ -1,100 +1,57 @@
 /**
  * A WebSub hub for ResourceSync notifications, as a web-standard `(Request) => Promise<Response>`
- * handler plus a delivery worker over the embedded {@link HubStore}.
+ * handler plus a delivery worker ({@link createDeliveryWorker}) over the embedded {@link HubStore}.
  *
  * - Publish: the ResourceSync "fat ping" (a POST whose body is the notification, with
- *   `Link: <topic>; rel="self", <hub>; rel="hub"`) is stored byte for byte and answered 200; the
- *   WebSub form (`hub.mode=publish`, `hub.url` or `hub.topic`) makes the hub fetch the topic.
+ *   `Link: <topic>; rel="self", <hub>; rel="hub"`) is stored once and answered 200; the WebSub form
+ *   (`hub.mode=publish`, `hub.url` or `hub.topic`) makes the hub fetch the topic. Who may publish
+ *   over HTTP, and for which topics, is the operator's choice ({@link HubOptions.openPublish},
+ *   {@link HubOptions.publishSecret}, {@link HubOptions.topics}); {@link Hub.handleLocal} publishes
+ *   from inside the process.
  * - Subscribe / unsubscribe: answered 202, then the intent is verified with `hub.challenge` on the
  *   callback (its own query string kept); only a 2xx whose body is the challenge counts, and until
- *   then nothing changes. Leases default to 10 days and are clamped to 300 s … 31 days.
- * - Delivery: to every verified subscription, in publish order per subscription, with `Link`
- *   rel=self/hub and `X-Hub-Signature` when the subscription has a secret; failures are retried with
- *   jittered exponential backoff until the lease ends; 410 Gone ends the subscription.
+ *   then nothing changes. The secret of a subscription is never changed by a re-subscription (409).
+ *   Leases default to 10 days and are clamped to 300 s … 31 days.
+ * - Delivery: see ./hub-delivery.ts. What is queued is bounded ({@link HubLimits}).
  *
  * Every effect is injected (fetch, clock, timers, randomness) so that tests drive leases and retries.
- * @see Change Notification §4 (publish, subscribe, deliver), WebSub §5–7
+ * @see Change Notification §4 (publish, subscribe, deliver), WebSub §5–8
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { parseLinkHeader } from '../core/link-header.js';
 import { readBody, discardBody } from './body.js';
 import { createUrlPolicy, type UrlPolicy } from './callback-policy.js';
-import type { HubStore, PendingDelivery, Subscription } from './hub-store.js';
-import { MAX_SECRET_BYTES, signBody, SIGNATURE_METHODS, type SignatureMethod } from './signature.js';
+import { createDeliveryWorker, reasonOf, withQuery } from './hub-delivery.js';
+import {
+  HUB_DEFAULT_GIVE_UP,
+  HUB_DEFAULT_LIMITS,
+  HUB_LIMITS,
+  LEASE,
+  type Hub,
+  type HubEvent,
+  type HubLimits,
+  type HubOptions,
+  type PendingVerification,
+} from './hub-options.js';
+import type { Subscription } from './hub-store.js';
+import { MAX_SECRET_BYTES, SIGNATURE_METHODS, type SignatureMethod } from './signature.js';
 
-/** Lease bounds in seconds. @see WebSub §5.1, §8.2 ("10 days is a good default") */
-export const LEASE = { min: 300, max: 2_678_400, default: 864_000 } as const;
+export { withQuery, type HubTimers, type GiveUp } from './hub-delivery.js';
 
-/** Size limits of the hub. */
-export const HUB_LIMITS = {
-  /** A subscription or publish form. */
-  formBytes: 64 * 1024,
-  /** A published body (fat ping) or a fetched topic. */
-  bodyBytes: 16 * 1024 * 1024,
-  /** The response body of a verification of intent. */
-  challengeResponseBytes: 4096,
-} as const;
+export {
+  LEASE,
+  HUB_LIMITS,
+  HUB_DEFAULT_LIMITS,
+  HUB_DEFAULT_GIVE_UP,
+  type HubLimits,
+  type HubOptions,
+  type HubEvent,
+  type PendingVerification,
+  type Hub,
+} from './hub-options.js';
 
-/** Timers the hub uses; tests may pass their own. */
-export interface HubTimers {
-  setTimeout(fn: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
-
-/** Options of {@link createHub}. */
-export interface HubOptions {
-  store: HubStore;
-  /** The hub URL advertised in `Link: <…>; rel="hub"` of deliveries. */
-  hubUrl: string;
-  /** Non-loopback callback (and topic) URLs the hub may contact: patterns, see ./callback-policy.ts. */
-  allowCallback?: readonly string[];
-  /** Signature method for subscriptions with a secret. Default sha256. */
-  signature?: SignatureMethod;
-  /** Lease bounds (seconds); default {@link LEASE}. */
-  lease?: { min?: number; max?: number; default?: number };
-  /** Backoff of failed deliveries: first delay and cap (ms). Default 1,000 and 900,000. */
-  retry?: { baseMs?: number; maxMs?: number };
-  /** Deliveries in flight at once (one per subscription at most). Default 16. */
-  concurrency?: number;
-  /** Timeout of each outgoing request (ms). Default 10,000. */
-  requestTimeoutMs?: number;
-  fetch?: typeof globalThis.fetch;
-  now?: () => number;
-  random?: () => number;
-  timers?: HubTimers;
-  /** Observes what the hub does (for logs and tests); never throws into the hub. */
-  onEvent?: (event: HubEvent) => void;
-}
-
-/** What the hub reports through `onEvent`. */
-export type HubEvent =
-  | { type: 'published'; topic: string; deliveries: number }
-  | { type: 'verified'; mode: 'subscribe' | 'unsubscribe'; topic: string; callback: string; leaseSeconds?: number }
-  | { type: 'verification-failed'; mode: 'subscribe' | 'unsubscribe'; topic: string; callback: string; reason: string }
-  | { type: 'delivered'; topic: string; callback: string; messageId: number; attempts: number }
-  | {
-      type: 'delivery-failed';
-      topic: string;
-      callback: string;
-      messageId: number;
-      attempts: number;
-      retryInMs: number;
-      reason: string;
-    }
-  | { type: 'gone'; topic: string; callback: string }
-  | { type: 'expired'; topic: string; callback: string };
-
-/** A running hub. */
-export interface Hub {
-  /** Answers a request to the hub URL. */
-  handle(request: Request): Promise<Response>;
-  /** Looks for due deliveries and expired leases now (after the clock moved, for tests). */
-  kick(): void;
-  /** Resolves once no verification or delivery is in flight and no delivery is due. Bounded by `timeoutMs`. */
-  idle(timeoutMs?: number): Promise<void>;
-  /** Stops the worker and waits for requests in flight; the store stays open (the caller owns it). */
-  close(): Promise<void>;
-}
+/** Topics one form publish may name (each is fetched in turn). */
+const MAX_FORM_TOPICS = 16;
 
 function text(status: number, body: string, headers: Record<string, string> = {}): Response {
   return new Response(body === '' ? null : `${body}\n`, {
@@ -103,15 +60,13 @@ function text(status: number, body: string, headers: Record<string, string> = {}
   });
 }
 
-function message(e: unknown): string {
-  return e instanceof Error ? (e.cause instanceof Error ? `${e.message}: ${e.cause.message}` : e.message) : String(e);
+function sameSecret(given: string, expected: string): boolean {
+  const h = (s: string): Buffer => createHash('sha256').update(s).digest();
+  return timingSafeEqual(h(given), h(expected));
 }
 
-/** Appends `params` to `url`, keeping its own query string. @see WebSub §5.3 */
-export function withQuery(url: string, params: Record<string, string>): string {
-  const u = new URL(url);
-  for (const [k, v] of Object.entries(params)) u.searchParams.append(k, v);
-  return u.href;
+function httpUrl(s: string): boolean {
+  return URL.canParse(s) && /^https?:$/.test(new URL(s).protocol);
 }
 
 /**
@@ -126,20 +81,15 @@ export function createHub(options: HubOptions): Hub {
   const store = options.store;
   const fetchFn = options.fetch ?? globalThis.fetch;
   const now = options.now ?? Date.now;
-  const random = options.random ?? Math.random;
-  const timers: HubTimers = options.timers ?? {
-    setTimeout: (fn, ms) => setTimeout(fn, ms).unref(),
-    clearTimeout: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),
-  };
-  const policy: UrlPolicy = createUrlPolicy(options.allowCallback);
+  const callbacks: UrlPolicy = createUrlPolicy(options.allowCallback);
+  const topicPolicy: UrlPolicy = createUrlPolicy(options.allowTopic ?? options.allowCallback);
   const method: SignatureMethod = options.signature ?? 'sha256';
   if (!(SIGNATURE_METHODS as readonly string[]).includes(method))
     throw new TypeError(`unknown signature method '${String(method)}'`);
   const lease = { ...LEASE, ...options.lease };
-  const baseMs = options.retry?.baseMs ?? 1000;
-  const maxMs = options.retry?.maxMs ?? 900_000;
-  const concurrency = options.concurrency ?? 16;
+  const limits: HubLimits = { ...HUB_DEFAULT_LIMITS, ...options.limits };
   const timeoutMs = options.requestTimeoutMs ?? 10_000;
+  const readTimeoutMs = options.readTimeoutMs ?? 30_000;
   const emit = (e: HubEvent): void => {
     try {
       options.onEvent?.(e);
@@ -148,11 +98,9 @@ export function createHub(options: HubOptions): Hub {
     }
   };
 
-  const inFlight = new Map<number, Promise<void>>(); // subscription id → delivery attempt
   const tasks = new Set<Promise<void>>(); // verifications and delivery attempts
-  let timer: unknown;
-  let timerAt = Infinity;
-  let scheduled = false;
+  const verifying = new Set<PendingVerification & { secret: string | undefined }>();
+  let publishing = 0; // bodies being read
   let stopping = false; // no new work is started
   let closed = false;
 
@@ -164,6 +112,26 @@ export function createHub(options: HubOptions): Hub {
   function request(url: string, init: RequestInit): Promise<Response> {
     return fetchFn(url, { ...init, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
   }
+
+  const worker = createDeliveryWorker({
+    store,
+    hubUrl: options.hubUrl,
+    method,
+    request,
+    now,
+    random: options.random ?? Math.random,
+    timers: options.timers ?? {
+      setTimeout: (fn, ms) => setTimeout(fn, ms).unref(),
+      clearTimeout: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),
+    },
+    emit,
+    track,
+    retry: { baseMs: options.retry?.baseMs ?? 1000, maxMs: options.retry?.maxMs ?? 900_000 },
+    concurrency: options.concurrency ?? 16,
+    giveUp: { ...HUB_DEFAULT_GIVE_UP, ...options.giveUp },
+    stopping: () => stopping,
+    closed: () => closed,
+  });
 
   // ---- subscriptions ----------------------------------------------------------------------------
 
@@ -190,21 +158,32 @@ export function createHub(options: HubOptions): Hub {
           reason = 'the response body is not the challenge';
       }
     } catch (e) {
-      reason = message(e);
+      reason = reasonOf(e);
     }
     if (closed) return;
+    if (reason === undefined && mode === 'subscribe') {
+      const s = store.upsertSubscription({ topic, callback, secret, leaseSeconds, now: now() });
+      if (s === 'conflict') reason = 'a subscription with another secret holds this callback';
+    }
     if (reason !== undefined) {
       emit({ type: 'verification-failed', mode, topic, callback, reason });
       return;
     }
-    if (mode === 'subscribe') {
-      store.upsertSubscription({ topic, callback, secret, leaseSeconds, now: now() });
-      emit({ type: 'verified', mode, topic, callback, leaseSeconds });
-    } else {
+    if (mode === 'subscribe') emit({ type: 'verified', mode, topic, callback, leaseSeconds });
+    else {
       store.removeSubscription(topic, callback);
       emit({ type: 'verified', mode, topic, callback });
     }
-    schedule();
+    worker.schedule();
+  }
+
+  /** Whether a subscribe would change the secret of the subscription (or the one being verified) of its callback. */
+  function changesSecret(topic: string, callback: string, secret: string | undefined): boolean {
+    const had: Subscription | undefined = store.getSubscription(topic, callback);
+    if (had !== undefined) return had.secret !== secret;
+    for (const v of verifying)
+      if (v.mode === 'subscribe' && v.topic === topic && v.callback === callback && v.secret !== secret) return true;
+    return false;
   }
 
   /** @see WebSub §5.1, §5.1.2 */
@@ -214,15 +193,16 @@ export function createHub(options: HubOptions): Hub {
     const topic = form.get('hub.topic');
     if (callback === null || callback === '') return text(400, 'hub.callback is missing');
     if (topic === null || topic === '') return text(400, 'hub.topic is missing');
-    if (!URL.canParse(callback) || !/^https?:$/.test(new URL(callback).protocol))
-      return text(400, 'hub.callback is not an absolute http(s) URL');
-    if (!URL.canParse(topic) || !/^https?:$/.test(new URL(topic).protocol))
-      return text(400, 'hub.topic is not an absolute http(s) URL');
-    if (!policy.allowed(callback))
+    if (!httpUrl(callback)) return text(400, 'hub.callback is not an absolute http(s) URL');
+    if (!httpUrl(topic)) return text(400, 'hub.topic is not an absolute http(s) URL');
+    if (options.topics !== undefined && !options.topics(topic))
+      return text(403, 'hub.topic is not a topic of this hub');
+    if (!callbacks.allowed(callback))
       return text(403, 'hub.callback is not on a host this hub may contact (loopback or --allow-callback)');
-    const secret = form.get('hub.secret') ?? undefined;
-    if (secret !== undefined && Buffer.byteLength(secret) > MAX_SECRET_BYTES)
+    const given = form.get('hub.secret') ?? undefined;
+    if (given !== undefined && Buffer.byteLength(given) > MAX_SECRET_BYTES)
       return text(400, 'hub.secret must be less than 200 bytes');
+    const secret = given === '' ? undefined : given;
     let leaseSeconds = lease.default;
     const asked = form.get('hub.lease_seconds');
     if (mode === 'subscribe' && asked !== null && asked !== '') {
@@ -230,39 +210,94 @@ export function createHub(options: HubOptions): Hub {
       leaseSeconds = Math.min(lease.max, Math.max(lease.min, Number(asked)));
     }
     if (stopping) return text(503, 'the hub is shutting down', { 'retry-after': '1' });
-    track(verify(mode, topic, callback, secret === '' ? undefined : secret, leaseSeconds));
+    // @see WebSub §8 (security): the secret is what authenticates deliveries; a request cannot swap it
+    if (mode === 'subscribe' && changesSecret(topic, callback, secret))
+      return text(409, 'this callback is subscribed with another secret: unsubscribe it first');
+    if (verifying.size >= limits.verifications)
+      return text(503, 'too many verifications in progress', { 'retry-after': '5' });
+    if (mode === 'subscribe' && store.getSubscription(topic, callback) === undefined) {
+      if (store.counts().subscriptions >= limits.subscriptions)
+        return text(503, 'this hub holds as many subscriptions as it may', { 'retry-after': '60' });
+    }
+    const entry = { mode, topic, callback, since: now(), secret };
+    verifying.add(entry);
+    track(verify(mode, topic, callback, secret, leaseSeconds).finally(() => verifying.delete(entry)));
     return text(202, 'Accepted: the hub will verify the intent of the subscriber');
   }
 
   // ---- publishing -------------------------------------------------------------------------------
 
-  function accept(topic: string, contentType: string, body: Uint8Array): void {
-    const { deliveries } = store.publish(topic, contentType, body, now());
-    emit({ type: 'published', topic, deliveries });
-    if (deliveries > 0) schedule();
+  function refuse(topic: string, status: number, reason: string, body: string, retryAfter?: string): Response {
+    emit({ type: 'publish-refused', topic, status, reason });
+    return text(status, body, retryAfter === undefined ? {} : { 'retry-after': retryAfter });
   }
 
-  /** The WebSub form: the hub fetches each topic named. @see WebSub §6 */
+  function accept(topic: string, contentType: string, body: Uint8Array): Response {
+    const outcome = store.publish(topic, contentType, body, now(), limits);
+    for (const s of outcome.givenUp) worker.gaveUp(s, s.lastError ?? 'its queue is full');
+    if (!outcome.queued) {
+      return outcome.limit === 'topicBytes'
+        ? refuse(topic, 429, 'topic queue full', `the queue of topic '${topic}' is full`, '60')
+        : refuse(topic, 503, 'queue full', 'the queue of this hub is full', '60');
+    }
+    emit({ type: 'published', topic, deliveries: outcome.deliveries });
+    if (outcome.deliveries > 0) worker.schedule();
+    return text(200, 'OK');
+  }
+
+  /** Whether this request may publish at all: undefined when it may, else the refusal. @see WebSub §6 */
+  function mayPublish(req: Request, local: boolean): Response | undefined {
+    if (local) return undefined;
+    if (options.publishSecret !== undefined) {
+      const m = /^Bearer +(\S+)\s*$/i.exec(req.headers.get('authorization') ?? '');
+      if (m !== null && sameSecret(m[1]!, options.publishSecret)) return undefined;
+      return text(403, 'publishing to this hub needs its publish secret (Authorization: Bearer)');
+    }
+    if (options.openPublish === false) return text(403, 'this hub relays only what its own Source publishes');
+    return undefined;
+  }
+
+  function topicAllowed(topic: string): boolean {
+    return options.topics !== undefined ? options.topics(topic) : topicPolicy.allowed(topic);
+  }
+
+  /** The WebSub form: the hub fetches each topic named (no redirects followed). @see WebSub §6 */
   async function publishForm(form: URLSearchParams): Promise<Response> {
+    if (options.fetchTopics === false) return text(403, 'this hub does not fetch topics: publish the notification');
     const topics = [...form.getAll('hub.url'), ...form.getAll('hub.topic')];
     if (topics.length === 0) return text(400, 'hub.url (or hub.topic) is missing');
+    if (topics.length > MAX_FORM_TOPICS) return text(400, `at most ${MAX_FORM_TOPICS} topics per publish`);
     for (const topic of topics) {
-      if (!policy.allowed(topic)) return text(403, `topic '${topic}' is not on a host this hub may contact`);
+      if (!httpUrl(topic) || !topicAllowed(topic)) return text(403, `topic '${topic}' is not a topic of this hub`);
     }
+    if (publishing >= limits.publishes) return text(503, 'too many publishes in progress', { 'retry-after': '1' });
+    publishing++;
+    try {
+      return await fetchTopics(topics);
+    } finally {
+      publishing--;
+    }
+  }
+
+  async function fetchTopics(topics: readonly string[]): Promise<Response> {
     for (const topic of topics) {
+      // one answer whatever the topic's host did: the hub is no port scanner
+      const failed = (reason: string): Response => refuse(topic, 502, reason, `topic '${topic}' could not be fetched`);
       let res: Response;
       try {
         res = await request(topic, { method: 'GET' });
       } catch (e) {
-        return text(502, `topic '${topic}' could not be fetched: ${message(e)}`);
+        return failed(reasonOf(e));
       }
       if (res.status !== 200) {
         await discardBody(res);
-        return text(502, `topic '${topic}' answered ${res.status}`);
+        return failed(`status ${res.status}`);
       }
-      const body = await readBody(res.body, HUB_LIMITS.bodyBytes);
-      if (!body.ok) return text(502, `topic '${topic}' is larger than ${HUB_LIMITS.bodyBytes} bytes`);
-      accept(topic, res.headers.get('content-type') ?? 'application/octet-stream', body.bytes);
+      const body = await readBody(res.body, limits.bodyBytes).catch((e: unknown) => reasonOf(e));
+      if (typeof body === 'string') return failed(body);
+      if (!body.ok) return failed(`larger than ${limits.bodyBytes} bytes`);
+      const answer = accept(topic, res.headers.get('content-type') ?? 'application/octet-stream', body.bytes);
+      if (answer.status !== 200) return answer;
     }
     return text(200, 'OK');
   }
@@ -275,106 +310,25 @@ export function createHub(options: HubOptions): Hub {
       return text(400, 'a published notification needs Link: <topic>; rel="self"');
     if (!links.some((l) => l.rel.includes('hub')))
       return text(400, 'a published notification needs Link: <hub>; rel="hub"');
-    const body = await readBody(req.body, HUB_LIMITS.bodyBytes);
-    if (!body.ok) return text(413, `the body is larger than ${HUB_LIMITS.bodyBytes} bytes`);
-    if (body.bytes.byteLength === 0) return text(400, 'the published notification is empty');
-    accept(topic, req.headers.get('content-type') ?? 'application/xml', body.bytes);
-    return text(200, 'OK');
-  }
-
-  // ---- delivery ---------------------------------------------------------------------------------
-
-  function backoff(attempts: number): number {
-    const exp = Math.min(maxMs, baseMs * 2 ** Math.min(attempts - 1, 30));
-    return Math.round(exp / 2 + (random() * exp) / 2);
-  }
-
-  /** @see WebSub §7 (Content Distribution), §7.1 (signature) */
-  async function deliver(d: PendingDelivery): Promise<void> {
-    const s: Subscription = d.subscription;
-    const headers: Record<string, string> = {
-      'content-type': d.contentType,
-      link: `<${d.topic}>; rel="self", <${options.hubUrl}>; rel="hub"`,
-    };
-    if (s.secret !== undefined) headers['x-hub-signature'] = signBody(method, s.secret, d.body);
-    let status = 0;
-    let reason: string;
+    if (!topicAllowed(topic)) return text(403, `topic '${topic}' is not a topic of this hub`);
+    const length = Number(req.headers.get('content-length') ?? '0');
+    if (length > limits.bodyBytes) return text(413, `the body is larger than ${limits.bodyBytes} bytes`);
+    if (publishing >= limits.publishes) return text(503, 'too many publishes in progress', { 'retry-after': '1' });
+    publishing++;
     try {
-      const res = await request(s.callback, { method: 'POST', headers, body: d.body });
-      status = res.status;
-      reason = `status ${status}`;
-      await discardBody(res);
-    } catch (e) {
-      reason = message(e);
+      const body = await readBody(req.body, limits.bodyBytes, readTimeoutMs);
+      if (!body.ok && !body.tooLarge) return text(408, 'the body did not arrive in time');
+      if (!body.ok) return text(413, `the body is larger than ${limits.bodyBytes} bytes`);
+      if (body.bytes.byteLength === 0) return text(400, 'the published notification is empty');
+      return accept(topic, req.headers.get('content-type') ?? 'application/xml', body.bytes);
+    } finally {
+      publishing--;
     }
-    if (closed) return;
-    if (status >= 200 && status <= 299) {
-      store.delivered(d.id);
-      emit({
-        type: 'delivered',
-        topic: d.topic,
-        callback: s.callback,
-        messageId: d.messageId,
-        attempts: d.attempts + 1,
-      });
-    } else if (status === 410) {
-      store.removeSubscriptionById(s.id);
-      emit({ type: 'gone', topic: s.topic, callback: s.callback });
-    } else {
-      const retryInMs = backoff(d.attempts + 1);
-      store.failed(d.id, now() + retryInMs, reason);
-      emit({
-        type: 'delivery-failed',
-        topic: d.topic,
-        callback: s.callback,
-        messageId: d.messageId,
-        attempts: d.attempts + 1,
-        retryInMs,
-        reason,
-      });
-    }
-  }
-
-  function run(): void {
-    scheduled = false;
-    if (stopping) return;
-    const t = now();
-    for (const s of store.expire(t)) emit({ type: 'expired', topic: s.topic, callback: s.callback });
-    for (const d of store.heads()) {
-      if (inFlight.size >= concurrency) break;
-      if (inFlight.has(d.subscription.id) || d.nextAt > t) continue;
-      const p = deliver(d).finally(() => {
-        inFlight.delete(d.subscription.id);
-        schedule();
-      });
-      inFlight.set(d.subscription.id, p);
-      track(p);
-    }
-    const next = store.nextWake();
-    if (next !== undefined && next > t && next < timerAt) {
-      if (timer !== undefined) timers.clearTimeout(timer);
-      timerAt = next;
-      timer = timers.setTimeout(
-        () => {
-          timer = undefined;
-          timerAt = Infinity;
-          schedule();
-        },
-        Math.min(next - t, 2 ** 31 - 1),
-      );
-    }
-  }
-
-  /** Runs the worker soon (in a microtask). */
-  function schedule(): void {
-    if (stopping || scheduled) return;
-    scheduled = true;
-    queueMicrotask(run);
   }
 
   // ---- handler ----------------------------------------------------------------------------------
 
-  async function handle(req: Request): Promise<Response> {
+  async function handle(req: Request, local: boolean): Promise<Response> {
     if (req.method === 'GET' || req.method === 'HEAD') {
       return text(
         200,
@@ -386,21 +340,24 @@ export function createHub(options: HubOptions): Hub {
     if (req.method !== 'POST') return text(405, 'Method Not Allowed', { allow: 'GET, HEAD, POST' });
     const type = (req.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
     if (type === 'application/x-www-form-urlencoded') {
-      const body = await readBody(req.body, HUB_LIMITS.formBytes);
+      const body = await readBody(req.body, HUB_LIMITS.formBytes, readTimeoutMs);
+      if (!body.ok && !body.tooLarge) return text(408, 'the form did not arrive in time');
       if (!body.ok) return text(413, `the form is larger than ${HUB_LIMITS.formBytes} bytes`);
       const form = new URLSearchParams(Buffer.from(body.bytes).toString('utf8'));
       const mode = form.get('hub.mode');
       if (mode === 'subscribe' || mode === 'unsubscribe') return subscription(form);
-      if (mode === 'publish') return publishForm(form);
+      if (mode === 'publish') return mayPublish(req, local) ?? publishForm(form);
       return text(400, mode === null ? 'hub.mode is missing' : `hub.mode '${mode}' is not supported`);
     }
-    return publishBody(req);
+    return mayPublish(req, local) ?? publishBody(req);
   }
 
-  schedule();
+  worker.schedule();
   return {
-    handle,
-    kick: () => schedule(),
+    handle: (r) => handle(r, false),
+    handleLocal: (r) => handle(r, true),
+    pending: () => [...verifying].map(({ mode, topic, callback, since }) => ({ mode, topic, callback, since })),
+    kick: () => worker.schedule(),
     async idle(limitMs = 30_000): Promise<void> {
       const deadline = Date.now() + limitMs;
       for (;;) {
@@ -412,15 +369,15 @@ export function createHub(options: HubOptions): Hub {
           ]);
         } else {
           const t = now();
-          if (!scheduled && !store.heads().some((d) => d.nextAt <= t)) return;
-          schedule();
+          if (!worker.scheduled() && !store.heads().some((d) => d.nextAt <= t)) return;
+          worker.schedule();
         }
         if (Date.now() > deadline) throw new Error(`hub not idle after ${limitMs} ms`);
       }
     },
     async close(): Promise<void> {
       stopping = true;
-      if (timer !== undefined) timers.clearTimeout(timer);
+      worker.stop();
       while (tasks.size > 0) await Promise.allSettled([...tasks]);
       closed = true;
     },

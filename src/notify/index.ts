@@ -14,12 +14,17 @@ export {
   withQuery,
   LEASE,
   HUB_LIMITS,
+  HUB_DEFAULT_LIMITS,
+  HUB_DEFAULT_GIVE_UP,
   type Hub,
   type HubEvent,
   type HubOptions,
+  type HubLimits,
   type HubTimers,
+  type GiveUp,
+  type PendingVerification,
 } from './hub.js';
-export { HubStore, type Subscription, type PendingDelivery } from './hub-store.js';
+export { HubStore, type Subscription, type PendingDelivery, type QueueLimits, type PublishOutcome } from './hub-store.js';
 export { listen, nodeListener, type FetchHandler, type Listener } from './node-listener.js';
 export { Subscriber, type SubscriberOptions, type SubscriberEvent } from './subscriber.js';
 export { WindowTracker, type WindowOrder } from './windows.js';

@@ -313,9 +313,13 @@ export const APP_JS: string = `'use strict';
       if (c.subscriptions) {
         box.appendChild(el('h3', null, 'Subscribers (' + c.subscriptions.length + ')'));
         if (c.subscriptions.length > 0) box.appendChild(el('table', null,
-          el('thead', null, el('tr', null, el('th', null, 'callback'), el('th', null, 'topic'), el('th', null, 'lease ends'))),
+          el('thead', null, el('tr', null, el('th', null, 'callback'), el('th', null, 'topic'), el('th', null, 'state'),
+            el('th', null, 'last delivery'), el('th', null, 'failures'), el('th', null, 'lease ends'))),
           el('tbody', null, ...c.subscriptions.map(function (s) {
-            return el('tr', null, el('td', { class: 'url' }, s.callback), el('td', { class: 'url' }, s.topic), el('td', null, new Date(s.expiresAt).toISOString()));
+            var when = function (t) { return t === undefined ? '—' : new Date(t).toISOString(); };
+            return el('tr', { class: 'sub-' + s.state }, el('td', { class: 'url' }, s.callback), el('td', { class: 'url' }, s.topic),
+              el('td', null, s.state === 'given-up' ? 'given up' : s.state), el('td', null, when(s.lastDeliveryAt)),
+              el('td', { class: 'num' }, s.failures), el('td', null, when(s.expiresAt)));
           }))));
       }
     }, function (e) { failure(box, e); });

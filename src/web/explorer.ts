@@ -29,8 +29,18 @@ export type ExplorerHandler = (request: Request) => Promise<Response>;
 export interface ChannelSummary {
   hub: string;
   channels: Array<{ topic: string; subscribers: number }>;
-  /** The verified subscriptions, when the hub is embedded. */
-  subscriptions?: Array<{ topic: string; callback: string; expiresAt: number }>;
+  /**
+   * The subscriptions, when the hub is embedded: verified (getting deliveries), pending (being verified)
+   * or given up (its callback failed for too long); the callback without its credentials or query.
+   */
+  subscriptions?: Array<{
+    topic: string;
+    callback: string;
+    state: 'verified' | 'pending' | 'given-up';
+    expiresAt?: number;
+    failures: number;
+    lastDeliveryAt?: number;
+  }>;
 }
 
 /** Options of {@link createExplorerHandler}. */

@@ -5,7 +5,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import { readFile } from 'node:fs/promises';
 import { REPO_ROOT } from '../helpers/paths.js';
+import { failingCallbacks } from '../helpers/failing-callbacks.js';
 import { tempDir } from '../helpers/tmp.js';
 import { TestSubscriber } from '../helpers/websub-subscriber.js';
 import { exited } from '../helpers/exited.js';
@@ -19,10 +21,14 @@ interface HubProcess {
   waitForLog(pattern: RegExp, timeoutMs?: number): Promise<void>;
 }
 
-async function startHub(data: string): Promise<HubProcess> {
-  const child = spawn(process.execPath, [MAIN, 'hub', '--port', '0', '--data', data, '--retry-ms', '20', '--verbose'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+async function startHub(data: string, extra: string[] = []): Promise<HubProcess> {
+  const child = spawn(
+    process.execPath,
+    [MAIN, 'hub', '--port', '0', '--data', data, '--retry-ms', '20', '--verbose', ...extra],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let err = '';
   child.stderr.on('data', (c: Buffer) => (err += c.toString()));
   const url = await new Promise<string>((resolve, reject) => {
@@ -52,6 +58,14 @@ async function startHub(data: string): Promise<HubProcess> {
   };
 }
 
+function subscribe(hub: string, params: Record<string, string>): Promise<Response> {
+  return fetch(hub, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ 'hub.mode': 'subscribe', ...params }).toString(),
+  });
+}
+
 function fatPing(hub: string, topic: string, body: string): Promise<Response> {
   return fetch(hub, {
     method: 'POST',
@@ -66,6 +80,10 @@ test('hub: usage errors exit 2', async () => {
     ['--signature', 'md5'],
     ['--retry-ms', '0'],
     ['--public-url', 'ftp://x/'],
+    ['--max-body', '0'],
+    ['--max-queue', '1e9'],
+    ['--give-up-after', 'x'],
+    ['--give-up-attempts', '-1'],
     ['extra'],
   ]) {
     const child = spawn(process.execPath, [MAIN, 'hub', ...args], { stdio: 'ignore' });
@@ -82,16 +100,7 @@ test('hub: a subscriber down for a while and a hub killed with -9 mid-publish lo
   try {
     assert.match(hub.url, /^http:\/\/127\.0\.0\.1:\d+\/$/);
     const topic = 'http://127.0.0.1:1/set/change/';
-    const res = await fetch(hub.url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({
-        'hub.mode': 'subscribe',
-        'hub.topic': topic,
-        'hub.callback': `${sub.url}/cb`,
-        'hub.secret': 'k',
-      }).toString(),
-    });
+    const res = await subscribe(hub.url, { 'hub.topic': topic, 'hub.callback': `${sub.url}/cb`, 'hub.secret': 'k' });
     assert.equal(res.status, 202);
     await hub.waitForLog(/subscribed http:\/\/127\.0\.0\.1:\d+\/cb to /);
     assert.equal((await fatPing(hub.url, topic, '<n i="0"/>')).status, 200);
@@ -152,6 +161,74 @@ test('hub: a subscriber down for a while and a hub killed with -9 mid-publish lo
   } finally {
     if (hub.child.exitCode === null) hub.child.kill('SIGKILL');
     await sub.close();
+    await tmp.cleanup();
+  }
+});
+
+/** Peak resident memory of a process, from /proc (Linux). */
+async function peakRss(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/^VmHWM:\s+(\d+) kB/m.exec(status)![1]) * 1024;
+}
+
+test('hub: 80 failing subscribers and an 8 MiB fat ping keep the hub small and answering', async () => {
+  const tmp = await tempDir('rs-hub-cli-load-');
+  const failing = await failingCallbacks();
+  const hub = await startHub(tmp.dir);
+  try {
+    const topic = 'http://127.0.0.1:1/set/change/';
+    for (let i = 0; i < 80; i++) {
+      const res = await subscribe(hub.url, { 'hub.topic': topic, 'hub.callback': `${failing.url}/cb/${i}` });
+      assert.equal(res.status, 202);
+      await res.arrayBuffer();
+    }
+    const deadline = Date.now() + 60_000;
+    while ((hub.stderr().match(/subscribed /g) ?? []).length < 80) {
+      if (Date.now() > deadline) throw new Error(`80 subscriptions not verified:\n${hub.stderr()}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const big = 'a'.repeat(8 * 1024 * 1024);
+    assert.equal((await fatPing(hub.url, topic, big)).status, 200);
+    while (failing.bodies.length < 160) {
+      if (Date.now() > deadline + 60_000) throw new Error(`${failing.bodies.length} deliveries attempted`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.ok(
+      failing.bodies.every((n) => n === big.length),
+      'every attempt carries the whole body',
+    );
+    const res = await fetch(hub.url);
+    assert.equal(res.status, 200, 'the hub answers while every delivery fails');
+    await res.arrayBuffer();
+    const rss = await peakRss(hub.child.pid!);
+    // one copy of the body per delivery was 80 x 8 MiB per round of retries (2.5 GB seen)
+    assert.ok(rss < 400 * 1024 * 1024, `peak RSS ${Math.round(rss / 2 ** 20)} MiB`);
+    hub.child.kill('SIGTERM');
+    assert.equal((await exited(hub.child))[0], 0);
+  } finally {
+    if (hub.child.exitCode === null) hub.child.kill('SIGKILL');
+    await failing.close();
+    await tmp.cleanup();
+  }
+});
+
+test('hub: --max-body answers 413; a callback failing past --give-up-after is given up', async () => {
+  const tmp = await tempDir('rs-hub-cli-limits-');
+  const failing = await failingCallbacks();
+  const hub = await startHub(tmp.dir, ['--max-body', '1000', '--give-up-after', '1', '--give-up-attempts', '3']);
+  try {
+    const topic = 'http://127.0.0.1:1/set/change/';
+    const res = await subscribe(hub.url, { 'hub.topic': topic, 'hub.callback': `${failing.url}/cb` });
+    assert.equal(res.status, 202);
+    await hub.waitForLog(/subscribed /);
+    assert.equal((await fatPing(hub.url, topic, 'x'.repeat(1001))).status, 413);
+    assert.equal((await fatPing(hub.url, topic, 'x'.repeat(1000))).status, 200);
+    await hub.waitForLog(/gave http:\/\/127\.0\.0\.1:\d+\/cb to \S+ up: \d+ deliveries failed/, 60_000);
+    hub.child.kill('SIGTERM');
+    assert.equal((await exited(hub.child))[0], 0);
+  } finally {
+    if (hub.child.exitCode === null) hub.child.kill('SIGKILL');
+    await failing.close();
     await tmp.cleanup();
   }
 });

@@ -2,13 +2,16 @@
  * `resourcesync hub [--port N] [--host H] [--data DIR] [--public-url URL] [--allow-callback PATTERN]...`:
  * runs a WebSub hub for ResourceSync Change and Framework Notifications. The hub URL is the origin's
  * `/`. Subscriptions and undelivered notifications persist in `<data>/hub.sqlite`, so that a hub that
- * is restarted (even after kill -9) delivers everything it accepted. Prints `listening on <url>`;
+ * is restarted (even after kill -9) delivers everything it accepted, within the limits set by the
+ * `--max-*` options. Publishing is open for topics on allowed hosts (loopback and `--allow-topic`), or
+ * needs the secret in `RESOURCESYNC_HUB_PUBLISH_SECRET` when that is set. Prints `listening on <url>`;
  * SIGINT/SIGTERM shut it down cleanly (exit 0).
  * @see Change Notification §4, WebSub §5–7
  */
 import { join, resolve } from 'node:path';
 import { parseCommandArgs, usageError } from '../command-args.js';
-import { createHub, type HubEvent } from '../../notify/hub.js';
+import { createHub, HUB_DEFAULT_GIVE_UP, HUB_DEFAULT_LIMITS, type HubEvent, type HubLimits } from '../../notify/hub.js';
+import { PUBLISH_SECRET_ENV } from '../serve-push.js';
 import { HubStore } from '../../notify/hub-store.js';
 import { listen } from '../../notify/node-listener.js';
 import { SIGNATURE_METHODS, type SignatureMethod } from '../../notify/signature.js';
@@ -25,13 +28,52 @@ Options:
   --host H                 interface to listen on (default 127.0.0.1)
   --data DIR               where subscriptions and queued notifications are kept (default ./.resourcesync-hub)
   --public-url URL         the hub URL sent in Link rel="hub" (default http://<host>:<port>/)
-  --allow-callback PATTERN also contact callbacks (and topics) matching PATTERN: a host ('*.example.org')
-                           or a URL ('https://example.org/hooks/*'); loopback is always allowed; repeatable
+  --allow-callback PATTERN also contact callbacks matching PATTERN: a host ('*.example.org', any port)
+                           or a URL ('https://*.example.org/hooks/*', matched scheme, host, port and path
+                           apart); loopback is always allowed; repeatable
+  --allow-topic PATTERN    accept publishes (and fetch topics) for topics matching PATTERN, as above
+                           (default: the --allow-callback patterns); loopback is always allowed
+  --max-body BYTES         largest published body (default ${HUB_DEFAULT_LIMITS.bodyBytes}): 413 above it
+  --max-topic-queue BYTES  most bytes queued for one topic (default ${HUB_DEFAULT_LIMITS.topicBytes}): 429
+  --max-queue BYTES        most bytes queued in all (default ${HUB_DEFAULT_LIMITS.totalBytes}): 503
+  --max-subscriber-queue BYTES  most bytes queued for one subscriber (default ${HUB_DEFAULT_LIMITS.subscriberBytes});
+                           a subscriber whose queue is full is given up
+  --max-verifications N    verifications of intent in flight (default ${HUB_DEFAULT_LIMITS.verifications}): 503
+  --give-up-after SECONDS  give a callback up once its deliveries failed for this long (default
+                           ${HUB_DEFAULT_GIVE_UP.afterMs / 1000}) and at least --give-up-attempts times in a row;
+                           its queue is dropped
+  --give-up-attempts N     failed deliveries in a row before a callback is given up (default ${HUB_DEFAULT_GIVE_UP.attempts})
   --signature METHOD       X-Hub-Signature method: sha256 (default), sha1, sha384 or sha512
   --retry-ms N             first delay before a failed delivery is retried, doubled each time (default 1000)
   --verbose                log subscriptions and deliveries on stderr
   -h, --help               show this help
+
+Environment: ${PUBLISH_SECRET_ENV}, when set, is the secret every publisher must send
+(Authorization: Bearer <secret>); publishing is then closed to everyone else.
 `;
+
+/** Limit options: flag → the field of HubLimits it sets. */
+const LIMIT_FLAGS = {
+  'max-body': 'bodyBytes',
+  'max-topic-queue': 'topicBytes',
+  'max-queue': 'totalBytes',
+  'max-subscriber-queue': 'subscriberBytes',
+  'max-verifications': 'verifications',
+} as const satisfies Record<string, keyof HubLimits>;
+
+/** Positive integers of the options named, or the usage error of the first that is not one. */
+function positiveIntegers(values: Record<string, unknown>, names: readonly string[]): Map<string, number> | string {
+  const out = new Map<string, number>();
+  for (const name of names) {
+    const v = values[name];
+    if (v === undefined) continue;
+    const n = Number(v);
+    if (typeof v !== 'string' || !/^\d+$/.test(v) || !Number.isSafeInteger(n) || n < 1)
+      return `--${name} '${typeof v === 'string' ? v : ''}' is not a positive integer.`;
+    out.set(name, n);
+  }
+  return out;
+}
 
 function describe(e: HubEvent): string {
   switch (e.type) {
@@ -49,6 +91,10 @@ function describe(e: HubEvent): string {
       return `${e.callback} answered 410 Gone: subscription to ${e.topic} ended`;
     case 'expired':
       return `lease of ${e.callback} to ${e.topic} ended`;
+    case 'given-up':
+      return `gave ${e.callback} to ${e.topic} up: ${e.reason}`;
+    case 'publish-refused':
+      return `publish on ${e.topic} refused (${e.status}): ${e.reason}`;
   }
 }
 
@@ -63,6 +109,10 @@ export async function run(args: string[]): Promise<number> {
       data: { type: 'string' },
       'public-url': { type: 'string' },
       'allow-callback': { type: 'string', multiple: true },
+      'allow-topic': { type: 'string', multiple: true },
+      ...Object.fromEntries(Object.keys(LIMIT_FLAGS).map((k) => [k, { type: 'string' as const }])),
+      'give-up-after': { type: 'string' },
+      'give-up-attempts': { type: 'string' },
       signature: { type: 'string' },
       'retry-ms': { type: 'string' },
       verbose: { type: 'boolean' },
@@ -82,6 +132,16 @@ export async function run(args: string[]): Promise<number> {
   const retryMs = values['retry-ms'] === undefined ? 1000 : Number(values['retry-ms']);
   if (!Number.isInteger(retryMs) || retryMs < 1)
     return usageError('hub', `--retry-ms '${values['retry-ms']}' is not a positive integer.`);
+  const numbers = positiveIntegers(values, [...Object.keys(LIMIT_FLAGS), 'give-up-after', 'give-up-attempts']);
+  if (typeof numbers === 'string') return usageError('hub', numbers);
+  const limits: Partial<HubLimits> = {};
+  for (const [flag, field] of Object.entries(LIMIT_FLAGS)) {
+    const n = numbers.get(flag);
+    if (n !== undefined) limits[field] = n;
+  }
+  const giveUpAfter = numbers.get('give-up-after');
+  const giveUpAttempts = numbers.get('give-up-attempts');
+  const publishSecret = process.env[PUBLISH_SECRET_ENV];
   const publicUrl = values['public-url'];
   if (publicUrl !== undefined && (!URL.canParse(publicUrl) || !/^https?:$/.test(new URL(publicUrl).protocol))) {
     return usageError('hub', `--public-url '${publicUrl}' is not an absolute http(s) URL.`);
@@ -109,6 +169,13 @@ export async function run(args: string[]): Promise<number> {
     store,
     hubUrl,
     allowCallback: values['allow-callback'] ?? [],
+    ...(values['allow-topic'] === undefined ? {} : { allowTopic: values['allow-topic'] }),
+    ...(publishSecret ? { publishSecret } : {}),
+    limits,
+    giveUp: {
+      ...(giveUpAfter === undefined ? {} : { afterMs: giveUpAfter * 1000 }),
+      ...(giveUpAttempts === undefined ? {} : { attempts: giveUpAttempts }),
+    },
     signature,
     retry: { baseMs: retryMs },
     ...(values.verbose === true ? { onEvent: (e: HubEvent) => log(describe(e)) } : {}),

@@ -19,7 +19,7 @@ import { publish, type PublishOptions, type PublishResult } from '../../source/p
 import { recordChanges, type RecordResult } from '../../source/record-changes.js';
 import type { SetNotifications } from '../../source/notifications.js';
 import { PUBLISH_ARGS, PUBLISH_HELP, PublishArgsError, publishArgs, type PublishArgsResult } from '../publish-options.js';
-import { startPush, type Push } from '../serve-push.js';
+import { PUBLISH_SECRET_ENV, startPush, type Push } from '../serve-push.js';
 import { XMPP_PASSWORD_ENV, xmppAccount } from '../xmpp-options.js';
 import { XmppPublisher } from '../../notify/xmpp-publisher.js';
 import { isResourceSyncError } from '../../core/errors.js';
@@ -46,7 +46,10 @@ Options:
   --no-hub                no notification channels
   --allow-callback PATTERN  the embedded hub may also contact callbacks matching PATTERN: a host
                           ('*.example.org') or a URL ('https://example.org/hooks/*'); loopback is
-                          always allowed; repeatable
+                          always allowed; repeatable. The embedded hub takes subscriptions for
+                          this Source's channels only and relays only what serve publishes; a
+                          publisher elsewhere needs the secret in ${PUBLISH_SECRET_ENV}
+                          (sent as Authorization: Bearer), which --hub sends to its hub too
   --xmpp URI              also publish the notifications to an XMPP PubSub service (XEP-0060):
                           xmpp://USER@DOMAIN[:PORT]/SERVICE[?server=HOST], e.g.
                           xmpp://source@example.org/pubsub.example.org; the password comes from
@@ -224,6 +227,7 @@ export async function run(args: string[]): Promise<number> {
       origin: running.url,
       ...(values.hub === undefined ? { hubDir: join(stateDir ?? join(dirs[0]!, '.resourcesync'), 'hub') } : { hub: values.hub }),
       allowCallback,
+      ...(process.env[PUBLISH_SECRET_ENV] ? { publishSecret: process.env[PUBLISH_SECRET_ENV] } : {}),
       ...(xmpp === undefined ? {} : { xmpp }),
       log,
       verbose,
