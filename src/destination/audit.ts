@@ -16,7 +16,7 @@ import { StateStore, STATE_DIR } from './state-store.js';
 import { resolveSets } from './capability-sets.js';
 import { note, type DestinationNote } from './notes.js';
 import { hashFile } from '../node/hash-file.js';
-import { dumpInventory, RESOURCE_DUMP_MANIFEST } from './audit-dump.js';
+import { changeDumpInventory, dumpInventory, RESOURCE_DUMP_MANIFEST } from './audit-dump.js';
 
 /** Options of {@link audit}. */
 export interface AuditOptions {
@@ -268,7 +268,17 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
     report.warnings.push(...warnings);
     for (const set of sets) {
       if (set.resourceList === undefined && set.resourceDump === undefined) {
-        report.warnings.push(note('set-not-auditable', { set: set.key }));
+        if (set.changeDump === undefined) {
+          report.warnings.push(note('set-not-auditable', { set: set.key }));
+          continue;
+        }
+        // §13: a Source whose only inventory is its Change Dumps: the last change of each resource is what it offers
+        const inv = await changeDumpInventory(ctx, set.changeDump);
+        for (const u of inv.unreadable) {
+          report.counts.failed++;
+          if (report.failed.length < MAX_LISTED) report.failed.push(u);
+        }
+        await audited([[...inv.last.values()].filter(holdable)]);
         continue;
       }
       const docs: RemoteDocument[] = [];

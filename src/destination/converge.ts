@@ -26,6 +26,8 @@ const CONVERGE = {
   totalMs: 60_000,
   /** How long one round waits for the Change List to move before the failures are taken as they are, ms. */
   moveWaitMs: 10_000,
+  /** The same while no change since the run's starting point was seen (a Source that may well be still), ms. */
+  stillWaitMs: 2_000,
   /** First pause between two looks at the Change List (doubling up to a second), ms. */
   pollMs: 100,
 };
@@ -133,15 +135,22 @@ export async function changesSince(
       inc = await changes(cursor, url);
     }
   }
+  let moving = false; // changes after the starting point were seen: the Source changes while it is read
   for (let round = 0; ; round++) {
     if (inc.gap !== undefined) return { gap: inc.gap };
+    moving ||= inc.changes > 0;
     for (const u of [url, ...inc.processed]) if (!documents.includes(u)) documents.push(u);
     cursor = inc.cursor;
     engine.flush();
     const newest = inc.newest;
     if (o.dryRun || newest === undefined || !engine.counts.failed.some(maybeMoved)) break;
     // a resource changed or went away after it was listed: its newer change shows once the Change List moves
-    const newer = await waitForMove(o, newest.url, newest.doc, Math.min(deadline, Date.now() + CONVERGE.moveWaitMs));
+    const newer = await waitForMove(
+      o,
+      newest.url,
+      newest.doc,
+      Math.min(deadline, Date.now() + (moving ? CONVERGE.moveWaitMs : CONVERGE.stillWaitMs)),
+    );
     if (newer === undefined) break;
     if (round + 1 >= CONVERGE.rounds || Date.now() >= deadline) {
       if (inc.end !== undefined && settle(engine, newer, newest.base, inc.end)) store.setCursor(set.key, inc.end);

@@ -27,6 +27,9 @@ import { DestinationRoot } from '../node/destination-root.js';
 
 export type { SyncProgress, SyncFailure } from './engine.js';
 
+/** The cursor of a set that has none yet: before every change. */
+const NO_CURSOR = '0001-01-01T00:00:00Z';
+
 /** Options of {@link sync}. */
 export interface SyncOptions {
   /** Where to start: a Capability List, Resource List (Index), Change List (Index) or Source Description URL. */
@@ -284,7 +287,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
        */
       const fromChangeDumps = async (after: string): Promise<{ until?: string; gap?: GapNote }> => {
         engine.phase('incremental', undefined, set.changeDump);
-        const apply = async (url: string, from: string): Promise<DumpReport> => {
+        const apply = async (url: string, from: string | undefined): Promise<DumpReport> => {
           const rep = await applyChangeDump(dumpOptions(url, from));
           if (rep.gap === undefined) {
             absorb(rep);
@@ -311,6 +314,8 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
           }
           rep = await apply(set.changeDump!, from);
         }
+        // no cursor yet (a set without Resource List or Resource Dump): every package on offer is applied
+        if (rep.gap !== undefined && after === NO_CURSOR) rep = await apply(set.changeDump!, undefined);
         if (rep.gap !== undefined) return { gap: rep.gap };
         if (rep.failures.length > 0) {
           engine.warn(note('change-dump-failures', { url: set.changeDump!, cursor: from }));
@@ -413,7 +418,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
         mode = 'incremental';
       } else if (mode === undefined && dumpChanges && !dryRun) {
         engine.warn(note('no-resource-list', { set: set.key, dumps: true }));
-        const got = await fromChangeDumps(cursor?.datetime ?? '0001-01-01T00:00:00Z');
+        const got = await fromChangeDumps(cursor?.datetime ?? NO_CURSOR);
         if (got.gap !== undefined) engine.warn(got.gap);
         mode = 'incremental';
       }
