@@ -3,17 +3,16 @@ import { dirname } from 'node:path';
 import { ResourceSyncError, isResourceSyncError, type ErrorCode } from '../core/errors.js';
 import type { HashValue } from '../core/hash.js';
 import type { Entry, Ln } from '../core/model/types.js';
-import { parseW3CDatetime } from '../core/w3c-datetime.js';
 import { REL_PATCH } from '../core/constants.js';
 import type { Authority } from './authority.js';
 import type { HttpGet } from './http.js';
 import type { Mapper } from './mapper.js';
 import type { DestinationNote } from './notes.js';
-import { planEntry, planGone, sourceFacts, type LocalFacts, type LocalLookup, type PlanAction, type PlanItem, type SourceFacts } from './plan.js';
+import { planEntry, planGone, sourceFacts, type LocalLookup, type PlanAction, type PlanItem, type SourceFacts } from './plan.js';
 import type { ResourceRecord, StateStore } from './state-store.js';
 import type { Durability } from '../node/durability.js';
 import type { DestinationRoot } from '../node/destination-root.js';
-import { hashFile } from '../node/hash-file.js';
+import { adoptable, localFacts, recordHolds } from './local-copy.js';
 import type { FingerprintSet } from '../core/fingerprint-set.js';
 import { safeJoin } from '../node/safe-path.js';
 import { writeVerified } from './verified-write.js';
@@ -74,15 +73,6 @@ function toError(e: unknown): Error {
 
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
-}
-
-function localFacts(r: ResourceRecord): LocalFacts {
-  const f: LocalFacts = { length: r.length, hashes: r.hashes };
-  if (r.lastmod !== undefined) {
-    const t = parseW3CDatetime(r.lastmod, true);
-    if (t !== undefined) f.lastmod = t.ms;
-  }
-  return f;
 }
 
 /** What the engine found for a resource: the plan's lookup, and what applying the item needs. */
@@ -277,7 +267,7 @@ export class Engine {
       const st = await stat(full).catch(() => undefined);
       if (st !== undefined && st.isFile() && st.size === record.length) found.local = localFacts(record);
     } else if (this.#o.adopt || this.#o.rehash === true) {
-      const local = await this.#adoptable(full, source.hashes, source.length, source.lastmod);
+      const local = await adoptable(full, source.hashes, source.length, source.lastmod);
       if (local !== undefined) found.local = local;
     }
     return found;
@@ -401,22 +391,6 @@ export class Engine {
     return r;
   }
 
-  async #adoptable(full: string, hashes: HashValue[], length: number | undefined, lastmod: number | undefined): Promise<LocalFacts | undefined> {
-    const st = await stat(full).catch(() => undefined);
-    if (st === undefined || !st.isFile()) return undefined;
-    if (length !== undefined && st.size !== length) return undefined;
-    if (hashes.length > 0) {
-      const got = await hashFile(full, hashes.map((h) => h.algorithm));
-      return got.length === st.size ? { length: got.length, hashes: got.hashes } : undefined;
-    }
-    // no hash: like rsync, trust size and modification time (set from lastmod when written)
-    if (length !== undefined && lastmod !== undefined && Math.abs(st.mtimeMs - lastmod) < 1000) {
-      const got = await hashFile(full, []);
-      return { length: got.length, hashes: got.hashes, lastmod };
-    }
-    return undefined;
-  }
-
   async #fetch(
     entry: Entry,
     facts: SourceFacts,
@@ -523,15 +497,7 @@ export class Engine {
    */
   async holds(url: string, relPath: string, expected: { length?: number; hashes: HashValue[] }): Promise<boolean> {
     const r = this.#fresh ? undefined : this.#o.store.get(url);
-    if (r === undefined || r.path !== relPath || expected.hashes.length === 0) return false;
-    if (expected.length !== undefined && expected.length !== r.length) return false;
-    if (!expected.hashes.every((h) => r.hashes[h.algorithm] === h.digest)) return false;
-    const full = safeJoin(this.#o.dest, relPath);
-    const st = await stat(full).catch(() => undefined);
-    if (st?.isFile() !== true || st.size !== r.length) return false;
-    if (this.#o.rehash !== true) return true;
-    const got = await hashFile(full, expected.hashes.map((h) => h.algorithm)); // a forced baseline reads the file
-    return expected.hashes.every((h) => got.hashes[h.algorithm] === h.digest);
+    return r !== undefined && r.path === relPath && recordHolds(r, safeJoin(this.#o.dest, relPath), expected, this.#o.rehash === true);
   }
 
   async #pruneDirs(dir: string): Promise<void> {
