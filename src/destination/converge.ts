@@ -6,7 +6,7 @@
  * @see Z39.99 §5.2 (Incremental Synchronization), §12.1
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ResourceSyncError } from '../core/errors.js';
+import { ResourceSyncError, isResourceSyncError } from '../core/errors.js';
 import type { ResourceSyncDocument } from '../core/model/types.js';
 import { parseDocument } from '../core/xml/read-document.js';
 import { parseW3CDatetime } from '../core/w3c-datetime.js';
@@ -74,16 +74,31 @@ async function waitForMove(
     pause = Math.min(pause * 2, 1000);
     if (ctx.signal?.aborted) throw new ResourceSyncError('RS_ABORTED', `Watching '${url}' aborted.`, { data: { url } });
     const headers: Record<string, string> = etag === undefined ? {} : { 'if-none-match': etag };
+    const now = await look(ctx, url, headers);
+    if (now === undefined) continue; // 304: not moved; an error: look again later
+    etag = now.etag;
+    if (markOf(now.doc) !== mark) return now.doc;
+  }
+  return undefined;
+}
+
+/** One look at the Change List: its reading and ETag, or undefined for a 304 or a failure (only an abort throws). */
+async function look(
+  ctx: DocumentContext,
+  url: string,
+  headers: Record<string, string>,
+): Promise<{ doc: ResourceSyncDocument; etag: string | undefined } | undefined> {
+  try {
     const res = await ctx.http(url, { headers, ...(ctx.signal ? { signal: ctx.signal } : {}) });
     if (res.status !== 200) {
       await res.discard();
-      continue; // 304: not moved; anything else: look again later
+      return undefined;
     }
-    const now = await parseDocument(res.body, ctx.signal ? { signal: ctx.signal } : {});
-    etag = res.headers['etag'];
-    if (markOf(now) !== mark) return now;
+    return { doc: await parseDocument(res.body, ctx.signal ? { signal: ctx.signal } : {}), etag: res.headers['etag'] };
+  } catch (err) {
+    if (isResourceSyncError(err, 'RS_ABORTED') || ctx.signal?.aborted === true) throw err;
+    return undefined;
   }
-  return undefined;
 }
 
 /**
