@@ -264,3 +264,24 @@ void test('audit reads only Resource Lists from a Resource List Index and only C
     );
   });
 });
+
+void test('a Change List that cannot be read while a failure waits for it to move leaves the failure as it is: no error of the run', async () => {
+  await withSource(async (src, dest, server) => {
+    src.put('a.txt', 'a');
+    src.put('b.txt', 'b');
+    src.publish();
+    server.delete(urlPath('b.txt'));
+    let reads = 0;
+    server.fault = (req, res) => {
+      if (req.url !== '/changelist.xml' || ++reads === 1) return Promise.resolve(false);
+      res.destroy(); // every look after the first: the connection is reset
+      return Promise.resolve(true);
+    };
+    const r = await sync({ source: src.capabilityList, dest, fsync: false, retries: 0 });
+    assert.ok(reads > 1, 'the Change List was watched');
+    assert.deepEqual(
+      r.failed.map((f) => [f.url, f.status]),
+      [[`${src.origin}/b.txt`, 404]],
+    );
+  });
+});

@@ -16,6 +16,7 @@ import { StateStore, STATE_DIR } from './state-store.js';
 import { resolveSets } from './capability-sets.js';
 import { note, type DestinationNote } from './notes.js';
 import { hashFile } from '../node/hash-file.js';
+import { changeDumpInventory, dumpInventory, RESOURCE_DUMP_MANIFEST } from './audit-dump.js';
 
 /** Options of {@link audit}. */
 export interface AuditOptions {
@@ -266,23 +267,49 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
     const { sets, warnings } = await resolveSets(ctx, options.source, options.capabilityList);
     report.warnings.push(...warnings);
     for (const set of sets) {
-      if (set.resourceList === undefined) {
-        report.warnings.push(note('set-not-auditable', { set: set.key }));
+      if (set.resourceList === undefined && set.resourceDump === undefined) {
+        if (set.changeDump === undefined) {
+          report.warnings.push(note('set-not-auditable', { set: set.key }));
+          continue;
+        }
+        // §13: a Source whose only inventory is its Change Dumps: the last change of each resource is what it offers
+        const inv = await changeDumpInventory(ctx, set.changeDump);
+        for (const u of inv.unreadable) {
+          report.counts.failed++;
+          if (report.failed.length < MAX_LISTED) report.failed.push(u);
+        }
+        await audited([[...inv.last.values()].filter(holdable)]);
         continue;
       }
-      // The Resource List (or its parts), opened first for its `at`.
-      const top = await openDocument(ctx, set.resourceList);
       const docs: RemoteDocument[] = [];
       let parts: string[] = [];
-      if (isPartOf(RESOURCE_LIST, top.kind)) {
-        for await (const e of top.entries) parts.push(resolveLoc(e.loc, top.finalUrl));
-      } else if (top.kind?.id === RESOURCE_LIST.id) {
-        docs.push(top);
+      let at: string | undefined;
+      // what a part must be: a Resource List of the index, or the manifest of a dump-only Source's package
+      let partOk: (part: RemoteDocument) => boolean = (part) => part.kind?.id === RESOURCE_DUMP_MANIFEST.id;
+      if (set.resourceList === undefined) {
+        // §11: a Source whose only inventory is a Resource Dump: its packages' manifests are the Resource List
+        const inv = await dumpInventory(ctx, set.resourceDump!);
+        parts = inv.manifests;
+        at = inv.at;
+        for (const u of inv.unreadable) {
+          report.counts.failed++;
+          if (report.failed.length < MAX_LISTED) report.failed.push(u);
+        }
       } else {
-        await top.discard();
-        throw new ResourceSyncError('RS_INVALID_DOCUMENT', `Document '${set.resourceList}' is not a Resource List.`, { data: { url: set.resourceList } });
+        // The Resource List (or its parts), opened first for its `at`.
+        const top = await openDocument(ctx, set.resourceList);
+        partOk = (part) => isPartOf(part.kind, top.kind);
+        at = top.header.md?.at;
+        if (isPartOf(RESOURCE_LIST, top.kind)) {
+          for await (const e of top.entries) parts.push(resolveLoc(e.loc, top.finalUrl));
+        } else if (top.kind?.id === RESOURCE_LIST.id) {
+          docs.push(top);
+        } else {
+          await top.discard();
+          throw new ResourceSyncError('RS_INVALID_DOCUMENT', `Document '${set.resourceList}' is not a Resource List.`, { data: { url: set.resourceList } });
+        }
       }
-      const atMs = top.header.md?.at === undefined ? undefined : parseW3CDatetime(top.header.md.at, true)?.ms;
+      const atMs = at === undefined ? undefined : parseW3CDatetime(at, true)?.ms;
       // Later changes overlay the list: the last change of each resource after `at` wins.
       const overlay = new Map<string, Entry>();
       if (set.changeList !== undefined && atMs !== undefined) {
@@ -321,10 +348,11 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
       for (const p of parts) {
         try {
           const part = await openDocument(ctx, p);
-          if (!isPartOf(part.kind, top.kind)) {
+          if (!partOk(part)) {
             // §10.2: an index lists Resource Lists; the entries of another document are not on offer
+            const index = set.resourceList ?? set.resourceDump;
             await part.discard();
-            throw new ResourceSyncError('RS_INVALID_DOCUMENT', `Document '${p}', listed by Resource List Index '${set.resourceList}', is not a Resource List (${part.kind?.name ?? 'unknown kind'}).`, { data: { url: p, index: set.resourceList } });
+            throw new ResourceSyncError('RS_INVALID_DOCUMENT', `Document '${p}', listed by '${index}', is not a ${set.resourceList === undefined ? 'Resource Dump Manifest' : 'Resource List'} (${part.kind?.name ?? 'unknown kind'}).`, { data: { url: p, index } });
           }
           await each(part);
         } catch (err) {

@@ -203,6 +203,27 @@ function prepareItem(ctx: PackageCtx, item: Entry): { relPath: string; work: Wor
       run.extractedTotal += limit; // reserved before extraction starts
       if (hashes.length === 0) report.unverified.push(loc);
       work = async (staged) => {
+        if (
+          hashes.length > 0 &&
+          (await opts.current?.(loc, rel, { ...(length === undefined ? {} : { length }), hashes })) === true
+        ) {
+          // the manifest's hashes say the destination holds these bytes: nothing to write
+          staged();
+          return async () => {
+            progress.files++;
+            report.unchanged++;
+            await opts.onResource?.({
+              loc,
+              relPath: rel,
+              change,
+              applied: true,
+              unchanged: true,
+              links: relatedLinks(item),
+              package: pkgUrl,
+              ...(item.lastmod === undefined ? {} : { lastmod: item.lastmod }),
+            });
+          };
+        }
         let written = 0;
         const onBytes = (n: number): void => {
           written += n;

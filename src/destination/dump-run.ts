@@ -1,6 +1,7 @@
 import { ResourceSyncError, isResourceSyncError, type ErrorCode } from '../core/errors.js';
 import { documentKindById, type DocumentKind } from '../core/model/document-kinds.js';
 import type { Entry, Ln } from '../core/model/types.js';
+import type { HashValue } from '../core/hash.js';
 import { safeRelativePath } from '../node/safe-path.js';
 import { readManifestPath } from '../core/manifest-path.js';
 import type { HttpGet } from './http.js';
@@ -36,6 +37,8 @@ export interface DumpResource {
   change: 'created' | 'updated' | 'deleted';
   /** For deletions: whether the local file was removed (`delete: true`). */
   applied: boolean;
+  /** The destination held these bytes already (see `current`): nothing was written. */
+  unchanged?: true;
   length?: number;
   /** Digests computed while writing, by algorithm. */
   hashes?: Record<string, string>;
@@ -56,6 +59,8 @@ export interface DumpReport {
   created: number;
   updated: number;
   deleted: number;
+  /** Bitstreams the destination held already (`current`): not written again. */
+  unchanged: number;
   /** Bytes of bitstreams written. */
   bytes: number;
   /** Bytes of packages downloaded. */
@@ -118,6 +123,15 @@ export interface ApplyDumpOptions {
   durability?: Durability;
   /** Change Dumps: skip packages whose `until` is at or before this W3C Datetime (the cursor), and the changes at or before it in the others. */
   after?: string;
+  /**
+   * True when the destination holds the bytes a manifest entry describes already (its hashes decide; a length
+   * alone does not): the bitstream is not written again, and `onResource` hears it with `unchanged`.
+   */
+  current?: (
+    loc: string,
+    relPath: string,
+    expected: { length?: number; hashes: HashValue[] },
+  ) => boolean | Promise<boolean>;
   /** Bitstreams extracted at the same time (changes to one path stay in order). Default 4. */
   concurrency?: number;
 }

@@ -67,6 +67,7 @@ async function applyDump(opts: ApplyDumpOptions, flavor: Flavor): Promise<DumpRe
     created: 0,
     updated: 0,
     deleted: 0,
+    unchanged: 0,
     bytes: 0,
     packageBytes: 0,
     failures: [],

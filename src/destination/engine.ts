@@ -3,20 +3,20 @@ import { dirname } from 'node:path';
 import { ResourceSyncError, isResourceSyncError, type ErrorCode } from '../core/errors.js';
 import type { HashValue } from '../core/hash.js';
 import type { Entry, Ln } from '../core/model/types.js';
-import { parseW3CDatetime } from '../core/w3c-datetime.js';
 import { REL_PATCH } from '../core/constants.js';
 import type { Authority } from './authority.js';
 import type { HttpGet } from './http.js';
 import type { Mapper } from './mapper.js';
 import type { DestinationNote } from './notes.js';
-import { planEntry, planGone, sourceFacts, type LocalFacts, type LocalLookup, type PlanAction, type PlanItem, type SourceFacts } from './plan.js';
+import { planEntry, planGone, sourceFacts, type LocalLookup, type PlanAction, type PlanItem, type SourceFacts } from './plan.js';
 import type { ResourceRecord, StateStore } from './state-store.js';
 import type { Durability } from '../node/durability.js';
 import type { DestinationRoot } from '../node/destination-root.js';
-import { hashFile } from '../node/hash-file.js';
+import { adoptable, localFacts, recordHolds } from './local-copy.js';
+import type { FingerprintSet } from '../core/fingerprint-set.js';
 import { safeJoin } from '../node/safe-path.js';
 import { writeVerified } from './verified-write.js';
-import { emptyCounts, type SyncCounts, type SyncFailure, type SyncProgress } from './sync-counts.js';
+import { CountOnce, emptyCounts, type Counted, type SyncCounts, type SyncFailure, type SyncProgress } from './sync-counts.js';
 
 export { emptyCounts, type SyncCounts, type SyncFailure, type SyncProgress } from './sync-counts.js';
 
@@ -44,6 +44,8 @@ export interface EngineOptions {
   fresh?: boolean;
   /** Check files on disk that the state does not know (resuming, or a pre-filled directory). */
   adopt: boolean;
+  /** Read every file held instead of trusting the state's record of it (a forced baseline, a repair). */
+  rehash?: boolean;
   /** Fetches a resource through its mirrors and patch links (§14); used when the entry has such links. */
   fetchViaLinks?: (
     entry: Entry,
@@ -73,15 +75,6 @@ function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-function localFacts(r: ResourceRecord): LocalFacts {
-  const f: LocalFacts = { length: r.length, hashes: r.hashes };
-  if (r.lastmod !== undefined) {
-    const t = parseW3CDatetime(r.lastmod, true);
-    if (t !== undefined) f.lastmod = t.ms;
-  }
-  return f;
-}
-
 /** What the engine found for a resource: the plan's lookup, and what applying the item needs. */
 interface Found extends LocalLookup {
   record?: ResourceRecord;
@@ -104,6 +97,9 @@ export class Engine {
   #pending: ResourceRecord[] = [];
   #pendingDeletes: string[] = [];
   #retry: { entry: Entry; code: string }[] = [];
+  /** Deletions not applied (no `delete`), to remember in the state; `#skippedHeld`: the state remembers some. */
+  #skipped: string[] = [];
+  #skippedHeld: boolean;
   #resolved: string[] = [];
   /** Failures of this run by URL: a later success for the same URL (a newer change applied) resolves one. */
   readonly #failures = new Map<string, SyncFailure>();
@@ -115,12 +111,33 @@ export class Engine {
   #total: number | undefined;
   #document: string | undefined;
   readonly #warned = new Set<string>();
+  /** No state to look up: the destination held nothing when the sync started, and no baseline was recorded yet. */
+  #fresh: boolean;
+  /** Counts each resource once in a run. */
+  readonly #once = new CountOnce(this.counts);
 
   constructor(options: EngineOptions) {
     this.#o = options;
+    this.#fresh = options.fresh === true;
+    this.#skippedHeld = !this.#fresh && options.store.hasSkippedDeletions();
     // the failures not resolved so far, listed when read (a report), not rebuilt on every failure
     const failures = this.#failures;
     Object.defineProperty(this.counts, 'failed', { enumerable: true, get: () => [...failures.values()] });
+  }
+
+  /**
+   * The baseline of this run is done and recorded: the changes after it are planned against the state, and a
+   * resource the baseline counted is not counted again, only moved from `unchanged` to `updated` when it changed.
+   */
+  endBaseline(seen: FingerprintSet): void {
+    this.flush();
+    this.#once.endBaseline(seen, this.#fresh);
+    this.#fresh = false;
+  }
+
+  /** Counts a resource brought in line, once per run (see {@link endBaseline}). */
+  #count(url: string, kind: Counted, failedBefore: boolean): void {
+    this.#once.count(url, kind, failedBefore, this.#phase === 'incremental');
   }
 
   /** Starts a phase of the sync (for progress). */
@@ -152,6 +169,14 @@ export class Engine {
     this.#failures.set(url, f);
   }
 
+  /**
+   * Takes back a failure of this run that later changes at the Source explain (the resource changed or went away
+   * after it was listed): not reported, its entry stays pending for the next run.
+   */
+  excuse(url: string): void {
+    this.#failures.delete(url);
+  }
+
   /** URLs that failed in this run and are not resolved yet. */
   get failedUrls(): ReadonlySet<string> {
     return new Set(this.#failures.keys());
@@ -181,6 +206,7 @@ export class Engine {
 
   #record(r: ResourceRecord): void {
     this.#succeeded(r.url);
+    if (this.#skipped.length > 0) this.#skipped = this.#skipped.filter((u) => u !== r.url); // on offer again
     if (this.#o.dryRun) return;
     if (this.#o.hasPending?.(r.url)) this.#resolved.push(r.url);
     this.#pending.push(r);
@@ -196,13 +222,18 @@ export class Engine {
     this.#pendingDeletes = [];
     const retry = this.#retry;
     const resolved = this.#resolved;
+    const skipped = this.#skipped;
     this.#retry = [];
     this.#resolved = [];
-    if (puts.length === 0 && dels.length === 0 && retry.length === 0 && resolved.length === 0) return;
+    this.#skipped = [];
+    if (puts.length === 0 && dels.length === 0 && retry.length === 0 && resolved.length === 0 && skipped.length === 0) return;
     const done = new Set(resolved);
     this.#o.store.transaction(() => {
       this.#o.store.putMany(puts);
       this.#o.store.deleteMany(dels);
+      if (this.#skippedHeld) this.#o.store.forgetSkipped([...puts.map((r) => r.url), ...dels]);
+      if (skipped.length > 0) this.#skippedHeld = true;
+      this.#o.store.skipDeletions(this.setKey, skipped);
       for (const r of retry) if (!done.has(r.entry.loc)) this.#o.store.addPending(this.setKey, r.entry, r.code);
       this.#o.store.removePending(resolved);
     });
@@ -214,7 +245,7 @@ export class Engine {
    * safe path (else it throws); for a deletion (`source` undefined) whatever is held is found, mapped or not.
    */
   async #find(url: string, source: SourceFacts | undefined): Promise<Found> {
-    const record = this.#o.fresh === true ? undefined : this.#o.store.get(url);
+    const record = this.#fresh ? undefined : this.#o.store.get(url);
     if (source === undefined) {
       let relPath = record?.path;
       if (relPath === undefined && this.#o.authority.allows(url)) relPath = this.#o.mapper.tryPath(url);
@@ -232,11 +263,11 @@ export class Engine {
     const full = safeJoin(this.#o.dest, relPath);
     const found: Found = { path: relPath, full, held: record !== undefined };
     if (record !== undefined) found.record = record;
-    if (record !== undefined && record.path === relPath) {
+    if (record !== undefined && record.path === relPath && this.#o.rehash !== true) {
       const st = await stat(full).catch(() => undefined);
       if (st !== undefined && st.isFile() && st.size === record.length) found.local = localFacts(record);
-    } else if (this.#o.adopt) {
-      const local = await this.#adoptable(full, source.hashes, source.length, source.lastmod);
+    } else if (this.#o.adopt || this.#o.rehash === true) {
+      const local = await adoptable(full, source.hashes, source.length, source.lastmod);
       if (local !== undefined) found.local = local;
     }
     return found;
@@ -286,20 +317,29 @@ export class Engine {
     }
   }
 
+  /** A deletion not applied: reported, and remembered in the state for a later run with `delete`. */
+  #skipDeletion(url: string): void {
+    this.counts.deletionsSkippedCount++;
+    if (this.counts.deletionsSkipped.length < MAX_LISTED) this.counts.deletionsSkipped.push(url);
+    if (this.#o.dryRun) return;
+    this.#skipped.push(url);
+    if (this.#skipped.length >= STATE_BATCH) this.flush();
+  }
+
   /** Applies one plan item (in a dry run: reports it and counts it, nothing else). */
   async #applyItem(item: PlanItem, found: Found, entry: Entry | undefined, release?: () => void): Promise<PlanAction> {
     const heard = this.#o.onPlan?.(item);
     if (heard !== undefined) await heard;
     const { url, action } = item;
     const record = found.record;
+    const failedBefore = this.#failures.has(url);
     if (action === 'delete' || item.reason === 'absent') {
       // the Source no longer has it: whatever failed for it in this run, or in an earlier one, is settled
       this.#succeeded(url);
       if (this.#o.hasPending?.(url) && !this.#o.dryRun) this.#resolved.push(url);
       if (action !== 'delete') return action; // never held (or never ours)
       if (item.kept === true) {
-        this.counts.deletionsSkippedCount++;
-        if (this.counts.deletionsSkipped.length < MAX_LISTED) this.counts.deletionsSkipped.push(url);
+        this.#skipDeletion(url);
         return action;
       }
       if (!this.#o.dryRun) {
@@ -321,12 +361,12 @@ export class Engine {
       if (record === undefined || record.path !== relPath || record.lastmod !== entry!.lastmod || (local && record.hashes !== local.hashes)) {
         this.#record({ ...this.#toRecord(url, relPath, entry!, local!), ...(record?.etag ? { etag: record.etag } : {}) });
       }
-      this.counts.unchanged++;
+      this.#count(url, 'unchanged', failedBefore);
       return action;
     }
     if (this.#o.dryRun) {
       this.#succeeded(url);
-      this.counts[action === 'create' ? 'created' : 'updated']++;
+      this.#count(url, action === 'create' ? 'created' : 'updated', failedBefore);
       return action;
     }
     const present = local !== undefined;
@@ -335,10 +375,10 @@ export class Engine {
     if (outcome === 'not-modified') {
       if (this.#o.hasPending?.(url)) this.#resolved.push(url);
       this.#record({ ...record!, ...(entry!.lastmod !== undefined ? { lastmod: entry!.lastmod } : {}) });
-      this.counts.unchanged++;
+      this.#count(url, 'unchanged', failedBefore);
       return 'unchanged';
     }
-    this.counts[action === 'create' ? 'created' : 'updated']++;
+    this.#count(url, action === 'create' ? 'created' : 'updated', failedBefore);
     return action;
   }
 
@@ -349,22 +389,6 @@ export class Engine {
     const links = keptLinks(entry);
     if (links !== undefined) r.links = links;
     return r;
-  }
-
-  async #adoptable(full: string, hashes: HashValue[], length: number | undefined, lastmod: number | undefined): Promise<LocalFacts | undefined> {
-    const st = await stat(full).catch(() => undefined);
-    if (st === undefined || !st.isFile()) return undefined;
-    if (length !== undefined && st.size !== length) return undefined;
-    if (hashes.length > 0) {
-      const got = await hashFile(full, hashes.map((h) => h.algorithm));
-      return got.length === st.size ? { length: got.length, hashes: got.hashes } : undefined;
-    }
-    // no hash: like rsync, trust size and modification time (set from lastmod when written)
-    if (length !== undefined && lastmod !== undefined && Math.abs(st.mtimeMs - lastmod) < 1000) {
-      const got = await hashFile(full, []);
-      return { length: got.length, hashes: got.hashes, lastmod };
-    }
-    return undefined;
   }
 
   async #fetch(
@@ -445,18 +469,19 @@ export class Engine {
    * Records a resource written by someone else (a Resource Dump or Change Dump package), or a deletion seen
    * there, in the state and the counters.
    */
-  recordExternal(r: { url: string; relPath: string; change: 'created' | 'updated' | 'deleted'; applied: boolean; length?: number; hashes?: Record<string, string>; lastmod?: string }): void {
+  recordExternal(r: { url: string; relPath: string; change: 'created' | 'updated' | 'deleted'; applied: boolean; unchanged?: true; length?: number; hashes?: Record<string, string>; lastmod?: string }): void {
     this.#succeeded(r.url);
-    if (r.change === 'deleted') {
+    if (r.unchanged === true) {
+      this.counts.unchanged++; // held already: the record stays as it is
+    } else if (r.change === 'deleted') {
       if (!r.applied) {
-        this.counts.deletionsSkippedCount++;
-        if (this.counts.deletionsSkipped.length < MAX_LISTED) this.counts.deletionsSkipped.push(r.url);
+        this.#skipDeletion(r.url);
       } else {
         this.counts.deleted++;
         if (!this.#o.dryRun) this.#pendingDeletes.push(r.url);
       }
     } else {
-      const existed = this.#o.fresh !== true && this.#o.store.get(r.url) !== undefined;
+      const existed = !this.#fresh && this.#o.store.get(r.url) !== undefined;
       this.counts[existed ? 'updated' : 'created']++;
       this.counts.bytes += r.length ?? 0;
       const rec: ResourceRecord = { url: r.url, path: r.relPath, length: r.length ?? 0, hashes: r.hashes ?? {} };
@@ -464,6 +489,15 @@ export class Engine {
       this.#record(rec);
     }
     this.#tick();
+  }
+
+  /**
+   * True when the state's record of `url` at `relPath` has every hash given (and the length, when given) and the
+   * file has the recorded length: a dump's bitstream with these facts need not be written again.
+   */
+  async holds(url: string, relPath: string, expected: { length?: number; hashes: HashValue[] }): Promise<boolean> {
+    const r = this.#fresh ? undefined : this.#o.store.get(url);
+    return r !== undefined && r.path === relPath && recordHolds(r, safeJoin(this.#o.dest, relPath), expected, this.#o.rehash === true);
   }
 
   async #pruneDirs(dir: string): Promise<void> {

@@ -31,6 +31,10 @@ export interface IncrementalResult {
   skipped: string[];
   /** Changes applied after de-duplication. */
   changes: number;
+  /** Where the cursor would stand had nothing failed: after every change of the lists processed. */
+  end?: SyncCursor;
+  /** The last Change List processed, as read: where a Source that changes under the sync is watched. */
+  newest?: { url: string; base: string; doc: ResourceSyncDocument };
 }
 
 interface ListRef {
@@ -198,6 +202,7 @@ export async function incremental(options: IncrementalOptions, url: string): Pro
       if (time === undefined) engine.warn(note('change-time-missing', { url: list.url, loc: entry.loc }));
       if (!done(options.cursor, cursorMs, time, list.url, index)) pending.push({ entry, index, time });
     });
+    result.newest = { url: list.url, base, doc };
     const last = lastChangePerResource(pending.map((p) => ({ loc: p.entry.loc, p })));
     engine.phase('incremental', last.length, list.url);
     let firstFailed: { index: number; time: number | undefined } | undefined;
@@ -211,23 +216,21 @@ export async function incremental(options: IncrementalOptions, url: string): Pro
     });
     engine.flush();
     result.changes += last.length;
+    // a closed list covers every change up to its `until` (§12.1): the cursor may go that far
+    const times = ordered.map(changeTime).filter((t): t is number => t !== undefined);
+    if (list.until !== undefined) times.push(list.until);
+    const lastTime = times.length > 0 ? Math.max(...times) : list.from;
+    const listEnd = lastTime !== undefined && (cursorMs === undefined || lastTime >= cursorMs) ? { datetime: formatW3CDatetime(lastTime), changeList: list.url, position: ordered.length } : undefined;
+    if (listEnd !== undefined) result.end = listEnd;
     if (!blocked) {
       if (firstFailed !== undefined) {
         blocked = true;
         if (firstFailed.time !== undefined) cursor = { datetime: formatW3CDatetime(firstFailed.time), changeList: list.url, position: firstFailed.index };
-      } else {
-        // a closed list covers every change up to its `until` (§12.1): the cursor may go that far
-        const times = ordered.map(changeTime).filter((t): t is number => t !== undefined);
-        if (list.until !== undefined) times.push(list.until);
-        const lastTime = times.length > 0 ? Math.max(...times) : list.from;
-        if (lastTime !== undefined) {
-          const newer = cursorMs === undefined || lastTime >= cursorMs;
-          if (newer) cursor = { datetime: formatW3CDatetime(lastTime), changeList: list.url, position: ordered.length };
-        }
-      }
+      } else if (listEnd !== undefined) cursor = listEnd;
       if (cursor !== undefined && cursor !== options.cursor) options.saveCursor?.(cursor);
     }
   }
   result.cursor = cursor;
+  if (result.end === undefined && cursor !== undefined) result.end = cursor;
   return result;
 }

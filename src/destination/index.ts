@@ -9,6 +9,7 @@
  */
 export { sync, type SyncOptions, type SyncReport, type SyncProgress, type SyncFailure } from './sync.js';
 export { audit, type AuditOptions, type AuditReport, type AuditDifference, type AuditPlan } from './audit.js';
+export { repair, type RepairOptions, type RepairReport } from './repair.js';
 export { discover, type Discovery, type DiscoverOptions, type DiscoveredCapabilityList, type StartKind, type CapabilityName } from './discover.js';
 export { plan, planBatches, planEntry, planGone, decide, sourceFacts, PLAN_ITEMS_LISTED, type PlanSummary, type PlanItem, type PlanAction, type PlanReason, type PlanDecision, type PlanOptions, type SourceFacts, type LocalFacts, type LocalLookup, type LocalLookupFn } from './plan.js';
 export { NOTES, NOTE_CODES, note, type DestinationNote, type NoteCode, type NoteData, type NoteSeverity, type NoteDefinition, type GapData, type GapNote, type GapRemedy } from './notes.js';

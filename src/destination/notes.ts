@@ -138,6 +138,9 @@ export const NOTES = {
   'changes-missed': row<GapData>('warning', 'the changes on offer start after the last change processed: `remedy` says what the sync does (archive, baseline, lag, partial)', (d) =>
     `The ${d.dumps === true ? 'Change Dump packages' : 'changes on offer'} at '${d.url}' start at '${d.start}', after the last change ${d.dumps === true ? 'applied' : 'processed'} '${d.cursor}': changes were missed.${GAP_REMEDY[d.remedy ?? 'none'](d)}`,
   ),
+  'changed-after-list': row<{ url: string; point: string }>('warning', 'a resource changed or went away at the Source after the newest Change List applied: its later change settles it in the next run (not a failure)', (d) =>
+    `'${d.url}' changed at the Source after '${d.point}', where this run stops: its later change is applied by the next run.`,
+  ),
   'change-dump-failures': row<{ url: string; cursor: string }>('warning', 'a Change Dump had failures: the cursor stays', (d) => `Change Dump '${d.url}' had failures: the cursor stays at '${d.cursor}'.`),
   'no-change-list': row<{ set: string }>('warning', 'a capability set offers no Change List or Change Dump: a new baseline is taken each time', (d) =>
     `Capability set '${d.set}' offers no Change List or Change Dump: a new baseline is taken.`,

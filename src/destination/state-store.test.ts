@@ -63,3 +63,38 @@ void test('the lock excludes a second sync and is taken over when stale', async 
     await rm(dest, { recursive: true, force: true });
   }
 });
+
+void test('skipped deletions are kept per capability set and forgotten one by one; a state written before they were kept opens read-only', async () => {
+  const dest = await mkdtemp(join(tmpdir(), 'rs-state-'));
+  try {
+    const s = StateStore.open(dest);
+    assert.equal(s.hasSkippedDeletions(), false);
+    s.skipDeletions('cap-a', ['http://e/2', 'http://e/1']);
+    s.skipDeletions('cap-b', ['http://e/3']);
+    assert.equal(s.hasSkippedDeletions(), true);
+    assert.deepEqual(s.skippedDeletions('cap-a'), ['http://e/1', 'http://e/2']);
+    assert.deepEqual(s.skippedDeletions(), ['http://e/1', 'http://e/2', 'http://e/3']);
+    s.forgetSkipped(['http://e/1', 'http://e/3']);
+    assert.deepEqual(s.skippedDeletions(), ['http://e/2']);
+    s.close();
+
+    // a state without the table (as written before): read-only opens (audit, dry run) see none and write nothing
+    const old = join(dest, 'old');
+    StateStore.open(old).close();
+    const sqlite = join(old, '.resourcesync', 'state.sqlite');
+    const Database = (await import('better-sqlite3')).default;
+    const db = new Database(sqlite);
+    db.exec('DROP TABLE skipped_deletions');
+    db.close();
+    const ro = StateStore.open(old, { readonly: true });
+    assert.equal(ro.hasSkippedDeletions(), false);
+    assert.deepEqual(ro.skippedDeletions('cap-a'), []);
+    ro.close();
+    const rw = StateStore.open(old);
+    rw.skipDeletions('cap-a', ['http://e/9']);
+    assert.deepEqual(rw.skippedDeletions('cap-a'), ['http://e/9']);
+    rw.close();
+  } finally {
+    await rm(dest, { recursive: true, force: true });
+  }
+});

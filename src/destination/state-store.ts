@@ -71,6 +71,7 @@ export class StateStore {
   readonly #del: Database.Statement<[string]>;
   readonly #putMany: (records: readonly ResourceRecord[]) => void;
   readonly readonly: boolean;
+  readonly #skippedTable: boolean;
 
   private constructor(db: Database.Database, readonly: boolean) {
     this.#db = db;
@@ -88,6 +89,9 @@ export class StateStore {
       CREATE TABLE IF NOT EXISTS pending (url TEXT PRIMARY KEY, set_key TEXT NOT NULL, entry TEXT NOT NULL, code TEXT);`);
     // states written before 0.1 had an index on `path` that no query uses; it cost a B-tree insert per resource
     if (!readonly) db.exec('DROP INDEX IF EXISTS resources_path');
+    // deletions announced by the Source but not applied (no `delete`): a later run with `delete` applies them
+    if (!readonly) db.exec('CREATE TABLE IF NOT EXISTS skipped_deletions (url TEXT PRIMARY KEY, set_key TEXT NOT NULL)');
+    this.#skippedTable = !readonly || db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'skipped_deletions'").get() !== undefined;
     this.#get = db.prepare<[string], Row>('SELECT url, path, length, hashes, lastmod, etag, links FROM resources WHERE url = ?');
     this.#put = db.prepare(
       'INSERT OR REPLACE INTO resources (url, path, length, hashes, lastmod, etag, links) VALUES (?, ?, ?, ?, ?, ?, ?)',
@@ -232,6 +236,39 @@ export class StateStore {
   /** The pending entries of a capability set. */
   pending(setKey: string): Entry[] {
     return (this.#db.prepare('SELECT entry FROM pending WHERE set_key = ? ORDER BY url').all(setKey) as { entry: string }[]).map((r) => JSON.parse(r.entry) as Entry);
+  }
+
+  /** Remembers deletions the Source announced that were not applied (no `delete`), under a capability set. */
+  skipDeletions(setKey: string, urls: readonly string[]): void {
+    if (urls.length === 0) return;
+    const put = this.#db.prepare<[string, string]>('INSERT OR REPLACE INTO skipped_deletions (url, set_key) VALUES (?, ?)');
+    this.#db.transaction(() => {
+      for (const u of urls) put.run(u, setKey);
+    })();
+  }
+
+  /** Forgets skipped deletions (the resource was deleted, or is on offer again). */
+  forgetSkipped(urls: readonly string[]): void {
+    if (urls.length === 0 || !this.#skippedTable) return;
+    const del = this.#db.prepare<[string]>('DELETE FROM skipped_deletions WHERE url = ?');
+    this.#db.transaction(() => {
+      for (const u of urls) del.run(u);
+    })();
+  }
+
+  /** True when some skipped deletion is remembered. */
+  hasSkippedDeletions(): boolean {
+    return this.#skippedTable && this.#db.prepare('SELECT 1 FROM skipped_deletions LIMIT 1').get() !== undefined;
+  }
+
+  /** The deletions skipped so far in a capability set (all sets without `setKey`), ordered by URL. */
+  skippedDeletions(setKey?: string): string[] {
+    if (!this.#skippedTable) return [];
+    const rows =
+      setKey === undefined
+        ? this.#db.prepare('SELECT url FROM skipped_deletions ORDER BY url').all()
+        : this.#db.prepare('SELECT url FROM skipped_deletions WHERE set_key = ? ORDER BY url').all(setKey);
+    return (rows as { url: string }[]).map((r) => r.url);
   }
 
   /** Runs `fn` in one transaction. */

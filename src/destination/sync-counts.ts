@@ -5,6 +5,7 @@
  */
 import type { ErrorCode } from '../core/errors.js';
 import type { DestinationNote } from './notes.js';
+import type { FingerprintSet } from '../core/fingerprint-set.js';
 
 /** A resource that could not be brought in line with the Source. */
 export interface SyncFailure {
@@ -47,4 +48,44 @@ export interface SyncCounts {
 /** Counters of a sync that has done nothing yet. */
 export function emptyCounts(): SyncCounts {
   return { created: 0, updated: 0, deleted: 0, unchanged: 0, failed: [], deletionsSkipped: [], deletionsSkippedCount: 0, bytes: 0, warnings: [] };
+}
+
+/** What a resource brought in line counts as. */
+export type Counted = 'created' | 'updated' | 'unchanged';
+
+/**
+ * Counts each resource once in a run: a resource that the baseline fetched and a change since its list names again
+ * stays `created` (or moves from `unchanged` to `updated`), and a change applied again in a later round of the same
+ * run is not counted twice. Remembers the resources counted after the baseline (a Change List's worth).
+ */
+export class CountOnce {
+  readonly #counts: SyncCounts;
+  readonly #touched = new Map<string, Counted>();
+  /** The resources of this run's baseline, once it is done; `#fresh`: it created every one it wrote. */
+  #baseline: FingerprintSet | undefined;
+  #fresh = false;
+
+  constructor(counts: SyncCounts) {
+    this.#counts = counts;
+  }
+
+  /** The baseline is done: `seen` holds its resources; `fresh`: the destination held nothing before it. */
+  endBaseline(seen: FingerprintSet, fresh: boolean): void {
+    this.#baseline = seen;
+    this.#fresh = fresh;
+  }
+
+  /** Counts `url` as `kind`; `failedBefore`: it failed earlier in the run (not counted then); `changes`: applying changes. */
+  count(url: string, kind: Counted, failedBefore: boolean, changes: boolean): void {
+    if (!changes) {
+      this.#counts[kind]++;
+      return;
+    }
+    let prior = this.#touched.get(url);
+    if (prior === undefined && !failedBefore && this.#baseline?.has(url) === true) prior = this.#fresh ? 'created' : 'unchanged';
+    const next: Counted = prior === undefined ? kind : kind === 'unchanged' || prior !== 'unchanged' ? prior : 'updated';
+    if (prior !== undefined) this.#counts[prior]--;
+    this.#counts[next]++;
+    this.#touched.set(url, next);
+  }
 }

@@ -11,22 +11,24 @@ import { applyChangeDump, applyResourceDump, type DumpReport } from './dump.js';
 import { linkFetcher } from './links.js';
 import { Engine, emptyCounts, type SyncCounts, type SyncProgress } from './engine.js';
 import { runPool } from './run-pool.js';
+import { applySkippedDeletions } from './skipped-deletions.js';
 import { gapNote, note, type GapNote } from './notes.js';
 import { countPlanItem, emptyPlanSummary, type PlanItem, type PlanSummary } from './plan.js';
 import { baseline } from './baseline.js';
-import { incremental } from './incremental.js';
+import { changesSince as convergeChanges } from './converge.js';
 import type { HttpGet } from './http.js';
 import type { Mapping } from './mapper.js';
 import { connect } from './connection.js';
 import { StateStore, acquireLock, type SyncCursor, type SyncLock } from './state-store.js';
 
-/** Rounds of reading the Change List again while newer changes may resolve failures (a Source changing under us). */
-const CONVERGE_ROUNDS = 3;
 import { GroupCommit } from '../node/group-commit.js';
 import { FsyncEach, RenameOnly, type Durability, type SmallFileCalls } from '../node/durability.js';
 import { DestinationRoot } from '../node/destination-root.js';
 
 export type { SyncProgress, SyncFailure } from './engine.js';
+
+/** The cursor of a set that has none yet: before every change. */
+const NO_CURSOR = '0001-01-01T00:00:00Z';
 
 /** Options of {@link sync}. */
 export interface SyncOptions {
@@ -36,6 +38,11 @@ export interface SyncOptions {
   dest: string;
   /** Apply deletions (otherwise they are only reported). Default false. */
   delete?: boolean;
+  /**
+   * Take a new baseline even when the state could go on incrementally: every file held is read and kept when it
+   * matches the Resource List, the rest fetched again, and the cursor starts over at the list's `at`. Default false.
+   */
+  baseline?: boolean;
   /** Resources fetched at once. Default 16. */
   concurrency?: number;
   /**
@@ -186,6 +193,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
       verifyRetries: options.verifyRetries ?? 2,
       adopt: !fresh,
       fresh,
+      rehash: options.baseline === true && !fresh,
       hasPending: (u) => pendingUrls.has(u),
       preferMirrors: options.preferMirrors ?? false,
       ...(dryRun || onPlan !== undefined
@@ -231,6 +239,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
       mapPath: (loc) => mapper.toPath(loc),
       delete: options.delete ?? false,
       durability,
+      current: (loc, relPath, expected) => engine.holds(loc, relPath, expected),
       ...(after !== undefined ? { after } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
       onResource: (r) => {
@@ -240,6 +249,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
           relPath: r.relPath,
           change: r.change,
           applied: r.applied,
+          ...(r.unchanged === true ? { unchanged: true as const } : {}),
           ...(r.length !== undefined ? { length: r.length } : {}),
           ...(r.hashes !== undefined ? { hashes: r.hashes } : {}),
           ...(r.lastmod !== undefined ? { lastmod: r.lastmod } : {}),
@@ -253,37 +263,8 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
       for (const n of rep.notes) engine.warn(n);
     };
 
-    /** Changes after `cursor` from the set's Change List (and, after a gap, its archive), until no newer change can resolve a failure. */
-    const changesSince = async (set: CapabilitySet, from: SyncCursor | undefined, documents: string[]): Promise<{ gap?: GapNote }> => {
-      const url = set.changeList!;
-      const changes = (cursor: SyncCursor | undefined, listUrl: string): ReturnType<typeof incremental> =>
-        incremental({ ...ctx, engine, concurrency, cursor, onDocument: onWholeDocument, ...(dryRun ? {} : { saveCursor: (c) => st.setCursor(set.key, c) }) }, listUrl);
-      let cursor = from;
-      for (let round = 0; round < CONVERGE_ROUNDS; round++) {
-        const before = engine.failedUrls;
-        let inc = await changes(cursor, url);
-        if (inc.gap !== undefined && set.changeListArchive !== undefined && round === 0) {
-          // §5.2 / Archives §5: the Destination was away longer than the current Change Lists reach back
-          engine.warn(gapNote({ ...inc.gap.data, archive: set.changeListArchive }, 'archive'));
-          const arch = await changes(cursor, set.changeListArchive);
-          if (arch.gap === undefined) {
-            documents.push(set.changeListArchive, ...arch.processed);
-            cursor = arch.cursor;
-            inc = await changes(cursor, url);
-          }
-        }
-        if (inc.gap !== undefined) return { gap: inc.gap };
-        for (const u of [url, ...inc.processed]) if (!documents.includes(u)) documents.push(u);
-        cursor = inc.cursor;
-        engine.flush();
-        // a resource that failed (404, changed under its list's metadata) may have a newer change by now: read the
-        // list again, unless nothing is left to resolve or the last round resolved nothing
-        const open = engine.failedUrls;
-        const progressed = round === 0 || [...open].some((u) => !before.has(u)) || open.size < before.size;
-        if (open.size === 0 || dryRun || !progressed) break;
-      }
-      return {};
-    };
+    const changesSince = (set: CapabilitySet, from: SyncCursor | undefined, documents: string[]): Promise<{ gap?: GapNote }> =>
+      convergeChanges({ ...ctx, engine, concurrency, dryRun, store: st, onDocument: onWholeDocument }, set, from, documents);
 
     for (const set of sets) {
       engine.setKey = set.key;
@@ -291,7 +272,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
       pendingUrls.clear();
       for (const e of pendingBefore) pendingUrls.add(e.loc);
       const metaKey = `baseline:${set.key}`;
-      const baselineAt = st.getMeta(metaKey);
+      const baselineAt = options.baseline === true ? undefined : st.getMeta(metaKey);
       const cursor = st.getCursor(set.key);
       let mode: 'baseline' | 'incremental' | undefined;
       const documents: string[] = [];
@@ -306,7 +287,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
        */
       const fromChangeDumps = async (after: string): Promise<{ until?: string; gap?: GapNote }> => {
         engine.phase('incremental', undefined, set.changeDump);
-        const apply = async (url: string, from: string): Promise<DumpReport> => {
+        const apply = async (url: string, from: string | undefined): Promise<DumpReport> => {
           const rep = await applyChangeDump(dumpOptions(url, from));
           if (rep.gap === undefined) {
             absorb(rep);
@@ -333,6 +314,8 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
           }
           rep = await apply(set.changeDump!, from);
         }
+        // no cursor yet (a set without Resource List or Resource Dump): every package on offer is applied
+        if (rep.gap !== undefined && after === NO_CURSOR) rep = await apply(set.changeDump!, undefined);
         if (rep.gap !== undefined) return { gap: rep.gap };
         if (rep.failures.length > 0) {
           engine.warn(note('change-dump-failures', { url: set.changeDump!, cursor: from }));
@@ -367,6 +350,8 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
               await runPool(still, concurrency, (e, release) => engine.apply(e, release));
               engine.flush();
             }
+            // deletions earlier runs skipped (without `delete`) and that no change took back since
+            if (options.delete === true) await applySkippedDeletions(engine, st, set.key, concurrency);
           } else {
             engine.warn(gapNote(got.gap.data, mode === undefined ? 'baseline' : 'partial'));
           }
@@ -433,7 +418,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
         mode = 'incremental';
       } else if (mode === undefined && dumpChanges && !dryRun) {
         engine.warn(note('no-resource-list', { set: set.key, dumps: true }));
-        const got = await fromChangeDumps(cursor?.datetime ?? '0001-01-01T00:00:00Z');
+        const got = await fromChangeDumps(cursor?.datetime ?? NO_CURSOR);
         if (got.gap !== undefined) engine.warn(got.gap);
         mode = 'incremental';
       }
@@ -462,6 +447,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
         await runPool(gone, concurrency, (u) => engine.remove(u));
       }
     }
+    if (anyBaseline && !dryRun) engine.endBaseline(seenAll);
     for (const catchUp of catchUps) await catchUp();
     await durability.settle();
     engine.flush();

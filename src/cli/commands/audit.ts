@@ -1,5 +1,6 @@
 import { stdout } from 'node:process';
 import { audit, type AuditReport } from '../../destination/audit.js';
+import { repair, type RepairReport } from '../../destination/repair.js';
 import { EXIT, MIRROR_OPTIONS, exitCodeOf, mirrorOptions, reportFailure, sourceAndDest, type MirrorOptions } from '../mirror-options.js';
 import { parseCommandArgs, usageError } from '../command-args.js';
 
@@ -12,6 +13,10 @@ hashed whenever the Source offers hashes. Nothing is changed.
 Options:
   --json                   print one JSON report on stdout
   --trust-state            compare with the state store instead of reading the files (says so)
+  --repair                 then repair what is out of sync: a new baseline reads every file held,
+                           keeps those that match and fetches the missing and changed ones again
+                           (as 'sync --baseline'); the audit after the repair is reported
+  --delete                 with --repair: also delete the extra files
   --capability-list URL    with several Capability Lists, audit only this one
   --allow-origin ORIGIN    also allow this origin; repeatable
   --base URL               the URL that maps to <dest-dir> (default: the origin of <source-url>)
@@ -20,7 +25,7 @@ Options:
   -h, --help               show this help
 
 Exit codes:
-  0  in sync
+  0  in sync (with --repair: after the repair)
   1  out of sync (missing, extra or changed resources, or resources that cannot be held)
   2  usage error
   3  error (not a ResourceSync document, I/O)
@@ -42,9 +47,17 @@ export function describeAudit(r: AuditReport): string {
   return `${lines.join('\n')}\n`;
 }
 
+/** Human summary of a repair: the audit before, what was done, the audit after. */
+function describeRepair(r: RepairReport): string {
+  if (r.sync === undefined) return describeAudit(r.before);
+  const s = r.sync;
+  const did = `Repaired: fetched ${s.created + s.updated}, kept ${s.unchanged}, deleted ${s.deleted + r.removed.length}, failed ${s.failed.length}`;
+  return `${describeAudit(r.before)}${did}\n${describeAudit(r.after)}`;
+}
+
 /** `resourcesync audit`. */
 export async function run(args: string[]): Promise<number> {
-  const parsed = parseCommandArgs('audit', args, { ...MIRROR_OPTIONS, 'trust-state': { type: 'boolean' } }, HELP);
+  const parsed = parseCommandArgs('audit', args, { ...MIRROR_OPTIONS, 'trust-state': { type: 'boolean' }, repair: { type: 'boolean' }, delete: { type: 'boolean' } }, HELP);
   if (typeof parsed === 'number') return parsed;
   const v = parsed.values;
   const positionals = sourceAndDest('audit', HELP, parsed.positionals);
@@ -56,7 +69,14 @@ export async function run(args: string[]): Promise<number> {
   } catch (err) {
     return usageError('audit', err);
   }
+  if (v.delete === true && v.repair !== true) return usageError('audit', '--delete goes with --repair.');
   try {
+    if (v.repair === true) {
+      const r = await repair({ source, dest, trustState: v['trust-state'] ?? false, delete: v.delete ?? false, ...common });
+      if (v.json) stdout.write(`${JSON.stringify(r)}\n`);
+      else stdout.write(describeRepair(r));
+      return r.after.inSync ? EXIT.OK : EXIT.INCOMPLETE;
+    }
     const report = await audit({ source, dest, trustState: v['trust-state'] ?? false, ...common });
     if (v.json) stdout.write(`${JSON.stringify(report)}\n`);
     else stdout.write(describeAudit(report));

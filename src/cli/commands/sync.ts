@@ -40,6 +40,9 @@ cursor and lock live in <dest-dir>/.resourcesync/.
 
 Options:
   --delete                 apply deletions (default: only report them)
+  --baseline               take a new baseline even when the state could go on incrementally:
+                           every file held is read, kept when it matches the Resource List and
+                           fetched again otherwise; the cursor starts over at the list's time
   --concurrency N          resources fetched at once (default 16)
   --dry-run                show the plan and change nothing, state included: one line per
                            resource to create, update or delete, with the reason, printed
@@ -164,6 +167,7 @@ export async function run(args: string[]): Promise<number> {
     {
       ...MIRROR_OPTIONS,
       delete: { type: 'boolean' },
+      baseline: { type: 'boolean' },
       concurrency: { type: 'string' },
       'dry-run': { type: 'boolean' },
       'prefer-dump': { type: 'boolean' },
@@ -271,6 +275,7 @@ export async function run(args: string[]): Promise<number> {
       source,
       dest,
       delete: v.delete ?? false,
+      baseline: v.baseline ?? false,
       dryRun,
       ...(dryRun ? { onPlan } : {}),
       preferDump: v['prefer-dump'] ?? false,

@@ -1,0 +1,24 @@
+import type { Engine } from './engine.js';
+import { runPool } from './run-pool.js';
+import type { StateStore } from './state-store.js';
+
+/**
+ * Applies the deletions that earlier runs saw but skipped (run without `delete`) and that the state still
+ * remembers: each resource still held is removed, and the deletion forgotten once it is done (or nothing is held).
+ * @see Z39.99 §5.2 (a Destination may apply deletions later; the state says which)
+ */
+export async function applySkippedDeletions(
+  engine: Engine,
+  store: StateStore,
+  setKey: string,
+  concurrency: number,
+): Promise<void> {
+  const urls = store.skippedDeletions(setKey);
+  if (urls.length === 0) return;
+  const done: string[] = [];
+  await runPool(urls, concurrency, async (u) => {
+    if (await engine.remove(u)) done.push(u);
+  });
+  engine.flush();
+  if (!store.readonly) store.forgetSkipped(done);
+}
