@@ -12,6 +12,7 @@ import type { Mapping } from './mapper.js';
 import { connect } from './connection.js';
 import { changeTime, countPlanItem, emptyPlanSummary, orderChanges, planBatches, planGone, type LocalFacts, type LocalLookup, type PlanItem, type PlanSummary, type SourceFacts } from './plan.js';
 import type { Entry } from '../core/model/types.js';
+import { requireFolderOrNothing } from '../node/folder.js';
 import { StateStore, STATE_DIR } from './state-store.js';
 import { resolveSets } from './capability-sets.js';
 import { note, type DestinationNote } from './notes.js';
@@ -162,6 +163,7 @@ function localFile(full: string, source: SourceFacts): LocalFacts | undefined | 
 export async function audit(options: AuditOptions): Promise<AuditReport> {
   const started = Date.now();
   const dest = resolve(options.dest);
+  requireFolderOrNothing(dest, 'Destination');
   const connection = connect(options);
   const { authority, http, mapper } = connection;
   const ctx: DocumentContext = { http, authority, ...(options.signal ? { signal: options.signal } : {}) };

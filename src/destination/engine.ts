@@ -113,6 +113,7 @@ export class Engine {
   #lastProgress = 0;
   #phase: SyncProgress['phase'] = 'baseline';
   #total: number | undefined;
+  #phaseStart = 0;
   #document: string | undefined;
   readonly #warned = new Set<string>();
 
@@ -126,14 +127,16 @@ export class Engine {
   /** Starts a phase of the sync (for progress). */
   phase(phase: SyncProgress['phase'], total?: number, document?: string): void {
     this.#phase = phase;
-    this.#total = total;
+    // the total counts on from what the run has done: `done` never passes it, and a phase with nothing to do ends at done/done
+    this.#phaseStart = this.#done;
+    this.#total = total === undefined ? undefined : this.#done + total;
     this.#document = document;
     this.progress(true);
   }
 
-  /** Adds to the known total (a Resource List Index part at a time). */
+  /** Adds `n` resources to the phase's total (a Resource List once it has been read through). */
   addTotal(n: number): void {
-    this.#total = (this.#total ?? 0) + n;
+    this.#total = (this.#total ?? this.#phaseStart) + n;
   }
 
   /** Adds a warning to the report, once: the same code with the same data is not repeated. */

@@ -47,7 +47,8 @@ async function start(args: string[]): Promise<Simulation> {
       out = parts.pop()!;
       for (const line of parts) {
         if (listening === undefined) {
-          const m = /^listening on (http:\/\/127\.0\.0\.1:\d+)$/.exec(line);
+          // `listening on URL`, or with --json `{"listening":URL}`: every line of stdout is JSON then
+          const m = args.includes('--json') ? /^\{"listening":"(http:\/\/127\.0\.0\.1:\d+)"\}$/.exec(line) : /^listening on (http:\/\/127\.0\.0\.1:\d+)$/.exec(line);
           assert.ok(m !== null, `first line: ${line}`);
           listening = m[1]!;
           clearTimeout(timer);

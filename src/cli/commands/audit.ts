@@ -1,6 +1,6 @@
 import { stdout } from 'node:process';
 import { audit, type AuditReport } from '../../destination/audit.js';
-import { EXIT, MIRROR_OPTIONS, exitCodeOf, mirrorOptions, reportFailure, sourceAndDest, type MirrorOptions } from '../mirror-options.js';
+import { EXIT, MIRROR_OPTIONS, describeNotes, exitCodeOf, mirrorOptions, reportFailure, sourceAndDest, type MirrorOptions } from '../mirror-options.js';
 import { parseCommandArgs, usageError } from '../command-args.js';
 
 const HELP = `Usage: resourcesync audit <source-url> <dest-dir> [options]
@@ -38,8 +38,7 @@ export function describeAudit(r: AuditReport): string {
   for (const e of r.extra.slice(0, 20)) lines.push(`  extra: ${e}`);
   for (const f of r.failed.slice(0, 20)) lines.push(`  failed: ${f.url} [${f.code}] ${f.message}`);
   if (r.unverifiable > 0) lines.push(`  ${r.unverifiable} resource(s) have no hash, length or lastmod to compare`);
-  for (const w of r.warnings.slice(0, 20)) lines.push(`  warning: ${w.message}`);
-  return `${lines.join('\n')}\n`;
+  return `${lines.join('\n')}\n${describeNotes(r.warnings)}`;
 }
 
 /** `resourcesync audit`. */

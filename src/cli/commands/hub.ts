@@ -10,6 +10,7 @@ import { join, resolve } from 'node:path';
 import { parseCommandArgs, usageError } from '../command-args.js';
 import { createHub, type HubEvent } from '../../notify/hub.js';
 import { HubStore } from '../../notify/hub-store.js';
+import { requireFolderOrNothing } from '../../node/folder.js';
 import { listen } from '../../notify/node-listener.js';
 import { SIGNATURE_METHODS, type SignatureMethod } from '../../notify/signature.js';
 
@@ -88,7 +89,13 @@ export async function run(args: string[]): Promise<number> {
   }
   const log = (line: string): void => void process.stderr.write(`${line}\n`);
 
-  const store = HubStore.open(join(resolve(values.data ?? '.resourcesync-hub'), 'hub.sqlite'));
+  const dataDir = resolve(values.data ?? '.resourcesync-hub');
+  try {
+    requireFolderOrNothing(dataDir, '--data');
+  } catch (err) {
+    return usageError('hub', err);
+  }
+  const store = HubStore.open(join(dataDir, 'hub.sqlite'));
   const ref: { hub?: ReturnType<typeof createHub> } = {};
   let listener;
   try {

@@ -2,7 +2,7 @@ import { stderr, stdout } from 'node:process';
 import { durabilityFor, sync, type SyncReport } from '../../destination/sync.js';
 import type { PlanItem, PlanSummary } from '../../destination/plan.js';
 import { ProgressBar } from '../progress.js';
-import { EXIT, MIRROR_OPTIONS, exitCodeOf, integerOption, mirrorOptions, reportFailure, sourceAndDest, type MirrorOptions } from '../mirror-options.js';
+import { EXIT, MIRROR_OPTIONS, describeNotes, exitCodeOf, integerOption, mirrorOptions, reportFailure, sourceAndDest, type MirrorOptions } from '../mirror-options.js';
 import { parseCommandArgs, usageError } from '../command-args.js';
 import { follow } from '../follow.js';
 import { XMPP_PASSWORD_ENV, xmppAccount } from '../xmpp-options.js';
@@ -149,8 +149,7 @@ export function describeSync(r: SyncReport): string {
   if (r.deletionsSkippedCount > 0) lines.push(`  ${r.deletionsSkippedCount} deletion(s) not applied (use --delete)`);
   for (const f of r.failed.slice(0, 20)) lines.push(`  failed: ${f.url} [${f.code}] ${f.message}`);
   if (r.failed.length > 20) lines.push(`  … and ${r.failed.length - 20} more failures`);
-  for (const w of r.warnings.slice(0, 20)) lines.push(`  warning: ${w.message}`);
-  return `${lines.join('\n')}\n`;
+  return `${lines.join('\n')}\n${describeNotes(r.warnings)}`;
 }
 
 /** `resourcesync sync`. */
