@@ -16,7 +16,10 @@ export function makeDestination(dest: string): void {
   } catch (err) {
     const code = (err as { code?: string }).code;
     if (code === 'EEXIST' || code === 'ENOTDIR') throw notAFolder('Destination', dest, err);
-    throw new ResourceSyncError('RS_IO', `Destination '${dest}' cannot be created: ${(err as Error).message}.`, { data: { dest, code }, cause: err });
+    throw new ResourceSyncError('RS_IO', `Destination '${dest}' cannot be created: ${(err as Error).message}.`, {
+      data: { dest, code },
+      cause: err,
+    });
   }
 }
 

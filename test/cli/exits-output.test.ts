@@ -37,7 +37,10 @@ for (const status of [503, 429, 500]) {
       const fresh = join(tmp.dir, 'new-mirror');
       const r = await runCli(['sync', `${s.origin}/`, fresh, '--retries', '0']);
       assert.equal(r.status, 5, r.stderr);
-      assert.match(r.stderr, new RegExp(`'${s.origin}/' answered HTTP ${status} \\(Retry-After: 1\\); try again later`));
+      assert.match(
+        r.stderr,
+        new RegExp(`'${s.origin}/' answered HTTP ${status} \\(Retry-After: 1\\); try again later`),
+      );
       assert.equal(existsSync(fresh), false, 'a failed first run leaves no folder behind');
 
       // a folder that existed, with a file of the user's: left as it was, no .resourcesync inside
@@ -46,7 +49,9 @@ for (const status of [503, 429, 500]) {
       await writeFile(join(existing, 'mine.txt'), 'mine');
       const j = await runCli(['sync', `${s.origin}/`, existing, '--retries', '0', '--json']);
       assert.equal(j.status, 5, j.stderr);
-      const [out] = everyLineJson(j.stdout, 'sync --json') as [{ error: { code: string; data: { status: number; retryAfter: string } } }];
+      const [out] = everyLineJson(j.stdout, 'sync --json') as [
+        { error: { code: string; data: { status: number; retryAfter: string } } },
+      ];
       assert.equal(out.error.code, 'RS_HTTP_STATUS');
       assert.equal(out.error.data.status, status);
       assert.equal(out.error.data.retryAfter, '1');
@@ -112,7 +117,19 @@ void test('a path that is a file is one clear line and the usage exit code, for 
 });
 
 void test('a usage error is two lines, the problem and where the help is, for every command', async () => {
-  const commands = ['validate', 'inspect', 'build', 'serve', 'sync', 'audit', 'check', 'explore', 'simulate', 'hub'];
+  const commands = [
+    'validate',
+    'inspect',
+    'build',
+    'serve',
+    'sync',
+    'audit',
+    'check',
+    'explore',
+    'simulate',
+    'hub',
+    'links',
+  ];
   for (const command of commands) {
     const r = await runCli([command, '--no-such-option']);
     assert.equal(r.status, 2, `${command}: ${r.stderr}`);
@@ -148,6 +165,7 @@ void test('--json: every line of stdout is JSON, for every command that has --js
       ['sync', src.capabilityList, dest, '--json', '--no-fsync'],
       ['sync', src.capabilityList, dest, '--json', '--dry-run'],
       ['audit', src.capabilityList, dest, '--json'],
+      ['links', dest, 'a.txt', '--json'],
       ['check', src.capabilityList, '--json', '--rate', '0'],
       ['explore', src.capabilityList, '--json', '--rate', '0'],
       // failures too: the error is a JSON line
@@ -156,8 +174,61 @@ void test('--json: every line of stdout is JSON, for every command that has --js
     ];
     for (const args of runs) {
       const r = await runCli(args);
-      assert.ok(r.status !== null && r.status !== 2 && r.status < 64, `${args.join(' ')}: exit ${r.status} ${r.stderr}`);
+      assert.ok(
+        r.status !== null && r.status !== 2 && r.status < 64,
+        `${args.join(' ')}: exit ${r.status} ${r.stderr}`,
+      );
       everyLineJson(r.stdout, args.join(' '));
     }
   });
+});
+
+void test('links: the §14 links a mirror keeps are shown for every resource, for one by URL or path, and as JSON', async () => {
+  const s = await startTestServer();
+  const tmp = await tempDir('rs-cli-links-');
+  try {
+    const ns = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/"';
+    s.set('/a.txt', 'alpha');
+    s.set('/b.txt', 'beta');
+    s.set(
+      '/capabilitylist.xml',
+      `<urlset ${ns}><rs:md capability="capabilitylist"/><url><loc>${s.origin}/resourcelist.xml</loc><rs:md capability="resourcelist"/></url></urlset>`,
+    );
+    s.set(
+      '/resourcelist.xml',
+      `<urlset ${ns}><rs:ln rel="up" href="${s.origin}/capabilitylist.xml"/><rs:md capability="resourcelist" at="2020-01-01T00:00:00Z"/>` +
+        `<url><loc>${s.origin}/a.txt</loc><rs:ln rel="describedby" href="/meta/a.xml" type="application/xml" length="12"/>` +
+        `<rs:ln rel="memento" href="${s.origin}/a.txt?v=1" modified="2019-01-01T00:00:00Z"/></url>` +
+        `<url><loc>${s.origin}/b.txt</loc></url></urlset>`,
+    );
+    const dest = join(tmp.dir, 'm');
+    const synced = await runCli(['sync', `${s.origin}/capabilitylist.xml`, dest, '--no-fsync']);
+    assert.equal(synced.status, 0, synced.stderr);
+
+    const all = await runCli(['links', dest]);
+    assert.equal(all.status, 0, all.stderr);
+    assert.equal(
+      all.stdout,
+      `a.txt  ${s.origin}/a.txt\n  describedby ${s.origin}/meta/a.xml  (type application/xml, length 12)\n  memento     ${s.origin}/a.txt?v=1  (modified 2019-01-01T00:00:00Z)\n`,
+    );
+    const byPath = await runCli(['links', dest, 'b.txt']);
+    assert.equal(byPath.status, 0, byPath.stderr);
+    assert.equal(byPath.stdout, `b.txt  ${s.origin}/b.txt\n  (no links kept)\n`);
+    const json = await runCli(['links', dest, `${s.origin}/a.txt`, '--json', '--rel', 'describedby']);
+    assert.equal(json.status, 0, json.stderr);
+    assert.deepEqual(everyLineJson(json.stdout, 'links --json'), [
+      {
+        url: `${s.origin}/a.txt`,
+        path: 'a.txt',
+        links: { describedby: [{ href: `${s.origin}/meta/a.xml`, type: 'application/xml', length: '12' }] },
+      },
+    ]);
+    assert.equal((await runCli(['links', dest, 'nope.txt'])).status, 1);
+    const notMirror = await runCli(['links', tmp.dir]);
+    assert.equal(notMirror.status, 2);
+    assert.match(notMirror.stderr, /holds no mirror/);
+  } finally {
+    await s.close();
+    await tmp.cleanup();
+  }
 });
