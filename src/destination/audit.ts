@@ -86,13 +86,13 @@ export function listFiles(dest: string): string[] {
   return [...walkFiles(dest)];
 }
 
-/** The files under `dest` (relative paths with `/`), one at a time, outside the state folder; none when it is missing. */
+/** The files under `dest` (relative paths with `/`), one at a time, outside `.resourcesync*` folders; none when it is missing. */
 function* walkFiles(dest: string): Generator<string> {
   function* walk(dir: string, rel: string): Generator<string> {
     for (const d of readdirSync(dir, { withFileTypes: true })) {
       const r = rel === '' ? d.name : `${rel}/${d.name}`;
       if (d.isDirectory()) {
-        if (rel === '' && d.name === STATE_DIR) continue;
+        if (rel === '' && d.name.startsWith(STATE_DIR)) continue; // the state, and trees beside it such as .resourcesync-describedby
         yield* walk(`${dir}${sep}${d.name}`, r);
       } else if (d.isFile() || d.isSymbolicLink()) {
         yield r;

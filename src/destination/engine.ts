@@ -94,6 +94,13 @@ function keptLinks(entry: Entry): Ln[] | undefined {
   return entry.ln !== undefined && entry.ln.length > 0 ? entry.ln : undefined;
 }
 
+/** `record` with the links `entry` gives now (none when it gives none). */
+function withLinks(record: ResourceRecord, entry: Entry): ResourceRecord {
+  const { links: _old, ...rest } = record;
+  const links = keptLinks(entry);
+  return links === undefined ? rest : { ...rest, links };
+}
+
 /**
  * Applies decisions to the destination: fetches and verifies resources, deletes, keeps the state (batched
  * transactions) and the counters. One engine serves one sync.
@@ -323,6 +330,8 @@ export class Engine {
       this.#succeeded(url);
       if (record === undefined || record.path !== relPath || record.lastmod !== entry!.lastmod || (local && record.hashes !== local.hashes)) {
         this.#record({ ...this.#toRecord(url, relPath, entry!, local!), ...(record?.etag ? { etag: record.etag } : {}) });
+      } else if (JSON.stringify(record.links) !== JSON.stringify(keptLinks(entry!))) {
+        this.#record(withLinks(record, entry!)); // the same bytes with other §14 links: the state keeps the new ones
       }
       this.counts.unchanged++;
       return action;
@@ -337,7 +346,7 @@ export class Engine {
     const outcome = await this.#fetch(entry!, item.source!, relPath, found.full!, etag, present, release);
     if (outcome === 'not-modified') {
       if (this.#o.hasPending?.(url)) this.#resolved.push(url);
-      this.#record({ ...record!, ...(entry!.lastmod !== undefined ? { lastmod: entry!.lastmod } : {}) });
+      this.#record({ ...withLinks(record!, entry!), ...(entry!.lastmod !== undefined ? { lastmod: entry!.lastmod } : {}) });
       this.counts.unchanged++;
       return 'unchanged';
     }
