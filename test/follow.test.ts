@@ -31,7 +31,7 @@ function start(args: string[]): Proc {
   return { child, out: () => out, err: () => err };
 }
 
-async function until(what: string, predicate: () => boolean, timeoutMs = 15_000): Promise<void> {
+async function until(what: string, predicate: () => boolean, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!predicate()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);

@@ -1,7 +1,7 @@
 import { connect } from 'node:net';
 
 /** Sends one raw HTTP/1.1 request (the target exactly as given) and resolves with the status and whole reply. */
-export function rawRequest(port: number, target: string, method = 'GET', timeoutMs = 5000): Promise<{ status: number; text: string }> {
+export function rawRequest(port: number, target: string, method = 'GET', timeoutMs = 30_000): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1');
     const chunks: Buffer[] = [];
