@@ -29,8 +29,8 @@ void test('a burst of changes that settles together gives one run; hidden names 
   const dir = join(tmp, 'burst');
   await mkdir(join(dir, '.resourcesync'), { recursive: true });
   let runs = 0;
-  // settleMs well above the time a busy machine may take between two writes of the burst
-  const w = watchSources({ dirs: [dir], settleMs: 500, batchMs: 60, run: () => Promise.resolve(runs++) });
+  // settle and batch spans well above the time a busy machine may take between two writes of the burst
+  const w = watchSources({ dirs: [dir], settleMs: 300, batchMs: 1000, run: () => Promise.resolve(runs++) });
   try {
     assert.equal(w.mode, 'watch');
     for (let i = 0; i < 10; i++) await writeFile(join(dir, `f${i}.txt`), String(i));

@@ -152,15 +152,15 @@ void test('argument errors exit 2 with a message', () => {
     ['--retention', 'x', tmp],
   ];
   for (const args of cases) {
-    const r = spawnSync(process.execPath, [MAIN, 'serve', ...args], { encoding: 'utf8', timeout: 10_000 });
+    const r = spawnSync(process.execPath, [MAIN, 'serve', ...args], { encoding: 'utf8', timeout: 60_000 });
     assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
     assert.match(r.stderr, /resourcesync serve: /);
     assert.equal(r.stdout, '');
   }
-  const help = spawnSync(process.execPath, [MAIN, 'serve', '--help'], { encoding: 'utf8', timeout: 10_000 });
+  const help = spawnSync(process.execPath, [MAIN, 'serve', '--help'], { encoding: 'utf8', timeout: 60_000 });
   assert.equal(help.status, 0);
   assert.match(help.stdout, /--no-watch/);
-  const buildHelp = spawnSync(process.execPath, [MAIN, 'build', '--help'], { encoding: 'utf8', timeout: 10_000 });
+  const buildHelp = spawnSync(process.execPath, [MAIN, 'build', '--help'], { encoding: 'utf8', timeout: 60_000 });
   // the publication options read the same in both commands
   for (const option of ['--hashes', '--max-entries', '--changelist-max', '--changelist-period', '--dumps', '--package-size', '--retention', '--gzip', '--described-by']) {
     const line = (text: string): string | undefined => text.split('\n').find((l) => l.startsWith(`  ${option} `));
@@ -174,7 +174,7 @@ void test('a failing first publication exits 1 with its reason', async () => {
   await mkdir(dir, { recursive: true });
   const r = spawnSync(process.execPath, [MAIN, 'serve', dir, '--port', '0', '--base-url', 'http://example.org/?q=1'], {
     encoding: 'utf8',
-    timeout: 15_000,
+    timeout: 60_000,
   });
   assert.equal(r.status, 1, r.stderr);
   assert.match(r.stderr, /publishing failed: .*Base URL/);
@@ -187,7 +187,7 @@ void test('a busy port exits 1', async () => {
   const { child, url } = await start([dir, '--port', '0', '--no-watch']);
   try {
     const port = new URL(url).port;
-    const r = spawnSync(process.execPath, [MAIN, 'serve', dir, '--port', port, '--no-watch'], { encoding: 'utf8', timeout: 10_000 });
+    const r = spawnSync(process.execPath, [MAIN, 'serve', dir, '--port', port, '--no-watch'], { encoding: 'utf8', timeout: 60_000 });
     assert.equal(r.status, 1, r.stderr);
     assert.match(r.stderr, /cannot listen/);
   } finally {
