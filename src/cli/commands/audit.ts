@@ -22,9 +22,10 @@ Options:
 Exit codes:
   0  in sync
   1  out of sync (missing, extra or changed resources, or resources that cannot be held)
-  2  usage error
+  2  usage error (a <dest-dir> that is a file included)
   3  error (not a ResourceSync document, I/O)
-  5  the Source could not be reached
+  5  the Source could not be reached, or is unavailable for now (a 5xx or 429 while
+     discovering: the status, URL and Retry-After are named)
 `;
 
 /** Human summary of an audit. */

@@ -99,7 +99,9 @@ Exit codes:
   3  error (not a ResourceSync document, nothing to synchronize from, unsafe input, I/O)
   4  the destination is locked by another sync
   5  the Source could not be reached (connection refused, DNS, timeout, 5xx after
-     retries) or refused access (401/403: see Credentials)
+     retries), is unavailable for now (a 5xx or 429 while discovering: the status,
+     URL and Retry-After are named; try again later) or refused access (401/403: see
+     Credentials)
   130 interrupted
 `;
 
