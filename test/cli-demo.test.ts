@@ -17,7 +17,7 @@ void test('demo: publish the sample collection, sync, audit, change, sync again,
   const { dir, cleanup } = await tempDir('rs-demo-');
   try {
     const r = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-      execFile(process.execPath, [MAIN, 'demo'], { cwd: dir, timeout: 25_000 }, (err, stdout, stderr) => {
+      execFile(process.execPath, [MAIN, 'demo'], { cwd: dir, timeout: 90_000 }, (err, stdout, stderr) => {
         resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
       });
     });

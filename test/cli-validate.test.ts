@@ -22,7 +22,7 @@ interface Run {
 
 function cli(...args: string[]): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [MAIN, ...args], { timeout: 20_000 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [MAIN, ...args], { timeout: 60_000 }, (err, stdout, stderr) => {
       const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
       resolve({ code, stdout, stderr });
     });

@@ -46,7 +46,7 @@ function start(args: string[], password?: string): Proc {
   return procs[procs.length - 1]!;
 }
 
-async function until(what: string, predicate: () => boolean, timeoutMs = 30_000): Promise<void> {
+async function until(what: string, predicate: () => boolean, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!predicate()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);

@@ -159,7 +159,7 @@ test('Follower: a Change List that lags its notifications: entries after a gap w
       }
     };
     const until = async (what: string, predicate: () => boolean): Promise<void> => {
-      for (const deadline = Date.now() + 15_000; !predicate(); await new Promise((r) => setTimeout(r, 10))) {
+      for (const deadline = Date.now() + 60_000; !predicate(); await new Promise((r) => setTimeout(r, 10))) {
         if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
       }
     };

@@ -26,7 +26,7 @@ const USERS = { source: 'source-secret', dest: 'dest-secret', other: 'other-secr
 
 const account = (user: keyof typeof USERS, s: Prosody = server) => ({ jid: `${user}@${DOMAIN}`, password: USERS[user], host: '127.0.0.1', port: s.port });
 
-async function until(what: string, predicate: () => boolean, timeoutMs = 10_000): Promise<void> {
+async function until(what: string, predicate: () => boolean, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!predicate()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);

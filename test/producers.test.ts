@@ -19,7 +19,7 @@ interface Report {
 
 function validate(file: string, ...flags: string[]): Promise<{ code: number; report: Report }> {
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, [MAIN, 'validate', '--json', ...flags, file], { timeout: 20_000 }, (err, stdout) => {
+    execFile(process.execPath, [MAIN, 'validate', '--json', ...flags, file], { timeout: 60_000 }, (err, stdout) => {
       const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
       try {
         resolve({ code, report: JSON.parse(stdout) as Report });

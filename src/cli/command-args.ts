@@ -13,16 +13,26 @@ export type ParsedCommandArgs<O extends OptionsConfig> = ReturnType<
 /** Exit code of a usage error, the same for every command. */
 export const USAGE_EXIT = 2;
 
-/** Writes `resourcesync <command>: <problem>` (and the help, when given) to stderr; returns {@link USAGE_EXIT}. */
-export function usageError(command: string, problem: unknown, help = ''): number {
-  stderr.write(`resourcesync ${command}: ${problem instanceof Error ? problem.message : String(problem)}\n${help === '' ? '' : `\n${help}`}`);
+/**
+ * Writes a usage error in two lines to stderr, `resourcesync <command>: <problem>` and where the help is; returns
+ * {@link USAGE_EXIT}. The help itself is printed only when asked for (`--help`): `_help` is kept for callers that
+ * still pass it.
+ */
+export function usageError(command: string, problem: unknown, _help?: string): number {
+  const text = (problem instanceof Error ? problem.message : String(problem)).trim();
+  stderr.write(`resourcesync ${command}: ${text}\n${usageHint(command)}\n`);
   return USAGE_EXIT;
+}
+
+/** The line that follows a usage error: where to read the options. */
+export function usageHint(command?: string): string {
+  return `See 'resourcesync ${command === undefined ? '' : `${command} `}--help'.`;
 }
 
 /**
  * Parses a command's arguments (strict, positionals allowed, `--help`/`-h` added). Returns the parsed values and
  * positionals, or the exit code once the command has nothing more to do: 0 after writing the help to stdout,
- * {@link USAGE_EXIT} after writing an unknown or malformed option and the help to stderr.
+ * {@link USAGE_EXIT} after writing an unknown or malformed option and where the help is to stderr.
  * @example
  * const parsed = parseCommandArgs('inspect', args, { json: { type: 'boolean' } }, HELP);
  * if (typeof parsed === 'number') return parsed;

@@ -6,6 +6,7 @@
 import { stderr, stdout, argv, exit } from 'node:process';
 import { COMMANDS, type CommandName } from './commands.js';
 import { usage } from './usage.js';
+import { usageHint } from './command-args.js';
 
 async function main(args: string[]): Promise<number> {
   const [name, ...rest] = args;
@@ -20,7 +21,7 @@ async function main(args: string[]): Promise<number> {
     return 0;
   }
   if (!(COMMANDS as readonly string[]).includes(name)) {
-    stderr.write(`resourcesync: unknown command '${name}'\n\n${usage()}`);
+    stderr.write(`resourcesync: unknown command '${name}'.\n${usageHint()}\n`);
     return 2;
   }
   const mod = (await import(`./commands/${name as CommandName}.js`)) as { run(args: string[]): Promise<number> };

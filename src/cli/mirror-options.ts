@@ -1,6 +1,7 @@
 import { stderr, stdout } from 'node:process';
 import { isResourceSyncError } from '../core/errors.js';
 import type { Mapping } from '../destination/mapper.js';
+import type { DestinationNote } from '../destination/notes.js';
 import { USAGE_EXIT, usageError } from './command-args.js';
 
 /** Exit codes of `sync` and `audit`. */
@@ -95,5 +96,27 @@ export function reportFailure(command: string, err: unknown, json: boolean | und
     const error = isResourceSyncError(err) ? { code: err.code, message, data: err.data } : { code: 'RS_IO', message };
     stdout.write(`${JSON.stringify({ error })}\n`);
   }
-  stderr.write(`resourcesync ${command}: ${message}\n`);
+  const data = isResourceSyncError(err) ? (err.data as { notes?: unknown } | undefined) : undefined;
+  const notes = Array.isArray(data?.notes) ? (data.notes as NoteLike[]) : [];
+  stderr.write(`resourcesync ${command}: ${message}\n${describeNotes(notes, 8)}`);
+}
+
+/** What {@link describeNotes} reads of a Destination's note. */
+type NoteLike = Pick<DestinationNote, 'code' | 'severity' | 'message'>;
+
+/**
+ * A run's notes or warnings for a person: the count of each code on one line, then the first `few` in full, then
+ * how many more there are (`--json` has them all). Empty when there are none.
+ * @example describeNotes(report.warnings) // '  warnings: 3 (2 outside-authority, 1 http-status)\n  warning: …\n'
+ */
+export function describeNotes(notes: readonly NoteLike[], few = 5): string {
+  if (notes.length === 0) return '';
+  const byCode = new Map<string, number>();
+  for (const n of notes) byCode.set(n.code, (byCode.get(n.code) ?? 0) + 1);
+  const counts = [...byCode].map(([code, n]) => `${n} ${code}`).join(', ');
+  const label = notes.every((n) => n.severity === 'warning') ? 'warnings' : 'notes';
+  const lines = [`  ${label}: ${notes.length} (${counts})`];
+  for (const n of notes.slice(0, few)) lines.push(`  ${n.severity}: ${n.message}`);
+  if (notes.length > few) lines.push(`  … and ${notes.length - few} more (--json lists them all)`);
+  return `${lines.join('\n')}\n`;
 }

@@ -26,8 +26,8 @@ function duration(s: number): string {
 }
 
 /**
- * A one-line progress bar on a terminal (stderr): resources done/total, a bar when the total is known,
- * bytes, rate and ETA. Does nothing when the stream is not a TTY.
+ * A one-line progress bar on a terminal (stderr): resources done/total (`of ?` until the total is known), a bar
+ * and an ETA when it is, bytes and rate. Does nothing when the stream is not a TTY.
  */
 export class ProgressBar {
   readonly #out: NodeJS.WriteStream | undefined;
@@ -53,13 +53,14 @@ export class ProgressBar {
     const width = Math.max(10, Math.min(30, columns - 70));
     let bar = '';
     let eta = '';
-    if (s.total !== undefined && s.total > 0) {
+    if (s.total !== undefined && s.total > 0 && s.total >= s.done) {
       const f = Math.min(1, s.done / s.total);
       const fill = Math.round(f * width);
       bar = `[${'#'.repeat(fill)}${'-'.repeat(width - fill)}] `;
       eta = ` ETA ${duration((s.total - s.done) / Math.max(rate, 1e-9))}`;
     }
-    const count = s.total !== undefined ? `${s.done}/${s.total}` : `${s.done}`;
+    // the total once known, never below what is done; until then "of ?"
+    const count = s.total !== undefined && s.total >= s.done ? `${s.done}/${s.total}` : `${s.done} of ?`;
     const failed = s.failed > 0 ? ` ${s.failed} failed` : '';
     const line = `${s.label} ${bar}${count} resources, ${human(s.bytes)}, ${rate.toFixed(0)}/s, ${human(s.bytes / secs)}/s${eta}${failed}`;
     out.write(`\r\x1b[2K${line.slice(0, Math.max(20, columns - 1))}`);

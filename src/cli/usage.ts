@@ -9,6 +9,7 @@ Commands:
   serve <dir>... [--port N] [--host H] [--base-url URL] publish directories as a Source over HTTP
   sync <source-url> <dest-dir> [--delete] [--json]      mirror a Source into a directory
   audit <source-url> <dest-dir> [--json]                compare a mirror with its Source
+  links <dest-dir> [<url-or-path>] [--json]             the §14 links a mirror keeps for its resources
   check <url> [--json] [--html FILE] [--sample N]       crawl a live Source and judge it whole
   explore <url> [--json] [--depth N]                    print a Source's document tree
   explore --web <url> [--port N]                        the explorer page: tree, entries, timeline, check

@@ -12,6 +12,7 @@ import type { Mapping } from './mapper.js';
 import { connect } from './connection.js';
 import { changeTime, countPlanItem, emptyPlanSummary, orderChanges, planBatches, planGone, type LocalFacts, type LocalLookup, type PlanItem, type PlanSummary, type SourceFacts } from './plan.js';
 import type { Entry } from '../core/model/types.js';
+import { requireFolderOrNothing } from '../node/folder.js';
 import { StateStore, STATE_DIR } from './state-store.js';
 import { resolveSets } from './capability-sets.js';
 import { note, type DestinationNote } from './notes.js';
@@ -86,13 +87,13 @@ export function listFiles(dest: string): string[] {
   return [...walkFiles(dest)];
 }
 
-/** The files under `dest` (relative paths with `/`), one at a time, outside the state folder; none when it is missing. */
+/** The files under `dest` (relative paths with `/`), one at a time, outside `.resourcesync*` folders; none when it is missing. */
 function* walkFiles(dest: string): Generator<string> {
   function* walk(dir: string, rel: string): Generator<string> {
     for (const d of readdirSync(dir, { withFileTypes: true })) {
       const r = rel === '' ? d.name : `${rel}/${d.name}`;
       if (d.isDirectory()) {
-        if (rel === '' && d.name === STATE_DIR) continue;
+        if (rel === '' && d.name.startsWith(STATE_DIR)) continue; // the state, and trees beside it such as .resourcesync-describedby
         yield* walk(`${dir}${sep}${d.name}`, r);
       } else if (d.isFile() || d.isSymbolicLink()) {
         yield r;
@@ -163,6 +164,7 @@ function localFile(full: string, source: SourceFacts): LocalFacts | undefined | 
 export async function audit(options: AuditOptions): Promise<AuditReport> {
   const started = Date.now();
   const dest = resolve(options.dest);
+  requireFolderOrNothing(dest, 'Destination');
   const connection = connect(options);
   const { authority, http, mapper } = connection;
   const ctx: DocumentContext = { http, authority, ...(options.signal ? { signal: options.signal } : {}) };

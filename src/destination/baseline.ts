@@ -59,7 +59,16 @@ export async function baseline(options: BaselineOptions, url: string): Promise<B
 
   const run = async (doc: RemoteDocument): Promise<void> => {
     engine.phase('baseline', undefined, doc.url);
-    await runPool(entriesOf(doc), concurrency, async (entry, release) => {
+    // the list's size is known once it has been read through (the last resources may still be under way)
+    const counted = async function* (): AsyncGenerator<Entry> {
+      let n = 0;
+      for await (const e of entriesOf(doc)) {
+        n++;
+        yield e;
+      }
+      engine.addTotal(n);
+    };
+    await runPool(counted(), concurrency, async (entry, release) => {
       result.seen.add(entry.loc);
       await engine.apply(entry, release);
     });

@@ -7,6 +7,7 @@ import { isIndex, type DocumentKind, type DocumentKindId } from '../core/model/d
 import type { Entry, Ln } from '../core/model/types.js';
 import { readDocument } from '../core/xml/read-document.js';
 import type { HttpGet, HttpResponse } from './http.js';
+import { unavailableStatus } from './http-client.js';
 import type { AuthorityCheck } from './links.js';
 import { note, type DestinationNote, type NoteCode, type NoteData } from './notes.js';
 
@@ -66,7 +67,7 @@ interface Ctx {
   /** The notes that are warnings: something skipped, ignored, tolerated or failed. */
   warnings: DestinationNote[];
   /** What went wrong with the requests made: why a Source that cannot be read could not be. */
-  failures: { url: string; status?: number; error?: Error }[];
+  failures: { url: string; status?: number; retryAfter?: string; error?: Error }[];
   fetched: number;
   visited: Set<string>;
   notes: DestinationNote[];
@@ -160,11 +161,21 @@ export async function discover(startUrl: string, options: DiscoverOptions): Prom
 
 /**
  * Why discovery found nothing, as the error a person can act on: credentials refused (401/403), the Source out of
- * reach (network failures and 5xx after retries, `RS_NETWORK`), or reached but with no ResourceSync document.
+ * reach (network failures and 5xx after retries, `RS_NETWORK`), unavailable for now (a 5xx or 429 answered on the
+ * way, `RS_HTTP_STATUS` with its status and `Retry-After`), or reached but with no ResourceSync document.
  * Every variant carries the notes of what was tried.
  */
 function notFound(start: string, ctx: Ctx): ResourceSyncError {
-  const data = { url: start, notes: ctx.notes, tried: ctx.failures.map((f) => ({ url: f.url, ...(f.status !== undefined ? { status: f.status } : {}), ...(f.error !== undefined ? { error: f.error.message } : {}) })) };
+  const data = {
+    url: start,
+    notes: ctx.notes,
+    tried: ctx.failures.map((f) => ({
+      url: f.url,
+      ...(f.status !== undefined ? { status: f.status } : {}),
+      ...(f.retryAfter !== undefined ? { retryAfter: f.retryAfter } : {}),
+      ...(f.error !== undefined ? { error: f.error.message } : {}),
+    })),
+  };
   const denied = ctx.failures.find((f) => f.status === 401 || f.status === 403);
   if (denied !== undefined) {
     return new ResourceSyncError(
@@ -176,12 +187,23 @@ function notFound(start: string, ctx: Ctx): ResourceSyncError {
   const reached = ctx.failures.length < ctx.fetched || ctx.failures.some((f) => f.status !== undefined && f.status < 500);
   if (!reached && ctx.failures.length > 0) {
     const first = ctx.failures[0]!;
-    const cause = first.error !== undefined ? first.error.message : `HTTP ${first.status}`;
+    const cause = first.error !== undefined ? first.error.message : `HTTP ${first.status}${retryAfterText(first.retryAfter)}`;
     const code = isResourceSyncError(first.error, 'RS_HTTP_TIMEOUT') ? 'RS_HTTP_TIMEOUT' : 'RS_NETWORK';
     return new ResourceSyncError(code, `Source '${start}' could not be reached: ${cause}`, { data, cause: first.error, recoverable: true });
   }
+  // a 5xx or 429 on the way may be why nothing was found: the Source is unavailable for now, not without documents
+  const busy = ctx.failures.find((f) => f.status !== undefined && unavailableStatus(f.status));
+  if (busy !== undefined) {
+    return new ResourceSyncError(
+      'RS_HTTP_STATUS',
+      `Source '${start}' is unavailable: '${busy.url}' answered HTTP ${busy.status}${retryAfterText(busy.retryAfter)}; try again later.`,
+      { data: { ...data, status: busy.status, ...(busy.retryAfter !== undefined ? { retryAfter: busy.retryAfter } : {}) }, recoverable: true },
+    );
+  }
   return new ResourceSyncError('RS_NOT_RESOURCESYNC', `Start '${start}' leads to no Capability List (tried: ${ctx.notes.length} steps; see the notes).`, { data });
 }
+
+const retryAfterText = (value: string | undefined): string => (value === undefined ? '' : ` (Retry-After: ${value.slice(0, 64)})`);
 
 async function fromWellKnown(ctx: Ctx, result: Discovery, url: string): Promise<boolean> {
   const doc = await fetchClassified(ctx, url, 0);
@@ -404,7 +426,8 @@ async function fetchClassified(ctx: Ctx, url: string, depth: number): Promise<Fe
       .flatMap((l) => httpUrl(l.target, finalUrl) ?? []);
     if (res.status !== 200) {
       await res.discard();
-      ctx.failures.push({ url, status: res.status });
+      const retryAfter = res.headers['retry-after'];
+      ctx.failures.push({ url, status: res.status, ...(retryAfter !== undefined ? { retryAfter } : {}) });
       push(ctx, 'http-status', { url, status: res.status });
       return { type: 'other', url: finalUrl, status: res.status, linkHeader };
     }

@@ -87,6 +87,13 @@ function keptLinks(entry: Entry): Ln[] | undefined {
   return entry.ln !== undefined && entry.ln.length > 0 ? entry.ln : undefined;
 }
 
+/** `record` with the links `entry` gives now (none when it gives none). */
+function withLinks(record: ResourceRecord, entry: Entry): ResourceRecord {
+  const { links: _old, ...rest } = record;
+  const links = keptLinks(entry);
+  return links === undefined ? rest : { ...rest, links };
+}
+
 /**
  * Applies decisions to the destination: fetches and verifies resources, deletes, keeps the state (batched
  * transactions) and the counters. One engine serves one sync.
@@ -109,6 +116,7 @@ export class Engine {
   #lastProgress = 0;
   #phase: SyncProgress['phase'] = 'baseline';
   #total: number | undefined;
+  #phaseStart = 0;
   #document: string | undefined;
   readonly #warned = new Set<string>();
   /** No state to look up: the destination held nothing when the sync started, and no baseline was recorded yet. */
@@ -143,14 +151,16 @@ export class Engine {
   /** Starts a phase of the sync (for progress). */
   phase(phase: SyncProgress['phase'], total?: number, document?: string): void {
     this.#phase = phase;
-    this.#total = total;
+    // the total counts on from what the run has done: `done` never passes it, and a phase with nothing to do ends at done/done
+    this.#phaseStart = this.#done;
+    this.#total = total === undefined ? undefined : this.#done + total;
     this.#document = document;
     this.progress(true);
   }
 
-  /** Adds to the known total (a Resource List Index part at a time). */
+  /** Adds `n` resources to the phase's total (a Resource List once it has been read through). */
   addTotal(n: number): void {
-    this.#total = (this.#total ?? 0) + n;
+    this.#total = (this.#total ?? this.#phaseStart) + n;
   }
 
   /** Adds a warning to the report, once: the same code with the same data is not repeated. */
@@ -360,6 +370,8 @@ export class Engine {
       this.#succeeded(url);
       if (record === undefined || record.path !== relPath || record.lastmod !== entry!.lastmod || (local && record.hashes !== local.hashes)) {
         this.#record({ ...this.#toRecord(url, relPath, entry!, local!), ...(record?.etag ? { etag: record.etag } : {}) });
+      } else if (JSON.stringify(record.links) !== JSON.stringify(keptLinks(entry!))) {
+        this.#record(withLinks(record, entry!)); // the same bytes with other §14 links: the state keeps the new ones
       }
       this.#count(url, 'unchanged', failedBefore);
       return action;
@@ -374,7 +386,7 @@ export class Engine {
     const outcome = await this.#fetch(entry!, item.source!, relPath, found.full!, etag, present, release);
     if (outcome === 'not-modified') {
       if (this.#o.hasPending?.(url)) this.#resolved.push(url);
-      this.#record({ ...record!, ...(entry!.lastmod !== undefined ? { lastmod: entry!.lastmod } : {}) });
+      this.#record({ ...withLinks(record!, entry!), ...(entry!.lastmod !== undefined ? { lastmod: entry!.lastmod } : {}) });
       this.#count(url, 'unchanged', failedBefore);
       return 'unchanged';
     }

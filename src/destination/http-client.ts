@@ -90,6 +90,14 @@ function retryableStatus(status: number): boolean {
   return status === 429 || status === 408 || (status >= 500 && status !== 501 && status !== 505);
 }
 
+/**
+ * A status by which a server says it cannot answer now (any 5xx, and 429 Too Many Requests): the Source is
+ * unavailable and may answer later, which is not the same as a Source that holds no ResourceSync document.
+ */
+export function unavailableStatus(status: number): boolean {
+  return status === 429 || (status >= 500 && status <= 599);
+}
+
 /** Milliseconds asked for by a `Retry-After` header (seconds or HTTP-date), if any. */
 export function retryAfterMs(value: string | undefined, now = Date.now()): number | undefined {
   if (value === undefined) return undefined;

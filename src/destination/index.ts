@@ -16,6 +16,8 @@ export { NOTES, NOTE_CODES, note, type DestinationNote, type NoteCode, type Note
 export { robotsSitemaps, htmlResourceSyncLinks } from '../core/discovery-hints.js';
 export { applyResourceDump, applyChangeDump, type ApplyDumpOptions, type DumpReport, type DumpFailure, type DumpProgress, type DumpResource } from './dump.js';
 export { fetchResource, mirrorLinks, patchLinks, relatedLinks, type FetchResult, type FetchResourceOptions, type AuthorityCheck, type FetchAttempt, type RelatedLinks, type KeptRelation, type LinkRef, KEPT_RELATIONS } from './links.js';
+export { keptLinks, type ResourceLinks } from './kept-links.js';
+export { mirrorDescribedBy, describedByTree, type DescribedByOptions, type DescribedByReport, type DescribedByFailure } from './described-by.js';
 export { createHttpClient, authFromEnv, type HttpClientOptions } from './http-client.js';
 export type { HttpGet, HttpResponse, HttpRequestInit } from './http.js';
 export { createAuthority, type Authority } from './authority.js';

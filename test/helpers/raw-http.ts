@@ -8,7 +8,7 @@ export function rawRequest(
   port: number,
   target: string,
   method = 'GET',
-  timeoutMs = 5000,
+  timeoutMs = 30_000,
   host = '127.0.0.1',
 ): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {

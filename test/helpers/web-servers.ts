@@ -231,7 +231,9 @@ async function startOnce(kind: WebServerKind, bin: string, dir: string, root: st
     clearTimeout(timer);
     kill('SIGKILL'); // workers left behind by a master that died first
   };
-  for (let i = 0; i < 300; i++) {
+  // polled until it answers: 60 s at most, however busy the machine (and at most 3,000 tries)
+  const deadline = Date.now() + 60_000;
+  for (let i = 0; i < 3000 && Date.now() < deadline; i++) {
     if (child.exitCode !== null) break;
     if ((await statusOf(port, readyPath)) === 200) return { origin: `http://127.0.0.1:${port}`, output: () => output, stop };
     await new Promise((r) => setTimeout(r, 50));

@@ -78,7 +78,7 @@ export class TestSubscriber {
   }
 
   /** Waits (polling every 5 ms, at most `timeoutMs`) until `predicate` holds; throws otherwise. */
-  async waitFor(predicate: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  async waitFor(predicate: () => boolean, what: string, timeoutMs = 60_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!predicate()) {
       if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);

@@ -1,7 +1,7 @@
 import { stdout } from 'node:process';
 import { audit, type AuditReport } from '../../destination/audit.js';
 import { repair, type RepairReport } from '../../destination/repair.js';
-import { EXIT, MIRROR_OPTIONS, exitCodeOf, mirrorOptions, reportFailure, sourceAndDest, type MirrorOptions } from '../mirror-options.js';
+import { EXIT, MIRROR_OPTIONS, describeNotes, exitCodeOf, mirrorOptions, reportFailure, sourceAndDest, type MirrorOptions } from '../mirror-options.js';
 import { parseCommandArgs, usageError } from '../command-args.js';
 
 const HELP = `Usage: resourcesync audit <source-url> <dest-dir> [options]
@@ -27,9 +27,10 @@ Options:
 Exit codes:
   0  in sync (with --repair: after the repair)
   1  out of sync (missing, extra or changed resources, or resources that cannot be held)
-  2  usage error
+  2  usage error (a <dest-dir> that is a file included)
   3  error (not a ResourceSync document, I/O)
-  5  the Source could not be reached
+  5  the Source could not be reached, or is unavailable for now (a 5xx or 429 while
+     discovering: the status, URL and Retry-After are named)
 `;
 
 /** Human summary of an audit. */
@@ -43,8 +44,7 @@ export function describeAudit(r: AuditReport): string {
   for (const e of r.extra.slice(0, 20)) lines.push(`  extra: ${e}`);
   for (const f of r.failed.slice(0, 20)) lines.push(`  failed: ${f.url} [${f.code}] ${f.message}`);
   if (r.unverifiable > 0) lines.push(`  ${r.unverifiable} resource(s) have no hash, length or lastmod to compare`);
-  for (const w of r.warnings.slice(0, 20)) lines.push(`  warning: ${w.message}`);
-  return `${lines.join('\n')}\n`;
+  return `${lines.join('\n')}\n${describeNotes(r.warnings)}`;
 }
 
 /** Human summary of a repair: the audit before, what was done, the audit after. */

@@ -6,6 +6,7 @@
 import { basename, resolve } from 'node:path';
 import { parseCommandArgs, usageError } from '../command-args.js';
 import { isResourceSyncError } from '../../core/errors.js';
+import { requireFolderOrNothing } from '../../node/folder.js';
 import { publish, type PublishOptions, type PublishProgress } from '../../source/publish.js';
 import { publishNotification } from '../../notify/publisher.js';
 import { isValidSetName, normalizeBaseUrl } from '../../source/url-path.js';
@@ -103,8 +104,13 @@ export async function run(args: string[]): Promise<number> {
     };
   } catch (err) {
     if (err instanceof UsageError || err instanceof PublishArgsError)
-      return usageError('build', `${err.message}\nRun 'resourcesync build --help' for the options.`);
+      return usageError('build', err.message);
     throw err;
+  }
+  try {
+    requireFolderOrNothing(resolve(opts.outDir), '--out');
+  } catch (err) {
+    return usageError('build', err);
   }
 
   const ac = new AbortController();

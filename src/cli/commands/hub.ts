@@ -13,6 +13,7 @@ import { parseCommandArgs, usageError } from '../command-args.js';
 import { createHub, HUB_DEFAULT_GIVE_UP, HUB_DEFAULT_LIMITS, type HubEvent, type HubLimits } from '../../notify/hub.js';
 import { PUBLISH_SECRET_ENV } from '../serve-push.js';
 import { HubStore } from '../../notify/hub-store.js';
+import { requireFolderOrNothing } from '../../node/folder.js';
 import { listen } from '../../notify/node-listener.js';
 import { SIGNATURE_METHODS, type SignatureMethod } from '../../notify/signature.js';
 
@@ -148,7 +149,13 @@ export async function run(args: string[]): Promise<number> {
   }
   const log = (line: string): void => void process.stderr.write(`${line}\n`);
 
-  const store = HubStore.open(join(resolve(values.data ?? '.resourcesync-hub'), 'hub.sqlite'));
+  const dataDir = resolve(values.data ?? '.resourcesync-hub');
+  try {
+    requireFolderOrNothing(dataDir, '--data');
+  } catch (err) {
+    return usageError('hub', err);
+  }
+  const store = HubStore.open(join(dataDir, 'hub.sqlite'));
   const ref: { hub?: ReturnType<typeof createHub> } = {};
   let listener;
   try {

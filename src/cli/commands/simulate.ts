@@ -3,7 +3,8 @@
  * a live Source whose resources are created, updated and deleted at a set rate, seeded and reproducible.
  * The resources live in a temporary directory that the simulator changes atomically and our own Source
  * publishes (Source Description, Capability List, Resource List, Change Lists) and serves, as `serve` does.
- * Prints `listening on <url>` once the first publication is served; with `--json`, one line per change.
+ * Prints `listening on <url>` once the first publication is served; with `--json`, `{"listening":"<url>"}` and
+ * then one line per change.
  * @see Z39.99 §12 (Change List)
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -41,7 +42,8 @@ Options:
   --changes N       stop changing after N changes and keep serving (default: no limit)
   --port N          TCP port (default 8080; 0 picks a free one)
   --host H          interface to listen on (default 127.0.0.1)
-  --json            one JSON line per change on stdout: seq, change, path, url, length, md5, at
+  --json            JSON on every line of stdout: {"listening":URL} first, then one line per
+                    change: seq, change, path, url, length, md5, at
   -h, --help        show this help
 `;
 
@@ -157,7 +159,8 @@ export async function run(args: string[]): Promise<number> {
       onError: (e) => log(`resourcesync simulate: ${message(e)}`),
     });
     if (ac.signal.aborted) return 0;
-    process.stdout.write(`listening on ${baseUrl}\n`);
+    // with --json every line of stdout is JSON, this one included
+    process.stdout.write(json ? `${JSON.stringify({ listening: baseUrl })}\n` : `listening on ${baseUrl}\n`);
 
     // The publisher: one publication at a time, whenever changes were made since the last one started.
     let dirty = false;

@@ -1,8 +1,9 @@
 import { stderr, stdout } from 'node:process';
 import { durabilityFor, sync, type SyncReport } from '../../destination/sync.js';
+import { mirrorDescribedBy, type DescribedByReport } from '../../destination/described-by.js';
 import type { PlanItem, PlanSummary } from '../../destination/plan.js';
 import { ProgressBar } from '../progress.js';
-import { EXIT, MIRROR_OPTIONS, exitCodeOf, integerOption, mirrorOptions, reportFailure, sourceAndDest, type MirrorOptions } from '../mirror-options.js';
+import { EXIT, MIRROR_OPTIONS, describeNotes, exitCodeOf, integerOption, mirrorOptions, reportFailure, sourceAndDest, type MirrorOptions } from '../mirror-options.js';
 import { parseCommandArgs, usageError } from '../command-args.js';
 import { follow } from '../follow.js';
 import { XMPP_PASSWORD_ENV, xmppAccount } from '../xmpp-options.js';
@@ -57,6 +58,12 @@ Options:
   --base URL               the URL that maps to <dest-dir> (default: the origin of <source-url>)
   --map URL=DIR            resources under URL go to <dest-dir>/DIR; repeatable
   --prefer-dump            use a Resource Dump / Change Dump when offered
+  --with describedby       also mirror each resource's describedby targets (its metadata records,
+                           §14.5): the n-th link of the resource at a/b.txt lands at
+                           <dest-dir>/.resourcesync-describedby[-n]/a/b.txt (n from 2), checked
+                           against the Source's authority and verified by the link's length
+                           and hash; copies whose link is gone are removed (not with --dry-run
+                           or --follow)
   --prefer-mirrors         try rel="duplicate" mirrors before the primary URL
   --timeout MS             HTTP connect/headers/body-idle timeout (default 30000); with --follow,
                            also the deadline for reading the whole change channel
@@ -93,12 +100,14 @@ case, other characters as _, e.g. RESOURCESYNC_AUTH_EXAMPLE_COM_8080).
 Exit codes:
   0  in sync: every resource verified and written (or unchanged), the changes made
      at the Source while the sync ran included
-  1  finished, but some resources failed (see the report)
+  1  finished, but some resources (or --with describedby targets) failed (see the report)
   2  usage error
   3  error (not a ResourceSync document, nothing to synchronize from, unsafe input, I/O)
   4  the destination is locked by another sync
   5  the Source could not be reached (connection refused, DNS, timeout, 5xx after
-     retries) or refused access (401/403: see Credentials)
+     retries), is unavailable for now (a 5xx or 429 while discovering: the status,
+     URL and Retry-After are named; try again later) or refused access (401/403: see
+     Credentials)
   130 interrupted
 `;
 
@@ -155,7 +164,13 @@ export function describeSync(r: SyncReport): string {
   if (r.deletionsSkippedCount > 0) lines.push(`  ${r.deletionsSkippedCount} deletion(s) not applied (use --delete)`);
   for (const f of r.failed.slice(0, 20)) lines.push(`  failed: ${f.url} [${f.code}] ${f.message}`);
   if (r.failed.length > 20) lines.push(`  … and ${r.failed.length - 20} more failures`);
-  for (const w of r.warnings.slice(0, 20)) lines.push(`  warning: ${w.message}`);
+  return `${lines.join('\n')}\n${describeNotes(r.warnings)}`;
+}
+
+/** Human summary of the describedby targets mirrored (`--with describedby`). */
+function describeDescribedBy(d: DescribedByReport): string {
+  const lines = [`  describedby: ${d.written} written, ${d.unchanged} unchanged, ${d.removed} removed, ${d.failed.length} failed`];
+  for (const f of d.failed.slice(0, 20)) lines.push(`  failed: ${f.url} (describedby of ${f.resource}) [${f.code}] ${f.message}`);
   return `${lines.join('\n')}\n`;
 }
 
@@ -181,6 +196,7 @@ export async function run(args: string[]): Promise<number> {
       interval: { type: 'string' },
       'reconcile-interval': { type: 'string' },
       xmpp: { type: 'string' },
+      with: { type: 'string', multiple: true },
     },
     HELP,
   );
@@ -201,6 +217,10 @@ export async function run(args: string[]): Promise<number> {
     return usageError('sync', err);
   }
   if (v.xmpp !== undefined && v.follow !== true) return usageError('sync', '--xmpp goes with --follow.');
+  const unknownWith = (v.with ?? []).find((w) => w !== 'describedby');
+  if (unknownWith !== undefined) return usageError('sync', `--with '${unknownWith}' is not a relation this sync mirrors (describedby).`);
+  const withDescribedBy = (v.with ?? []).length > 0;
+  if (withDescribedBy && (v['dry-run'] === true || v.follow === true)) return usageError('sync', '--with goes without --dry-run and --follow.');
   const xmpp = v.xmpp === undefined ? undefined : xmppAccount(v.xmpp, 'destination');
   if (typeof xmpp === 'string') return usageError('sync', xmpp);
   const fsyncMethod = v['fsync-method'];
@@ -290,9 +310,12 @@ export async function run(args: string[]): Promise<number> {
       onProgress: (p) => bar.update({ label: p.phase, done: p.done, ...(p.total !== undefined ? { total: p.total } : {}), bytes: p.bytes, failed: p.failed }),
     });
     bar.done();
-    if (v.json) stdout.write(`${JSON.stringify(report)}\n`);
-    else stdout.write(describeSync(report));
-    return report.failed.length > 0 ? EXIT.INCOMPLETE : EXIT.OK;
+    const described = withDescribedBy
+      ? await mirrorDescribedBy({ source, dest, ...common, fsync: !(v['no-fsync'] ?? false), signal: controller.signal, ...(retries !== undefined ? { retries } : {}) })
+      : undefined;
+    if (v.json) stdout.write(`${JSON.stringify(described === undefined ? report : { ...report, describedby: described })}\n`);
+    else stdout.write(describeSync(report) + (described === undefined ? '' : describeDescribedBy(described)));
+    return report.failed.length > 0 || (described?.failed.length ?? 0) > 0 ? EXIT.INCOMPLETE : EXIT.OK;
   } catch (err) {
     bar.done();
     reportFailure('sync', err, v.json);
