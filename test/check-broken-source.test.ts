@@ -345,7 +345,8 @@ void test('CLI: exit 3 when the Source cannot be reached or is not a Source; 2 o
   } finally {
     await s.close();
   }
-  const closed = await runCli(['check', `${origin}/`, '--rate', '0', '--timeout', '2000', '--json']);
+  // port 1: nothing listens there (the closed server's port may already serve another test file's Source)
+  const closed = await runCli(['check', 'http://127.0.0.1:1/', '--rate', '0', '--timeout', '2000', '--json']);
   assert.equal(closed.code, 3, closed.stderr);
   assert.match(closed.stdout, /"error":\{"code":"RS_/);
   assert.equal((await runCli(['check'])).code, 2);
