@@ -310,7 +310,7 @@ export async function run(args: string[]): Promise<number> {
       ...common,
       ...(concurrency !== undefined ? { concurrency } : {}),
       ...(retries !== undefined ? { retries } : {}),
-      onProgress: (p) => bar.update({ label: p.phase, done: p.done, ...(p.total !== undefined ? { total: p.total } : {}), bytes: p.bytes, failed: p.failed }),
+      onProgress: (p) => bar.update({ label: p.phase, done: p.done, ...(p.total !== undefined ? { total: p.total } : {}), ...(p.estimate !== undefined ? { estimate: p.estimate } : {}), bytes: p.bytes, failed: p.failed }),
     });
     bar.done();
     const described = withDescribedBy
