@@ -11,7 +11,7 @@ import type { ValidationIssue } from '../core/validate/index.js';
 import { parseW3CDatetime } from '../core/w3c-datetime.js';
 import type { ResourceSyncError } from '../core/errors.js';
 import type { HttpGet, HttpResponse } from '../destination/http.js';
-import { withDeadline } from './deadline.js';
+import { withDeadline } from '../destination/deadline.js';
 import { CHECK_MESSAGES, checkMessage, type CheckCode } from './issues.js';
 import type { CheckedDocument, CheckIssue, CheckOptions, CheckProgress } from './report.js';
 

@@ -15,7 +15,7 @@ import type { HttpResponse } from '../destination/http.js';
 import { counted, interval, linkOf, ms, norm, reason, type CheckContext, type Expectation } from './context.js';
 import { intervals, listedAs } from './cross-document.js';
 import type { CheckedDocument } from './report.js';
-import { isPastDeadline } from './deadline.js';
+import { isPastDeadline } from '../destination/deadline.js';
 import { sampleResource } from './resources.js';
 
 /** Breadth first: a Source Description before its Capability Lists, an index before its lists. */

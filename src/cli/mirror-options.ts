@@ -15,6 +15,7 @@ export const MIRROR_OPTIONS = {
   base: { type: 'string' },
   map: { type: 'string', multiple: true },
   timeout: { type: 'string' },
+  deadline: { type: 'string' },
   rate: { type: 'string' },
 } as const;
 
@@ -22,6 +23,7 @@ export const MIRROR_OPTIONS = {
 export interface MirrorOptions {
   maps: Mapping[];
   timeoutMs?: number;
+  deadlineMs?: number;
   rate?: number;
   capabilityList?: string;
   allowOrigins?: string[];
@@ -49,12 +51,14 @@ function parseMaps(values: string[] | undefined): Mapping[] {
 export function mirrorOptions(v: {
   map?: string[] | undefined;
   timeout?: string | undefined;
+  deadline?: string | undefined;
   rate?: string | undefined;
   'capability-list'?: string | undefined;
   'allow-origin'?: string[] | undefined;
   base?: string | undefined;
 }): MirrorOptions {
   const timeoutMs = integerOption('timeout', v.timeout, 1);
+  const deadlineMs = integerOption('deadline', v.deadline, 1);
   let rate: number | undefined;
   if (v.rate !== undefined) {
     rate = Number(v.rate);
@@ -63,6 +67,7 @@ export function mirrorOptions(v: {
   return {
     maps: parseMaps(v.map),
     ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+    ...(deadlineMs !== undefined ? { deadlineMs } : {}),
     ...(rate !== undefined ? { rate } : {}),
     ...(v['capability-list'] !== undefined ? { capabilityList: v['capability-list'] } : {}),
     ...(v['allow-origin'] !== undefined ? { allowOrigins: v['allow-origin'] } : {}),

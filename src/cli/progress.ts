@@ -3,6 +3,8 @@ export interface ProgressState {
   label: string;
   done: number;
   total?: number;
+  /** An estimate of the total while it is not known: shown with `~`. */
+  estimate?: number;
   bytes: number;
   failed: number;
 }
@@ -26,8 +28,19 @@ function duration(s: number): string {
 }
 
 /**
- * A one-line progress bar on a terminal (stderr): resources done/total (`of ?` until the total is known), a bar
- * and an ETA when it is, bytes and rate. Does nothing when the stream is not a TTY.
+ * The total a line shows, never below what is done nor 0: the known one, else the estimate marked `~`, else none.
+ * @example shownTotal({ done: 5, estimate: 40 }) // { n: 40, mark: '~' }
+ */
+function shownTotal(s: Pick<ProgressState, 'done' | 'total' | 'estimate'>): { n: number; mark: string } | undefined {
+  if (s.total !== undefined && s.total > 0 && s.total >= s.done) return { n: s.total, mark: '' };
+  if (s.total === undefined && s.estimate !== undefined && s.estimate > 0) return { n: Math.max(s.estimate, s.done), mark: '~' };
+  return undefined;
+}
+
+/**
+ * A one-line progress bar on a terminal (stderr): resources done/total (`of ?` until the total is known or
+ * estimated; an estimate is marked `~`), a bar and an ETA when there is a total, bytes and rate. Does nothing when
+ * the stream is not a TTY.
  */
 export class ProgressBar {
   readonly #out: NodeJS.WriteStream | undefined;
@@ -53,14 +66,14 @@ export class ProgressBar {
     const width = Math.max(10, Math.min(30, columns - 70));
     let bar = '';
     let eta = '';
-    if (s.total !== undefined && s.total > 0 && s.total >= s.done) {
-      const f = Math.min(1, s.done / s.total);
+    const total = shownTotal(s);
+    if (total !== undefined) {
+      const f = Math.min(1, s.done / total.n);
       const fill = Math.round(f * width);
       bar = `[${'#'.repeat(fill)}${'-'.repeat(width - fill)}] `;
-      eta = ` ETA ${duration((s.total - s.done) / Math.max(rate, 1e-9))}`;
+      eta = ` ETA ${total.mark}${duration((total.n - s.done) / Math.max(rate, 1e-9))}`;
     }
-    // the total once known, never below what is done; until then "of ?"
-    const count = s.total !== undefined && s.total >= s.done ? `${s.done}/${s.total}` : `${s.done} of ?`;
+    const count = total !== undefined ? `${s.done}/${total.mark}${total.n}` : `${s.done} of ?`;
     const failed = s.failed > 0 ? ` ${s.failed} failed` : '';
     const line = `${s.label} ${bar}${count} resources, ${human(s.bytes)}, ${rate.toFixed(0)}/s, ${human(s.bytes / secs)}/s${eta}${failed}`;
     out.write(`\r\x1b[2K${line.slice(0, Math.max(20, columns - 1))}`);

@@ -32,6 +32,8 @@ export interface AuditOptions {
   base?: string;
   maps?: Mapping[];
   timeoutMs?: number;
+  /** Most time for one ResourceSync document, ms (see `SyncOptions.deadlineMs`). Default 600,000. */
+  deadlineMs?: number;
   retries?: number;
   auth?: Record<string, string>;
   /** Called every few hundred resources. */
@@ -166,8 +168,8 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
   const dest = resolve(options.dest);
   requireFolderOrNothing(dest, 'Destination');
   const connection = connect(options);
-  const { authority, http, mapper } = connection;
-  const ctx: DocumentContext = { http, authority, ...(options.signal ? { signal: options.signal } : {}) };
+  const { authority, documents, mapper } = connection;
+  const ctx: DocumentContext = { http: documents, authority, ...(options.signal ? { signal: options.signal } : {}) };
   const trust = options.trustState ?? false;
   const store = StateStore.open(dest, { readonly: true });
   const report: AuditReport = {

@@ -59,11 +59,16 @@ export async function baseline(options: BaselineOptions, url: string): Promise<B
 
   const run = async (doc: RemoteDocument): Promise<void> => {
     engine.phase('baseline', undefined, doc.url);
-    // the list's size is known once it has been read through (the last resources may still be under way)
+    // the list's size is known once it has been read through (the last resources may still be under way); until
+    // then, while its bytes come in, it is estimated from the share read (none for a list that came in one piece)
     const counted = async function* (): AsyncGenerator<Entry> {
       let n = 0;
+      let estimate = 0;
       for await (const e of entriesOf(doc)) {
         n++;
+        const share = doc.readShare();
+        if (share !== undefined && share > 0 && share < 1) estimate = Math.round(n / share);
+        if (estimate > 0) engine.estimateTotal(Math.max(estimate, n));
         yield e;
       }
       engine.addTotal(n);

@@ -1,5 +1,6 @@
 import { ResourceSyncError } from '../core/errors.js';
 import { createAuthority, originOf, type Authority } from './authority.js';
+import { withDeadline } from './deadline.js';
 import { createHttpClient } from './http-client.js';
 import type { HttpGet } from './http.js';
 import { createMapper, type Mapper, type Mapping } from './mapper.js';
@@ -18,6 +19,11 @@ export interface ConnectionOptions {
   http?: HttpGet;
   concurrency?: number;
   timeoutMs?: number;
+  /**
+   * Most time for one ResourceSync document (head and whole body, spent waiting on the Source), ms; past it the read
+   * ends with `RS_HTTP_TIMEOUT`. Resource bodies and dump packages are not bound by it. Default 600,000.
+   */
+  deadlineMs?: number;
   retries?: number;
   auth?: Record<string, string>;
   /** Requests per second per origin. */
@@ -30,6 +36,8 @@ export interface Connection {
   /** Every URL followed passes this check (Z39.99 §5.2: only the Source and origins the user allows). */
   authority: Authority;
   http: HttpGet;
+  /** The same client, each request bound by the documents' deadline (`deadlineMs`): for ResourceSync documents. */
+  documents: HttpGet;
   /** Maps a resource URL to its path under the destination. */
   mapper: Mapper;
   /** Closes the HTTP client if this connection created it. */
@@ -68,6 +76,7 @@ export function connect(options: ConnectionOptions): Connection {
     sourceOrigin,
     authority,
     http: options.http ?? own!,
+    documents: withDeadline(options.http ?? own!, options.deadlineMs ?? 600_000),
     mapper,
     close: async () => {
       await own?.close();

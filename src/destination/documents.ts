@@ -4,7 +4,7 @@ import { documentKind, type DocumentKind } from '../core/model/document-kinds.js
 import { readDocument, parseDocument } from '../core/xml/read-document.js';
 import { createValidator, validateDocument, type ValidationIssue } from '../core/validate/index.js';
 import type { Authority } from './authority.js';
-import type { HttpGet } from './http.js';
+import type { HttpGet, HttpResponse } from './http.js';
 import { note, type DestinationNote } from './notes.js';
 
 /** A ResourceSync document being read from the Source. */
@@ -19,6 +19,11 @@ export interface RemoteDocument {
   entries: AsyncIterable<Entry>;
   /** The same entries in the parser's chunks (one await per chunk). */
   batches: AsyncIterable<Entry[]>;
+  /**
+   * The share of the body read so far (0 to 1), when its length is known (a `Content-Length`, no
+   * `Content-Encoding`); else undefined.
+   */
+  readShare(): number | undefined;
   /** Throws the rest of the body away, for a document whose entries are not read (the connection is freed). */
   discard(): Promise<void>;
 }
@@ -42,14 +47,27 @@ export function kindOf(header: DocumentHeader): DocumentKind | undefined {
   return m ? documentKind(header.root, m[1]) : undefined;
 }
 
-async function get(ctx: DocumentContext, url: string): Promise<{ finalUrl: string; body: AsyncIterable<Uint8Array>; discard: () => Promise<void> }> {
+/** A body that counts its bytes against the response's `Content-Length` (of the bytes as they come, not encoded). */
+function counting(res: HttpResponse): { body: AsyncIterable<Uint8Array>; share: () => number | undefined } {
+  const length = res.headers['content-encoding'] === undefined ? Number(res.headers['content-length']) : NaN;
+  let read = 0;
+  const body = async function* (): AsyncGenerator<Uint8Array> {
+    for await (const chunk of res.body) {
+      read += chunk.byteLength;
+      yield chunk;
+    }
+  };
+  return { body: body(), share: () => (Number.isFinite(length) && length > 0 ? Math.min(1, read / length) : undefined) };
+}
+
+async function get(ctx: DocumentContext, url: string): Promise<{ finalUrl: string; body: AsyncIterable<Uint8Array>; share: () => number | undefined; discard: () => Promise<void> }> {
   ctx.authority.check(url);
   const res = await ctx.http(url, ctx.signal ? { signal: ctx.signal } : {});
   if (res.status !== 200) {
     await res.discard();
     throw new ResourceSyncError('RS_HTTP_STATUS', `Document '${url}' answered HTTP ${res.status}.`, { data: { url, status: res.status }, recoverable: true });
   }
-  return { finalUrl: res.url, body: res.body, discard: () => res.discard() };
+  return { finalUrl: res.url, ...counting(res), discard: () => res.discard() };
 }
 
 /**
@@ -58,7 +76,7 @@ async function get(ctx: DocumentContext, url: string): Promise<{ finalUrl: strin
  * @see Z39.99 §10.1 (lists are read in full, one entry at a time)
  */
 export async function openDocument(ctx: DocumentContext, url: string): Promise<RemoteDocument> {
-  const { finalUrl, body, discard } = await get(ctx, url);
+  const { finalUrl, body, share, discard } = await get(ctx, url);
   let reader;
   try {
     reader = await readDocument(body, ctx.signal ? { signal: ctx.signal } : {});
@@ -66,7 +84,7 @@ export async function openDocument(ctx: DocumentContext, url: string): Promise<R
     await discard().catch(() => undefined);
     throw err;
   }
-  return { url, finalUrl, header: reader.header, kind: kindOf(reader.header), entries: reader.entries, batches: reader.batches, discard };
+  return { url, finalUrl, header: reader.header, kind: kindOf(reader.header), entries: reader.entries, batches: reader.batches, readShare: share, discard };
 }
 
 /** Fetches a (small) document whole: a Capability List, an index, a Change List. */

@@ -101,6 +101,8 @@ export interface ApplyDumpOptions {
   /** URL of the Resource Dump / Change Dump (or their index). */
   dumpUrl: string;
   http: HttpGet;
+  /** The client for the dump documents (the packages are read with `http`); default `http`. */
+  documents?: HttpGet;
   authority: AuthorityCheck;
   /** The destination root. Packages are downloaded to `<dest>/.resourcesync/tmp/`. */
   dest: string;

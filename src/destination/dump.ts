@@ -128,7 +128,7 @@ async function applyDump(opts: ApplyDumpOptions, flavor: Flavor): Promise<DumpRe
 async function listPackages(run: Run, url: string, depth: number): Promise<Entry[]> {
   const { opts, flavor } = run;
   checkAuthority(opts.authority, url);
-  const res = await opts.http(url, opts.signal ? { signal: opts.signal } : {});
+  const res = await (opts.documents ?? opts.http)(url, opts.signal ? { signal: opts.signal } : {});
   if (res.status !== 200) {
     await res.discard();
     throw rsError('RS_HTTP_STATUS', `Dump '${url}' answered HTTP ${res.status}.`, { url, status: res.status });

@@ -116,6 +116,7 @@ export class Engine {
   #lastProgress = 0;
   #phase: SyncProgress['phase'] = 'baseline';
   #total: number | undefined;
+  #estimate: number | undefined;
   #phaseStart = 0;
   #document: string | undefined;
   readonly #warned = new Set<string>();
@@ -154,6 +155,7 @@ export class Engine {
     // the total counts on from what the run has done: `done` never passes it, and a phase with nothing to do ends at done/done
     this.#phaseStart = this.#done;
     this.#total = total === undefined ? undefined : this.#done + total;
+    this.#estimate = undefined;
     this.#document = document;
     this.progress(true);
   }
@@ -161,6 +163,12 @@ export class Engine {
   /** Adds `n` resources to the phase's total (a Resource List once it has been read through). */
   addTotal(n: number): void {
     this.#total = (this.#total ?? this.#phaseStart) + n;
+    this.#estimate = undefined;
+  }
+
+  /** Estimates the phase's total (resources still to be counted by {@link addTotal}) while it is unknown. */
+  estimateTotal(n: number): void {
+    if (this.#total === undefined) this.#estimate = this.#phaseStart + n;
   }
 
   /** Adds a warning to the report, once: the same code with the same data is not repeated. */
@@ -205,6 +213,7 @@ export class Engine {
     this.#lastProgress = now;
     const p: SyncProgress = { phase: this.#phase, done: this.#done, bytes: this.counts.bytes, failed: this.#failures.size };
     if (this.#total !== undefined) p.total = this.#total;
+    else if (this.#estimate !== undefined && this.#estimate > 0) p.estimate = Math.max(this.#estimate, this.#done);
     if (this.#document !== undefined) p.document = this.#document;
     cb(p);
   }

@@ -26,6 +26,11 @@ export interface SyncProgress {
    * List is not counted ahead: its total is known once it has been read through.
    */
   total?: number;
+  /**
+   * Until `total` is known, an estimate of it when one is cheap (a streamed Resource List: the entries read so far
+   * scaled by the share of its `Content-Length` read); never below `done`.
+   */
+  estimate?: number;
   /** Bytes written so far. */
   bytes: number;
   failed: number;

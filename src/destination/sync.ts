@@ -74,6 +74,12 @@ export interface SyncOptions {
   maps?: Mapping[];
   /** HTTP timeout (connect, headers, body idle), ms. Default 30,000. */
   timeoutMs?: number;
+  /**
+   * Most time for one ResourceSync document (head and whole body, spent waiting on the Source), ms: past it the
+   * read ends with `RS_HTTP_TIMEOUT`. Resources and dump packages are bound by `timeoutMs` between bytes only.
+   * Default 600,000.
+   */
+  deadlineMs?: number;
   /** HTTP retries on 5xx/429/network errors. Default 3. */
   retries?: number;
   /** Extra attempts after a failed verification or a broken body. Default 2. */
@@ -150,7 +156,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
   const dryRun = options.dryRun ?? false;
   const concurrency = options.concurrency ?? 16;
   const connection = connect({ ...options, concurrency });
-  const { authority, http, mapper } = connection;
+  const { authority, http, documents, mapper } = connection;
 
   let lock: SyncLock | undefined;
   let store: StateStore | undefined;
@@ -196,7 +202,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     });
-    const ctx: DocumentContext = { http, authority, ...(options.signal ? { signal: options.signal } : {}) };
+    const ctx: DocumentContext = { http: documents, authority, ...(options.signal ? { signal: options.signal } : {}) };
     engine.phase('discover');
     const { sets, warnings } = await resolveSets(ctx, options.source, options.capabilityList);
     for (const w of warnings) engine.warn(w);
@@ -222,6 +228,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
     const dumpOptions = (dumpUrl: string, after: string | undefined, seen?: FingerprintSet): Parameters<typeof applyResourceDump>[0] => ({
       dumpUrl,
       http,
+      documents,
       authority,
       dest,
       mapPath: (loc) => mapper.toPath(loc),

@@ -22,6 +22,7 @@ Options:
   --base URL               the URL that maps to <dest-dir> (default: the origin of <source-url>)
   --map URL=DIR            resources under URL are in <dest-dir>/DIR; repeatable
   --timeout MS             HTTP timeout (default 30000)
+  --deadline MS            most time for one ResourceSync document, whole body included (default 600000)
   -h, --help               show this help
 
 Exit codes:

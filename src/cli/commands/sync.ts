@@ -67,6 +67,9 @@ Options:
   --prefer-mirrors         try rel="duplicate" mirrors before the primary URL
   --timeout MS             HTTP connect/headers/body-idle timeout (default 30000); with --follow,
                            also the deadline for reading the whole change channel
+  --deadline MS            most time for one ResourceSync document, whole body included, spent
+                           waiting on the Source (default 600000); resources are bound by
+                           --timeout only
   --rate N                 at most N requests per second to each origin (default: no limit);
                            a Retry-After on 429/503 always holds every request to that origin
   --retries N              HTTP retries on 5xx, 429 and network errors (default 3)
@@ -307,7 +310,7 @@ export async function run(args: string[]): Promise<number> {
       ...common,
       ...(concurrency !== undefined ? { concurrency } : {}),
       ...(retries !== undefined ? { retries } : {}),
-      onProgress: (p) => bar.update({ label: p.phase, done: p.done, ...(p.total !== undefined ? { total: p.total } : {}), bytes: p.bytes, failed: p.failed }),
+      onProgress: (p) => bar.update({ label: p.phase, done: p.done, ...(p.total !== undefined ? { total: p.total } : {}), ...(p.estimate !== undefined ? { estimate: p.estimate } : {}), bytes: p.bytes, failed: p.failed }),
     });
     bar.done();
     const described = withDescribedBy
