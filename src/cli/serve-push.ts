@@ -38,6 +38,16 @@ export interface Push {
 /** The environment variable holding the secret a publisher shows the hub (`Authorization: Bearer`). */
 export const PUBLISH_SECRET_ENV = 'RESOURCESYNC_HUB_PUBLISH_SECRET';
 
+/** Sends to a hub elsewhere with `fetch`, with `Authorization: Bearer <publishSecret>` when there is a secret. */
+export function sendToHub(publishSecret: string | undefined): SendRequest {
+  if (publishSecret === undefined || publishSecret === '') return (r) => fetch(r);
+  const bearer = `Bearer ${publishSecret}`;
+  return (r) => {
+    r.headers.set('authorization', bearer);
+    return fetch(r);
+  };
+}
+
 /** A callback as the explorer shows it: scheme, host, port and path; never its credentials or query. */
 function redactCallback(callback: string): string {
   if (!URL.canParse(callback)) return '(not a URL)';
@@ -69,7 +79,7 @@ export function startPush(o: {
   let hub: Hub | undefined;
   let store: HubStore | undefined;
   let listener: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
-  let send: SendRequest = (r) => fetch(r);
+  let send: SendRequest;
   const hubPath = new URL(hubUrl).pathname;
   if (o.hub === undefined) {
     store = HubStore.open(join(o.hubDir!, 'hub.sqlite'));
@@ -94,12 +104,8 @@ export function startPush(o: {
       (e) => o.log(`resourcesync serve: hub: ${e instanceof Error ? e.message : String(e)}`),
     );
     send = (r) => h.handleLocal(r);
-  } else if (o.publishSecret !== undefined) {
-    const bearer = `Bearer ${o.publishSecret}`;
-    send = (r) => {
-      r.headers.set('authorization', bearer);
-      return fetch(r);
-    };
+  } else {
+    send = sendToHub(o.publishSecret);
   }
   let queue: Promise<void> = Promise.resolve();
   const topics = new Set<string>();
