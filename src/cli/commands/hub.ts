@@ -122,7 +122,7 @@ export async function run(args: string[]): Promise<number> {
   );
   if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
-  if (positionals.length > 0) return usageError('hub', `unexpected argument '${positionals[0]}'.`, HELP);
+  if (positionals.length > 0) return usageError('hub', `unexpected argument '${positionals[0]}'.`);
   const port = values.port === undefined ? 8090 : Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     return usageError('hub', `--port '${values.port}' is not a port number.`);

@@ -107,7 +107,7 @@ export async function run(args: string[]): Promise<number> {
   );
   if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
-  if (positionals.length === 0) return usageError('serve', 'a directory is needed.', HELP);
+  if (positionals.length === 0) return usageError('serve', 'a directory is needed.');
   const port = values.port === undefined ? 8080 : Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) return usageError('serve', `--port '${values.port}' is not a port number.`);
   const host = values.host ?? '127.0.0.1';
