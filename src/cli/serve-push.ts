@@ -19,6 +19,7 @@ import type { XmppPublisher } from '../notify/xmpp-publisher.js';
 import type { ChannelSummary } from '../web/explorer.js';
 import type { SetNotifications } from '../source/notifications.js';
 import { DOCUMENTS_PREFIX } from '../source/url-path.js';
+import type { HubLimitOptions } from './hub-limit-options.js';
 
 /** Push as `serve` runs it. */
 export interface Push {
@@ -67,6 +68,8 @@ export function startPush(o: {
   hub?: string;
   /** Non-loopback callbacks the embedded hub may contact (patterns, see ../notify/callback-policy.ts). */
   allowCallback?: readonly string[];
+  /** The embedded hub's limits and give-up rule (default: the hub's). */
+  hubBounds?: HubLimitOptions;
   /** The publish secret: the embedded hub takes publishes from the network that carry it; an external hub is sent it. */
   publishSecret?: string;
   /** Also publishes every notification to the XMPP PubSub node named by its topic URI. */
@@ -90,6 +93,7 @@ export function startPush(o: {
       store,
       hubUrl,
       allowCallback: o.allowCallback ?? [],
+      ...(o.hubBounds === undefined ? {} : { limits: o.hubBounds.limits, giveUp: o.hubBounds.giveUp }),
       // only this Source's channels, published from this process; nothing fetched for anyone
       topics: (t) => t.startsWith(prefix) && TOPIC.test(t.slice(prefix.length)),
       openPublish: false,
