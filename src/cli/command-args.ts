@@ -15,10 +15,9 @@ export const USAGE_EXIT = 2;
 
 /**
  * Writes a usage error in two lines to stderr, `resourcesync <command>: <problem>` and where the help is; returns
- * {@link USAGE_EXIT}. The help itself is printed only when asked for (`--help`): `_help` is kept for callers that
- * still pass it.
+ * {@link USAGE_EXIT}. The help itself is printed only when asked for (`--help`).
  */
-export function usageError(command: string, problem: unknown, _help?: string): number {
+export function usageError(command: string, problem: unknown): number {
   const text = (problem instanceof Error ? problem.message : String(problem)).trim();
   stderr.write(`resourcesync ${command}: ${text}\n${usageHint(command)}\n`);
   return USAGE_EXIT;
@@ -42,7 +41,7 @@ export function parseCommandArgs<O extends OptionsConfig>(command: string, args:
   try {
     parsed = parseArgs({ args, options: { ...options, ...HELP_OPTION }, allowPositionals: true as const, strict: true as const });
   } catch (err) {
-    return usageError(command, err, help);
+    return usageError(command, err);
   }
   if ((parsed.values as { help?: unknown }).help === true) {
     stdout.write(help);

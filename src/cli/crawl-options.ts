@@ -34,7 +34,6 @@ export interface Crawl {
 /** Reads the `<url>` and the crawl options, or says what is wrong and returns the usage exit code. */
 export function crawlOf(
   command: string,
-  help: string,
   positionals: string[],
   v: {
     'max-documents'?: string | undefined;
@@ -44,7 +43,7 @@ export function crawlOf(
     deadline?: string | undefined;
   },
 ): Crawl | number {
-  if (positionals.length !== 1) return usageError(command, 'expected one <url>.', help);
+  if (positionals.length !== 1) return usageError(command, 'expected one <url>.');
   const url = positionals[0]!;
   const origin = originOf(url);
   if (origin === undefined) return usageError(command, `'${url}' is not an http(s) URL.`);

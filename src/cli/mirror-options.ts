@@ -76,9 +76,9 @@ export function mirrorOptions(v: {
 }
 
 /** The two positionals `<source-url> <dest-dir>`, or the usage exit code after saying what is wrong. */
-export function sourceAndDest(command: string, help: string, positionals: string[]): [string, string] | number {
+export function sourceAndDest(command: string, positionals: string[]): [string, string] | number {
   const [source, dest] = positionals;
-  if (source === undefined || dest === undefined || positionals.length > 2) return usageError(command, 'expected <source-url> <dest-dir>', help);
+  if (source === undefined || dest === undefined || positionals.length > 2) return usageError(command, 'expected <source-url> <dest-dir>');
   return [source, dest];
 }
 

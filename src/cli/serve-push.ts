@@ -19,6 +19,7 @@ import type { XmppPublisher } from '../notify/xmpp-publisher.js';
 import type { ChannelSummary } from '../web/explorer.js';
 import type { SetNotifications } from '../source/notifications.js';
 import { DOCUMENTS_PREFIX } from '../source/url-path.js';
+import type { HubLimitOptions } from './hub-limit-options.js';
 
 /** Push as `serve` runs it. */
 export interface Push {
@@ -37,6 +38,16 @@ export interface Push {
 
 /** The environment variable holding the secret a publisher shows the hub (`Authorization: Bearer`). */
 export const PUBLISH_SECRET_ENV = 'RESOURCESYNC_HUB_PUBLISH_SECRET';
+
+/** Sends to a hub elsewhere with `fetch`, with `Authorization: Bearer <publishSecret>` when there is a secret. */
+export function sendToHub(publishSecret: string | undefined): SendRequest {
+  if (publishSecret === undefined || publishSecret === '') return (r) => fetch(r);
+  const bearer = `Bearer ${publishSecret}`;
+  return (r) => {
+    r.headers.set('authorization', bearer);
+    return fetch(r);
+  };
+}
 
 /** A callback as the explorer shows it: scheme, host, port and path; never its credentials or query. */
 function redactCallback(callback: string): string {
@@ -57,6 +68,8 @@ export function startPush(o: {
   hub?: string;
   /** Non-loopback callbacks the embedded hub may contact (patterns, see ../notify/callback-policy.ts). */
   allowCallback?: readonly string[];
+  /** The embedded hub's limits and give-up rule (default: the hub's). */
+  hubBounds?: HubLimitOptions;
   /** The publish secret: the embedded hub takes publishes from the network that carry it; an external hub is sent it. */
   publishSecret?: string;
   /** Also publishes every notification to the XMPP PubSub node named by its topic URI. */
@@ -69,7 +82,7 @@ export function startPush(o: {
   let hub: Hub | undefined;
   let store: HubStore | undefined;
   let listener: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
-  let send: SendRequest = (r) => fetch(r);
+  let send: SendRequest;
   const hubPath = new URL(hubUrl).pathname;
   if (o.hub === undefined) {
     store = HubStore.open(join(o.hubDir!, 'hub.sqlite'));
@@ -80,6 +93,7 @@ export function startPush(o: {
       store,
       hubUrl,
       allowCallback: o.allowCallback ?? [],
+      ...(o.hubBounds === undefined ? {} : { limits: o.hubBounds.limits, giveUp: o.hubBounds.giveUp }),
       // only this Source's channels, published from this process; nothing fetched for anyone
       topics: (t) => t.startsWith(prefix) && TOPIC.test(t.slice(prefix.length)),
       openPublish: false,
@@ -94,12 +108,8 @@ export function startPush(o: {
       (e) => o.log(`resourcesync serve: hub: ${e instanceof Error ? e.message : String(e)}`),
     );
     send = (r) => h.handleLocal(r);
-  } else if (o.publishSecret !== undefined) {
-    const bearer = `Bearer ${o.publishSecret}`;
-    send = (r) => {
-      r.headers.set('authorization', bearer);
-      return fetch(r);
-    };
+  } else {
+    send = sendToHub(o.publishSecret);
   }
   let queue: Promise<void> = Promise.resolve();
   const topics = new Set<string>();

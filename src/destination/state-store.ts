@@ -1,8 +1,9 @@
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ResourceSyncError } from '../core/errors.js';
 import type { Entry, Ln } from '../core/model/types.js';
+import { makePrivateFolder, preparePrivateStore } from '../node/sqlite.js';
 
 /** What the Destination knows about one resource it holds. */
 export interface ResourceRecord {
@@ -115,7 +116,8 @@ export class StateStore {
         if (!existsSync(file)) return new StateStore(new Database(':memory:'), true);
         return new StateStore(new Database(file, { readonly: true, fileMustExist: true }), true);
       }
-      mkdirSync(dir, { recursive: true });
+      // the state holds a follower's subscription secret: readable by the owner only
+      preparePrivateStore(file);
       return new StateStore(new Database(file), false);
     } catch (err) {
       throw new ResourceSyncError('RS_IO', `State '${file}' cannot be opened: ${err instanceof Error ? err.message : String(err)}.`, { data: { path: file }, cause: err });
@@ -303,7 +305,7 @@ function pidAlive(pid: number): boolean {
  */
 export function acquireLock(dest: string): SyncLock {
   const dir = join(dest, STATE_DIR);
-  mkdirSync(dir, { recursive: true });
+  makePrivateFolder(dir);
   const path = join(dir, 'lock');
   for (let attempt = 0; attempt < 3; attempt++) {
     try {

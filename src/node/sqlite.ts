@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { ResourceSyncError } from '../core/errors.js';
@@ -10,15 +10,47 @@ export interface StoreOptions {
   /** `FULL` makes each commit durable (an outbox); `NORMAL` in WAL mode may lose the last commits on a power cut. */
   synchronous: 'FULL' | 'NORMAL';
   foreignKeys?: boolean;
+  /** The database holds secrets: see {@link preparePrivateStore}. */
+  private?: boolean;
+}
+
+/** Creates the folder `dir` readable by the owner only (0700), its missing parents as usual; one that exists is left as it is. */
+export function makePrivateFolder(dir: string): void {
+  mkdirSync(dirname(dir), { recursive: true });
+  try {
+    mkdirSync(dir, { mode: 0o700 });
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'EEXIST') throw err;
+  }
 }
 
 /**
- * Opens (creating it and its folder if needed) an SQLite store in WAL mode, waiting up to 5 s for another
+ * Prepares the SQLite database `file` to hold secrets: its folder as {@link makePrivateFolder}, the file created
+ * readable by the owner only (0600) before SQLite opens it, so that SQLite gives its `-wal` and `-shm` companions
+ * the same mode. An existing file or companion open to group or others is narrowed to 0600 where the owner may.
+ */
+export function preparePrivateStore(file: string): void {
+  makePrivateFolder(dirname(file));
+  closeSync(openSync(file, 'a', 0o600));
+  for (const f of [file, `${file}-wal`, `${file}-shm`]) {
+    try {
+      if ((statSync(f).mode & 0o077) !== 0) chmodSync(f, 0o600);
+    } catch {
+      // a companion that does not exist yet, or a file another user owns: nothing to narrow
+    }
+  }
+}
+
+/**
+ * Opens (creating it and its folder if needed; `private` ones readable by the owner only) an SQLite store in WAL mode, waiting up to 5 s for another
  * connection's lock. `:memory:` gives a throw-away one.
  * @throws ResourceSyncError `RS_LOCKED` when another process holds the database, `RS_IO` otherwise
  */
 export function openStore(file: string, options: StoreOptions): Database.Database {
-  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+  if (file !== ':memory:') {
+    if (options.private === true) preparePrivateStore(file);
+    else mkdirSync(dirname(file), { recursive: true });
+  }
   let db: Database.Database | undefined;
   try {
     db = new Database(file, { timeout: 5000 });

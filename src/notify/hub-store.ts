@@ -171,7 +171,7 @@ export class HubStore {
 
   /** Opens (creating if needed) the store at `file` (`:memory:` for a throw-away one). */
   static open(file: string): HubStore {
-    const db = openStore(file, { schema: SCHEMA, synchronous: 'FULL', foreignKeys: true });
+    const db = openStore(file, { schema: SCHEMA, synchronous: 'FULL', foreignKeys: true, private: true });
     migrate(db);
     return new HubStore(file, db);
   }

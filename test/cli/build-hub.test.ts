@@ -1,6 +1,7 @@
 // `resourcesync build --hub URL` as a child process against a real hub and subscriber on 127.0.0.1: the
 // Capability List advertises the channels, the first run announces the new capability documents, a later run
-// publishes its changes as a Change Notification whose window starts where the previous one ended.
+// publishes its changes as a Change Notification whose window starts where the previous one ended. A hub that
+// requires a publish secret gets it from RESOURCESYNC_HUB_PUBLISH_SECRET.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -15,6 +16,8 @@ import { validateDocument } from '../../src/core/validate/index.js';
 import { REPO_ROOT } from '../helpers/paths.js';
 import { tempDir } from '../helpers/tmp.js';
 import { TestSubscriber } from '../helpers/websub-subscriber.js';
+import { startCli, until } from '../helpers/cli-child.js';
+import { exited } from '../helpers/exited.js';
 
 const MAIN = join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js');
 const run = promisify(execFile);
@@ -100,6 +103,41 @@ test('build --hub publishes the changes of each run to the hub', async () => {
     await hub.close();
     store.close();
     await sub.close();
+    await tmp.cleanup();
+  }
+});
+
+test('build --hub sends the publish secret of RESOURCESYNC_HUB_PUBLISH_SECRET to a hub that requires it', async () => {
+  const tmp = await tempDir('rs-build-hub-secret-');
+  const secret = 's3cret-for-publishers';
+  const hub = startCli(['hub', '--port', '0', '--data', join(tmp.dir, 'hub')], { ...process.env, RESOURCESYNC_HUB_PUBLISH_SECRET: secret });
+  try {
+    await until(`the hub to listen; ${hub.err()}`, () => /^listening on /m.test(hub.out()));
+    const hubUrl = /^listening on (\S+)$/m.exec(hub.out())![1]!;
+    const data = join(tmp.dir, 'data');
+    mkdirSync(data);
+    writeFileSync(join(data, 'one.txt'), '1');
+    const args = [MAIN, 'build', data, '--base-url', 'http://127.0.0.1:1/', '--out', join(tmp.dir, 'out'), '--state', join(tmp.dir, 'state'), '--hub', hubUrl, '--json'];
+    const env = (value?: string): NodeJS.ProcessEnv => {
+      const e: NodeJS.ProcessEnv = { ...process.env };
+      delete e.RESOURCESYNC_HUB_PUBLISH_SECRET;
+      return value === undefined ? e : { ...e, RESOURCESYNC_HUB_PUBLISH_SECRET: value };
+    };
+    // each run has a change to announce
+    for (const wrong of [undefined, 'not-the-secret']) {
+      writeFileSync(join(data, `${String(wrong)}.txt`), 'x');
+      await assert.rejects(
+        run(process.execPath, args, { env: env(wrong) }),
+        (e: { code?: number; stderr?: string }) => e.code === 1 && /answered 403/.test(e.stderr ?? ''),
+        `secret ${String(wrong)}`,
+      );
+    }
+    writeFileSync(join(data, 'two.txt'), '2');
+    const ok = JSON.parse((await run(process.execPath, args, { env: env(secret) })).stdout) as { notificationsPublished: number };
+    assert.ok(ok.notificationsPublished >= 1, `${ok.notificationsPublished} published`);
+  } finally {
+    hub.child.kill('SIGKILL');
+    await exited(hub.child);
     await tmp.cleanup();
   }
 });

@@ -218,3 +218,24 @@ test('serve with a publish secret: only a publisher that shows it is relayed; se
     await sub.close();
   }
 });
+
+test('serve --max-body: the embedded hub refuses a larger authorised publish (413); not with --hub', async () => {
+  const env = { [SECRET_ENV]: 'publisher-s3cret' };
+  const serve = await start(['serve', site, '--state', join(tmp.dir, 'state-4'), '--max-body', '100'], env);
+  try {
+    const hub = `${serve.url}/hub`;
+    const topic = `${serve.url}/.resourcesync/site/change-notification/`;
+    const res = await forged(hub, topic, { authorization: 'Bearer publisher-s3cret' });
+    assert.equal(res.status, 413, 'a body of more than 100 bytes');
+    await res.arrayBuffer();
+  } finally {
+    await stop(serve);
+  }
+  const child = spawn(process.execPath, [MAIN, 'serve', site, '--hub', 'http://127.0.0.1:1/', '--max-body', '100'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  assert.equal((await exited(child))[0], 2);
+  assert.match(err, /--max-body applies to the embedded hub: not with --hub or --no-hub/);
+});

@@ -61,7 +61,7 @@ export async function run(args: string[]): Promise<number> {
   const parsed = parseCommandArgs('audit', args, { ...MIRROR_OPTIONS, 'trust-state': { type: 'boolean' }, repair: { type: 'boolean' }, delete: { type: 'boolean' } }, HELP);
   if (typeof parsed === 'number') return parsed;
   const v = parsed.values;
-  const positionals = sourceAndDest('audit', HELP, parsed.positionals);
+  const positionals = sourceAndDest('audit', parsed.positionals);
   if (typeof positionals === 'number') return positionals;
   const [source, dest] = positionals;
   let common: MirrorOptions;

@@ -11,6 +11,7 @@ import { publish, type PublishOptions, type PublishProgress } from '../../source
 import { publishNotification } from '../../notify/publisher.js';
 import { isValidSetName, normalizeBaseUrl } from '../../source/url-path.js';
 import { PUBLISH_ARGS, PUBLISH_HELP, PublishArgsError, publishArgs } from '../publish-options.js';
+import { PUBLISH_SECRET_ENV, sendToHub } from '../serve-push.js';
 
 const HELP = `Usage: resourcesync build <dir>... --base-url <url> --out <publish-dir> [options]
 
@@ -23,7 +24,9 @@ Options:
   --state DIR             state folder (default <dir>/.resourcesync/ of each set)
   --name NAME             set name, once per <dir> in order (default: the folder's name)
 ${PUBLISH_HELP}  --hub URL               advertise notification channels with this WebSub hub and publish the
-                          changes of this run to it (Change and Framework Notifications)
+                          changes of this run to it (Change and Framework Notifications),
+                          with the secret in ${PUBLISH_SECRET_ENV}, when set
+                          (sent as Authorization: Bearer)
   --json                  print a JSON summary on stdout
   -h, --help              this help
 
@@ -133,10 +136,11 @@ export async function run(args: string[]): Promise<number> {
     if (tty) process.stderr.write('\r\x1b[K');
     // Push: the notifications of this run, in order (Change Notification §4.1)
     let published = 0;
+    const send = sendToHub(process.env[PUBLISH_SECRET_ENV]);
     for (const n of notifications ?? []) {
       const items = [...n.change.map((payload) => ({ topic: n.changeTopic, payload })), ...(n.framework ? [{ topic: n.frameworkTopic, payload: n.framework }] : [])];
       for (const item of items) {
-        await publishNotification({ hub: n.hub, topic: item.topic, capabilityList: n.capabilityList, payload: item.payload });
+        await publishNotification({ hub: n.hub, topic: item.topic, capabilityList: n.capabilityList, payload: item.payload }, send);
         published++;
       }
     }

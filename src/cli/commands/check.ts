@@ -64,7 +64,7 @@ export async function run(args: string[]): Promise<number> {
   const parsed = parseCommandArgs('check', args, { ...CRAWL_OPTIONS, html: { type: 'string' }, sample: { type: 'string' } }, HELP);
   if (typeof parsed === 'number') return parsed;
   const { values } = parsed;
-  const crawl = crawlOf('check', HELP, parsed.positionals, values);
+  const crawl = crawlOf('check', parsed.positionals, values);
   if (typeof crawl === 'number') return crawl;
   let sample: number;
   try {

@@ -129,7 +129,7 @@ export async function run(args: string[]): Promise<number> {
   );
   if (typeof parsed === 'number') return parsed;
   const { values } = parsed;
-  const crawl = crawlOf('explore', HELP, parsed.positionals, values);
+  const crawl = crawlOf('explore', parsed.positionals, values);
   if (typeof crawl === 'number') return crawl;
   let maxDepth: number | undefined;
   let port: number;

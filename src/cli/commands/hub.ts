@@ -10,7 +10,8 @@
  */
 import { join, resolve } from 'node:path';
 import { parseCommandArgs, usageError } from '../command-args.js';
-import { createHub, HUB_DEFAULT_GIVE_UP, HUB_DEFAULT_LIMITS, type HubEvent, type HubLimits } from '../../notify/hub.js';
+import { createHub, type HubEvent } from '../../notify/hub.js';
+import { HUB_LIMIT_ARGS, hubLimitHelp, hubLimitOptions } from '../hub-limit-options.js';
 import { PUBLISH_SECRET_ENV } from '../serve-push.js';
 import { HubStore } from '../../notify/hub-store.js';
 import { requireFolderOrNothing } from '../../node/folder.js';
@@ -34,17 +35,7 @@ Options:
                            apart); loopback is always allowed; repeatable
   --allow-topic PATTERN    accept publishes (and fetch topics) for topics matching PATTERN, as above
                            (default: the --allow-callback patterns); loopback is always allowed
-  --max-body BYTES         largest published body (default ${HUB_DEFAULT_LIMITS.bodyBytes}): 413 above it
-  --max-topic-queue BYTES  most bytes queued for one topic (default ${HUB_DEFAULT_LIMITS.topicBytes}): 429
-  --max-queue BYTES        most bytes queued in all (default ${HUB_DEFAULT_LIMITS.totalBytes}): 503
-  --max-subscriber-queue BYTES  most bytes queued for one subscriber (default ${HUB_DEFAULT_LIMITS.subscriberBytes});
-                           a subscriber whose queue is full is given up
-  --max-verifications N    verifications of intent in flight (default ${HUB_DEFAULT_LIMITS.verifications}): 503
-  --give-up-after SECONDS  give a callback up once its deliveries failed for this long (default
-                           ${HUB_DEFAULT_GIVE_UP.afterMs / 1000}) and at least --give-up-attempts times in a row;
-                           its queue is dropped
-  --give-up-attempts N     failed deliveries in a row before a callback is given up (default ${HUB_DEFAULT_GIVE_UP.attempts})
-  --signature METHOD       X-Hub-Signature method: sha256 (default), sha1, sha384 or sha512
+${hubLimitHelp(27)}  --signature METHOD       X-Hub-Signature method: sha256 (default), sha1, sha384 or sha512
   --retry-ms N             first delay before a failed delivery is retried, doubled each time (default 1000)
   --verbose                log subscriptions and deliveries on stderr
   -h, --help               show this help
@@ -52,29 +43,6 @@ Options:
 Environment: ${PUBLISH_SECRET_ENV}, when set, is the secret every publisher must send
 (Authorization: Bearer <secret>); publishing is then closed to everyone else.
 `;
-
-/** Limit options: flag → the field of HubLimits it sets. */
-const LIMIT_FLAGS = {
-  'max-body': 'bodyBytes',
-  'max-topic-queue': 'topicBytes',
-  'max-queue': 'totalBytes',
-  'max-subscriber-queue': 'subscriberBytes',
-  'max-verifications': 'verifications',
-} as const satisfies Record<string, keyof HubLimits>;
-
-/** Positive integers of the options named, or the usage error of the first that is not one. */
-function positiveIntegers(values: Record<string, unknown>, names: readonly string[]): Map<string, number> | string {
-  const out = new Map<string, number>();
-  for (const name of names) {
-    const v = values[name];
-    if (v === undefined) continue;
-    const n = Number(v);
-    if (typeof v !== 'string' || !/^\d+$/.test(v) || !Number.isSafeInteger(n) || n < 1)
-      return `--${name} '${typeof v === 'string' ? v : ''}' is not a positive integer.`;
-    out.set(name, n);
-  }
-  return out;
-}
 
 function describe(e: HubEvent): string {
   switch (e.type) {
@@ -111,9 +79,7 @@ export async function run(args: string[]): Promise<number> {
       'public-url': { type: 'string' },
       'allow-callback': { type: 'string', multiple: true },
       'allow-topic': { type: 'string', multiple: true },
-      ...Object.fromEntries(Object.keys(LIMIT_FLAGS).map((k) => [k, { type: 'string' as const }])),
-      'give-up-after': { type: 'string' },
-      'give-up-attempts': { type: 'string' },
+      ...HUB_LIMIT_ARGS,
       signature: { type: 'string' },
       'retry-ms': { type: 'string' },
       verbose: { type: 'boolean' },
@@ -122,7 +88,7 @@ export async function run(args: string[]): Promise<number> {
   );
   if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
-  if (positionals.length > 0) return usageError('hub', `unexpected argument '${positionals[0]}'.`, HELP);
+  if (positionals.length > 0) return usageError('hub', `unexpected argument '${positionals[0]}'.`);
   const port = values.port === undefined ? 8090 : Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     return usageError('hub', `--port '${values.port}' is not a port number.`);
@@ -133,15 +99,8 @@ export async function run(args: string[]): Promise<number> {
   const retryMs = values['retry-ms'] === undefined ? 1000 : Number(values['retry-ms']);
   if (!Number.isInteger(retryMs) || retryMs < 1)
     return usageError('hub', `--retry-ms '${values['retry-ms']}' is not a positive integer.`);
-  const numbers = positiveIntegers(values, [...Object.keys(LIMIT_FLAGS), 'give-up-after', 'give-up-attempts']);
-  if (typeof numbers === 'string') return usageError('hub', numbers);
-  const limits: Partial<HubLimits> = {};
-  for (const [flag, field] of Object.entries(LIMIT_FLAGS)) {
-    const n = numbers.get(flag);
-    if (n !== undefined) limits[field] = n;
-  }
-  const giveUpAfter = numbers.get('give-up-after');
-  const giveUpAttempts = numbers.get('give-up-attempts');
+  const bounds = hubLimitOptions(values);
+  if (typeof bounds === 'string') return usageError('hub', bounds);
   const publishSecret = process.env[PUBLISH_SECRET_ENV];
   const publicUrl = values['public-url'];
   if (publicUrl !== undefined && (!URL.canParse(publicUrl) || !/^https?:$/.test(new URL(publicUrl).protocol))) {
@@ -178,11 +137,8 @@ export async function run(args: string[]): Promise<number> {
     allowCallback: values['allow-callback'] ?? [],
     ...(values['allow-topic'] === undefined ? {} : { allowTopic: values['allow-topic'] }),
     ...(publishSecret ? { publishSecret } : {}),
-    limits,
-    giveUp: {
-      ...(giveUpAfter === undefined ? {} : { afterMs: giveUpAfter * 1000 }),
-      ...(giveUpAttempts === undefined ? {} : { attempts: giveUpAttempts }),
-    },
+    limits: bounds.limits,
+    giveUp: bounds.giveUp,
     signature,
     retry: { baseMs: retryMs },
     ...(values.verbose === true ? { onEvent: (e: HubEvent) => log(describe(e)) } : {}),

@@ -98,7 +98,7 @@ export async function run(args: string[]): Promise<number> {
   const parsed = parseCommandArgs('inspect', args, { json: { type: 'boolean' } }, HELP);
   if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
-  if (positionals.length !== 1) return usageError('inspect', 'give exactly one document', HELP);
+  if (positionals.length !== 1) return usageError('inspect', 'give exactly one document');
   const input = positionals[0]!;
   try {
     const info = await inspectInput(input);

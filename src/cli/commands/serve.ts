@@ -20,6 +20,7 @@ import { recordChanges, type RecordResult } from '../../source/record-changes.js
 import type { SetNotifications } from '../../source/notifications.js';
 import { PUBLISH_ARGS, PUBLISH_HELP, PublishArgsError, publishArgs, type PublishArgsResult } from '../publish-options.js';
 import { PUBLISH_SECRET_ENV, startPush, type Push } from '../serve-push.js';
+import { HUB_LIMIT_ARGS, hubLimitGiven, hubLimitHelp, hubLimitOptions } from '../hub-limit-options.js';
 import { XMPP_PASSWORD_ENV, xmppAccount } from '../xmpp-options.js';
 import { XmppPublisher } from '../../notify/xmpp-publisher.js';
 import { isResourceSyncError } from '../../core/errors.js';
@@ -50,7 +51,8 @@ Options:
                           this Source's channels only and relays only what serve publishes; a
                           publisher elsewhere needs the secret in ${PUBLISH_SECRET_ENV}
                           (sent as Authorization: Bearer), which --hub sends to its hub too
-  --xmpp URI              also publish the notifications to an XMPP PubSub service (XEP-0060):
+  The embedded hub's limits, as for resourcesync hub (not with --hub or --no-hub):
+${hubLimitHelp(26)}  --xmpp URI              also publish the notifications to an XMPP PubSub service (XEP-0060):
                           xmpp://USER@DOMAIN[:PORT]/SERVICE[?server=HOST], e.g.
                           xmpp://source@example.org/pubsub.example.org; the password comes from
                           the environment variable ${XMPP_PASSWORD_ENV}. One node per
@@ -100,6 +102,7 @@ export async function run(args: string[]): Promise<number> {
       hub: { type: 'string' },
       'no-hub': { type: 'boolean' },
       'allow-callback': { type: 'string', multiple: true },
+      ...HUB_LIMIT_ARGS,
       xmpp: { type: 'string' },
       verbose: { type: 'boolean' },
     },
@@ -107,7 +110,7 @@ export async function run(args: string[]): Promise<number> {
   );
   if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
-  if (positionals.length === 0) return usageError('serve', 'a directory is needed.', HELP);
+  if (positionals.length === 0) return usageError('serve', 'a directory is needed.');
   const port = values.port === undefined ? 8080 : Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) return usageError('serve', `--port '${values.port}' is not a port number.`);
   const host = values.host ?? '127.0.0.1';
@@ -156,6 +159,12 @@ export async function run(args: string[]): Promise<number> {
   const allowCallback = values['allow-callback'] ?? [];
   if (allowCallback.length > 0 && (values.hub !== undefined || values['no-hub'] === true)) {
     return usageError('serve', '--allow-callback applies to the embedded hub: not with --hub or --no-hub.');
+  }
+  const hubBounds = hubLimitOptions(values);
+  if (typeof hubBounds === 'string') return usageError('serve', hubBounds);
+  const limitGiven = hubLimitGiven(values);
+  if (limitGiven !== undefined && (values.hub !== undefined || values['no-hub'] === true)) {
+    return usageError('serve', `${limitGiven} applies to the embedded hub: not with --hub or --no-hub.`);
   }
 
   const xmppArgs = values.xmpp === undefined ? undefined : xmppAccount(values.xmpp, 'source');
@@ -227,6 +236,7 @@ export async function run(args: string[]): Promise<number> {
       origin: running.url,
       ...(values.hub === undefined ? { hubDir: join(stateDir ?? join(dirs[0]!, '.resourcesync'), 'hub') } : { hub: values.hub }),
       allowCallback,
+      hubBounds,
       ...(process.env[PUBLISH_SECRET_ENV] ? { publishSecret: process.env[PUBLISH_SECRET_ENV] } : {}),
       ...(xmpp === undefined ? {} : { xmpp }),
       log,

@@ -87,7 +87,7 @@ export async function run(args: string[]): Promise<number> {
   );
   if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
-  if (positionals.length > 0) return usageError('simulate', `unexpected argument '${positionals[0]}'.`, HELP);
+  if (positionals.length > 0) return usageError('simulate', `unexpected argument '${positionals[0]}'.`);
   const resources = integerOption(values.resources, 100, 0, MAX_SIMULATED_RESOURCES);
   if (resources === undefined)
     return usageError(

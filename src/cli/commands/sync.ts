@@ -205,7 +205,7 @@ export async function run(args: string[]): Promise<number> {
   );
   if (typeof parsed === 'number') return parsed;
   const v = parsed.values;
-  const positionals = sourceAndDest('sync', HELP, parsed.positionals);
+  const positionals = sourceAndDest('sync', parsed.positionals);
   if (typeof positionals === 'number') return positionals;
   const [source, dest] = positionals;
   let concurrency: number | undefined, retries: number | undefined, common: MirrorOptions;

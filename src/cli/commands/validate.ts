@@ -65,7 +65,7 @@ export async function run(args: string[]): Promise<number> {
   const { values, positionals } = parsed;
   const spec = values.spec ?? '1.1';
   if (spec !== '1.0' && spec !== '1.1') return usageError('validate', `--spec must be 1.0 or 1.1, not '${spec}'`);
-  if (positionals.length === 0) return usageError('validate', 'no document given', HELP);
+  if (positionals.length === 0) return usageError('validate', 'no document given');
 
   const reports: DocumentReport[] = [];
   for (const input of positionals) {
