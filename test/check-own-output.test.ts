@@ -2,7 +2,7 @@
 // their packages and manifests), served by our server core, and a live `serve`, are conformant: no error.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -12,11 +12,10 @@ import { createHttpClient } from '../src/destination/http-client.js';
 import type { CoreHandler } from '../src/server/request-response.js';
 import { createSourceCore, type SourceCore } from '../src/server/source-responder.js';
 import { serve, type RunningServer } from '../src/server/node-adapter.js';
-import { REPO_ROOT } from './helpers/paths.js';
 import { tempDir } from './helpers/tmp.js';
+import { startServe } from './helpers/serve-child.js';
 import { runCli as runCliProcess } from './helpers/mirror-check.js';
 
-const MAIN = join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js');
 let tmp: { dir: string; cleanup: () => Promise<void> };
 const children: ChildProcess[] = [];
 
@@ -122,22 +121,8 @@ void test('a live serve, after a change, is conformant (CLI exit 0)', async () =
   await mkdir(site, { recursive: true });
   await writeFile(join(site, 'a.txt'), 'alpha\n');
   await writeFile(join(site, 'b.txt'), 'beta\n');
-  const child = spawn(process.execPath, [MAIN, 'serve', site, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const { child, url } = await startServe([site], 60_000);
   children.push(child);
-  let stderr = '';
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`no 'listening on' line within 20 s; stderr: ${stderr}`)), 20_000);
-    child.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /^listening on (http:\/\/127\.0\.0\.1:\d+)\n/m.exec(out);
-      if (m !== null) {
-        clearTimeout(timer);
-        resolve(m[1]!);
-      }
-    });
-  });
   await writeFile(join(site, 'c.txt'), 'gamma\n');
   // poll (bounded in time, failing if it never comes) until the change is published: in the Change List. The
   // Resource List need not list it yet: serve writes a new one at most every 20 times what the last one took

@@ -10,14 +10,14 @@ import { connect, createServer as createNetServer, type Server as NetServer, typ
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createHub, type Hub, type HubEvent, type HubOptions } from '../src/notify/hub.js';
 import { HubStore } from '../src/notify/hub-store.js';
-import { listen, type Listener } from '../src/notify/node-listener.js';
+import { listen } from '../src/notify/node-listener.js';
 import { createUrlPolicy } from '../src/notify/callback-policy.js';
 import { Subscriber } from '../src/notify/subscriber.js';
 import { TestSubscriber } from './helpers/websub-subscriber.js';
 import { failingCallbacks } from './helpers/failing-callbacks.js';
 import { tempDir } from './helpers/tmp.js';
+import { form, startHub, type TestHub } from './helpers/test-hub.js';
 import Database from 'better-sqlite3';
 
 /** The store's schema before subscriptions had a state and messages a size. */
@@ -52,60 +52,6 @@ CREATE INDEX IF NOT EXISTS delivery_by_subscription ON delivery (subscription_id
 
 const CN = Buffer.from('<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"/>\n');
 const TOPIC = 'http://127.0.0.1:1/set/change-notification/';
-
-interface TestHub {
-  hub: Hub;
-  url: string;
-  store: HubStore;
-  events: HubEvent[];
-  fetched: string[];
-  listener: Listener;
-  stop(): Promise<void>;
-}
-
-/** A hub on 127.0.0.1 whose every outgoing request is recorded (and still made, to loopback only). */
-async function startHub(opts: Partial<HubOptions> = {}): Promise<TestHub> {
-  const tmp = await tempDir('rs-hub-sec-');
-  const store = HubStore.open(join(tmp.dir, 'hub.sqlite'));
-  const events: HubEvent[] = [];
-  const fetched: string[] = [];
-  const ref: { hub?: Hub } = {};
-  const listener = await listen((r) => ref.hub!.handle(r));
-  const url = `${listener.url}/`;
-  const hub = (ref.hub = createHub({
-    store,
-    hubUrl: url,
-    retry: { baseMs: 10, maxMs: 40 },
-    onEvent: (e) => events.push(e),
-    fetch: (input, init) => {
-      fetched.push(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
-      return fetch(input, init);
-    },
-    ...opts,
-  }));
-  return {
-    hub,
-    url,
-    store,
-    events,
-    fetched,
-    listener,
-    async stop() {
-      await listener.close();
-      await hub.close();
-      store.close();
-      await tmp.cleanup();
-    },
-  };
-}
-
-function form(hubUrl: string, params: Record<string, string>): Promise<Response> {
-  return fetch(hubUrl, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams(params).toString(),
-  });
-}
 
 function fatPing(hubUrl: string, topic: string, body: Uint8Array = CN): Promise<Response> {
   return fetch(hubUrl, {

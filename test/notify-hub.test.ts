@@ -8,68 +8,18 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { createHub, LEASE, type Hub, type HubEvent, type HubOptions } from '../src/notify/hub.js';
-import { HubStore } from '../src/notify/hub-store.js';
-import { listen, type Listener } from '../src/notify/node-listener.js';
+import { LEASE } from '../src/notify/hub.js';
 import { verifySignature } from '../src/notify/signature.js';
 import { createUrlPolicy } from '../src/notify/callback-policy.js';
 import { parseLinkHeader } from '../src/core/link-header.js';
 import { TestSubscriber } from './helpers/websub-subscriber.js';
 import { tempDir } from './helpers/tmp.js';
+import { form, startHub, type TestHub } from './helpers/test-hub.js';
 
 const CN = Buffer.from(
   '<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">' +
     '<rs:md capability="change-notification" from="2026-11-23T10:00:00Z" until="2026-11-23T10:00:01Z"/></urlset>\n',
 );
-
-interface TestHub {
-  hub: Hub;
-  url: string;
-  store: HubStore;
-  events: HubEvent[];
-  file: string;
-  listener: Listener;
-  stop(): Promise<void>;
-}
-
-async function startHub(opts: Partial<HubOptions> = {}, file?: string): Promise<TestHub> {
-  const tmp = file === undefined ? await tempDir('rs-hub-') : undefined;
-  const path = file ?? join(tmp!.dir, 'hub.sqlite');
-  const store = HubStore.open(path);
-  const events: HubEvent[] = [];
-  const ref: { hub?: Hub } = {};
-  const listener = await listen((r) => ref.hub!.handle(r));
-  const url = `${listener.url}/`;
-  const hub = (ref.hub = createHub({
-    store,
-    hubUrl: url,
-    retry: { baseMs: 10, maxMs: 80 },
-    onEvent: (e) => events.push(e),
-    ...opts,
-  }));
-  return {
-    hub,
-    url,
-    store,
-    events,
-    file: path,
-    listener,
-    async stop() {
-      await listener.close();
-      await hub.close();
-      store.close();
-      await tmp?.cleanup();
-    },
-  };
-}
-
-function form(hubUrl: string, params: Record<string, string>): Promise<Response> {
-  return fetch(hubUrl, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams(params).toString(),
-  });
-}
 
 function fatPing(hubUrl: string, topic: string, body: Uint8Array = CN, type = 'application/xml'): Promise<Response> {
   return fetch(hubUrl, {

@@ -25,6 +25,7 @@ import { ARTIFACTS, launchChromium, noBrowser } from './helpers/browser.js';
 import { CLI } from './helpers/mirror-check.js';
 import { startTestServer, type TestServer } from './helpers/test-server.js';
 import { tempDir } from './helpers/tmp.js';
+import { startServe } from './helpers/serve-child.js';
 import { TestSubscriber } from './helpers/websub-subscriber.js';
 import type { ChannelSummary } from '../src/web/explorer.js';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -429,22 +430,8 @@ describe('in Chromium', () => {
     const site = join(tmp.dir, 'served');
     await mkdir(site, { recursive: true });
     await writeFile(join(site, 'a.txt'), 'alpha\n');
-    const child = spawn(process.execPath, [CLI, 'serve', site, '--port', '0', '--state', join(tmp.dir, 'served-state')], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const { child, url } = await startServe([site, '--state', join(tmp.dir, 'served-state')], 60_000);
     children.push(child);
-    const url = await new Promise<string>((resolve, reject) => {
-      let out = '';
-      const timer = setTimeout(() => reject(new Error(`no 'listening on' line within 60 s: ${out}`)), 60_000);
-      child.stdout.on('data', (d: Buffer) => {
-        out += d.toString();
-        const m = /^listening on (http:\/\/127\.0\.0\.1:\d+)\n/m.exec(out);
-        if (m !== null) {
-          clearTimeout(timer);
-          resolve(m[1]!);
-        }
-      });
-    });
     // A subscriber of the change channel, verified by the embedded hub, shows up in the channels summary, its
     // callback without the token in its query.
     const topic = `${url}/.resourcesync/served/change-notification/`;
