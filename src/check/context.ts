@@ -14,6 +14,7 @@ import type { HttpGet, HttpResponse } from '../destination/http.js';
 import { withDeadline } from '../destination/deadline.js';
 import { CHECK_MESSAGES, checkMessage, type CheckCode } from './issues.js';
 import type { CheckedDocument, CheckIssue, CheckOptions, CheckProgress } from './report.js';
+import { messageOf } from '../core/errors.js';
 
 /** Why a document is fetched: what its lister says about it. */
 export interface Expectation {
@@ -80,7 +81,7 @@ export function interval(md: { from?: string | undefined; until?: string | undef
 }
 
 export function reason(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  return messageOf(error);
 }
 
 /** Counts bytes of a body as it is read. */

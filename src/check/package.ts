@@ -4,7 +4,7 @@
  * @see Z39.99 §11.2 (the manifest is `manifest.xml` at the root of the package)
  */
 import { LIMITS } from '../core/constants.js';
-import { ResourceSyncError } from '../core/errors.js';
+import { ResourceSyncError, messageOf } from '../core/errors.js';
 import { capped, listEntries, openEntry, openZip, type ZipFile } from '../node/zip-read.js';
 
 /** The files of a package and its manifest. */
@@ -19,7 +19,7 @@ export interface PackageContents {
 const MAX_FILES = 1_000_000;
 
 function zipError(file: string, error: unknown): ResourceSyncError {
-  const message = error instanceof Error ? error.message : String(error);
+  const message = messageOf(error);
   return new ResourceSyncError('RS_ZIP', `Package '${file}' cannot be read: ${message}.`, {
     data: { path: file },
     cause: error,

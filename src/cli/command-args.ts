@@ -1,5 +1,6 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { stderr, stdout } from 'node:process';
+import { messageOf } from '../core/errors.js';
 
 type OptionsConfig = NonNullable<ParseArgsConfig['options']>;
 
@@ -18,7 +19,7 @@ export const USAGE_EXIT = 2;
  * {@link USAGE_EXIT}. The help itself is printed only when asked for (`--help`).
  */
 export function usageError(command: string, problem: unknown): number {
-  const text = (problem instanceof Error ? problem.message : String(problem)).trim();
+  const text = (messageOf(problem)).trim();
   stderr.write(`resourcesync ${command}: ${text}\n${usageHint(command)}\n`);
   return USAGE_EXIT;
 }

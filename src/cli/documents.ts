@@ -3,7 +3,7 @@
  * Failures (unreadable input, malformed XML, limits) become one issue with the error's RS_* code, so
  * that `validate` and `inspect` report them like any other problem.
  */
-import { isResourceSyncError } from '../core/errors.js';
+import { isResourceSyncError, messageOf } from '../core/errors.js';
 import { readDocument, type DocumentReader } from '../core/xml/read-document.js';
 import { openInput } from '../node/open-input.js';
 
@@ -30,7 +30,7 @@ export function errorIssue(err: unknown): CliIssue {
     if (typeof line === 'number') issue.line = line;
     return issue;
   }
-  const message = err instanceof Error ? err.message : String(err);
+  const message = messageOf(err);
   return { code: 'RS_IO', severity: 'error', message, section: '-' };
 }
 

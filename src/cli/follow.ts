@@ -20,7 +20,7 @@ import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { stderr, stdout } from 'node:process';
 import type { SyncOptions } from '../destination/sync.js';
-import { ResourceSyncError } from '../core/errors.js';
+import { ResourceSyncError, messageOf } from '../core/errors.js';
 import { originOf } from '../destination/authority.js';
 import { Follower, type FollowBatch } from '../notify/follower.js';
 import { listen, type Listener } from '../notify/node-listener.js';
@@ -122,7 +122,7 @@ async function endSubscription(saved: SavedSubscription, log: (line: string) => 
     await ref.s.unsubscribe();
     log(`resourcesync sync: the subscription of a previous run (${saved.callbackUrl}) was ended`);
   } catch (e) {
-    const why = e instanceof Error ? e.message : String(e);
+    const why = messageOf(e);
     log(`resourcesync sync: the subscription of a previous run (${saved.callbackUrl}) was not ended (${why})`);
   } finally {
     await l.close();
@@ -160,7 +160,7 @@ export async function follow(o: FollowOptions): Promise<number> {
       if (b.created + b.updated + b.deleted + b.failed.length + b.warnings.length > 0 || b.notifications > 0) printBatch(o.json, via, b);
       afterBatch(b.failed.length);
     },
-    onError: (e) => o.log(`resourcesync sync: ${e instanceof Error ? e.message : String(e)}`),
+    onError: (e) => o.log(`resourcesync sync: ${messageOf(e)}`),
   });
   printBatch(o.json, 'start', first);
   afterBatch(first.failed.length);
@@ -174,7 +174,7 @@ export async function follow(o: FollowOptions): Promise<number> {
   let listener: Listener | undefined;
   const polling = `polling every ${o.intervalMs / 1000} s`;
   const channel = await follower.changeChannel().catch((e: unknown) => {
-    const why = e instanceof Error ? e.message : String(e);
+    const why = messageOf(e);
     if (!o.signal.aborted) o.log(`resourcesync sync: the change channel could not be read (${why}); ${polling}`);
     return undefined;
   });
@@ -240,7 +240,7 @@ export async function follow(o: FollowOptions): Promise<number> {
       try {
         saveSubscription(dest, key, sub);
       } catch (e) {
-        const why = e instanceof Error ? e.message : String(e);
+        const why = messageOf(e);
         o.log(`resourcesync sync: the subscription could not be kept in the state (${why})`);
       }
     };
@@ -313,7 +313,7 @@ export async function follow(o: FollowOptions): Promise<number> {
         await catchUp('catch-up'); // changes between the first sync (or the loss) and the subscription
       } catch (e) {
         if (mode === 'push' || push.subscribed || o.signal.aborted) return;
-        o.log(`resourcesync sync: subscription failed (${e instanceof Error ? e.message : String(e)}); ${polling}`);
+        o.log(`resourcesync sync: subscription failed (${messageOf(e)}); ${polling}`);
         retrySoon();
       }
     })().finally(() => (subscribing = undefined)));
@@ -351,7 +351,7 @@ export async function follow(o: FollowOptions): Promise<number> {
     await ref.push
       .unsubscribe()
       .catch((e: unknown) =>
-        o.log(`resourcesync sync: unsubscribe failed: ${e instanceof Error ? e.message : String(e)}`),
+        o.log(`resourcesync sync: unsubscribe failed: ${messageOf(e)}`),
       );
   }
   await ref.push?.close();

@@ -1,5 +1,5 @@
 import { stderr, stdout } from 'node:process';
-import { isResourceSyncError } from '../core/errors.js';
+import { isResourceSyncError, messageOf } from '../core/errors.js';
 import type { Mapping } from '../destination/mapper.js';
 import type { DestinationNote } from '../destination/notes.js';
 import { USAGE_EXIT, usageError } from './command-args.js';
@@ -96,7 +96,7 @@ export function exitCodeOf(err: unknown): number {
  * was tried and noted). Never a stack trace: an error that is not a ResourceSyncError is reported by its message.
  */
 export function reportFailure(command: string, err: unknown, json: boolean | undefined): void {
-  const message = err instanceof Error ? err.message : String(err);
+  const message = messageOf(err);
   if (json) {
     const error = isResourceSyncError(err) ? { code: err.code, message, data: err.data } : { code: 'RS_IO', message };
     stdout.write(`${JSON.stringify({ error })}\n`);

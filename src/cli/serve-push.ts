@@ -20,6 +20,7 @@ import type { ChannelSummary } from '../web/explorer.js';
 import type { SetNotifications } from '../source/notifications.js';
 import { DOCUMENTS_PREFIX } from '../source/url-path.js';
 import type { HubLimitOptions } from './hub-limit-options.js';
+import { messageOf } from '../core/errors.js';
 
 /** Push as `serve` runs it. */
 export interface Push {
@@ -105,7 +106,7 @@ export function startPush(o: {
     listener = nodeListener(
       (r) => h.handle(r),
       o.origin,
-      (e) => o.log(`resourcesync serve: hub: ${e instanceof Error ? e.message : String(e)}`),
+      (e) => o.log(`resourcesync serve: hub: ${messageOf(e)}`),
     );
     send = (r) => h.handleLocal(r);
   } else {
@@ -154,14 +155,14 @@ export function startPush(o: {
           topics.add(item.topic);
           o.xmpp
             ?.publish(item.topic, item.payload)
-            .catch((e: unknown) => o.log(`resourcesync serve: notification on ${item.topic} not published over XMPP: ${e instanceof Error ? e.message : String(e)}`));
+            .catch((e: unknown) => o.log(`resourcesync serve: notification on ${item.topic} not published over XMPP: ${messageOf(e)}`));
           queue = queue.then(() =>
             publishNotification(
               { hub: hubUrl, topic: item.topic, capabilityList: n.capabilityList, payload: item.payload },
               send,
             ).catch((e: unknown) =>
               o.log(
-                `resourcesync serve: notification on ${item.topic} not published: ${e instanceof Error ? e.message : String(e)}`,
+                `resourcesync serve: notification on ${item.topic} not published: ${messageOf(e)}`,
               ),
             ),
           );

@@ -11,6 +11,7 @@ import { nodeListener } from '../notify/node-listener.js';
 import { DOCUMENTS_PREFIX } from '../source/url-path.js';
 import { createExplorerHandler, type ChannelSummary } from '../web/explorer.js';
 import { hostCheck } from '../web/request-guard.js';
+import { messageOf } from '../core/errors.js';
 
 /** The page as `serve` mounts it. */
 export interface ServeUi {
@@ -45,7 +46,7 @@ export function startUi(o: {
     allowHost: hostCheck(o.origin, [o.baseUrl, o.host ?? '']),
     ...(o.channels === undefined ? {} : { channels: o.channels }),
   });
-  const listener = nodeListener(handler, o.origin, (e) => o.log(`resourcesync serve: explorer: ${e instanceof Error ? e.message : String(e)}`));
+  const listener = nodeListener(handler, o.origin, (e) => o.log(`resourcesync serve: explorer: ${messageOf(e)}`));
   return {
     path,
     intercept(req, res) {

@@ -4,6 +4,7 @@
  */
 import { parseXmppAccountUri } from '../core/xmpp-uri.js';
 import type { XmppAccount } from '../notify/xmpp-pubsub.js';
+import { messageOf } from '../core/errors.js';
 
 /** The environment variable that holds the password of the `--xmpp` account. */
 export const XMPP_PASSWORD_ENV = 'RESOURCESYNC_XMPP_PASSWORD';
@@ -29,7 +30,7 @@ export function xmppAccount(uri: string, side: 'source' | 'destination', env: No
   try {
     u = parseXmppAccountUri(uri);
   } catch (e) {
-    return `--xmpp: ${e instanceof Error ? e.message : String(e)}`;
+    return `--xmpp: ${messageOf(e)}`;
   }
   if (side === 'source' && u.service === undefined) return `--xmpp '${uri}' names no PubSub service: xmpp://user@domain[:port]/pubsub.domain.`;
   if (side === 'source' && u.node !== undefined) return `--xmpp: a Source names no node (each channel's node is its topic URI).`;

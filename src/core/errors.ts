@@ -63,3 +63,11 @@ export class ResourceSyncError extends Error {
 export function isResourceSyncError(err: unknown, code?: ErrorCode): err is ResourceSyncError {
   return err instanceof ResourceSyncError && (code === undefined || err.code === code);
 }
+
+/**
+ * The message of anything thrown: an Error's `message`, anything else as a string.
+ * @example messageOf(new Error('no such file')) // 'no such file'; messageOf('gone') // 'gone'
+ */
+export function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,5 +1,5 @@
 import { documentKindById, isPartOf, manifestKind } from '../core/model/document-kinds.js';
-import { ResourceSyncError, isResourceSyncError } from '../core/errors.js';
+import { ResourceSyncError, isResourceSyncError, messageOf } from '../core/errors.js';
 import type { Entry } from '../core/model/types.js';
 import { isAbsoluteLoc, loadDocument, resolveLoc, type DocumentContext } from './documents.js';
 import { orderChanges } from './plan.js';
@@ -45,7 +45,7 @@ export async function dumpInventory(
         out.unreadable.push({
           url: part,
           code: isResourceSyncError(err) ? err.code : 'RS_IO',
-          message: err instanceof Error ? err.message : String(err),
+          message: messageOf(err),
         });
       }
     }
@@ -95,7 +95,7 @@ export async function changeDumpInventory(
       inv.unreadable.push({
         url: m,
         code: isResourceSyncError(err) ? err.code : 'RS_IO',
-        message: err instanceof Error ? err.message : String(err),
+        message: messageOf(err),
       });
     }
   }

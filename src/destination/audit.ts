@@ -1,6 +1,6 @@
 import { closeSync, fstatSync, openSync, readSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve, sep } from 'node:path';
-import { ResourceSyncError, isResourceSyncError } from '../core/errors.js';
+import { ResourceSyncError, isResourceSyncError, messageOf } from '../core/errors.js';
 import type { HashAlgorithm } from '../core/constants.js';
 import { documentKindById, isPartOf } from '../core/model/document-kinds.js';
 import { parseW3CDatetime } from '../core/w3c-datetime.js';
@@ -205,7 +205,7 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
       if (e.md?.change === 'deleted') return false; // a deletion of what cannot be held here: nothing to audit
       report.total++;
       report.counts.failed++;
-      if (report.failed.length < MAX_LISTED) report.failed.push({ url: e.loc, code: isResourceSyncError(err) ? err.code : 'RS_IO', message: err instanceof Error ? err.message : String(err) });
+      if (report.failed.length < MAX_LISTED) report.failed.push({ url: e.loc, code: isResourceSyncError(err) ? err.code : 'RS_IO', message: messageOf(err) });
       return false;
     }
   };
@@ -339,7 +339,7 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
           }
         } catch (err) {
           if (isResourceSyncError(err, 'RS_ABORTED')) throw err;
-          report.warnings.push(note('change-list-unreadable', { url: set.changeList, error: err instanceof Error ? err.message : String(err), ...(isResourceSyncError(err) ? { errorCode: err.code } : {}) }));
+          report.warnings.push(note('change-list-unreadable', { url: set.changeList, error: messageOf(err), ...(isResourceSyncError(err) ? { errorCode: err.code } : {}) }));
         }
       }
       const each = async (doc: RemoteDocument): Promise<void> => {
@@ -362,7 +362,7 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
         } catch (err) {
           if (isResourceSyncError(err, 'RS_ABORTED')) throw err;
           report.counts.failed++;
-          report.failed.push({ url: p, code: isResourceSyncError(err) ? err.code : 'RS_IO', message: err instanceof Error ? err.message : String(err) });
+          report.failed.push({ url: p, code: isResourceSyncError(err) ? err.code : 'RS_IO', message: messageOf(err) });
         }
       }
       parts = [];

@@ -10,7 +10,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { isResourceSyncError, ResourceSyncError, type ErrorCode } from '../core/errors.js';
+import { isResourceSyncError, ResourceSyncError, type ErrorCode, messageOf } from '../core/errors.js';
 import { knownHashes, parseLength } from '../core/hash.js';
 import { hashFile } from '../node/hash-file.js';
 import { FsyncEach, RenameOnly } from '../node/durability.js';
@@ -96,7 +96,7 @@ export async function mirrorDescribedBy(options: DescribedByOptions): Promise<De
           url: t.ref.href,
           resource: t.resource,
           code: isResourceSyncError(err) ? err.code : 'RS_IO',
-          message: err instanceof Error ? err.message : String(err),
+          message: messageOf(err),
         });
       }
     });

@@ -1,6 +1,6 @@
 import { CAPABILITY_LIST_ENTRIES, REL_RESOURCESYNC, WELL_KNOWN_PATH } from '../core/constants.js';
 import { CHANGE_NOTIFICATION, FRAMEWORK_NOTIFICATION, LEGACY_CHANGE_NOTIFICATION } from '../core/model/notification.js';
-import { ResourceSyncError, isResourceSyncError } from '../core/errors.js';
+import { ResourceSyncError, isResourceSyncError, messageOf } from '../core/errors.js';
 import { htmlResourceSyncLinks, httpUrl, robotsSitemaps } from '../core/discovery-hints.js';
 import { parseLinkHeader } from '../core/link-header.js';
 import { isIndex, type DocumentKind, type DocumentKindId } from '../core/model/document-kinds.js';
@@ -416,7 +416,7 @@ async function fetchClassified(ctx: Ctx, url: string, depth: number): Promise<Fe
     ctx.opts.signal?.removeEventListener('abort', onAbort);
     if (ctx.opts.signal?.aborted) throw err;
     ctx.failures.push({ url, error: err instanceof Error ? err : new Error(String(err)) });
-    push(ctx, 'fetch-failed', { url, error: err instanceof Error ? err.message : String(err), ...(isResourceSyncError(err) ? { errorCode: err.code } : {}) });
+    push(ctx, 'fetch-failed', { url, error: messageOf(err), ...(isResourceSyncError(err) ? { errorCode: err.code } : {}) });
     return undefined;
   }
   try {
@@ -485,7 +485,7 @@ async function fetchClassified(ctx: Ctx, url: string, depth: number): Promise<Fe
         };
       } catch (err) {
         if (ctx.opts.signal?.aborted) throw err;
-        push(ctx, 'document-unreadable', { url, error: err instanceof Error ? err.message : String(err) });
+        push(ctx, 'document-unreadable', { url, error: messageOf(err) });
         return { type: 'other', url: finalUrl, status: res.status, linkHeader };
       }
     }

@@ -1,5 +1,5 @@
 import { open, rm, type FileHandle } from 'node:fs/promises';
-import { isResourceSyncError } from '../core/errors.js';
+import { isResourceSyncError, messageOf } from '../core/errors.js';
 import { knownHashes, parseLength, type HashValue } from '../core/hash.js';
 import { manifestKind } from '../core/model/document-kinds.js';
 import type { Entry } from '../core/model/types.js';
@@ -256,7 +256,7 @@ export async function extractPackage(run: Run, pkgUrl: string, tmp: string): Pro
   const zip = await openZip(tmp).catch((err: unknown) => {
     throw rsError(
       'RS_ZIP',
-      `Package '${pkgUrl}' is not a readable ZIP file: ${err instanceof Error ? err.message : String(err)}.`,
+      `Package '${pkgUrl}' is not a readable ZIP file: ${messageOf(err)}.`,
       { url: pkgUrl },
       err,
     );

@@ -1,4 +1,4 @@
-import { ResourceSyncError, isResourceSyncError, type ErrorCode } from '../core/errors.js';
+import { ResourceSyncError, isResourceSyncError, type ErrorCode, messageOf } from '../core/errors.js';
 import { documentKindById, type DocumentKind } from '../core/model/document-kinds.js';
 import type { Entry, Ln } from '../core/model/types.js';
 import type { HashValue } from '../core/hash.js';
@@ -199,5 +199,5 @@ export function throwIfAborted(signal: AbortSignal | undefined): void {
 
 export function fail(run: Run, pkg: string, err: unknown, extra: { loc?: string; path?: string } = {}): void {
   const code: ErrorCode = isResourceSyncError(err) ? err.code : 'RS_IO';
-  run.report.failures.push({ code, message: err instanceof Error ? err.message : String(err), package: pkg, ...extra });
+  run.report.failures.push({ code, message: messageOf(err), package: pkg, ...extra });
 }

@@ -1,6 +1,6 @@
 import { rmdir, stat, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { ResourceSyncError, isResourceSyncError, type ErrorCode } from '../core/errors.js';
+import { ResourceSyncError, isResourceSyncError, type ErrorCode, messageOf } from '../core/errors.js';
 import type { HashValue } from '../core/hash.js';
 import type { Entry, Ln } from '../core/model/types.js';
 import { REL_PATCH } from '../core/constants.js';
@@ -69,10 +69,6 @@ const MAX_LISTED = 1000;
 
 function toError(e: unknown): Error {
   return e instanceof Error ? e : new Error(typeof e === 'string' ? e : JSON.stringify(e));
-}
-
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 /** What the engine found for a resource: the plan's lookup, and what applying the item needs. */

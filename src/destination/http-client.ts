@@ -4,7 +4,7 @@ import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { Readable, type Transform } from 'node:stream';
 import { Pool } from 'undici';
 import { Download, EndGuard } from './download.js';
-import { ResourceSyncError, isResourceSyncError } from '../core/errors.js';
+import { ResourceSyncError, isResourceSyncError, messageOf } from '../core/errors.js';
 import { parseLength } from '../core/hash.js';
 import { originOf, type Authority } from './authority.js';
 import type { HttpGet, HttpRequestInit, HttpResponse } from './http.js';
@@ -254,7 +254,7 @@ function causeOf(err: unknown): string {
     case 'ENETUNREACH':
       return 'host unreachable';
     default:
-      return err instanceof Error ? err.message : String(err);
+      return messageOf(err);
   }
 }
 

@@ -1,4 +1,4 @@
-import { ResourceSyncError, isResourceSyncError, type ErrorCode } from '../core/errors.js';
+import { ResourceSyncError, isResourceSyncError, type ErrorCode, messageOf } from '../core/errors.js';
 import { REL_PATCH } from '../core/constants.js';
 import { knownHashes, parseLength, type HashValue } from '../core/hash.js';
 import { isJsonPatchMediaType } from '../core/json-patch.js';
@@ -197,10 +197,6 @@ function expectedOf(entry: Entry): { length?: number; hashes?: HashValue[] } {
 
 function codeOf(err: unknown): ErrorCode {
   return isResourceSyncError(err) ? err.code : 'RS_IO';
-}
-
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 /**

@@ -1,4 +1,4 @@
-import { ResourceSyncError } from '../core/errors.js';
+import { ResourceSyncError, messageOf } from '../core/errors.js';
 import { safeRelativePath } from '../node/safe-path.js';
 
 /** One `URL=DIR` pair: resources under `url` land under `dir` (relative to the destination, '' for its root). */
@@ -117,7 +117,7 @@ export function createMapper(options: { base?: string; maps?: Mapping[] }): Mapp
     try {
       return safeRelativePath(m.dir === '' ? rel : `${m.dir}/${rel}`);
     } catch (err) {
-      throw unsafe(url, `maps to an unsafe path (${err instanceof Error ? err.message : String(err)})`);
+      throw unsafe(url, `maps to an unsafe path (${messageOf(err)})`);
     }
   };
 

@@ -1,7 +1,7 @@
 import { closeSync, existsSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { ResourceSyncError } from '../core/errors.js';
+import { ResourceSyncError, messageOf } from '../core/errors.js';
 import type { Entry, Ln } from '../core/model/types.js';
 import { makePrivateFolder, preparePrivateStore } from '../node/sqlite.js';
 
@@ -120,7 +120,7 @@ export class StateStore {
       preparePrivateStore(file);
       return new StateStore(new Database(file), false);
     } catch (err) {
-      throw new ResourceSyncError('RS_IO', `State '${file}' cannot be opened: ${err instanceof Error ? err.message : String(err)}.`, { data: { path: file }, cause: err });
+      throw new ResourceSyncError('RS_IO', `State '${file}' cannot be opened: ${messageOf(err)}.`, { data: { path: file }, cause: err });
     }
   }
 
@@ -327,7 +327,7 @@ export function acquireLock(dest: string): SyncLock {
       };
     } catch (err) {
       if ((err as { code?: string }).code !== 'EEXIST') {
-        throw new ResourceSyncError('RS_IO', `Lock '${path}' cannot be created: ${err instanceof Error ? err.message : String(err)}.`, { data: { path }, cause: err });
+        throw new ResourceSyncError('RS_IO', `Lock '${path}' cannot be created: ${messageOf(err)}.`, { data: { path }, cause: err });
       }
     }
     let pid: number;

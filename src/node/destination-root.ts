@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, realpathSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { dirname, join, sep } from 'node:path';
-import { ResourceSyncError } from '../core/errors.js';
+import { ResourceSyncError, messageOf } from '../core/errors.js';
 
 /** Size of a pooled buffer (large bodies are read into two of them). */
 const POOLED_BUFFER = 1024 * 1024;
@@ -75,7 +75,7 @@ export class DestinationRoot {
 
 /** A recoverable `RS_IO` for `path`. */
 export function ioError(path: string, what: string, cause: unknown): ResourceSyncError {
-  const msg = cause instanceof Error ? cause.message : String(cause);
+  const msg = messageOf(cause);
   return new ResourceSyncError('RS_IO', `Path '${path}' ${what}: ${msg}.`, { data: { path }, cause, recoverable: true });
 }
 

@@ -8,7 +8,7 @@
 import { createReadStream } from 'node:fs';
 import { Readable } from 'node:stream';
 import yauzl from 'yauzl';
-import { ResourceSyncError, isResourceSyncError, type ErrorCode } from '../core/errors.js';
+import { ResourceSyncError, isResourceSyncError, type ErrorCode, messageOf } from '../core/errors.js';
 
 /** An open ZIP file and one of its entries. */
 export type ZipFile = yauzl.ZipFile;
@@ -128,7 +128,7 @@ export async function* capped(
     // yauzl's size validation ("too many bytes in the stream") and inflate errors.
     throw rsError(
       'RS_ZIP',
-      `ZIP entry '${what}' cannot be read: ${err instanceof Error ? err.message : String(err)}.`,
+      `ZIP entry '${what}' cannot be read: ${messageOf(err)}.`,
       { path: what },
       err,
     );

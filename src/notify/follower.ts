@@ -18,7 +18,7 @@
  * @see Change Notification §3 (payload, from/until), §4 (delivery); Z39.99 §5.2 (incremental synchronization)
  */
 import { resolve } from 'node:path';
-import { ResourceSyncError } from '../core/errors.js';
+import { ResourceSyncError, messageOf } from '../core/errors.js';
 import type { Entry } from '../core/model/types.js';
 import { notificationWindow, type NotificationWindow } from '../core/model/notification.js';
 import { parseDocument } from '../core/xml/read-document.js';
@@ -269,7 +269,7 @@ export class Follower {
       try {
         doc = await parseDocument(bytes);
       } catch (e) {
-        warnings.push(note('notification-unreadable', { error: e instanceof Error ? e.message : String(e) }));
+        warnings.push(note('notification-unreadable', { error: messageOf(e) }));
         reason ??= 'unreadable';
         continue;
       }

@@ -9,7 +9,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect, type ConnectionOptions, type TLSSocket } from 'node:tls';
-import { ResourceSyncError } from '../core/errors.js';
+import { ResourceSyncError, messageOf } from '../core/errors.js';
 import { XMPP_CLIENT_PORT } from '../core/xmpp-uri.js';
 import { isLoopbackHost } from './callback-policy.js';
 import { Scram, b64, unb64 } from './xmpp-scram.js';
@@ -390,7 +390,7 @@ export class XmppConnection {
       // a stream that is not well-formed, or past a limit: a stream error ends it. @see RFC 6120 §4.9.3.13
       const condition = e instanceof ResourceSyncError && e.code.startsWith('RS_LIMIT') ? 'policy-violation' : 'not-well-formed';
       this.#write(`<stream:error><${condition} xmlns="urn:ietf:params:xml:ns:xmpp-streams"/></stream:error></stream:stream>`);
-      this.#destroy(xmppError(`The XMPP stream was ended: ${e instanceof Error ? e.message : String(e)}`, condition, {}, e));
+      this.#destroy(xmppError(`The XMPP stream was ended: ${messageOf(e)}`, condition, {}, e));
     }
   }
 

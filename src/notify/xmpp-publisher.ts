@@ -2,7 +2,7 @@
  * The Source's side of push over XMPP PubSub: notification documents published as items of one node per channel.
  * @see XEP-0060 §7.1 (publish), §8.1 (create a node); ResourceSync 2012 alpha draft §5.2.1 (XMPP)
  */
-import { ResourceSyncError, isResourceSyncError } from '../core/errors.js';
+import { ResourceSyncError, isResourceSyncError, messageOf } from '../core/errors.js';
 import type { ResourceSyncDocument } from '../core/model/types.js';
 import { XmppConnection } from './xmpp-client.js';
 import { createNode, notificationPayloads, payloadMarkup, publishItem, XMPP_MAX_PAYLOAD_BYTES, type XmppAccount } from './xmpp-pubsub.js';
@@ -146,7 +146,7 @@ export class XmppPublisher {
   #cannotCreate(node: string, cause: unknown): ResourceSyncError {
     return new ResourceSyncError(
       'RS_XMPP',
-      `Node '${node}' does not exist at ${this.#o.service} and '${this.#o.account.jid}' could not create it: ${cause instanceof Error ? cause.message : String(cause)}`,
+      `Node '${node}' does not exist at ${this.#o.service} and '${this.#o.account.jid}' could not create it: ${messageOf(cause)}`,
       { data: { condition: isResourceSyncError(cause) ? cause.data.condition : 'undefined-condition', node }, cause, recoverable: true },
     );
   }

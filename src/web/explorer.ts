@@ -11,7 +11,7 @@
  * `api/package?doc=URL&page=N&q=TEXT`, `api/check[?refresh=1]`, `api/channels` (when `channels` is given).
  * @see Z39.99 §6.1 (structure), §7 (documents), §11–13 (dumps and Change Lists)
  */
-import { isResourceSyncError } from '../core/errors.js';
+import { isResourceSyncError, messageOf } from '../core/errors.js';
 import { check, type CheckReport } from '../check/check.js';
 import { explore, type ExploreResult, type TreeNode } from '../check/explore.js';
 import { originOf, type Authority } from '../destination/authority.js';
@@ -123,7 +123,7 @@ function errorResponse(error: unknown): Response {
     const status = error.code === 'RS_AUTHORITY' ? 403 : error.code === 'RS_ABORTED' ? 503 : 502;
     return json({ error: { code: error.code, message: error.message } }, status);
   }
-  return json({ error: { code: 'RS_INTERNAL', message: error instanceof Error ? error.message : String(error) } }, 500);
+  return json({ error: { code: 'RS_INTERNAL', message: messageOf(error) } }, 500);
 }
 
 function pageParam(params: URLSearchParams): number {

@@ -5,7 +5,7 @@
  */
 import { basename, resolve } from 'node:path';
 import { parseCommandArgs, usageError } from '../command-args.js';
-import { isResourceSyncError } from '../../core/errors.js';
+import { isResourceSyncError, messageOf } from '../../core/errors.js';
 import { requireFolderOrNothing } from '../../node/folder.js';
 import { publish, type PublishOptions, type PublishProgress } from '../../source/publish.js';
 import { publishNotification } from '../../notify/publisher.js';
@@ -167,7 +167,7 @@ export async function run(args: string[]): Promise<number> {
   } catch (err) {
     if (tty) process.stderr.write('\r\x1b[K');
     const code = isResourceSyncError(err) ? err.code : 'ERROR';
-    const message = err instanceof Error ? err.message : String(err);
+    const message = messageOf(err);
     if (json) process.stdout.write(`${JSON.stringify({ ok: false, error: { code, message } })}\n`);
     process.stderr.write(`resourcesync build: ${message}${isResourceSyncError(err) ? ` (${code})` : ''}\n`);
     return 1;

@@ -15,6 +15,7 @@ import { hostCheck } from '../../web/request-guard.js';
 import { parseCommandArgs, usageError } from '../command-args.js';
 import { CRAWL_OPTIONS, crawlOf, withCrawlClient, type Crawl } from '../crawl-options.js';
 import { integerOption } from '../mirror-options.js';
+import { messageOf } from '../../core/errors.js';
 
 const HELP = `Usage: resourcesync explore <url> [options]
        resourcesync explore --web <url> [--port N] [--host H] [options]
@@ -99,7 +100,7 @@ async function serveWeb(crawl: Crawl, port: number, host: string): Promise<numbe
     listener = await listen(handler, {
       port,
       host,
-      onError: (e) => void stderr.write(`resourcesync explore: ${e instanceof Error ? e.message : String(e)}\n`),
+      onError: (e) => void stderr.write(`resourcesync explore: ${messageOf(e)}\n`),
     });
     ownHost = hostCheck(listener.url, [host]);
     stdout.write(`listening on ${listener.url}/\n`);
@@ -109,7 +110,7 @@ async function serveWeb(crawl: Crawl, port: number, host: string): Promise<numbe
     });
     return 0;
   } catch (error) {
-    stderr.write(`resourcesync explore: cannot listen on ${host}:${port}: ${error instanceof Error ? error.message : String(error)}\n`);
+    stderr.write(`resourcesync explore: cannot listen on ${host}:${port}: ${messageOf(error)}\n`);
     return 1;
   } finally {
     process.off('SIGINT', stop);

@@ -17,6 +17,7 @@ import { HubStore } from '../../notify/hub-store.js';
 import { requireFolderOrNothing } from '../../node/folder.js';
 import { listen } from '../../notify/node-listener.js';
 import { SIGNATURE_METHODS, type SignatureMethod } from '../../notify/signature.js';
+import { messageOf } from '../../core/errors.js';
 
 const HELP = `Usage: resourcesync hub [options]
 
@@ -121,12 +122,12 @@ export async function run(args: string[]): Promise<number> {
     listener = await listen((r) => ref.hub!.handle(r), {
       port,
       host,
-      onError: (e) => log(`resourcesync hub: ${e instanceof Error ? e.message : String(e)}`),
+      onError: (e) => log(`resourcesync hub: ${messageOf(e)}`),
     });
   } catch (e) {
     store.close();
     process.stderr.write(
-      `resourcesync hub: cannot listen on ${host}:${port}: ${e instanceof Error ? e.message : String(e)}\n`,
+      `resourcesync hub: cannot listen on ${host}:${port}: ${messageOf(e)}\n`,
     );
     return 1;
   }

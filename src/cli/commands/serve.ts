@@ -23,7 +23,7 @@ import { PUBLISH_SECRET_ENV, startPush, type Push } from '../serve-push.js';
 import { HUB_LIMIT_ARGS, hubLimitGiven, hubLimitHelp, hubLimitOptions } from '../hub-limit-options.js';
 import { XMPP_PASSWORD_ENV, xmppAccount } from '../xmpp-options.js';
 import { XmppPublisher } from '../../notify/xmpp-publisher.js';
-import { isResourceSyncError } from '../../core/errors.js';
+import { isResourceSyncError, messageOf } from '../../core/errors.js';
 import { startUi, type ServeUi } from '../serve-ui.js';
 import { DOCUMENTS_PREFIX } from '../../source/url-path.js';
 
@@ -70,10 +70,6 @@ const SERVICE_UNAVAILABLE: CoreResponse = {
 
 /** A changed file is settled (recorded, listed) once it has had no change for this long, ms. */
 const SETTLE_MS = 25;
-
-function message(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
 
 /** A set name that is a valid URL segment (`[A-Za-z0-9_-][A-Za-z0-9._-]*`), from a folder name. */
 function setName(folder: string): string {
@@ -189,10 +185,10 @@ export async function run(args: string[]): Promise<number> {
       await xmpp.connect();
     } catch (error) {
       if (!isResourceSyncError(error, 'RS_NETWORK')) {
-        process.stderr.write(`resourcesync serve: --xmpp: ${message(error)}\n`);
+        process.stderr.write(`resourcesync serve: --xmpp: ${messageOf(error)}\n`);
         return 1;
       }
-      log(`resourcesync serve: --xmpp: ${message(error)} Notifications are published there once it can be reached.`);
+      log(`resourcesync serve: --xmpp: ${messageOf(error)} Notifications are published there once it can be reached.`);
     }
   }
   const ac = new AbortController();
@@ -215,7 +211,7 @@ export async function run(args: string[]): Promise<number> {
       port,
       host,
       signal: ac.signal,
-      onError: (e) => log(`resourcesync serve: ${message(e)}`),
+      onError: (e) => log(`resourcesync serve: ${messageOf(e)}`),
       intercept: (req, res) =>
         maybeMounted(req.url ?? '/') && ((live.push?.intercept(req, res) ?? false) || (live.ui?.intercept(req, res) ?? false)),
       ...(verbose ? { onResponse: (r) => log(`${r.method} ${r.target} ${r.status} ${r.ms.toFixed(1)}ms`) } : {}),
@@ -223,7 +219,7 @@ export async function run(args: string[]): Promise<number> {
   } catch (error) {
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);
-    process.stderr.write(`resourcesync serve: cannot listen on ${host}:${port}: ${message(error)}\n`);
+    process.stderr.write(`resourcesync serve: cannot listen on ${host}:${port}: ${messageOf(error)}\n`);
     await xmpp?.close();
     return 1;
   }
@@ -336,7 +332,7 @@ export async function run(args: string[]): Promise<number> {
           }
         },
         onError: (e) => {
-          if (!ac.signal.aborted && first?.error !== e) log(`resourcesync serve: publishing failed: ${message(e)}`);
+          if (!ac.signal.aborted && first?.error !== e) log(`resourcesync serve: publishing failed: ${messageOf(e)}`);
         },
       })
     : undefined;
@@ -346,7 +342,7 @@ export async function run(args: string[]): Promise<number> {
   if (first?.result === undefined) {
     // a signal during the first publication is a clean stop, not a failure
     const stopped = ac.signal.aborted;
-    if (!stopped) log(`resourcesync serve: publishing failed: ${message(first?.error ?? 'no result')}`);
+    if (!stopped) log(`resourcesync serve: publishing failed: ${messageOf(first?.error ?? 'no result')}`);
     ac.abort();
     await running.closed;
     await watcher?.close();
@@ -367,7 +363,7 @@ export async function run(args: string[]): Promise<number> {
     outDir,
     baseUrl,
     htmlDiscoveryLink: true,
-    onError: (e) => log(`resourcesync serve: ${message(e)}`),
+    onError: (e) => log(`resourcesync serve: ${messageOf(e)}`),
   });
 
   if (!ac.signal.aborted) process.stdout.write(`listening on ${running.url}\n`);

@@ -25,6 +25,7 @@ import {
   MAX_SIMULATED_SIZE,
 } from '../../source/simulator.js';
 import { parseCommandArgs, usageError } from '../command-args.js';
+import { messageOf } from '../../core/errors.js';
 
 const HELP = `Usage: resourcesync simulate [options]
 
@@ -55,10 +56,6 @@ const SERVICE_UNAVAILABLE: CoreResponse = {
 
 /** How often the publisher looks for unpublished changes, ms: changes show in the open Change List within about this long. */
 const PUBLISH_EVERY_MS = 500;
-
-function message(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
 
 function integerOption(value: string | undefined, fallback: number, min: number, max: number): number | undefined {
   if (value === undefined) return fallback;
@@ -136,10 +133,10 @@ export async function run(args: string[]): Promise<number> {
         port,
         host,
         signal: ac.signal,
-        onError: (e) => log(`resourcesync simulate: ${message(e)}`),
+        onError: (e) => log(`resourcesync simulate: ${messageOf(e)}`),
       });
     } catch (error) {
-      log(`resourcesync simulate: cannot listen on ${host}:${port}: ${message(error)}`);
+      log(`resourcesync simulate: cannot listen on ${host}:${port}: ${messageOf(error)}`);
       return 1;
     }
     const baseUrl = running.url;
@@ -156,7 +153,7 @@ export async function run(args: string[]): Promise<number> {
       ],
       outDir,
       baseUrl,
-      onError: (e) => log(`resourcesync simulate: ${message(e)}`),
+      onError: (e) => log(`resourcesync simulate: ${messageOf(e)}`),
     });
     if (ac.signal.aborted) return 0;
     // with --json every line of stdout is JSON, this one included
@@ -171,7 +168,7 @@ export async function run(args: string[]): Promise<number> {
           try {
             await publish(publishOptions);
           } catch (error) {
-            if (!ac.signal.aborted) log(`resourcesync simulate: publishing failed: ${message(error)}`);
+            if (!ac.signal.aborted) log(`resourcesync simulate: publishing failed: ${messageOf(error)}`);
           }
           live.core?.invalidate();
         }
@@ -212,7 +209,7 @@ export async function run(args: string[]): Promise<number> {
     return 0;
   } catch (error) {
     if (ac.signal.aborted) return 0;
-    log(`resourcesync simulate: ${message(error)}`);
+    log(`resourcesync simulate: ${messageOf(error)}`);
     return 1;
   } finally {
     ac.abort();
