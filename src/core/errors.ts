@@ -71,3 +71,8 @@ export function isResourceSyncError(err: unknown, code?: ErrorCode): err is Reso
 export function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
+
+/** Anything thrown as an Error: an Error as it is, a string as its message, anything else as its JSON. */
+export function toError(e: unknown): Error {
+  return e instanceof Error ? e : new Error(typeof e === 'string' ? e : JSON.stringify(e));
+}

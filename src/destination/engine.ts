@@ -1,6 +1,6 @@
 import { rmdir, stat, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { ResourceSyncError, isResourceSyncError, type ErrorCode, messageOf } from '../core/errors.js';
+import { ResourceSyncError, isResourceSyncError, type ErrorCode, messageOf, toError } from '../core/errors.js';
 import type { HashValue } from '../core/hash.js';
 import type { Entry, Ln } from '../core/model/types.js';
 import { REL_PATCH } from '../core/constants.js';
@@ -66,10 +66,6 @@ export interface EngineOptions {
 const RETRYABLE: ReadonlySet<ErrorCode> = new Set(['RS_HASH_MISMATCH', 'RS_LENGTH_MISMATCH', 'RS_NETWORK', 'RS_HTTP_TIMEOUT']);
 const STATE_BATCH = 256;
 const MAX_LISTED = 1000;
-
-function toError(e: unknown): Error {
-  return e instanceof Error ? e : new Error(typeof e === 'string' ? e : JSON.stringify(e));
-}
 
 /** What the engine found for a resource: the plan's lookup, and what applying the item needs. */
 interface Found extends LocalLookup {

@@ -1,8 +1,5 @@
 /** The Destination's bounded-concurrency scheduler, shared by baseline, incremental sync and retries. */
-
-function toError(e: unknown): Error {
-  return e instanceof Error ? e : new Error(typeof e === 'string' ? e : JSON.stringify(e));
-}
+import { toError } from '../core/errors.js';
 
 /**
  * Runs `fn` over `items` with at most `concurrency` at a time, pulling the next item only when a slot is free
