@@ -1,27 +1,33 @@
 /**
- * The layers of src/ and what each may import (see CONTRIBUTING.md):
+ * The layers of src/ and what each may import (see the table in CONTRIBUTING.md):
  *
- *   core ← node ← source | destination | notify ← check ← web ← server ← cli
+ *   core ← node ← client ← notify ← destination ← check ← web
+ *                      ↖ source       server ← core, node
+ *   live ← source, server, notify, web, client    cli ← everything
  *
- * A module imports only from its own layer and the layers to its left. `source` and `destination`
- * never import each other; `notify` may use both; `check` (the whole-Source checker and explorer) reads
- * Sources through the Destination's discovery and client. `core` is pure: no file system, network or process
- * module, and no npm package.
+ * A module imports only from its own folder and the folders its row names. `source` and `destination`
+ * never import each other; `core` is pure: no file system, network or process module, and no npm package.
  * Tests (*.test.ts, test/) may import across layers; production code never imports tests.
  * Run: `npm run layers` (part of `npm test`).
  */
 
-/** Each layer and the layers it must not import. */
-const ABOVE = {
-  core: ['node', 'source', 'destination', 'notify', 'check', 'web', 'server', 'cli'],
-  node: ['source', 'destination', 'notify', 'check', 'web', 'server', 'cli'],
-  source: ['destination', 'notify', 'check', 'web', 'server', 'cli'],
-  destination: ['source', 'notify', 'check', 'web', 'server', 'cli'],
-  notify: ['check', 'web', 'server', 'cli'],
-  check: ['web', 'server', 'cli'],
-  web: ['server', 'cli'],
-  server: ['cli'],
+/** Each layer and the layers it may import (besides itself). */
+const MAY_IMPORT = {
+  core: [],
+  node: ['core'],
+  client: ['core', 'node'],
+  notify: ['core', 'node', 'client'],
+  source: ['core', 'node'],
+  destination: ['core', 'node', 'client', 'notify'],
+  check: ['core', 'node', 'client', 'destination'],
+  web: ['core', 'node', 'client', 'check'],
+  server: ['core', 'node'],
+  live: ['core', 'node', 'client', 'notify', 'source', 'server', 'check', 'web'],
 };
+const LAYERS = [...Object.keys(MAY_IMPORT), 'cli'];
+const ABOVE = Object.fromEntries(
+  Object.entries(MAY_IMPORT).map(([layer, may]) => [layer, LAYERS.filter((l) => l !== layer && !may.includes(l))]),
+);
 
 const TESTS = ['\\.test\\.ts$', '^test/'];
 

@@ -92,8 +92,8 @@ async function startServer(dir) {
 
 async function child(url) {
   const { check } = await import('../dist/src/check/check.js');
-  const { createAuthority } = await import('../dist/src/destination/authority.js');
-  const { createHttpClient } = await import('../dist/src/destination/http-client.js');
+  const { createAuthority } = await import('../dist/src/client/authority.js');
+  const { createHttpClient } = await import('../dist/src/client/http-client.js');
   const authority = createAuthority({ origins: [new URL(url).origin] });
   const http = createHttpClient({ authority, env: {} });
   const t0 = performance.now();

@@ -10,10 +10,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import yauzl from 'yauzl';
 import yazl from 'yazl';
-import { createAuthority } from '../dist/src/destination/authority.js';
+import { createAuthority } from '../dist/src/client/authority.js';
 import { applyResourceDump } from '../dist/src/destination/dump.js';
 import { RenameOnly } from '../dist/src/node/durability.js';
-import { createHttpClient } from '../dist/src/destination/http-client.js';
+import { createHttpClient } from '../dist/src/client/http-client.js';
 import { createMapper } from '../dist/src/destination/mapper.js';
 
 const FILES = Number(process.env.DUMP_BENCH_FILES ?? 300);

@@ -20,7 +20,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
 const CONNECTIONS = 32;
 const TARGET = 15000;
 
-const { createSourceCore } = await import(join(ROOT, 'dist/src/server/source-responder.js'));
+const { createSourceResponder } = await import(join(ROOT, 'dist/src/server/source-responder.js'));
 const { serve } = await import(join(ROOT, 'dist/src/server/node-adapter.js'));
 
 function generate() {
@@ -141,7 +141,7 @@ async function withMemoryServer(paths, fn) {
 
 async function withSource(fn) {
   const ac = new AbortController();
-  const core = createSourceCore({ sets: [{ name: 'files', dir: FILES }], outDir: join(DATA, 'publish'), baseUrl: 'http://127.0.0.1' });
+  const core = createSourceResponder({ sets: [{ name: 'files', dir: FILES }], outDir: join(DATA, 'publish'), baseUrl: 'http://127.0.0.1' });
   const running = await serve(core, { port: 0, host: '127.0.0.1', signal: ac.signal });
   try {
     // sanity: the server answers a resource with the right body and a discovery link

@@ -117,8 +117,8 @@ async function main() {
     return;
   }
   const { createExplorerHandler } = await import('../dist/src/web/explorer.js');
-  const { createAuthority } = await import('../dist/src/destination/authority.js');
-  const { createHttpClient } = await import('../dist/src/destination/http-client.js');
+  const { createAuthority } = await import('../dist/src/client/authority.js');
+  const { createHttpClient } = await import('../dist/src/client/http-client.js');
   const { listen } = await import('../dist/src/notify/node-listener.js');
   const g0 = performance.now();
   await generate();

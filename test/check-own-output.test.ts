@@ -7,10 +7,10 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { check, type CheckReport } from '../src/check/check.js';
-import { createAuthority } from '../src/destination/authority.js';
-import { createHttpClient } from '../src/destination/http-client.js';
-import type { CoreHandler } from '../src/server/request-response.js';
-import { createSourceCore, type SourceCore } from '../src/server/source-responder.js';
+import { createAuthority } from '../src/client/authority.js';
+import { createHttpClient } from '../src/client/http-client.js';
+import type { ResponderHandler } from '../src/server/request-response.js';
+import { createSourceResponder, type SourceResponder } from '../src/server/source-responder.js';
 import { serve, type RunningServer } from '../src/server/node-adapter.js';
 import { tempDir } from './helpers/tmp.js';
 import { startServe } from './helpers/serve-child.js';
@@ -56,8 +56,8 @@ void test('build output (Resource List Index, Change List Index, archives, dumps
   await mkdir(join(site, 'sub'), { recursive: true });
   for (let i = 0; i < 7; i++)
     await writeFile(join(site, i % 2 === 0 ? `f${i}.txt` : `sub/f${i}.txt`), `file ${i}\n`.repeat(i + 1));
-  const live: { core?: SourceCore } = {};
-  const front: CoreHandler = (req) => live.core?.(req) ?? { status: 503, headers: { 'content-length': '0' } };
+  const live: { core?: SourceResponder } = {};
+  const front: ResponderHandler = (req) => live.core?.(req) ?? { status: 503, headers: { 'content-length': '0' } };
   const ac = new AbortController();
   const running: RunningServer = await serve(front, { port: 0, host: '127.0.0.1', signal: ac.signal });
   try {
@@ -90,7 +90,7 @@ void test('build output (Resource List Index, Change List Index, archives, dumps
     await writeFile(join(site, 'f2.txt'), 'changed too\n');
     await writeFile(join(site, 'sub', 'f3.txt'), 'changed three\n');
     await build();
-    live.core = createSourceCore({ sets: [{ name: 'site', dir: site }], outDir: out, baseUrl: running.url });
+    live.core = createSourceResponder({ sets: [{ name: 'site', dir: site }], outDir: out, baseUrl: running.url });
     const report = await runCheck(`${running.url}/`);
     assert.deepEqual(errorsOf(report), []);
     assert.equal(report.conformant, true);

@@ -3,8 +3,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { check, type CheckReport } from '../src/check/check.js';
-import { createAuthority } from '../src/destination/authority.js';
-import { createHttpClient } from '../src/destination/http-client.js';
+import { createAuthority } from '../src/client/authority.js';
+import { createHttpClient } from '../src/client/http-client.js';
 import { startTestServer, type TestServer } from './helpers/test-server.js';
 
 let server: TestServer;

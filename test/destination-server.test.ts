@@ -9,8 +9,8 @@ import { mkdir, readFile, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tempDir } from './helpers/tmp.js';
 import { publish, type PublishOptions } from '../src/source/publish.js';
-import type { CoreHandler } from '../src/server/request-response.js';
-import { createSourceCore, type SourceCore } from '../src/server/source-responder.js';
+import type { ResponderHandler } from '../src/server/request-response.js';
+import { createSourceResponder, type SourceResponder } from '../src/server/source-responder.js';
 import { serve } from '../src/server/node-adapter.js';
 import { sync } from '../src/destination/sync.js';
 import { audit, listFiles } from '../src/destination/audit.js';
@@ -46,8 +46,8 @@ async function withSource(
     await mkdir(join(src, p, '..'), { recursive: true });
     await writeFile(join(src, p), c);
   }
-  const live: { core?: SourceCore } = {};
-  const front: CoreHandler = (req) => {
+  const live: { core?: SourceResponder } = {};
+  const front: ResponderHandler = (req) => {
     if (live.core === undefined) throw new Error('not published yet');
     return live.core(req);
   };
@@ -56,7 +56,7 @@ async function withSource(
   const sets = [{ name: 'collection', dir: src }];
   const republish = async (): Promise<void> => {
     const r = await publish({ sets, baseUrl: base, outDir, stateDir, hashes: ['md5', 'sha-256'], ...options });
-    live.core ??= createSourceCore({
+    live.core ??= createSourceResponder({
       sets: [{ ...sets[0]!, capabilityList: r.capabilityLists[0]! }],
       outDir,
       baseUrl: base,

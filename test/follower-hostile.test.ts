@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Follower, type FollowBatch } from '../src/notify/follower.js';
+import { Follower, type FollowBatch } from '../src/destination/follower.js';
 import { StateStore } from '../src/destination/state-store.js';
 import { sync } from '../src/destination/sync.js';
 import { FakeSource } from './helpers/fake-source.js';

@@ -6,9 +6,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Follower, type FollowBatch } from '../src/notify/follower.js';
-import { createSourceCore, type SourceCore } from '../src/server/source-responder.js';
-import type { CoreHandler } from '../src/server/request-response.js';
+import { Follower, type FollowBatch } from '../src/destination/follower.js';
+import { createSourceResponder, type SourceResponder } from '../src/server/source-responder.js';
+import type { ResponderHandler } from '../src/server/request-response.js';
 import { serve } from '../src/server/node-adapter.js';
 import { publish, type PublishOptions } from '../src/source/publish.js';
 import { recordChanges } from '../src/source/record-changes.js';
@@ -20,8 +20,8 @@ import { tempDir } from './helpers/tmp.js';
 /** A Source on 127.0.0.1: a folder with a.txt, published with push on, served by the node:http adapter. */
 async function startSource(dir: string, requests?: string[]) {
   const ac = new AbortController();
-  const live: { core?: SourceCore } = {};
-  const front: CoreHandler = (req) => live.core!(req);
+  const live: { core?: SourceResponder } = {};
+  const front: ResponderHandler = (req) => live.core!(req);
   const running = await serve(front, { port: 0, signal: ac.signal, ...(requests ? { onResponse: (r) => requests.push(`${r.target} ${r.status}`) } : {}) });
   const data = join(dir, 'data');
   mkdirSync(data);
@@ -35,7 +35,7 @@ async function startSource(dir: string, requests?: string[]) {
     notifications: { hub: `${running.url}/hub` },
   };
   const first = await publish(opts);
-  live.core = createSourceCore({ sets: [{ name: 'data', dir: data, capabilityList: first.capabilityLists[0]! }], outDir, baseUrl: running.url });
+  live.core = createSourceResponder({ sets: [{ name: 'data', dir: data, capabilityList: first.capabilityLists[0]! }], outDir, baseUrl: running.url });
   return {
     url: running.url,
     data,

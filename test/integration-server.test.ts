@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { gunzipSync } from 'node:zlib';
-import { createSourceCore } from '../src/server/source-responder.js';
+import { createSourceResponder } from '../src/server/source-responder.js';
 import { serve, type RunningServer } from '../src/server/node-adapter.js';
 
 let tmp: string;
@@ -53,7 +53,7 @@ before(async () => {
   await writeFile(join(dir, 'big.bin'), big);
   await writeFile(join(dir, 'text.txt'), text);
   await writeFile(join(dir, 'small.txt'), 'small');
-  const core = createSourceCore({ sets: [{ name: 'data', dir }], outDir, baseUrl: 'http://127.0.0.1' });
+  const core = createSourceResponder({ sets: [{ name: 'data', dir }], outDir, baseUrl: 'http://127.0.0.1' });
   running = await serve(core, { port: 0, host: '127.0.0.1' });
 });
 
@@ -141,7 +141,7 @@ void test('a slow reader is served with backpressure and gets every byte', async
 
 void test('shutdown: idle connections close, an in-flight response finishes, then closed resolves', async () => {
   const ac = new AbortController();
-  const core = createSourceCore({ sets: [{ name: 'data', dir }], outDir });
+  const core = createSourceResponder({ sets: [{ name: 'data', dir }], outDir });
   const srv = await serve(core, { port: 0, host: '127.0.0.1', signal: ac.signal });
   const agent = new Agent({ keepAlive: true });
   try {

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createSourceCore } from '../src/server/source-responder.js';
+import { createSourceResponder } from '../src/server/source-responder.js';
 import { serve, type RunningServer } from '../src/server/node-adapter.js';
 import { rawRequest } from './helpers/raw-http.js';
 
@@ -30,7 +30,7 @@ before(async () => {
   await symlink(tmp, join(dir, 'escape-dir'));
   await symlink('../secret.txt', join(dir, 'sub', 'relative-escape.txt'));
   await symlink(join(dir, '.env'), join(dir, 'env-link.txt'));
-  const core = createSourceCore({ sets: [{ name: 'data', dir }], outDir, baseUrl: 'http://127.0.0.1' });
+  const core = createSourceResponder({ sets: [{ name: 'data', dir }], outDir, baseUrl: 'http://127.0.0.1' });
   running = await serve(core, { port: 0, host: '127.0.0.1' });
 });
 

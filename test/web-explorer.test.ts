@@ -8,11 +8,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { createAuthority, type Authority } from '../src/destination/authority.js';
-import { createHttpClient } from '../src/destination/http-client.js';
+import { createAuthority, type Authority } from '../src/client/authority.js';
+import { createHttpClient } from '../src/client/http-client.js';
 import { listen, type Listener } from '../src/notify/node-listener.js';
-import { createSourceCore, type SourceCore } from '../src/server/source-responder.js';
-import type { CoreHandler } from '../src/server/request-response.js';
+import { createSourceResponder, type SourceResponder } from '../src/server/source-responder.js';
+import type { ResponderHandler } from '../src/server/request-response.js';
 import { serve, type RunningServer } from '../src/server/node-adapter.js';
 import { publish } from '../src/source/publish.js';
 import { createExplorerHandler, type ExplorerOptions } from '../src/web/explorer.js';
@@ -77,8 +77,8 @@ before(async () => {
   const state = join(tmp.dir, 'state');
   await mkdir(site, { recursive: true });
   for (let i = 0; i < FILES; i++) await writeFile(join(site, name(i)), `file ${i}\n`);
-  const live: { core?: SourceCore } = {};
-  const front: CoreHandler = (req) => live.core?.(req) ?? { status: 503, headers: { 'content-length': '0' } };
+  const live: { core?: SourceResponder } = {};
+  const front: ResponderHandler = (req) => live.core?.(req) ?? { status: 503, headers: { 'content-length': '0' } };
   source = await serve(front, { port: 0, signal: sourceAbort.signal });
   const options = { sets: [{ name: 'site', dir: site }], baseUrl: source.url, outDir: out, stateDir: state, dumps: true };
   let now = Date.parse('2026-01-01T00:00:00Z');
@@ -89,7 +89,7 @@ before(async () => {
   for (let i = 0; i < 3; i++) await rm(join(site, name(FILES - 1 - i)));
   now += 3_600_000;
   await publish({ ...options, now: () => now });
-  live.core = createSourceCore({ sets: [{ name: 'site', dir: site }], outDir: out, baseUrl: source.url });
+  live.core = createSourceResponder({ sets: [{ name: 'site', dir: site }], outDir: out, baseUrl: source.url });
 
   hostile = await startTestServer();
   const O = hostile.origin;

@@ -11,11 +11,11 @@ import { createValidator, type ValidationIssue, type Validator } from '../core/v
 import { readDocument } from '../core/xml/read-document.js';
 import { isResourceSyncError } from '../core/errors.js';
 import { kindOf } from '../destination/documents.js';
-import type { HttpResponse } from '../destination/http.js';
+import type { HttpResponse } from '../client/http.js';
 import { counted, interval, linkOf, ms, norm, reason, type CheckContext, type Expectation } from './context.js';
 import { intervals, listedAs } from './cross-document.js';
 import type { CheckedDocument } from './report.js';
-import { isPastDeadline } from '../destination/deadline.js';
+import { isPastDeadline } from '../client/deadline.js';
 import { sampleResource } from './resources.js';
 
 /** Breadth first: a Source Description before its Capability Lists, an index before its lists. */

@@ -8,7 +8,7 @@ import { htmlResourceSyncLinks, robotsSitemaps } from '../core/discovery-hints.j
 import { parseLinkHeader } from '../core/link-header.js';
 import { readDocument } from '../core/xml/read-document.js';
 import type { Discovery } from '../destination/discover.js';
-import type { HttpResponse } from '../destination/http.js';
+import type { HttpResponse } from '../client/http.js';
 import { ms, norm, reason, type CheckContext, type Expectation } from './context.js';
 import type { CheckedDocument } from './report.js';
 import { documentKindById, type DocumentKindId } from '../core/model/document-kinds.js';

@@ -15,7 +15,7 @@ import { nodeHashName, parseHashes, parseLength, isKnownHashAlgorithm } from '..
 import { createValidator } from '../core/validate/index.js';
 import { readDocument } from '../core/xml/read-document.js';
 import { kindOf } from '../destination/documents.js';
-import type { HttpResponse } from '../destination/http.js';
+import type { HttpResponse } from '../client/http.js';
 import { DEFAULTS, ms, norm, reason, type CheckContext, type PackageJob } from './context.js';
 import { expectations } from './crawl.js';
 import { readPackage, type PackageContents } from './package.js';

@@ -3,8 +3,8 @@
  * check's own rules), and the totals that say whether the Source conforms.
  */
 import type { Severity } from '../core/validate/index.js';
-import type { Authority } from '../destination/authority.js';
-import type { HttpGet } from '../destination/http.js';
+import type { Authority } from '../client/authority.js';
+import type { HttpGet } from '../client/http.js';
 import type { DestinationNote } from '../destination/notes.js';
 
 /** One issue found by `check`: a validator issue of a document, or a cross-document, package or resource rule. */

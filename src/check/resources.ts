@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { REL_RESOURCESYNC } from '../core/constants.js';
 import { nodeHashName, parseHashes, parseLength, isKnownHashAlgorithm } from '../core/hash.js';
 import { parseLinkHeader } from '../core/link-header.js';
-import type { HttpResponse } from '../destination/http.js';
+import type { HttpResponse } from '../client/http.js';
 import { ms, norm, reason, type CheckContext, type SampleItem } from './context.js';
 
 /** Counts a listed resource and keeps it in the sample with the reservoir's chance. */

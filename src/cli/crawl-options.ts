@@ -3,9 +3,9 @@
  * `--allow-origin`, `--timeout`, `--deadline`), the one `<url>` they start from, and a client that is closed and interrupted
  * (SIGINT) in one place.
  */
-import { createAuthority, originOf, type Authority } from '../destination/authority.js';
-import { createHttpClient } from '../destination/http-client.js';
-import type { HttpGet } from '../destination/http.js';
+import { createAuthority, originOf, type Authority } from '../client/authority.js';
+import { createHttpClient } from '../client/http-client.js';
+import type { HttpGet } from '../client/http.js';
 import { usageError } from './command-args.js';
 import { integerOption, reportFailure } from './mirror-options.js';
 

@@ -21,11 +21,11 @@ import { resolve } from 'node:path';
 import { stderr, stdout } from 'node:process';
 import type { SyncOptions } from '../destination/sync.js';
 import { ResourceSyncError, messageOf } from '../core/errors.js';
-import { originOf } from '../destination/authority.js';
-import { Follower, type FollowBatch } from '../notify/follower.js';
+import { originOf } from '../client/authority.js';
+import { Follower, type FollowBatch } from '../destination/follower.js';
 import { listen, type Listener } from '../notify/node-listener.js';
 import { Subscriber } from '../notify/subscriber.js';
-import { loadSubscription, saveSubscription, type SavedSubscription } from '../notify/saved-subscription.js';
+import { loadSubscription, saveSubscription, type SavedSubscription } from '../destination/saved-subscription.js';
 import type { XmppAccount } from '../notify/xmpp-pubsub.js';
 import { XmppSubscriber } from '../notify/xmpp-subscriber.js';
 

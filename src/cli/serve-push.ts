@@ -9,7 +9,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
-import type { CoreRequest, CoreResponse } from '../server/request-response.js';
+import type { ResponderRequest, ResponderResponse } from '../server/request-response.js';
 import { createHub, type Hub, type HubEvent } from '../notify/hub.js';
 import { HubStore } from '../notify/hub-store.js';
 import { nodeListener } from '../notify/node-listener.js';
@@ -26,7 +26,7 @@ import { messageOf } from '../core/errors.js';
 export interface Push {
   hubUrl: string;
   /** The answer to HEAD/GET of a topic URI, or undefined for other requests. */
-  topic(req: CoreRequest): CoreResponse | undefined;
+  topic(req: ResponderRequest): ResponderResponse | undefined;
   /** Takes the requests to the embedded hub; false for all others. */
   intercept(req: IncomingMessage, res: ServerResponse): boolean;
   /** Queues a publication's notifications for the hub (sent in order, one after the other). */

@@ -5,12 +5,12 @@
  * @see Z39.99 §6.1
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createAuthority, originOf } from '../destination/authority.js';
-import { createHttpClient } from '../destination/http-client.js';
+import { createAuthority, originOf } from '../client/authority.js';
+import { createHttpClient } from '../client/http-client.js';
 import { nodeListener } from '../notify/node-listener.js';
 import { DOCUMENTS_PREFIX } from '../source/url-path.js';
 import { createExplorerHandler, type ChannelSummary } from '../web/explorer.js';
-import { hostCheck } from '../web/request-guard.js';
+import { hostCheck } from '../node/request-guard.js';
 import { messageOf } from '../core/errors.js';
 
 /** The page as `serve` mounts it. */

@@ -11,7 +11,7 @@ import { ResourceSyncError } from '../core/errors.js';
 import { isKnownHashAlgorithm, knownHashes, nodeHashName, parseLength, type HashValue } from '../core/hash.js';
 import { applyJsonPatch, type JsonValue } from '../core/json-patch.js';
 import type { Entry, Ln } from '../core/model/types.js';
-import type { HttpGet } from './http.js';
+import type { HttpGet } from '../client/http.js';
 
 /** What applying a patch link needs: the client, the local copy and the bound on what is read. */
 export interface PatchOptions {

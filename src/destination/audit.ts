@@ -7,7 +7,7 @@ import { parseW3CDatetime } from '../core/w3c-datetime.js';
 import { FingerprintSet } from '../core/fingerprint-set.js';
 import { digestHex } from '../node/digest.js';
 import { loadDocument, openDocument, resolveLoc, type DocumentContext, type RemoteDocument } from './documents.js';
-import type { HttpGet } from './http.js';
+import type { HttpGet } from '../client/http.js';
 import type { Mapping } from './mapper.js';
 import { connect } from './connection.js';
 import { changeTime, countPlanItem, emptyPlanSummary, orderChanges, planBatches, planGone, type LocalFacts, type LocalLookup, type PlanItem, type PlanSummary, type SourceFacts } from './plan.js';

@@ -3,7 +3,7 @@ import { documentKindById, isPartOf } from '../core/model/document-kinds.js';
 import type { Entry } from '../core/model/types.js';
 import { FingerprintSet } from '../core/fingerprint-set.js';
 import { openDocument, resolveLoc, type DocumentContext, type RemoteDocument } from './documents.js';
-import type { Engine } from './engine.js';
+import type { ResourceApplier } from './resource-applier.js';
 import { runPool } from './run-pool.js';
 import { note } from './notes.js';
 
@@ -11,7 +11,7 @@ const RESOURCE_LIST = documentKindById('resource-list');
 
 /** Options of {@link baseline}. */
 export interface BaselineOptions extends DocumentContext {
-  engine: Engine;
+  applier: ResourceApplier;
   /** Resources fetched at once. Default 16. */
   concurrency?: number;
   /** Called with each document as it is opened (for lenient validation and reporting). */
@@ -37,13 +37,13 @@ export interface BaselineResult {
 
 /**
  * Baseline synchronization from a Resource List or a Resource List Index: every part in index order, each
- * streamed, its resources fetched with bounded concurrency, verified and written atomically by the engine.
+ * streamed, its resources fetched with bounded concurrency, verified and written atomically by the applier.
  * Deletions are not applied here (the caller compares `seen` with the state once every capability set is done).
  * @see Z39.99 §5.2 (Baseline Synchronization), §10.1, §10.2
- * @example const r = await baseline({ http, authority, engine }, 'http://example.com/resourcelist.xml');
+ * @example const r = await baseline({ http, authority, applier }, 'http://example.com/resourcelist.xml');
  */
 export async function baseline(options: BaselineOptions, url: string): Promise<BaselineResult> {
-  const { engine } = options;
+  const { applier } = options;
   const concurrency = options.concurrency ?? 16;
   const result: BaselineResult = { seen: options.seen ?? new FingerprintSet(), complete: true, documents: [] };
   const top = await openDocument(options, url);
@@ -58,7 +58,7 @@ export async function baseline(options: BaselineOptions, url: string): Promise<B
   const entriesOf = (doc: RemoteDocument): AsyncIterable<Entry> => (options.onDocument ? options.onDocument(doc) : doc.entries);
 
   const run = async (doc: RemoteDocument): Promise<void> => {
-    engine.phase('baseline', undefined, doc.url);
+    applier.phase('baseline', undefined, doc.url);
     // the list's size is known once it has been read through (the last resources may still be under way); until
     // then, while its bytes come in, it is estimated from the share read (none for a list that came in one piece)
     const counted = async function* (): AsyncGenerator<Entry> {
@@ -68,16 +68,16 @@ export async function baseline(options: BaselineOptions, url: string): Promise<B
         n++;
         const share = doc.readShare();
         if (share !== undefined && share > 0 && share < 1) estimate = Math.round(n / share);
-        if (estimate > 0) engine.estimateTotal(Math.max(estimate, n));
+        if (estimate > 0) applier.estimateTotal(Math.max(estimate, n));
         yield e;
       }
-      engine.addTotal(n);
+      applier.addTotal(n);
     };
     await runPool(counted(), concurrency, async (entry, release) => {
       result.seen.add(entry.loc);
-      await engine.apply(entry, release);
+      await applier.apply(entry, release);
     });
-    engine.flush();
+    applier.flush();
   };
 
   if (!index) {
@@ -92,7 +92,7 @@ export async function baseline(options: BaselineOptions, url: string): Promise<B
       const doc = await openDocument(options, part);
       result.documents.push(part);
       if (!isPartOf(doc.kind, top.kind)) {
-        engine.warn(note('index-part-not-resource-list', { url, part, ...(doc.kind !== undefined ? { kind: doc.kind.name } : {}) }));
+        applier.warn(note('index-part-not-resource-list', { url, part, ...(doc.kind !== undefined ? { kind: doc.kind.name } : {}) }));
         result.complete = false;
         await doc.discard();
         continue;
@@ -102,7 +102,7 @@ export async function baseline(options: BaselineOptions, url: string): Promise<B
     } catch (err) {
       if (isResourceSyncError(err, 'RS_ABORTED') || options.signal?.aborted) throw err;
       result.complete = false;
-      engine.fail(part, err);
+      applier.fail(part, err);
     }
   }
   return result;

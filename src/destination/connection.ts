@@ -1,8 +1,8 @@
 import { ResourceSyncError } from '../core/errors.js';
-import { createAuthority, originOf, type Authority } from './authority.js';
-import { withDeadline } from './deadline.js';
-import { createHttpClient } from './http-client.js';
-import type { HttpGet } from './http.js';
+import { createAuthority, originOf, type Authority } from '../client/authority.js';
+import { withDeadline } from '../client/deadline.js';
+import { createHttpClient } from '../client/http-client.js';
+import type { HttpGet } from '../client/http.js';
 import { createMapper, type Mapper, type Mapping } from './mapper.js';
 
 /** What `sync` and `audit` need to reach a Source: the injected or default HTTP client and the URL rules. */

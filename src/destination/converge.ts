@@ -12,7 +12,7 @@ import { parseDocument } from '../core/xml/read-document.js';
 import { parseW3CDatetime } from '../core/w3c-datetime.js';
 import type { CapabilitySet } from './capability-sets.js';
 import { resolveLoc, type DocumentContext } from './documents.js';
-import type { Engine, SyncFailure } from './engine.js';
+import type { ResourceApplier, SyncFailure } from './resource-applier.js';
 import { incremental, type IncrementalResult } from './incremental.js';
 import { gapNote, note, type GapNote } from './notes.js';
 import { changeTime } from './plan.js';
@@ -34,7 +34,7 @@ const CONVERGE = {
 
 /** What {@link changesSince} needs from the sync. */
 export interface ChangesSinceOptions extends DocumentContext {
-  engine: Engine;
+  applier: ResourceApplier;
   concurrency: number;
   dryRun: boolean;
   store: StateStore;
@@ -106,15 +106,15 @@ async function look(
  * the Source changed it after the point the run stops at. They are reported as `changed-after-list`, not as
  * failures, and stay pending for the next run. True when every failure left is settled so.
  */
-function settle(engine: Engine, newer: ResourceSyncDocument, base: string, end: SyncCursor): boolean {
+function settle(applier: ResourceApplier, newer: ResourceSyncDocument, base: string, end: SyncCursor): boolean {
   const endMs = parseW3CDatetime(end.datetime, true)?.ms ?? Infinity;
   const later = new Set<string>();
   for (const e of newer.entries) if ((changeTime(e) ?? -Infinity) > endMs) later.add(resolveLoc(e.loc, base));
   let all = true;
-  for (const f of engine.counts.failed) {
+  for (const f of applier.counts.failed) {
     if (maybeMoved(f) && later.has(f.url)) {
-      engine.excuse(f.url);
-      engine.warn(note('changed-after-list', { url: f.url, point: end.datetime }));
+      applier.excuse(f.url);
+      applier.warn(note('changed-after-list', { url: f.url, point: end.datetime }));
     } else all = false;
   }
   return all;
@@ -134,7 +134,7 @@ export async function changesSince(
   documents: string[],
 ): Promise<{ gap?: GapNote }> {
   const url = set.changeList!;
-  const { engine, store } = o;
+  const { applier, store } = o;
   const changes = (cursor: SyncCursor | undefined, listUrl: string): Promise<IncrementalResult> =>
     incremental({ ...o, cursor, ...(o.dryRun ? {} : { saveCursor: (c) => store.setCursor(set.key, c) }) }, listUrl);
   const deadline = Date.now() + CONVERGE.totalMs;
@@ -142,7 +142,7 @@ export async function changesSince(
   let inc = await changes(cursor, url);
   if (inc.gap !== undefined && set.changeListArchive !== undefined) {
     // §5.2 / Archives §5: the Destination was away longer than the current Change Lists reach back
-    engine.warn(gapNote({ ...inc.gap.data, archive: set.changeListArchive }, 'archive'));
+    applier.warn(gapNote({ ...inc.gap.data, archive: set.changeListArchive }, 'archive'));
     const arch = await changes(cursor, set.changeListArchive);
     if (arch.gap === undefined) {
       documents.push(set.changeListArchive, ...arch.processed);
@@ -156,9 +156,9 @@ export async function changesSince(
     moving ||= inc.changes > 0;
     for (const u of [url, ...inc.processed]) if (!documents.includes(u)) documents.push(u);
     cursor = inc.cursor;
-    engine.flush();
+    applier.flush();
     const newest = inc.newest;
-    if (o.dryRun || newest === undefined || !engine.counts.failed.some(maybeMoved)) break;
+    if (o.dryRun || newest === undefined || !applier.counts.failed.some(maybeMoved)) break;
     // a resource changed or went away after it was listed: its newer change shows once the Change List moves
     const newer = await waitForMove(
       o,
@@ -168,7 +168,7 @@ export async function changesSince(
     );
     if (newer === undefined) break;
     if (round + 1 >= CONVERGE.rounds || Date.now() >= deadline) {
-      if (inc.end !== undefined && settle(engine, newer, newest.base, inc.end)) store.setCursor(set.key, inc.end);
+      if (inc.end !== undefined && settle(applier, newer, newest.base, inc.end)) store.setCursor(set.key, inc.end);
       break;
     }
     inc = await changes(cursor, url);

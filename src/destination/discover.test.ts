@@ -2,8 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { isResourceSyncError } from '../core/errors.js';
 import { startTestServer, type TestServer } from '../../test/helpers/test-server.js';
-import { createAuthority } from './authority.js';
-import { createHttpClient } from './http-client.js';
+import { createAuthority } from '../client/authority.js';
+import { createHttpClient } from '../client/http-client.js';
 import { discover } from './discover.js';
 import { htmlResourceSyncLinks, robotsSitemaps } from '../core/discovery-hints.js';
 

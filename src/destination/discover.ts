@@ -6,8 +6,8 @@ import { parseLinkHeader } from '../core/link-header.js';
 import { isIndex, type DocumentKind, type DocumentKindId } from '../core/model/document-kinds.js';
 import type { Entry, Ln } from '../core/model/types.js';
 import { readDocument } from '../core/xml/read-document.js';
-import type { HttpGet, HttpResponse } from './http.js';
-import { unavailableStatus } from './http-client.js';
+import type { HttpGet, HttpResponse } from '../client/http.js';
+import { unavailableStatus } from '../client/http-client.js';
 import type { AuthorityCheck } from './links.js';
 import { note, type DestinationNote, type NoteCode, type NoteData } from './notes.js';
 

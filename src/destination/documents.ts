@@ -3,8 +3,8 @@ import type { DocumentHeader, Entry, ResourceSyncDocument } from '../core/model/
 import { documentKind, type DocumentKind } from '../core/model/document-kinds.js';
 import { readDocument, parseDocument } from '../core/xml/read-document.js';
 import { createValidator, validateDocument, type ValidationIssue } from '../core/validate/index.js';
-import type { Authority } from './authority.js';
-import type { HttpGet, HttpResponse } from './http.js';
+import type { Authority } from '../client/authority.js';
+import type { HttpGet, HttpResponse } from '../client/http.js';
 import { note, type DestinationNote } from './notes.js';
 
 /** A ResourceSync document being read from the Source. */

@@ -4,7 +4,7 @@ import type { Entry, Ln } from '../core/model/types.js';
 import type { HashValue } from '../core/hash.js';
 import { safeRelativePath } from '../node/safe-path.js';
 import { readManifestPath } from '../core/manifest-path.js';
-import type { HttpGet } from './http.js';
+import type { HttpGet } from '../client/http.js';
 import { patchLinks, type AuthorityCheck, type RelatedLinks } from './links.js';
 import { isJsonPatchMediaType } from '../core/json-patch.js';
 import { type Durability } from '../node/durability.js';

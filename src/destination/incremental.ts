@@ -3,7 +3,7 @@ import { archivedKind, documentKindById, indexedKind, isPartOf, type DocumentKin
 import type { Entry, ResourceSyncDocument } from '../core/model/types.js';
 import { formatW3CDatetime, parseW3CDatetime } from '../core/w3c-datetime.js';
 import { isAbsoluteLoc, loadDocument, resolveLoc, type DocumentContext } from './documents.js';
-import type { Engine } from './engine.js';
+import type { ResourceApplier } from './resource-applier.js';
 import { runPool } from './run-pool.js';
 import { changeTime, lastChangePerResource, orderChanges } from './plan.js';
 import type { SyncCursor } from './state-store.js';
@@ -11,7 +11,7 @@ import { gapNote, note, type GapNote } from './notes.js';
 
 /** Options of {@link incremental}. */
 export interface IncrementalOptions extends DocumentContext {
-  engine: Engine;
+  applier: ResourceApplier;
   concurrency?: number;
   /** Where the previous run stopped; undefined processes every change on offer. */
   cursor: SyncCursor | undefined;
@@ -67,13 +67,13 @@ async function archivedLists(options: IncrementalOptions, url: string, index: Lo
       archive = await loadDocument(options, part);
     } catch (err) {
       if (isResourceSyncError(err, 'RS_ABORTED') || options.signal?.aborted) throw err;
-      options.engine.fail(part, err);
+      options.applier.fail(part, err);
       return [];
     }
     options.onDocument?.(part, archive);
     if (!isPartOf(archive.kind, kind)) {
       const data = { url, index: kind.name, part, expected: archives.name };
-      options.engine.warn(note('index-part-unexpected', archive.kind === undefined ? data : { ...data, kind: archive.kind.name }));
+      options.applier.warn(note('index-part-unexpected', archive.kind === undefined ? data : { ...data, kind: archive.kind.name }));
       continue;
     }
     lists.push(...listRefs(archive));
@@ -115,14 +115,14 @@ function done(cursor: SyncCursor | undefined, cursorMs: number | undefined, time
  * archives, when catching up after a gap): closed lists whose `until` lies before
  * the cursor are skipped unfetched; the others are processed from their first unprocessed change (by change
  * time, `rs:md datetime` in 1.1 or `lastmod` in 1.0, and position); several changes to one resource collapse to
- * the last; created/updated are fetched and verified, deleted are removed (or reported) by the engine. A list in
+ * the last; created/updated are fetched and verified, deleted are removed (or reported) by the applier. A list in
  * reverse order is sorted with a warning. When the earliest `from` on offer is later than the cursor, changes
  * were missed: nothing is applied and `gap` says why (the caller falls back to a baseline).
  * The cursor never passes a change that failed: the next run starts there again.
  * @see Z39.99 §5.2 (Incremental Synchronization), §12.1, §12.2; ResourceSync Archives §5
  */
 export async function incremental(options: IncrementalOptions, url: string): Promise<IncrementalResult> {
-  const { engine } = options;
+  const { applier } = options;
   const concurrency = options.concurrency ?? 16;
   const result: IncrementalResult = { cursor: options.cursor, processed: [], skipped: [], changes: 0 };
   const cursorMs = ms(options.cursor?.datetime);
@@ -151,7 +151,7 @@ export async function incremental(options: IncrementalOptions, url: string): Pro
     throw new ResourceSyncError('RS_INVALID_DOCUMENT', `Document '${url}' is not a Change List or Change List Index (${top.kind?.name ?? 'unknown kind'}).`, { data: { url } });
   }
   if (lists.some((l, i) => i > 0 && l.from !== undefined && lists[i - 1]!.from !== undefined && l.from < lists[i - 1]!.from!)) {
-    engine.warn(note('change-lists-out-of-order', { url }));
+    applier.warn(note('change-lists-out-of-order', { url }));
     lists = [...lists].sort((a, b) => (a.from ?? 0) - (b.from ?? 0));
   }
 
@@ -180,11 +180,11 @@ export async function incremental(options: IncrementalOptions, url: string): Pro
         options.onDocument?.(list.url, doc);
       } catch (err) {
         if (isResourceSyncError(err, 'RS_ABORTED') || options.signal?.aborted) throw err;
-        engine.fail(list.url, err);
+        applier.fail(list.url, err);
         break; // later lists would move the cursor past what this one holds
       }
       if (doc.kind?.id !== CHANGE_LIST.id) {
-        engine.warn(note('index-part-not-change-list', { url, part: list.url }));
+        applier.warn(note('index-part-not-change-list', { url, part: list.url }));
         continue;
       }
       if (list.from === undefined) {
@@ -195,26 +195,26 @@ export async function incremental(options: IncrementalOptions, url: string): Pro
     result.processed.push(list.url);
     const base = doc.finalUrl;
     const { entries: ordered, sorted } = orderChanges(doc.entries.map((e) => (isAbsoluteLoc(e.loc) ? e : { ...e, loc: resolveLoc(e.loc, base) })));
-    if (sorted) engine.warn(note('changes-out-of-order', { url: list.url }));
+    if (sorted) applier.warn(note('changes-out-of-order', { url: list.url }));
     const pending: { entry: Entry; index: number; time: number | undefined }[] = [];
     ordered.forEach((entry, index) => {
       const time = changeTime(entry);
-      if (time === undefined) engine.warn(note('change-time-missing', { url: list.url, loc: entry.loc }));
+      if (time === undefined) applier.warn(note('change-time-missing', { url: list.url, loc: entry.loc }));
       if (!done(options.cursor, cursorMs, time, list.url, index)) pending.push({ entry, index, time });
     });
     result.newest = { url: list.url, base, doc };
     const last = lastChangePerResource(pending.map((p) => ({ loc: p.entry.loc, p })));
-    engine.phase('incremental', last.length, list.url);
+    applier.phase('incremental', last.length, list.url);
     let firstFailed: { index: number; time: number | undefined } | undefined;
     await runPool(last, concurrency, async ({ p }, release) => {
       const change = p.entry.md?.change;
-      const ok = (await engine.apply(p.entry, release)) !== undefined; // a deletion too: the plan item says delete
+      const ok = (await applier.apply(p.entry, release)) !== undefined; // a deletion too: the plan item says delete
       if (change !== undefined && change !== 'created' && change !== 'updated' && change !== 'deleted') {
-        engine.warn(note('change-unknown', { url: list.url, loc: p.entry.loc, change }));
+        applier.warn(note('change-unknown', { url: list.url, loc: p.entry.loc, change }));
       }
       if (!ok && (firstFailed === undefined || p.index < firstFailed.index)) firstFailed = { index: p.index, time: p.time };
     });
-    engine.flush();
+    applier.flush();
     result.changes += last.length;
     // a closed list covers every change up to its `until` (§12.1): the cursor may go that far
     const times = ordered.map(changeTime).filter((t): t is number => t !== undefined);

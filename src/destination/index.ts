@@ -18,9 +18,9 @@ export { applyResourceDump, applyChangeDump, type ApplyDumpOptions, type DumpRep
 export { fetchResource, mirrorLinks, patchLinks, relatedLinks, type FetchResult, type FetchResourceOptions, type AuthorityCheck, type FetchAttempt, type RelatedLinks, type KeptRelation, type LinkRef, KEPT_RELATIONS } from './links.js';
 export { keptLinks, type ResourceLinks } from './kept-links.js';
 export { mirrorDescribedBy, describedByTree, type DescribedByOptions, type DescribedByReport, type DescribedByFailure } from './described-by.js';
-export { createHttpClient, authFromEnv, type HttpClientOptions } from './http-client.js';
-export type { HttpGet, HttpResponse, HttpRequestInit } from './http.js';
-export { createAuthority, type Authority } from './authority.js';
+export { createHttpClient, authFromEnv, type HttpClientOptions } from '../client/http-client.js';
+export type { HttpGet, HttpResponse, HttpRequestInit } from '../client/http.js';
+export { createAuthority, type Authority } from '../client/authority.js';
 export { createMapper, type Mapper, type Mapping } from './mapper.js';
 export { writeVerified, type WriteVerifiedOptions, type WriteVerifiedResult, type ByteSource } from './verified-write.js';
 export { RenameOnly, FsyncEach, type Durability, type DurabilityOptions, type SmallFile, type SmallFileCalls } from '../node/durability.js';
@@ -29,3 +29,6 @@ export { GroupCommit, type GroupCommitOptions, type FlushFiles } from '../node/g
 export { DestinationRoot } from '../node/destination-root.js';
 export { SyncfsFlush } from '../node/syncfs.js';
 export { StateStore, acquireLock, STATE_DIR, type ResourceRecord, type SyncCursor, type SyncLock } from './state-store.js';
+export { WindowTracker, type WindowOrder } from './notification-windows.js';
+export { Follower, type FollowerOptions, type FollowBatch } from './follower.js';
+export { readChangeChannel, type ChangeChannel, type ChangeChannelContext } from './change-channel.js';

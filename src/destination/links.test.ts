@@ -8,8 +8,8 @@ import { REL_PATCH } from '../core/constants.js';
 import { isResourceSyncError } from '../core/errors.js';
 import type { Entry } from '../core/model/types.js';
 import { startTestServer, type TestServer } from '../../test/helpers/test-server.js';
-import { createAuthority } from './authority.js';
-import { createHttpClient } from './http-client.js';
+import { createAuthority } from '../client/authority.js';
+import { createHttpClient } from '../client/http-client.js';
 import {
   fetchResource,
   linkPriority,

@@ -5,8 +5,8 @@ import { isJsonPatchMediaType } from '../core/json-patch.js';
 import type { Entry, Ln } from '../core/model/types.js';
 import { safeJoin } from '../node/safe-path.js';
 import { applyPatchLink, once } from './apply-patch.js';
-import type { Authority } from './authority.js';
-import type { HttpGet } from './http.js';
+import type { Authority } from '../client/authority.js';
+import type { HttpGet } from '../client/http.js';
 import type { Durability } from '../node/durability.js';
 import { writeVerified } from './verified-write.js';
 
@@ -336,7 +336,7 @@ export async function fetchResource(entry: Entry, options: FetchResourceOptions)
 
 
 /**
- * The engine's `fetchViaLinks` for one run: {@link fetchResource} with the run's client, authority, destination
+ * The applier's `fetchViaLinks` for one run: {@link fetchResource} with the run's client, authority, destination
  * and durability, answering the length and hashes written.
  */
 export function linkFetcher(run: {

@@ -1,4 +1,4 @@
-import type { Engine } from './engine.js';
+import type { ResourceApplier } from './resource-applier.js';
 import { runPool } from './run-pool.js';
 import type { StateStore } from './state-store.js';
 
@@ -8,7 +8,7 @@ import type { StateStore } from './state-store.js';
  * @see Z39.99 §5.2 (a Destination may apply deletions later; the state says which)
  */
 export async function applySkippedDeletions(
-  engine: Engine,
+  applier: ResourceApplier,
   store: StateStore,
   setKey: string,
   concurrency: number,
@@ -17,8 +17,8 @@ export async function applySkippedDeletions(
   if (urls.length === 0) return;
   const done: string[] = [];
   await runPool(urls, concurrency, async (u) => {
-    if (await engine.remove(u)) done.push(u);
+    if (await applier.remove(u)) done.push(u);
   });
-  engine.flush();
+  applier.flush();
   if (!store.readonly) store.forgetSkipped(done);
 }

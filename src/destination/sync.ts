@@ -9,14 +9,14 @@ import { checkDocument, loadDocument, resolveLoc, validating, type DocumentConte
 import { resolveSets, type CapabilitySet } from './capability-sets.js';
 import { applyChangeDump, applyResourceDump, type DumpReport } from './dump.js';
 import { linkFetcher } from './links.js';
-import { Engine, emptyCounts, type SyncCounts, type SyncProgress } from './engine.js';
+import { ResourceApplier, emptyCounts, type SyncCounts, type SyncProgress } from './resource-applier.js';
 import { runPool } from './run-pool.js';
 import { applySkippedDeletions } from './skipped-deletions.js';
 import { gapNote, note, type GapNote } from './notes.js';
 import { countPlanItem, emptyPlanSummary, type PlanItem, type PlanSummary } from './plan.js';
 import { baseline } from './baseline.js';
 import { changesSince as convergeChanges } from './converge.js';
-import type { HttpGet } from './http.js';
+import type { HttpGet } from '../client/http.js';
 import type { Mapping } from './mapper.js';
 import { connect } from './connection.js';
 import { StateStore, acquireLock, type SyncCursor, type SyncLock } from './state-store.js';
@@ -25,7 +25,7 @@ import { GroupCommit } from '../node/group-commit.js';
 import { FsyncEach, RenameOnly, type Durability, type SmallFileCalls } from '../node/durability.js';
 import { DestinationRoot } from '../node/destination-root.js';
 
-export type { SyncProgress, SyncFailure } from './engine.js';
+export type { SyncProgress, SyncFailure } from './resource-applier.js';
 
 /** The cursor of a set that has none yet: before every change. */
 const NO_CURSOR = '0001-01-01T00:00:00Z';
@@ -174,7 +174,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
     const pendingUrls = new Set<string>();
     const planned = emptyPlanSummary();
     const onPlan = options.onPlan;
-    const engine = new Engine({
+    const applier = new ResourceApplier({
       dest,
       http,
       authority,
@@ -203,9 +203,9 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     });
     const ctx: DocumentContext = { http: documents, authority, ...(options.signal ? { signal: options.signal } : {}) };
-    engine.phase('discover');
+    applier.phase('discover');
     const { sets, warnings } = await resolveSets(ctx, options.source, options.capabilityList);
-    for (const w of warnings) engine.warn(w);
+    for (const w of warnings) applier.warn(w);
 
     const report: SyncReport = {
       mode: 'incremental',
@@ -223,8 +223,8 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
     let anyBaseline = false;
     const unusable: { set: string; offered: string[] }[] = [];
     const catchUps: (() => Promise<void>)[] = [];
-    const onDocument = (doc: RemoteDocument): AsyncIterable<Entry> => validating(doc, (w) => engine.warn(w));
-    const onWholeDocument = (url: string, doc: ResourceSyncDocument): void => checkDocument(url, doc, (w) => engine.warn(w));
+    const onDocument = (doc: RemoteDocument): AsyncIterable<Entry> => validating(doc, (w) => applier.warn(w));
+    const onWholeDocument = (url: string, doc: ResourceSyncDocument): void => checkDocument(url, doc, (w) => applier.warn(w));
     const dumpOptions = (dumpUrl: string, after: string | undefined, seen?: FingerprintSet): Parameters<typeof applyResourceDump>[0] => ({
       dumpUrl,
       http,
@@ -234,12 +234,12 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
       mapPath: (loc) => mapper.toPath(loc),
       delete: options.delete ?? false,
       durability,
-      current: (loc, relPath, expected) => engine.holds(loc, relPath, expected),
+      current: (loc, relPath, expected) => applier.holds(loc, relPath, expected),
       ...(after !== undefined ? { after } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
       onResource: (r) => {
         seen?.add(r.loc);
-        engine.recordExternal({
+        applier.recordExternal({
           url: r.loc,
           relPath: r.relPath,
           change: r.change,
@@ -253,16 +253,16 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
     });
     const absorb = (rep: DumpReport): void => {
       for (const f of rep.failures) {
-        engine.fail(f.loc ?? f.package, new ResourceSyncError(f.code, f.message, { data: { package: f.package, ...(f.path !== undefined ? { path: f.path } : {}) }, recoverable: true }));
+        applier.fail(f.loc ?? f.package, new ResourceSyncError(f.code, f.message, { data: { package: f.package, ...(f.path !== undefined ? { path: f.path } : {}) }, recoverable: true }));
       }
-      for (const n of rep.notes) engine.warn(n);
+      for (const n of rep.notes) applier.warn(n);
     };
 
     const changesSince = (set: CapabilitySet, from: SyncCursor | undefined, documents: string[]): Promise<{ gap?: GapNote }> =>
-      convergeChanges({ ...ctx, engine, concurrency, dryRun, store: st, onDocument: onWholeDocument }, set, from, documents);
+      convergeChanges({ ...ctx, applier, concurrency, dryRun, store: st, onDocument: onWholeDocument }, set, from, documents);
 
     for (const set of sets) {
-      engine.setKey = set.key;
+      applier.setKey = set.key;
       const pendingBefore = st.pending(set.key);
       pendingUrls.clear();
       for (const e of pendingBefore) pendingUrls.add(e.loc);
@@ -281,12 +281,12 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
        * stays), or the gap when changes were missed.
        */
       const fromChangeDumps = async (after: string): Promise<{ until?: string; gap?: GapNote }> => {
-        engine.phase('incremental', undefined, set.changeDump);
+        applier.phase('incremental', undefined, set.changeDump);
         const apply = async (url: string, from: string | undefined): Promise<DumpReport> => {
           const rep = await applyChangeDump(dumpOptions(url, from));
           if (rep.gap === undefined) {
             absorb(rep);
-            engine.flush();
+            applier.flush();
             documents.push(url);
           }
           return rep;
@@ -295,7 +295,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
         let rep = await apply(set.changeDump!, from);
         if (rep.gap !== undefined && set.changeDumpArchive !== undefined) {
           // Archives §6: the Change Dumps of earlier periods, in forward order
-          engine.warn(gapNote({ ...rep.gap.data, archive: set.changeDumpArchive }, 'archive'));
+          applier.warn(gapNote({ ...rep.gap.data, archive: set.changeDumpArchive }, 'archive'));
           const archive = await loadDocument(ctx, set.changeDumpArchive);
           onWholeDocument(set.changeDumpArchive, archive);
           const at = (v: string | undefined): number => (v === undefined ? 0 : (parseW3CDatetime(v, true)?.ms ?? 0));
@@ -313,7 +313,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
         if (rep.gap !== undefined && after === NO_CURSOR) rep = await apply(set.changeDump!, undefined);
         if (rep.gap !== undefined) return { gap: rep.gap };
         if (rep.failures.length > 0) {
-          engine.warn(note('change-dump-failures', { url: set.changeDump!, cursor: from }));
+          applier.warn(note('change-dump-failures', { url: set.changeDump!, cursor: from }));
           return {};
         }
         const until = rep.until ?? from;
@@ -327,7 +327,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
         if (dumpChanges && !dryRun) {
           const got = await fromChangeDumps(at);
           if (got.gap !== undefined) {
-            engine.warn(gapNote(got.gap.data, 'baseline'));
+            applier.warn(gapNote(got.gap.data, 'baseline'));
             missed = true;
           } else mode = 'incremental';
           at = got.until;
@@ -338,43 +338,43 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
           if (got.gap === undefined) {
             mode = 'incremental';
             // resources that failed in earlier runs and that no change mentioned since: try them again
-            engine.flush();
+            applier.flush();
             const still = dryRun ? pendingBefore : st.pending(set.key).filter((e) => pendingUrls.has(e.loc));
             if (still.length > 0) {
-              engine.phase('incremental', still.length, 'resources that failed before');
-              await runPool(still, concurrency, (e, release) => engine.apply(e, release));
-              engine.flush();
+              applier.phase('incremental', still.length, 'resources that failed before');
+              await runPool(still, concurrency, (e, release) => applier.apply(e, release));
+              applier.flush();
             }
             // deletions earlier runs skipped (without `delete`) and that no change took back since
-            if (options.delete === true) await applySkippedDeletions(engine, st, set.key, concurrency);
+            if (options.delete === true) await applySkippedDeletions(applier, st, set.key, concurrency);
           } else {
-            engine.warn(gapNote(got.gap.data, mode === undefined ? 'baseline' : 'partial'));
+            applier.warn(gapNote(got.gap.data, mode === undefined ? 'baseline' : 'partial'));
           }
         } else if (set.changeList === undefined && !dumpChanges && (set.resourceList !== undefined || set.resourceDump !== undefined)) {
-          engine.warn(note('no-change-list', { set: set.key }));
+          applier.warn(note('no-change-list', { set: set.key }));
         }
       }
       let snapshotAt: string | undefined;
       if (mode === undefined && dumpBaseline && !dryRun) {
         // §11: baseline from the Resource Dump's packages
         st.clearPending(set.key);
-        engine.phase('baseline', undefined, set.resourceDump);
+        applier.phase('baseline', undefined, set.resourceDump);
         const head = await loadDocument(ctx, set.resourceDump!);
         const rep = await applyResourceDump(dumpOptions(set.resourceDump!, undefined, seenAll));
         absorb(rep);
-        engine.flush();
+        applier.flush();
         mode = 'baseline';
         documents.push(set.resourceDump!);
         if (rep.failures.length > 0) baselineComplete = false;
         snapshotAt = head.md?.at ?? new Date(started).toISOString();
       } else if (mode === undefined && dumpBaseline && set.resourceList === undefined) {
-        engine.warn(note('dry-run-without-dumps', { set: set.key, planned: false }));
+        applier.warn(note('dry-run-without-dumps', { set: set.key, planned: false }));
       } else if (mode === undefined && (options.preferDump ?? false) && set.resourceDump !== undefined) {
-        engine.warn(note('dry-run-without-dumps', { set: set.key, planned: true }));
+        applier.warn(note('dry-run-without-dumps', { set: set.key, planned: true }));
       }
       if (mode === undefined && set.resourceList !== undefined) {
         if (!dryRun) st.clearPending(set.key);
-        const b = await baseline({ ...ctx, engine, concurrency, onDocument, seen: seenAll }, set.resourceList);
+        const b = await baseline({ ...ctx, applier, concurrency, onDocument, seen: seenAll }, set.resourceList);
         mode = 'baseline';
         documents.push(...b.documents);
         if (!b.complete) baselineComplete = false;
@@ -383,7 +383,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
       if (mode === 'baseline') {
         anyBaseline = true;
         if (!dryRun) {
-          engine.flush();
+          applier.flush();
           st.setMeta(metaKey, snapshotAt);
           st.setCursor(set.key, { datetime: snapshotAt! });
         }
@@ -395,26 +395,26 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
             let at: string | undefined = snapshot;
             if (dumpChanges) {
               const got = await fromChangeDumps(snapshot);
-              if (got.gap !== undefined) engine.warn(gapNote({ ...got.gap.data, snapshot }, 'lag'));
+              if (got.gap !== undefined) applier.warn(gapNote({ ...got.gap.data, snapshot }, 'lag'));
               at = got.until;
             }
             if (set.changeList !== undefined && at !== undefined) {
-              engine.phase('incremental', undefined, set.changeList);
+              applier.phase('incremental', undefined, set.changeList);
               const got = await changesSince(set, { datetime: at }, documents);
-              if (got.gap !== undefined) engine.warn(gapNote({ ...got.gap.data, snapshot }, 'lag'));
+              if (got.gap !== undefined) applier.warn(gapNote({ ...got.gap.data, snapshot }, 'lag'));
             }
           });
         }
       }
       if (mode === undefined && set.changeList !== undefined) {
-        engine.warn(note('no-resource-list', { set: set.key, dumps: false }));
+        applier.warn(note('no-resource-list', { set: set.key, dumps: false }));
         const got = await changesSince(set, cursor, documents);
-        if (got.gap !== undefined) engine.warn(got.gap);
+        if (got.gap !== undefined) applier.warn(got.gap);
         mode = 'incremental';
       } else if (mode === undefined && dumpChanges && !dryRun) {
-        engine.warn(note('no-resource-list', { set: set.key, dumps: true }));
+        applier.warn(note('no-resource-list', { set: set.key, dumps: true }));
         const got = await fromChangeDumps(cursor?.datetime ?? NO_CURSOR);
-        if (got.gap !== undefined) engine.warn(got.gap);
+        if (got.gap !== undefined) applier.warn(got.gap);
         mode = 'incremental';
       }
       if (mode === undefined) {
@@ -429,26 +429,26 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
         data: { url: options.source, sets: offers },
       });
     }
-    for (const u of unusable) engine.warn(note('set-unusable', u));
+    for (const u of unusable) applier.warn(note('set-unusable', u));
 
     // Resources held but no longer in any Resource List read in full: deletions (§5.2).
     if (anyBaseline) {
       if (!baselineComplete) {
-        engine.warn(note('deletions-not-inferred', {}));
+        applier.warn(note('deletions-not-inferred', {}));
       } else if (report.sets.every((s) => s.mode === 'baseline')) {
         const gone: string[] = [];
         if (!fresh) for (const u of st.urls()) if (!seenAll.has(u)) gone.push(u); // fresh: every record is from the lists just read
-        engine.phase('baseline', gone.length);
-        await runPool(gone, concurrency, (u) => engine.remove(u));
+        applier.phase('baseline', gone.length);
+        await runPool(gone, concurrency, (u) => applier.remove(u));
       }
     }
-    if (anyBaseline && !dryRun) engine.endBaseline(seenAll);
+    if (anyBaseline && !dryRun) applier.endBaseline(seenAll);
     for (const catchUp of catchUps) await catchUp();
     await durability.settle();
-    engine.flush();
+    applier.flush();
     if (!dryRun) await rm(`${dest}/.resourcesync/tmp`, { recursive: true, force: true });
-    const c = engine.counts;
-    engine.progress(true);
+    const c = applier.counts;
+    applier.progress(true);
     Object.assign(report, c, { mode: anyBaseline ? 'baseline' : report.sets.length > 0 ? 'incremental' : 'none', durationMs: Date.now() - started });
     if (dryRun) report.plan = planned;
     return report;

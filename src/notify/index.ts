@@ -27,9 +27,6 @@ export {
 export { HubStore, type Subscription, type PendingDelivery, type QueueLimits, type PublishOutcome } from './hub-store.js';
 export { listen, nodeListener, type FetchHandler, type Listener } from './node-listener.js';
 export { Subscriber, type SubscriberOptions, type SubscriberEvent } from './subscriber.js';
-export { WindowTracker, type WindowOrder } from './windows.js';
-export { Follower, type FollowerOptions, type FollowBatch } from './follower.js';
-export { readChangeChannel, type ChangeChannel, type ChangeChannelContext } from './change-channel.js';
 export { publishNotification, type Notification, type SendRequest } from './publisher.js';
 export { signBody, verifySignature, SIGNATURE_METHODS, MAX_SECRET_BYTES, type SignatureMethod } from './signature.js';
 export { createUrlPolicy, isLoopbackHost, type UrlPolicy } from './callback-policy.js';

@@ -8,7 +8,7 @@ import { HubStore } from './hub-store.js';
 import { listen, type Listener } from './node-listener.js';
 import { signBody } from './signature.js';
 import { Subscriber, type SubscriberEvent } from './subscriber.js';
-import { WindowTracker } from './windows.js';
+import { WindowTracker } from '../destination/notification-windows.js';
 
 void describe('WindowTracker', () => {
   void it('classifies windows: first, next, gap, stale (duplicate or late), overlap, invalid', () => {

@@ -9,7 +9,7 @@
 import { closeSync, fstatSync, openSync, readSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { join, sep } from 'node:path';
 import { HTML_LINK_MAX_BYTES, HTML_LINK_MEDIA_TYPE } from '../core/html-discovery.js';
-import type { CoreResponse } from './request-response.js';
+import type { ResponderResponse } from './request-response.js';
 
 /** Metadata of a regular file, and its bytes when it is small. */
 export interface FileInfo {
@@ -46,7 +46,7 @@ export interface Resolution {
   /** Bytes this entry holds in memory. */
   weight: number;
   /** The response to a plain GET (no conditions, no range, identity coding), built once; read-only. */
-  plain: CoreResponse | undefined;
+  plain: ResponderResponse | undefined;
 }
 
 /** Stored bytes → served bytes. */

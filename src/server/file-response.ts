@@ -15,12 +15,12 @@ import {
   type ConditionalHeaders,
 } from './http-semantics.js';
 import { infoFrom, type FileInfo, type Resolution } from './file-resolver.js';
-import type { CoreRequest, CoreResponse } from './request-response.js';
+import type { ResponderRequest, ResponderResponse } from './request-response.js';
 
 const GZIP_MIN = 256;
 
 /** A short `text/plain` response: `<status> <text>`. */
-export function statusResponse(status: number, text: string, extra?: Record<string, string>): CoreResponse {
+export function statusResponse(status: number, text: string, extra?: Record<string, string>): ResponderResponse {
   const bytes = Buffer.from(`${status} ${text}\n`);
   return {
     status,
@@ -33,7 +33,7 @@ export function statusResponse(status: number, text: string, extra?: Record<stri
   };
 }
 
-function header(h: CoreRequest['headers'], name: string): string | undefined {
+function header(h: ResponderRequest['headers'], name: string): string | undefined {
   const v = h[name];
   return Array.isArray(v) ? v.join(', ') : v;
 }
@@ -54,12 +54,12 @@ export interface ResponseOptions {
  * otherwise a range of `handle` (none for HEAD, or when `handle` is undefined).
  */
 export function respond(
-  req: CoreRequest,
+  req: ResponderRequest,
   r: Resolution,
   info: FileInfo,
   handle: FileHandle | undefined,
   options: ResponseOptions,
-): CoreResponse {
+): ResponderResponse {
   const h = req.headers;
   const size = info.size;
   const headers: Record<string, string> = {
@@ -142,12 +142,12 @@ export function respond(
 
 /** Serves a file without bytes in memory through a descriptor, with metadata from that descriptor. */
 export async function respondFromDescriptor(
-  req: CoreRequest,
+  req: ResponderRequest,
   r: Resolution,
   options: ResponseOptions,
-): Promise<CoreResponse> {
+): Promise<ResponderResponse> {
   const handle = await open(r.real!, 'r');
-  let res: CoreResponse | undefined;
+  let res: ResponderResponse | undefined;
   try {
     const st = await handle.stat();
     if (!st.isFile()) return statusResponse(404, 'Not Found');

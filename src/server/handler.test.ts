@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { createSourceCore } from './source-responder.js';
+import { createSourceResponder } from './source-responder.js';
 import { createSourceHandler, toWebHandler, type SourceHandler } from './handler.js';
 
 const BASE = 'http://localhost:8080';
@@ -306,8 +306,8 @@ void describe('documents and discovery', () => {
 });
 
 void describe('confinement and hidden names', () => {
-  const core = (): ReturnType<typeof createSourceCore> =>
-    createSourceCore({ sets: [{ name: 'data', dir }], outDir, baseUrl: BASE, cacheMs: 0 });
+  const core = (): ReturnType<typeof createSourceResponder> =>
+    createSourceResponder({ sets: [{ name: 'data', dir }], outDir, baseUrl: BASE, cacheMs: 0 });
 
   void test('traversal syntax in the raw request-target → 400', async () => {
     const c = core();
@@ -418,7 +418,7 @@ void describe('several sets, base path, cache', () => {
     await mkdir(d, { recursive: true });
     await writeFile(join(d, 'f.txt'), 'version 1');
     let clock = 0;
-    const core = createSourceCore({ sets: [{ name: 'c', dir: d }], outDir, cacheMs: 1000, now: () => clock });
+    const core = createSourceResponder({ sets: [{ name: 'c', dir: d }], outDir, cacheMs: 1000, now: () => clock });
     const h = toWebHandler(core);
     assert.equal(await (await get('/f.txt', {}, 'GET', h)).text(), 'version 1');
     await writeFile(join(d, 'f.txt'), 'version 2!');
@@ -437,12 +437,12 @@ void describe('several sets, base path, cache', () => {
   });
 
   void test('invalid options are refused', () => {
-    assert.throws(() => createSourceCore({ sets: [], outDir }), { code: 'RS_INVALID_ARGUMENT' });
+    assert.throws(() => createSourceResponder({ sets: [], outDir }), { code: 'RS_INVALID_ARGUMENT' });
     assert.throws(
-      () => createSourceCore({ sets: [{ name: 'a', dir }, { name: 'a', dir }], outDir }),
+      () => createSourceResponder({ sets: [{ name: 'a', dir }, { name: 'a', dir }], outDir }),
       { code: 'RS_INVALID_ARGUMENT' },
     );
-    assert.throws(() => createSourceCore({ sets: [{ name: '.a', dir }], outDir }), { code: 'RS_INVALID_ARGUMENT' });
+    assert.throws(() => createSourceResponder({ sets: [{ name: '.a', dir }], outDir }), { code: 'RS_INVALID_ARGUMENT' });
   });
 });
 

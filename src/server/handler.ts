@@ -6,14 +6,14 @@
  */
 import { Readable } from 'node:stream';
 import { createGzip } from 'node:zlib';
-import type { CoreBody, CoreHandler, CoreResponse } from './request-response.js';
-import { createSourceCore, type SourceServerOptions } from './source-responder.js';
+import type { ResponderBody, ResponderHandler, ResponderResponse } from './request-response.js';
+import { createSourceResponder, type SourceServerOptions } from './source-responder.js';
 
 /** A web-standard request handler. */
 export type SourceHandler = (request: Request) => Promise<Response>;
 
 /**
- * Serves a Source: resources of the sets, the published documents, `robots.txt`; see `createSourceCore` for
+ * Serves a Source: resources of the sets, the published documents, `robots.txt`; see `createSourceResponder` for
  * routes, headers and confinement.
  * @example
  * const handler = createSourceHandler({ sets: [{ name: 'data', dir: 'data' }], outDir: 'data/.resourcesync/publish',
@@ -21,11 +21,11 @@ export type SourceHandler = (request: Request) => Promise<Response>;
  * const res = await handler(new Request('http://localhost:8080/.well-known/resourcesync'));
  */
 export function createSourceHandler(options: SourceServerOptions): SourceHandler {
-  return toWebHandler(createSourceCore(options));
+  return toWebHandler(createSourceResponder(options));
 }
 
 /** Wraps a server core as a web-standard handler. */
-export function toWebHandler(core: CoreHandler): SourceHandler {
+export function toWebHandler(core: ResponderHandler): SourceHandler {
   return async (request) => {
     const headers: Record<string, string> = {};
     request.headers.forEach((value, name) => {
@@ -37,7 +37,7 @@ export function toWebHandler(core: CoreHandler): SourceHandler {
   };
 }
 
-function bodyInit(body: CoreBody | undefined): Uint8Array | ReadableStream<Uint8Array> | null {
+function bodyInit(body: ResponderBody | undefined): Uint8Array | ReadableStream<Uint8Array> | null {
   if (body === undefined) return null;
   if (body.type === 'bytes') return body.bytes;
   if (body.end <= body.start) {
@@ -51,7 +51,7 @@ function bodyInit(body: CoreBody | undefined): Uint8Array | ReadableStream<Uint8
 }
 
 /** Turns a core response description into a web-standard `Response`. */
-export function toWebResponse(res: CoreResponse): Response {
+export function toWebResponse(res: ResponderResponse): Response {
   const body = bodyInit(res.body);
   // A Response cannot carry a body with 204/304; those never have one here.
   return new Response(body, { status: res.status, headers: res.headers });

@@ -8,9 +8,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
-import { decodablePath } from '../web/request-guard.js';
+import { decodablePath } from '../node/request-guard.js';
 import { statusResponse } from './file-response.js';
-import type { CoreHandler, CoreRequest, CoreResponse } from './request-response.js';
+import type { ResponderHandler, ResponderRequest, ResponderResponse } from './request-response.js';
 
 const BAD_REQUEST = statusResponse(400, 'Bad Request');
 
@@ -48,7 +48,7 @@ export interface RunningServer {
   closed: Promise<void>;
 }
 
-function writeResponse(res: ServerResponse, out: CoreResponse, onError: ((e: unknown) => void) | undefined): void {
+function writeResponse(res: ServerResponse, out: ResponderResponse, onError: ((e: unknown) => void) | undefined): void {
   res.writeHead(out.status, out.headers);
   const body = out.body;
   if (body === undefined) {
@@ -79,11 +79,11 @@ function writeResponse(res: ServerResponse, out: CoreResponse, onError: ((e: unk
  * Serves a server core over `node:http` with keep-alive.
  * @example
  * const ac = new AbortController();
- * const running = await serve(createSourceCore({ sets, outDir }), { port: 0, signal: ac.signal });
+ * const running = await serve(createSourceResponder({ sets, outDir }), { port: 0, signal: ac.signal });
  * console.log(`listening on ${running.url}`);
  * ac.abort(); await running.closed;
  */
-export async function serve(core: CoreHandler, options: ServeOptions = {}): Promise<RunningServer> {
+export async function serve(core: ResponderHandler, options: ServeOptions = {}): Promise<RunningServer> {
   const host = options.host ?? '127.0.0.1';
   const grace = options.shutdownGraceMs ?? 5000;
   const { onResponse, onError } = options;
@@ -91,7 +91,7 @@ export async function serve(core: CoreHandler, options: ServeOptions = {}): Prom
 
   const server = createServer({ keepAlive: true }, (req: IncomingMessage, res: ServerResponse) => {
     const t0 = onResponse === undefined ? 0 : performance.now();
-    const request: CoreRequest = { method: req.method ?? 'GET', target: req.url ?? '/', headers: req.headers };
+    const request: ResponderRequest = { method: req.method ?? 'GET', target: req.url ?? '/', headers: req.headers };
     if (closing) res.shouldKeepAlive = false;
     if (onResponse !== undefined) {
       res.once('finish', () => {
@@ -105,7 +105,7 @@ export async function serve(core: CoreHandler, options: ServeOptions = {}): Prom
       return;
     }
     if (options.intercept?.(req, res) === true) return;
-    let out: CoreResponse | Promise<CoreResponse>;
+    let out: ResponderResponse | Promise<ResponderResponse>;
     try {
       out = core(request);
     } catch (error) {

@@ -5,7 +5,7 @@
 import type { FileHandle } from 'node:fs/promises';
 
 /** The request as the core needs it. `headers` has lower-case names (like `IncomingMessage.headers`). */
-export interface CoreRequest {
+export interface ResponderRequest {
   method: string;
   /** The request-target as received (origin-form `/path?query`, or absolute-form). */
   target: string;
@@ -13,7 +13,7 @@ export interface CoreRequest {
 }
 
 /** Body of a core response. A `file` body owns `handle`: the writer must close it. */
-export type CoreBody =
+export type ResponderBody =
   | { type: 'bytes'; bytes: Uint8Array }
   | {
       type: 'file';
@@ -30,11 +30,11 @@ export type CoreBody =
  * A response description: status, header fields (lower-case names) and an optional body (none for HEAD).
  * Read-only: the core returns the same object for repeated plain GETs of a cached file.
  */
-export interface CoreResponse {
+export interface ResponderResponse {
   status: number;
   headers: Record<string, string>;
-  body?: CoreBody;
+  body?: ResponderBody;
 }
 
 /** A function from request to response description, as adapters call it. */
-export type CoreHandler = (request: CoreRequest) => CoreResponse | Promise<CoreResponse>;
+export type ResponderHandler = (request: ResponderRequest) => ResponderResponse | Promise<ResponderResponse>;

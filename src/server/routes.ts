@@ -11,7 +11,7 @@ import { REL_RESOURCESYNC, WELL_KNOWN_PATH } from '../core/constants.js';
 import { withResourceSyncLink } from '../core/html-discovery.js';
 import type { FileResolver, Resolution, Rewrite, Root } from './file-resolver.js';
 import { statusResponse } from './file-response.js';
-import type { CoreResponse } from './request-response.js';
+import type { ResponderResponse } from './request-response.js';
 import { parseTarget } from './target.js';
 
 /** A set of resources as the router serves it. @see Z39.99 §5.1 */
@@ -32,7 +32,7 @@ export interface RouterOptions {
 
 /** Routes request paths of one Source; `roots` are every directory it serves from (to forget their real paths). */
 export interface Router {
-  route(path: string, prev: Resolution | undefined, at: number): Resolution | CoreResponse;
+  route(path: string, prev: Resolution | undefined, at: number): Resolution | ResponderResponse;
   readonly roots: readonly Root[];
 }
 
@@ -61,7 +61,7 @@ export function createRouter(options: RouterOptions, files: FileResolver): Route
   const docs: Root = { dir: options.outDir, real: undefined };
   const onlySet = options.sets.length === 1 ? sets.get(options.sets[0]!.name)! : undefined;
 
-  function route(path: string, prev: Resolution | undefined, at: number): Resolution | CoreResponse {
+  function route(path: string, prev: Resolution | undefined, at: number): Resolution | ResponderResponse {
     const parsed = parseTarget(path);
     if (!parsed.ok) return statusResponse(400, 'Bad Request');
     let segs = parsed.segments;

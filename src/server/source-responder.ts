@@ -28,7 +28,7 @@ import { mediaType as sourceMediaType } from '../core/media-type.js';
 import { isCompressible } from './http-semantics.js';
 import { FileResolver, ResolutionCache } from './file-resolver.js';
 import { respond, respondFromDescriptor, statusResponse, type ResponseOptions } from './file-response.js';
-import type { CoreHandler, CoreRequest, CoreResponse } from './request-response.js';
+import type { ResponderHandler, ResponderRequest, ResponderResponse } from './request-response.js';
 import { createRouter } from './routes.js';
 
 /** One set of resources served by the Source. @see Z39.99 §5.1 (sets of resources) */
@@ -41,7 +41,7 @@ export interface SourceSet {
   capabilityList?: string;
 }
 
-/** Options of `createSourceCore` and `createSourceHandler`. */
+/** Options of `createSourceResponder` and `createSourceHandler`. */
 export interface SourceServerOptions {
   /** The sets of resources (at least one). */
   sets: readonly SourceSet[];
@@ -80,7 +80,7 @@ export interface SourceServerOptions {
 }
 
 /** The server core: one function from request to response description. It never throws. */
-export interface SourceCore extends CoreHandler {
+export interface SourceResponder extends ResponderHandler {
   /** Forgets every cached resolution, so that the next requests look at the file system again. */
   invalidate(): void;
 }
@@ -90,11 +90,11 @@ const ALLOW = 'GET, HEAD';
 /**
  * Builds the server core for a Source. See the module comment for the routes.
  * @example
- * const core = createSourceCore({ sets: [{ name: 'data', dir: '/srv/data' }], outDir: '/srv/data/.resourcesync/publish' });
+ * const core = createSourceResponder({ sets: [{ name: 'data', dir: '/srv/data' }], outDir: '/srv/data/.resourcesync/publish' });
  * const res = await core({ method: 'GET', target: '/a.txt', headers: {} });
  * @see Z39.99 §6.3 (discovery)
  */
-export function createSourceCore(options: SourceServerOptions): SourceCore {
+export function createSourceResponder(options: SourceServerOptions): SourceResponder {
   if (options.sets.length === 0) {
     throw new ResourceSyncError('RS_INVALID_ARGUMENT', 'Server options: at least one set of resources is needed.');
   }
@@ -117,7 +117,7 @@ export function createSourceCore(options: SourceServerOptions): SourceCore {
   const resolutions = new ResolutionCache(options.cacheBytes ?? 16 * 1024 * 1024);
   const responses: ResponseOptions = { gzip: options.gzip ?? true, onHeld: (bytes) => resolutions.grow(bytes) };
 
-  function fail(error: unknown): CoreResponse {
+  function fail(error: unknown): ResponderResponse {
     const code = (error as NodeJS.ErrnoException | undefined)?.code;
     if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP' || code === 'ENAMETOOLONG' || code === 'EISDIR') {
       return statusResponse(404, 'Not Found');
@@ -127,7 +127,7 @@ export function createSourceCore(options: SourceServerOptions): SourceCore {
     return statusResponse(500, 'Internal Server Error');
   }
 
-  function handle(req: CoreRequest): CoreResponse | Promise<CoreResponse> {
+  function handle(req: ResponderRequest): ResponderResponse | Promise<ResponderResponse> {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       return statusResponse(405, 'Method Not Allowed', { allow: ALLOW });
     }
@@ -162,13 +162,13 @@ export function createSourceCore(options: SourceServerOptions): SourceCore {
     return respondFromDescriptor(req, r, responses).catch(fail);
   }
 
-  const core = ((req: CoreRequest) => {
+  const core = ((req: ResponderRequest) => {
     try {
       return handle(req);
     } catch (error) {
       return fail(error);
     }
-  }) as SourceCore;
+  }) as SourceResponder;
   core.invalidate = () => {
     resolutions.clear();
     for (const root of router.roots) root.real = undefined;

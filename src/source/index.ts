@@ -40,3 +40,4 @@ export {
 } from './snapshot-store.js';
 export { writeZipPackage, splitPackages, type PackageItem, type PackageResult } from './zip-package.js';
 export { inventory, type InventoryEntry, type InventoryOptions, type InventoryProgress, type PreviousState, type Hashes } from '../node/inventory.js';
+export { watchSources, type SourceWatcher, type WatchOptions, type WatchAction } from './watch/watch.js';

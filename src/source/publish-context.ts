@@ -48,7 +48,7 @@ export interface PublishOptions {
   gzip?: boolean;
   /**
    * Publish every HTML resource (`text/html`, at most 1 MiB) with `<link rel="resourcesync" href="<Capability
-   * List>">` inserted in its `<head>`, as a server that inserts it serves it (`createSourceCore`'s
+   * List>">` inserted in its `<head>`, as a server that inserts it serves it (`createSourceResponder`'s
    * `htmlDiscoveryLink`): the listed length and hashes, and the bitstreams in dumps, are those of the served
    * bytes. HTML that already has such a link, or no `<head>`, is published as stored. Default false.
    * @see Z39.99 §6.3.3

@@ -8,7 +8,7 @@
 import { ResourceSyncError } from '../core/errors.js';
 import type { DocumentHeader, Entry, Ln, Md } from '../core/model/types.js';
 import { readDocument, type DocumentReader } from '../core/xml/read-document.js';
-import type { HttpGet } from '../destination/http.js';
+import type { HttpGet } from '../client/http.js';
 
 /** One entry as the page shows it. */
 export interface EntryRow {

@@ -14,11 +14,11 @@
 import { isResourceSyncError, messageOf } from '../core/errors.js';
 import { check, type CheckReport } from '../check/check.js';
 import { explore, type ExploreResult, type TreeNode } from '../check/explore.js';
-import { originOf, type Authority } from '../destination/authority.js';
-import type { HttpGet } from '../destination/http.js';
+import { originOf, type Authority } from '../client/authority.js';
+import type { HttpGet } from '../client/http.js';
 import { APP_CSS, APP_JS, INDEX_HTML } from './assets.js';
 import { readEntriesPage } from './entries.js';
-import { decodablePath } from './request-guard.js';
+import { decodablePath } from '../node/request-guard.js';
 import { PackageReader } from './packages.js';
 import { readTimeline } from './timeline.js';
 

@@ -11,4 +11,4 @@ export { createExplorerHandler, type ExplorerHandler, type ExplorerOptions, type
 export { readEntriesPage, type EntriesPage, type EntryRow } from './entries.js';
 export { readTimeline, type TimelinePage, type TimelineEntry } from './timeline.js';
 export type { PackagePage } from './packages.js';
-export { decodablePath, hostCheck } from './request-guard.js';
+export { decodablePath, hostCheck } from '../node/request-guard.js';

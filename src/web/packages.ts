@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { ResourceSyncError } from '../core/errors.js';
 import { readDocument } from '../core/xml/read-document.js';
 import { readPackage } from '../check/package.js';
-import type { HttpGet } from '../destination/http.js';
+import type { HttpGet } from '../client/http.js';
 import { PAGED_READ, pageOfEntries, type EntriesPage } from './entries.js';
 
 /** A package and one page of its manifest. */

@@ -7,7 +7,7 @@
  */
 import { parseW3CDatetime } from '../core/w3c-datetime.js';
 import type { TreeNode } from '../check/explore.js';
-import type { HttpGet } from '../destination/http.js';
+import type { HttpGet } from '../client/http.js';
 import { readRange } from './entries.js';
 
 /** One change on the time line. */

@@ -10,8 +10,8 @@
  */
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createAuthority } from '../../src/destination/authority.js';
-import { createHttpClient } from '../../src/destination/http-client.js';
+import { createAuthority } from '../../src/client/authority.js';
+import { createHttpClient } from '../../src/client/http-client.js';
 import { isResourceSyncError } from '../../src/core/errors.js';
 
 /** One request of a plan. */

@@ -11,8 +11,8 @@ import { fileURLToPath } from 'node:url';
 import { cwd, stdout } from 'node:process';
 import { sync, type SyncReport } from '../../destination/sync.js';
 import { publish } from '../../source/publish.js';
-import type { CoreHandler } from '../../server/request-response.js';
-import { createSourceCore, type SourceCore } from '../../server/source-responder.js';
+import type { ResponderHandler } from '../../server/request-response.js';
+import { createSourceResponder, type SourceResponder } from '../../server/source-responder.js';
 import { serve } from '../../server/node-adapter.js';
 import { audit, type AuditReport } from '../../destination/audit.js';
 
@@ -48,9 +48,9 @@ export async function run(args: string[]): Promise<number> {
   cpSync(collection, sourceDir, { recursive: true });
 
   const sets = [{ name: 'sample', dir: sourceDir }];
-  const live: { core?: SourceCore } = {};
+  const live: { core?: SourceResponder } = {};
   // The server answers from the published folder; it is created once the base URL (the port) is known.
-  const front: CoreHandler = (request) => {
+  const front: ResponderHandler = (request) => {
     if (live.core === undefined) throw new Error('the Source is not published yet');
     return live.core(request);
   };
@@ -58,7 +58,7 @@ export async function run(args: string[]): Promise<number> {
   try {
     const baseUrl = `${server.url}/`;
     const published = await publish({ sets, baseUrl, outDir, stateDir, hashes: ['md5', 'sha-256'] });
-    live.core = createSourceCore({ sets: [{ ...sets[0]!, capabilityList: published.capabilityLists[0]! }], outDir, baseUrl });
+    live.core = createSourceResponder({ sets: [{ ...sets[0]!, capabilityList: published.capabilityLists[0]! }], outDir, baseUrl });
     line(`Source: ${published.resources} resources of examples/sample-collection published at ${server.url}`);
     line(`  Source Description: ${published.sourceDescription}`);
 

@@ -8,10 +8,10 @@
  */
 import { stderr, stdout } from 'node:process';
 import { explore, type ExploreResult, type TreeNode } from '../../check/explore.js';
-import { createHttpClient } from '../../destination/http-client.js';
+import { createHttpClient } from '../../client/http-client.js';
 import { listen, type Listener } from '../../notify/node-listener.js';
 import { createExplorerHandler } from '../../web/explorer.js';
-import { hostCheck } from '../../web/request-guard.js';
+import { hostCheck } from '../../node/request-guard.js';
 import { parseCommandArgs, usageError } from '../command-args.js';
 import { CRAWL_OPTIONS, crawlOf, withCrawlClient, type Crawl } from '../crawl-options.js';
 import { integerOption } from '../mirror-options.js';

@@ -3,7 +3,7 @@
  * and the publication options of `build` (`--hashes`, `--max-entries`, `--dumps`, `--gzip`…, see `../publish-options.ts`):
  * publishes the directories as a ResourceSync Source (one set of resources per directory), serves the
  * resources and documents over HTTP, and by default re-publishes as soon as a changed file has settled
- * (see ../../server/watch.ts), so that a change shows up in the open Change List within tens of milliseconds. Prints
+ * (see ../../source/watch/watch.ts), so that a change shows up in the open Change List within tens of milliseconds. Prints
  * `listening on <url>` on stdout once ready; the explorer page (src/web) is at `<base-url>/.resourcesync/ui/`; SIGINT/SIGTERM
  * shut it down cleanly (exit 0).
  * @see Z39.99 §6.3 (discovery), §12 (Change List)
@@ -11,10 +11,10 @@
 import { parseCommandArgs, usageError } from '../command-args.js';
 import { stat } from 'node:fs/promises';
 import { basename, isAbsolute, join, relative, resolve, sep } from 'node:path';
-import type { CoreHandler, CoreResponse } from '../../server/request-response.js';
-import { createSourceCore, type SourceCore } from '../../server/source-responder.js';
+import type { ResponderHandler, ResponderResponse } from '../../server/request-response.js';
+import { createSourceResponder, type SourceResponder } from '../../server/source-responder.js';
 import { serve, type RunningServer } from '../../server/node-adapter.js';
-import { watchSources, type SourceWatcher } from '../../server/watch.js';
+import { watchSources, type SourceWatcher } from '../../source/watch/watch.js';
 import { publish, type PublishOptions, type PublishResult } from '../../source/publish.js';
 import { recordChanges, type RecordResult } from '../../source/record-changes.js';
 import type { SetNotifications } from '../../source/notifications.js';
@@ -62,7 +62,7 @@ ${PUBLISH_HELP}  --verbose               log every request on stderr
   -h, --help              show this help
 `;
 
-const SERVICE_UNAVAILABLE: CoreResponse = {
+const SERVICE_UNAVAILABLE: ResponderResponse = {
   status: 503,
   headers: { 'content-type': 'text/plain; charset=utf-8', 'retry-after': '1', 'content-length': '24' },
   body: { type: 'bytes', bytes: Buffer.from('503 Service Unavailable\n') },
@@ -197,12 +197,12 @@ export async function run(args: string[]): Promise<number> {
   process.once('SIGTERM', stop);
 
   // Until the first publication is done, requests get 503 (the listening line is printed after it).
-  const live: { core?: SourceCore; push?: Push; ui?: ServeUi } = {};
+  const live: { core?: SourceResponder; push?: Push; ui?: ServeUi } = {};
   // the hub's, the explorer's and the topics' routes are looked at only for targets that can be theirs (a cheap
   // test), so that a plain GET of a resource or document goes straight to the core
   const maybeTopic = (target: string): boolean => target.includes('-notification/');
   const maybeMounted = (target: string): boolean => target.includes('/hub') || target.includes(`/${DOCUMENTS_PREFIX}/ui`);
-  const front: CoreHandler = (req) =>
+  const front: ResponderHandler = (req) =>
     (live.push !== undefined && maybeTopic(req.target) ? live.push.topic(req) : undefined) ??
     (live.core === undefined ? SERVICE_UNAVAILABLE : live.core(req));
   let running: RunningServer;
@@ -355,7 +355,7 @@ export async function run(args: string[]): Promise<number> {
   const result = first.result;
   if (watcher === undefined) sendFramework(result); // (the watcher's runs send their own)
   if (verbose) log(`published ${result.resources} resources (${result.documents.length} documents)`);
-  live.core = createSourceCore({
+  live.core = createSourceResponder({
     sets: sets.map((s, i) => {
       const cap = result.capabilityLists[i];
       return cap === undefined ? s : { ...s, capabilityList: cap };

@@ -12,8 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { formatW3CDatetime } from '../../core/w3c-datetime.js';
-import type { CoreHandler, CoreResponse } from '../../server/request-response.js';
-import { createSourceCore, type SourceCore } from '../../server/source-responder.js';
+import type { ResponderHandler, ResponderResponse } from '../../server/request-response.js';
+import { createSourceResponder, type SourceResponder } from '../../server/source-responder.js';
 import { serve, type RunningServer } from '../../server/node-adapter.js';
 import { publish, type PublishOptions, type PublishResult } from '../../source/publish.js';
 import { encodeSegment } from '../../source/url-path.js';
@@ -48,7 +48,7 @@ Options:
   -h, --help        show this help
 `;
 
-const SERVICE_UNAVAILABLE: CoreResponse = {
+const SERVICE_UNAVAILABLE: ResponderResponse = {
   status: 503,
   headers: { 'content-type': 'text/plain; charset=utf-8', 'retry-after': '1', 'content-length': '24' },
   body: { type: 'bytes', bytes: Buffer.from('503 Service Unavailable\n') },
@@ -126,8 +126,8 @@ export async function run(args: string[]): Promise<number> {
   let running: RunningServer | undefined;
   try {
     await simulator.populate(dir, ac.signal);
-    const live: { core?: SourceCore } = {};
-    const front: CoreHandler = (req) => (live.core === undefined ? SERVICE_UNAVAILABLE : live.core(req));
+    const live: { core?: SourceResponder } = {};
+    const front: ResponderHandler = (req) => (live.core === undefined ? SERVICE_UNAVAILABLE : live.core(req));
     try {
       running = await serve(front, {
         port,
@@ -143,7 +143,7 @@ export async function run(args: string[]): Promise<number> {
     const sets = [{ name: 'simulated', dir }];
     const publishOptions: PublishOptions = { sets, baseUrl, outDir, stateDir, signal: ac.signal };
     const first: PublishResult = await publish(publishOptions);
-    live.core = createSourceCore({
+    live.core = createSourceResponder({
       sets: [
         {
           name: 'simulated',

@@ -7,8 +7,8 @@
 import { ResourceSyncError, isResourceSyncError } from '../core/errors.js';
 import { readDocument } from '../core/xml/read-document.js';
 import { parseXmppPubsubUri } from '../core/xmpp-uri.js';
-import type { Authority } from '../destination/authority.js';
-import type { HttpGet } from '../destination/http.js';
+import type { Authority } from '../client/authority.js';
+import type { HttpGet } from '../client/http.js';
 
 /** A Source's change channel. */
 export interface ChangeChannel {

@@ -8,9 +8,9 @@
  */
 import type { Entry } from '../core/model/types.js';
 import { parseW3CDatetime } from '../core/w3c-datetime.js';
-import type { Authority } from '../destination/authority.js';
-import type { Mapper } from '../destination/mapper.js';
-import { note, type DestinationNote } from '../destination/notes.js';
+import type { Authority } from '../client/authority.js';
+import type { Mapper } from './mapper.js';
+import { note, type DestinationNote } from './notes.js';
 
 /** How far a window's `until` may run past the time the notification was received (clocks differ), ms. */
 const WINDOW_SKEW_MS = 5 * 60_000;

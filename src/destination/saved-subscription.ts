@@ -5,7 +5,7 @@
  * the hub beside a new one.
  * @see WebSub §5.1 (a subscription is the pair topic and callback; subscribing again renews it)
  */
-import { StateStore } from '../destination/state-store.js';
+import { StateStore } from './state-store.js';
 
 /** What a follower subscribed with. */
 export interface SavedSubscription {

@@ -4,8 +4,8 @@ import { ResourceSyncError, isResourceSyncError, type ErrorCode, messageOf, toEr
 import type { HashValue } from '../core/hash.js';
 import type { Entry, Ln } from '../core/model/types.js';
 import { REL_PATCH } from '../core/constants.js';
-import type { Authority } from './authority.js';
-import type { HttpGet } from './http.js';
+import type { Authority } from '../client/authority.js';
+import type { HttpGet } from '../client/http.js';
 import type { Mapper } from './mapper.js';
 import type { DestinationNote } from './notes.js';
 import { planEntry, planGone, sourceFacts, type LocalLookup, type PlanAction, type PlanItem, type SourceFacts } from './plan.js';
@@ -20,8 +20,8 @@ import { CountOnce, emptyCounts, type Counted, type SyncCounts, type SyncFailure
 
 export { emptyCounts, type SyncCounts, type SyncFailure, type SyncProgress } from './sync-counts.js';
 
-/** What the engine needs; built by `sync()`. */
-export interface EngineOptions {
+/** What the applier needs; built by `sync()`. */
+export interface ResourceApplierOptions {
   dest: string;
   http: HttpGet;
   authority: Authority;
@@ -67,7 +67,7 @@ const RETRYABLE: ReadonlySet<ErrorCode> = new Set(['RS_HASH_MISMATCH', 'RS_LENGT
 const STATE_BATCH = 256;
 const MAX_LISTED = 1000;
 
-/** What the engine found for a resource: the plan's lookup, and what applying the item needs. */
+/** What the applier found for a resource: the plan's lookup, and what applying the item needs. */
 interface Found extends LocalLookup {
   record?: ResourceRecord;
   /** The absolute path of the file. */
@@ -88,11 +88,11 @@ function withLinks(record: ResourceRecord, entry: Entry): ResourceRecord {
 
 /**
  * Applies decisions to the destination: fetches and verifies resources, deletes, keeps the state (batched
- * transactions) and the counters. One engine serves one sync.
+ * transactions) and the counters. One applier serves one sync.
  */
-export class Engine {
+export class ResourceApplier {
   readonly counts: SyncCounts = emptyCounts();
-  readonly #o: EngineOptions;
+  readonly #o: ResourceApplierOptions;
   #pending: ResourceRecord[] = [];
   #pendingDeletes: string[] = [];
   #retry: { entry: Entry; code: string }[] = [];
@@ -117,7 +117,7 @@ export class Engine {
   /** Counts each resource once in a run. */
   readonly #once = new CountOnce(this.counts);
 
-  constructor(options: EngineOptions) {
+  constructor(options: ResourceApplierOptions) {
     this.#o = options;
     this.#fresh = options.fresh === true;
     this.#skippedHeld = !this.#fresh && options.store.hasSkippedDeletions();

@@ -25,18 +25,18 @@ import { parseDocument } from '../core/xml/read-document.js';
 import { formatW3CDatetime, parseW3CDatetime } from '../core/w3c-datetime.js';
 import { DestinationRoot } from '../node/destination-root.js';
 import type { Durability } from '../node/durability.js';
-import { connect, type Connection } from '../destination/connection.js';
-import { checkDocument, isAbsoluteLoc, kindOf, resolveLoc } from '../destination/documents.js';
-import { note, type DestinationNote } from '../destination/notes.js';
-import { Engine, type SyncCounts } from '../destination/engine.js';
-import { linkFetcher } from '../destination/links.js';
-import { changeTime, lastChangePerResource, orderChanges } from '../destination/plan.js';
-import { runPool } from '../destination/run-pool.js';
-import { StateStore, acquireLock, type SyncLock } from '../destination/state-store.js';
-import { durabilityFor, sync, type SyncOptions, type SyncReport } from '../destination/sync.js';
-import { WindowTracker } from './windows.js';
+import { connect, type Connection } from './connection.js';
+import { checkDocument, isAbsoluteLoc, kindOf, resolveLoc } from './documents.js';
+import { note, type DestinationNote } from './notes.js';
+import { ResourceApplier, type SyncCounts } from './resource-applier.js';
+import { linkFetcher } from './links.js';
+import { changeTime, lastChangePerResource, orderChanges } from './plan.js';
+import { runPool } from './run-pool.js';
+import { StateStore, acquireLock, type SyncLock } from './state-store.js';
+import { durabilityFor, sync, type SyncOptions, type SyncReport } from './sync.js';
+import { WindowTracker } from './notification-windows.js';
 import { readChangeChannel, type ChangeChannel } from './change-channel.js';
-import { screenEntries, windowFromFuture } from './screen.js';
+import { screenEntries, windowFromFuture } from './notification-screen.js';
 
 /** What one applied batch did. */
 export interface FollowBatch extends SyncCounts {
@@ -348,25 +348,25 @@ export class Follower {
   async #apply(entries: Entry[], started: number, common: Pick<FollowBatch, 'notifications' | 'gaps' | 'window'>, warnings: DestinationNote[]): Promise<void> {
     const base = this.capabilityList ?? this.#o.source;
     const pending = new Set(this.#store!.pending(this.capabilityList!).map((e) => e.loc));
-    const engine = this.#engine(pending);
-    for (const w of warnings) engine.warn(w);
+    const applier = this.#applier(pending);
+    for (const w of warnings) applier.warn(w);
     const { entries: ordered } = orderChanges(entries);
     const last = lastChangePerResource(ordered);
-    engine.phase('incremental', last.length, 'a Change Notification');
+    applier.phase('incremental', last.length, 'a Change Notification');
     await runPool(last, this.#o.concurrency ?? 16, async (e, release) => {
       const change = e.md?.change;
       if (change !== undefined && change !== 'created' && change !== 'updated' && change !== 'deleted') {
-        engine.warn(note('change-unknown', { url: base, loc: e.loc, change }));
+        applier.warn(note('change-unknown', { url: base, loc: e.loc, change }));
       }
-      await engine.apply(e, release); // a deletion is planned like a Change List's (deleted-at-source, kept without --delete)
+      await applier.apply(e, release); // a deletion is planned like a Change List's (deleted-at-source, kept without --delete)
     });
     await this.#durability.settle();
-    engine.flush();
-    const counts = engine.counts;
-    if (engine.failedUrls.size > 0) {
+    applier.flush();
+    const counts = applier.counts;
+    if (applier.failedUrls.size > 0) {
       // the cursor stays: the Change List from there brings what failed (or its newer changes). What a notification
       // alone named is not kept as pending: only the Change List, the Source's own word, makes a failure stick
-      this.#store!.removePending([...engine.failedUrls].filter((u) => !pending.has(u)));
+      this.#store!.removePending([...applier.failedUrls].filter((u) => !pending.has(u)));
       await this.#changeList(started, 'failed', common, [], counts);
       return;
     }
@@ -413,14 +413,14 @@ export class Follower {
     return this.capabilityList === undefined ? undefined : ms(this.#store?.getCursor(this.capabilityList)?.datetime);
   }
 
-  /** A fresh engine (its counters are the batch's) over the open store and HTTP client. */
-  #engine(pending: ReadonlySet<string>): Engine {
+  /** A fresh applier (its counters are the batch's) over the open store and HTTP client. */
+  #applier(pending: ReadonlySet<string>): ResourceApplier {
     const { http, authority, mapper } = this.#connection;
     const o = this.#o;
     const store = this.#store!;
     const key = this.capabilityList!;
     const durability = this.#durability;
-    const engine = new Engine({
+    const applier = new ResourceApplier({
       dest: this.#dest,
       http,
       authority,
@@ -437,7 +437,7 @@ export class Follower {
       fetchViaLinks: linkFetcher({ http, authority, dest: this.#dest, durability, signal: o.signal }),
       ...(o.signal ? { signal: o.signal } : {}),
     });
-    engine.setKey = key;
-    return engine;
+    applier.setKey = key;
+    return applier;
   }
 }

@@ -6,8 +6,8 @@ import { mkdir, mkdtemp, open, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parseDocument } from '../core/xml/read-document.js';
-import { publish, type PublishOptions } from '../source/publish.js';
+import { parseDocument } from '../../core/xml/read-document.js';
+import { publish, type PublishOptions } from '../publish.js';
 import { watchSources, type SourceWatcher } from './watch.js';
 
 let tmp: string;
