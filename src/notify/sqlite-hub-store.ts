@@ -3,9 +3,9 @@
  * subscriptions, published messages and the outbox of deliveries. A publish is committed with its
  * deliveries in one transaction and a delivery row is removed only after the subscriber acknowledged
  * it, so a hub killed at any moment (kill -9 included) delivers every accepted message at least once
- * after it restarts, in publish order per subscription. One process opens a store at a time: claims
- * of deliveries are released when it is opened (the process that held them is gone). Every method
- * answers synchronously.
+ * after it restarts, in publish order per subscription. One process opens a store at a time, so claims
+ * of deliveries are held in memory (no write, no fsync, per claim) and end with the process. Every
+ * method answers synchronously.
  * @see WebSub §5.1 (subscriptions), §7 (content distribution)
  */
 import Database from 'better-sqlite3';
@@ -51,8 +51,7 @@ CREATE TABLE IF NOT EXISTS delivery (
   message_id INTEGER NOT NULL REFERENCES message(id),
   attempts INTEGER NOT NULL DEFAULT 0,
   next_at INTEGER NOT NULL,
-  last_error TEXT,
-  claimed_until INTEGER
+  last_error TEXT
 );
 CREATE INDEX IF NOT EXISTS delivery_by_subscription ON delivery (subscription_id, id);
 CREATE INDEX IF NOT EXISTS message_by_topic ON message (topic);
@@ -68,7 +67,6 @@ const ADDED: Readonly<Record<string, readonly string[]>> = {
     'last_error TEXT',
   ],
   message: ['size INTEGER NOT NULL DEFAULT 0'],
-  delivery: ['claimed_until INTEGER'],
 };
 
 function migrate(db: Database.Database): void {
@@ -78,7 +76,6 @@ function migrate(db: Database.Database): void {
     for (const c of columns) if (!have.has(c.split(' ')[0]!)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${c}`);
   }
   db.exec('UPDATE message SET size = length(body) WHERE size = 0');
-  db.exec('UPDATE delivery SET claimed_until = NULL WHERE claimed_until IS NOT NULL');
 }
 
 interface SubscriptionRow {
@@ -159,6 +156,8 @@ export class SqliteHubStore implements HubStore {
   readonly file: string;
   private readonly db: Database.Database;
   private closed = false;
+  /** Delivery id → the end of its claim (epoch ms). */
+  private readonly claims = new Map<number, number>();
 
   constructor(file: string, db: Database.Database) {
     this.file = file;
@@ -291,20 +290,21 @@ export class SqliteHubStore implements HubStore {
 
   claim(now: number, options: ClaimOptions): PendingDelivery[] {
     if (options.limit <= 0) return [];
-    return this.tx(() => {
-      const rows = this.db
-        .prepare<[number, number, number], HeadRow>(
-          `${HEADS} AND d.next_at <= ? AND (d.claimed_until IS NULL OR d.claimed_until <= ?) ORDER BY s.id LIMIT ?`,
-        )
-        .all(now, now, options.limit);
-      const hold = this.db.prepare('UPDATE delivery SET claimed_until = ? WHERE id = ?');
-      for (const r of rows) hold.run(now + options.holdMs, r.delivery_id);
-      return rows.map(pendingDelivery);
-    });
+    for (const [id, until] of this.claims) if (until <= now) this.claims.delete(id);
+    const rows = this.db.prepare<[number], HeadRow>(`${HEADS} AND d.next_at <= ? ORDER BY s.id`).all(now);
+    const claimed: PendingDelivery[] = [];
+    for (const row of rows) {
+      if (claimed.length >= options.limit) break;
+      if (this.claims.has(row.delivery_id)) continue;
+      this.claims.set(row.delivery_id, now + options.holdMs);
+      claimed.push(pendingDelivery(row));
+    }
+    return claimed;
   }
 
   /** The subscriber acknowledged a delivery: remove it (and its message once no delivery needs it). */
   delivered(deliveryId: number, now: number): void {
+    this.claims.delete(deliveryId);
     this.tx(() => {
       const row = this.db
         .prepare<[number], { message_id: number; subscription_id: number }>(
@@ -322,11 +322,12 @@ export class SqliteHubStore implements HubStore {
 
   /** A delivery failed: count the attempt (on the delivery and its subscription) and set the time of the next. */
   failed(deliveryId: number, nextAt: number, error: string, now: number): Subscription | undefined {
+    this.claims.delete(deliveryId);
     return this.tx(() => {
       const e = error.slice(0, 500);
       const row = this.db
         .prepare<[number, string, number], { subscription_id: number }>(
-          'UPDATE delivery SET attempts = attempts + 1, next_at = ?, last_error = ?, claimed_until = NULL WHERE id = ? RETURNING subscription_id',
+          'UPDATE delivery SET attempts = attempts + 1, next_at = ?, last_error = ? WHERE id = ? RETURNING subscription_id',
         )
         .get(nextAt, e, deliveryId);
       if (!row) return undefined;
