@@ -10,7 +10,8 @@ import { connect, createServer as createNetServer, type Server as NetServer, typ
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { HubStore } from '../src/notify/hub-store.js';
+import type { HubStore } from '../src/notify/hub-store.js';
+import { openSqliteHubStore } from '../src/notify/sqlite-hub-store.js';
 import { listen } from '../src/notify/node-listener.js';
 import { createUrlPolicy } from '../src/notify/callback-policy.js';
 import { Subscriber } from '../src/notify/subscriber.js';
@@ -79,7 +80,7 @@ async function subscribeVerified(h: TestHub, topic: string, callback: string, se
   });
   assert.equal(res.status, 202, await res.text());
   await h.hub.idle();
-  assert.ok(h.store.getSubscription(topic, callback), `${callback} is subscribed`);
+  assert.ok(await h.store.getSubscription(topic, callback), `${callback} is subscribed`);
 }
 
 void describe('what the hub may contact', () => {
@@ -161,11 +162,11 @@ void describe('bounded under load', () => {
         await res.arrayBuffer();
       }
       await h.hub.idle();
-      assert.equal(h.store.subscriptions(TOPIC).length, 80);
+      assert.equal((await h.store.subscriptions(TOPIC)).length, 80);
       const big = Buffer.alloc(8 * 1024 * 1024, 0x61);
       assert.equal((await fatPing(h.url, TOPIC, big)).status, 200);
-      assert.deepEqual(h.store.counts(), { subscriptions: 80, messages: 1, deliveries: 80 });
-      assert.equal(h.store.queuedBytes(), big.byteLength, 'one stored copy, whatever the number of deliveries');
+      assert.deepEqual(await h.store.counts(), { subscriptions: 80, messages: 1, deliveries: 80 });
+      assert.equal(await h.store.queuedBytes(), big.byteLength, 'one stored copy, whatever the number of deliveries');
       await until(() => failing.bodies.length >= 160, 'two rounds of failed deliveries');
       const res = await fetch(h.url);
       assert.equal(res.status, 200, 'the hub answers while deliveries fail');
@@ -174,7 +175,7 @@ void describe('bounded under load', () => {
         failing.bodies.every((n) => n === big.byteLength),
         'each attempt sends the whole body',
       );
-      assert.deepEqual(h.store.counts(), { subscriptions: 80, messages: 1, deliveries: 80 });
+      assert.deepEqual(await h.store.counts(), { subscriptions: 80, messages: 1, deliveries: 80 });
     } finally {
       await h.stop();
       await failing.close();
@@ -203,17 +204,17 @@ void describe('bounded under load', () => {
       const total = await fatPing(h.url, other, kib);
       assert.equal(total.status, 503, 'the whole queue is full');
       assert.ok(Number(total.headers.get('retry-after')) > 0);
-      assert.equal(h.store.queuedBytes(), 3000);
+      assert.equal(await h.store.queuedBytes(), 3000);
       // a subscriber with three deliveries queued is given up at the fourth: its queue is dropped
       const small = Buffer.alloc(10, 0x63);
       assert.equal((await fatPing(h.url, other, small)).status, 200);
       assert.equal((await fatPing(h.url, other, small)).status, 200);
-      assert.equal(h.store.getSubscription(other, `${slow.url}/b`)!.state, 'verified');
+      assert.equal((await h.store.getSubscription(other, `${slow.url}/b`))!.state, 'verified');
       assert.equal((await fatPing(h.url, other, small)).status, 200);
-      const b = h.store.getSubscription(other, `${slow.url}/b`)!;
+      const b = (await h.store.getSubscription(other, `${slow.url}/b`))!;
       assert.equal(b.state, 'given-up');
       assert.ok(h.events.some((e) => e.type === 'given-up' && e.callback === `${slow.url}/b`));
-      assert.equal(h.store.queuedBytes(), 2000, "its queue is dropped; the other topic's stays");
+      assert.equal(await h.store.queuedBytes(), 2000, "its queue is dropped; the other topic's stays");
     } finally {
       await h.stop();
       await slow.close();
@@ -353,14 +354,14 @@ void describe('subscriptions', () => {
       const later = await outsider();
       assert.equal(later.status, 409);
       await h.hub.idle();
-      assert.equal(h.store.getSubscription(TOPIC, callback)!.secret, s.secret);
+      assert.equal((await h.store.getSubscription(TOPIC, callback))!.secret, s.secret);
       assert.equal((await fatPing(h.url, TOPIC)).status, 200);
       await h.hub.idle();
       assert.equal(received.length, 1, "the delivery is signed with the subscriber's own secret");
       assert.deepEqual(bad, []);
       // the subscriber itself renews with its secret
       await s.subscribe();
-      assert.equal(h.store.getSubscription(TOPIC, callback)!.secret, s.secret);
+      assert.equal((await h.store.getSubscription(TOPIC, callback))!.secret, s.secret);
     } finally {
       s.close();
       await cb.close();
@@ -379,10 +380,10 @@ void describe('subscriptions', () => {
       assert.equal((await fatPing(h.url, TOPIC)).status, 200);
       await until(() => h.events.some((e) => e.type === 'given-up'), 'the hub to give up');
       await h.hub.idle();
-      const s = h.store.getSubscription(TOPIC, callback)!;
+      const s = (await h.store.getSubscription(TOPIC, callback))!;
       assert.equal(s.state, 'given-up');
       assert.ok(s.failures >= 4);
-      assert.deepEqual(h.store.counts(), { subscriptions: 1, messages: 0, deliveries: 0 });
+      assert.deepEqual(await h.store.counts(), { subscriptions: 1, messages: 0, deliveries: 0 });
       assert.ok(
         dead.verifications.some((v) => v.searchParams.get('hub.mode') === 'denied'),
         'hub.mode=denied sent',
@@ -390,12 +391,12 @@ void describe('subscriptions', () => {
       const attempts = dead.attempts.length;
       assert.equal((await fatPing(h.url, TOPIC)).status, 200);
       await h.hub.idle();
-      assert.equal(h.store.counts().deliveries, 0, 'nothing queued for it');
+      assert.equal((await h.store.counts()).deliveries, 0, 'nothing queued for it');
       assert.equal(dead.attempts.length, attempts);
       // the subscriber comes back and renews with its secret: deliveries resume
       dead.deliveryStatus = 200;
       await subscribeVerified(h, TOPIC, callback, 'shh');
-      const renewed = h.store.getSubscription(TOPIC, callback)!;
+      const renewed = (await h.store.getSubscription(TOPIC, callback))!;
       assert.deepEqual(
         [renewed.state, renewed.failures, renewed.failingSince],
         ['verified', 0, undefined],
@@ -404,7 +405,7 @@ void describe('subscriptions', () => {
       assert.equal((await fatPing(h.url, TOPIC)).status, 200);
       await h.hub.idle();
       assert.equal(dead.deliveries.length, 1);
-      assert.equal(h.store.getSubscription(TOPIC, callback)!.failures, 0);
+      assert.equal((await h.store.getSubscription(TOPIC, callback))!.failures, 0);
     } finally {
       await h.stop();
       await dead.close();
@@ -427,14 +428,14 @@ void describe('subscriptions', () => {
     );
     db.prepare('INSERT INTO delivery (subscription_id, message_id, next_at) VALUES (1, 1, 0)').run();
     db.close();
-    const store = HubStore.open(file);
+    const store: HubStore = openSqliteHubStore(file);
     try {
-      const s = store.getSubscription(TOPIC, 'http://127.0.0.1:9/cb')!;
+      const s = (await store.getSubscription(TOPIC, 'http://127.0.0.1:9/cb'))!;
       assert.deepEqual([s.state, s.failures, s.secret], ['verified', 0, 'k']);
-      assert.equal(store.queuedBytes(), 5);
-      assert.equal(store.heads()[0]!.size, 5);
+      assert.equal(await store.queuedBytes(), 5);
+      assert.equal((await store.heads())[0]!.size, 5);
     } finally {
-      store.close();
+      await store.close();
       await tmp.cleanup();
     }
   });

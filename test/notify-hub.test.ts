@@ -70,7 +70,7 @@ void describe('websub.rocks hub tests, re-created', () => {
       assert.equal(v.searchParams.get('hub.topic'), topic);
       assert.equal(v.searchParams.get('hub.lease_seconds'), String(LEASE.default));
       assert.ok((v.searchParams.get('hub.challenge') ?? '').length >= 16);
-      assert.equal(h.store.subscriptions(topic).length, 1);
+      assert.equal((await h.store.subscriptions(topic)).length, 1);
 
       const pub = await fatPing(h.url, topic);
       assert.equal(pub.status, 200);
@@ -84,7 +84,7 @@ void describe('websub.rocks hub tests, re-created', () => {
       const links = parseLinkHeader(String(d.headers.link));
       assert.equal(links.find((l) => l.rel.includes('self'))?.target, topic);
       assert.equal(links.find((l) => l.rel.includes('hub'))?.target, h.url);
-      assert.deepEqual(h.store.counts(), { subscriptions: 1, messages: 0, deliveries: 0 });
+      assert.deepEqual(await h.store.counts(), { subscriptions: 1, messages: 0, deliveries: 0 });
     } finally {
       await h.stop();
     }
@@ -122,7 +122,7 @@ void describe('websub.rocks hub tests, re-created', () => {
         'hub.unknown': 'x',
       });
       assert.equal(res.status, 202);
-      assert.equal(h.store.subscriptions(topic).length, 1);
+      assert.equal((await h.store.subscriptions(topic)).length, 1);
     } finally {
       await h.stop();
     }
@@ -136,10 +136,10 @@ void describe('websub.rocks hub tests, re-created', () => {
       const topic = 'http://127.0.0.1:1/t103';
       const callback = `${sub.url}/cb/103`;
       await subscribe(h, { 'hub.topic': topic, 'hub.callback': callback, 'hub.lease_seconds': '600' });
-      const first = h.store.getSubscription(topic, callback)!;
+      const first = (await h.store.getSubscription(topic, callback))!;
       clock += 500_000;
       await subscribe(h, { 'hub.topic': topic, 'hub.callback': callback, 'hub.lease_seconds': '900' });
-      const again = h.store.subscriptions(topic);
+      const again = await h.store.subscriptions(topic);
       assert.equal(again.length, 1);
       assert.equal(again[0]!.id, first.id);
       assert.equal(again[0]!.leaseSeconds, 900);
@@ -165,7 +165,7 @@ void describe('websub.rocks hub tests, re-created', () => {
       const v = sub.verifications[1]!;
       assert.equal(v.searchParams.get('hub.mode'), 'unsubscribe');
       assert.equal(v.searchParams.get('hub.lease_seconds'), null);
-      assert.equal(h.store.subscriptions(topic).length, 0);
+      assert.equal((await h.store.subscriptions(topic)).length, 0);
       assert.equal((await fatPing(h.url, topic)).status, 200);
       await h.hub.idle();
       assert.equal(sub.attempts.length, 0);
@@ -243,7 +243,7 @@ void describe('verification of intent', () => {
         assert.equal((await subscribe(h, { 'hub.topic': topic, 'hub.callback': `${sub.url}/cb/deny` })).status, 202);
         assert.equal(sub.verifications.length, 1);
         assert.equal(echo.verifications.length, 0, 'no redirect followed');
-        assert.equal(h.store.subscriptions(topic).length, 0);
+        assert.equal((await h.store.subscriptions(topic)).length, 0);
         assert.equal(h.events.filter((e) => e.type === 'verification-failed').length, 1);
         await fatPing(h.url, topic);
         await h.hub.idle();
@@ -273,13 +273,13 @@ void describe('verification of intent', () => {
         'hub.secret': 'new',
         'hub.lease_seconds': '2000',
       });
-      const s = h.store.getSubscription(topic, callback)!;
+      const s = (await h.store.getSubscription(topic, callback))!;
       assert.equal(s.secret, 'old');
       assert.equal(s.leaseSeconds, 1000);
       // and a failed unsubscription leaves it active
       await form(h.url, { 'hub.mode': 'unsubscribe', 'hub.topic': topic, 'hub.callback': callback });
       await h.hub.idle();
-      assert.equal(h.store.subscriptions(topic).length, 1);
+      assert.equal((await h.store.subscriptions(topic)).length, 1);
     } finally {
       await h.stop();
     }
@@ -352,7 +352,7 @@ void describe('leases', () => {
         ['300', '2678400'],
       );
       assert.deepEqual(
-        h.store.subscriptions().map((s) => s.leaseSeconds),
+        (await h.store.subscriptions()).map((s) => s.leaseSeconds),
         [300, 2678400],
       );
     } finally {
@@ -388,10 +388,10 @@ void describe('leases', () => {
       h.hub.kick();
       await h.hub.idle();
       assert.deepEqual(
-        h.store.subscriptions().map((s) => s.topic),
+        (await h.store.subscriptions()).map((s) => s.topic),
         ['http://127.0.0.1:1/renewed'],
       );
-      assert.deepEqual(h.store.counts(), { subscriptions: 1, messages: 0, deliveries: 0 });
+      assert.deepEqual(await h.store.counts(), { subscriptions: 1, messages: 0, deliveries: 0 });
       assert.ok(h.events.some((e) => e.type === 'expired' && e.topic === 'http://127.0.0.1:1/lapsed'));
     } finally {
       await h.stop();
@@ -422,7 +422,7 @@ void describe('delivery', () => {
       );
       const delays = h.events.flatMap((e) => (e.type === 'delivery-failed' ? [e.retryInMs] : []));
       assert.deepEqual(delays, [5, 10, 20, 20], 'doubling up to the cap');
-      assert.equal(h.store.subscriptions(topic).length, 1);
+      assert.equal((await h.store.subscriptions(topic)).length, 1);
     } finally {
       await h.stop();
     }
@@ -459,7 +459,7 @@ void describe('delivery', () => {
       await h.hub.idle();
       assert.equal(other.attempts.length, 0, 'no redirect followed');
       assert.equal(sub.attempts.length, 2);
-      assert.deepEqual(h.store.counts(), { subscriptions: 0, messages: 0, deliveries: 0 });
+      assert.deepEqual(await h.store.counts(), { subscriptions: 0, messages: 0, deliveries: 0 });
     } finally {
       await h.stop();
       await other.close();

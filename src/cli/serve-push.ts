@@ -11,7 +11,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import type { ResponderRequest, ResponderResponse } from '../server/request-response.js';
 import { createHub, type Hub, type HubEvent } from '../notify/hub.js';
-import { HubStore } from '../notify/hub-store.js';
+import { openSqliteHubStore, type SqliteHubStore } from '../notify/sqlite-hub-store.js';
 import { nodeListener } from '../notify/node-listener.js';
 import { publishNotification, type SendRequest } from '../notify/publisher.js';
 import type { Subscription } from '../notify/hub-store.js';
@@ -81,12 +81,12 @@ export function startPush(o: {
   const hubUrl = o.hub ?? `${o.baseUrl}/hub`;
   const basePath = new URL(`${o.baseUrl}/`).pathname;
   let hub: Hub | undefined;
-  let store: HubStore | undefined;
+  let store: SqliteHubStore | undefined;
   let listener: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
   let send: SendRequest;
   const hubPath = new URL(hubUrl).pathname;
   if (o.hub === undefined) {
-    store = HubStore.open(join(o.hubDir!, 'hub.sqlite'));
+    store = openSqliteHubStore(join(o.hubDir!, 'hub.sqlite'));
     const describe = (e: HubEvent): string =>
       `hub: ${e.type}${'mode' in e ? ` ${e.mode}` : ''} ${'callback' in e ? e.callback : ''} ${e.topic}`;
     const prefix = `${o.baseUrl}/`;

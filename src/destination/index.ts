@@ -32,3 +32,4 @@ export { StateStore, acquireLock, STATE_DIR, type ResourceRecord, type SyncCurso
 export { WindowTracker, type WindowOrder } from './notification-windows.js';
 export { Follower, type FollowerOptions, type FollowBatch } from './follower.js';
 export { readChangeChannel, type ChangeChannel, type ChangeChannelContext } from './change-channel.js';
+export { followSource, type FollowSourceOptions, type FollowHandle, type FollowEvent, type FollowVia } from './follow.js';

@@ -63,6 +63,7 @@ function bodyStream(bytes: Uint8Array): ReadableStream<Uint8Array> {
   });
 }
 
+/** What the {@link DeliveryWorker} needs from the hub. */
 export interface DeliveryOptions {
   store: HubStore;
   hubUrl: string;
@@ -75,6 +76,8 @@ export interface DeliveryOptions {
   track(p: Promise<void>): void;
   retry: { baseMs: number; maxMs: number };
   concurrency: number;
+  /** How long a claimed delivery is held before another worker may take it (longer than an attempt lasts). */
+  holdMs: number;
   giveUp: GiveUp;
   /** True once the hub stops starting work. */
   stopping(): boolean;
@@ -82,163 +85,190 @@ export interface DeliveryOptions {
   closed(): boolean;
 }
 
-/** The worker: `schedule()` after anything that may make a delivery due. */
-export interface DeliveryWorker {
-  schedule(): void;
-  /** True while a run is queued. */
-  scheduled(): boolean;
+/**
+ * The delivery worker: `schedule()` after anything that may make a delivery due. A run expires ended
+ * leases, claims the due heads of the queues from the store (as many as `concurrency` leaves room for) and
+ * sends each; runs never overlap (a schedule during a run makes one more run after it).
+ */
+export class DeliveryWorker {
+  private readonly options: DeliveryOptions;
+  private readonly store: HubStore;
+  /** Subscription id → its delivery attempt in flight. */
+  private readonly inFlight = new Map<number, Promise<void>>();
+  /** Message id → its bytes, shared by the deliveries of it in flight. */
+  private readonly bodies = new Map<number, { bytes: Uint8Array; users: number }>();
+  private timer: unknown;
+  private timerAt = Infinity;
+  private queued = false;
+  private running = false;
+  private runAgain = false;
+
+  constructor(options: DeliveryOptions) {
+    this.options = options;
+    this.store = options.store;
+  }
+
+  /** Runs the worker soon (in a microtask). */
+  schedule(): void {
+    if (this.options.stopping() || this.queued) return;
+    this.queued = true;
+    queueMicrotask(() => this.options.track(this.run()));
+  }
+
+  /** True while a run is queued or running. */
+  scheduled(): boolean {
+    return this.queued || this.running;
+  }
+
   /** Records that a subscription was given up: the event and a best-effort hub.mode=denied to its callback. */
-  gaveUp(s: Subscription, reason: string): void;
-  stop(): void;
-}
-
-export function createDeliveryWorker(o: DeliveryOptions): DeliveryWorker {
-  const { store } = o;
-  const inFlight = new Map<number, Promise<void>>(); // subscription id → delivery attempt
-  const bodies = new Map<number, { bytes: Uint8Array; users: number }>(); // message id → shared bytes
-  let timer: unknown;
-  let timerAt = Infinity;
-  let scheduled = false;
-
-  function backoff(attempts: number): number {
-    const exp = Math.min(o.retry.maxMs, o.retry.baseMs * 2 ** Math.min(attempts - 1, 30));
-    return Math.round(exp / 2 + (o.random() * exp) / 2);
-  }
-
-  function take(messageId: number): Uint8Array | undefined {
-    const held = bodies.get(messageId);
-    if (held !== undefined) {
-      held.users++;
-      return held.bytes;
-    }
-    const bytes = store.messageBody(messageId);
-    if (bytes !== undefined) bodies.set(messageId, { bytes, users: 1 });
-    return bytes;
-  }
-
-  function release(messageId: number): void {
-    const held = bodies.get(messageId);
-    if (held !== undefined && --held.users === 0) bodies.delete(messageId);
-  }
-
-  function gaveUp(s: Subscription, reason: string): void {
-    o.emit({ type: 'given-up', topic: s.topic, callback: s.callback, failures: s.failures, reason });
-    if (o.stopping()) return;
+  gaveUp(s: Subscription, reason: string): void {
+    this.options.emit({ type: 'given-up', topic: s.topic, callback: s.callback, failures: s.failures, reason });
+    if (this.options.stopping()) return;
     const params = { 'hub.mode': 'denied', 'hub.topic': s.topic, 'hub.reason': `the hub gave up: ${reason}` };
-    o.track(
-      o
+    this.options.track(
+      this.options
         .request(withQuery(s.callback, params), { method: 'GET' })
         .then(discardBody)
         .catch(() => undefined),
     );
   }
 
-  function failed(d: PendingDelivery, reason: string): void {
-    const retryInMs = backoff(d.attempts + 1);
-    const t = o.now();
-    const s = store.failed(d.id, t + retryInMs, reason, t);
-    const { topic, callback } = d.subscription;
-    o.emit({
-      type: 'delivery-failed',
-      topic,
-      callback,
-      messageId: d.messageId,
-      attempts: d.attempts + 1,
-      retryInMs,
-      reason,
-    });
-    if (s === undefined || s.failures < o.giveUp.attempts || t - (s.failingSince ?? t) < o.giveUp.afterMs) return;
-    const why = `${s.failures} deliveries failed since ${new Date(s.failingSince ?? t).toISOString()} (${reason})`;
-    const g = store.giveUp(s.id, why);
-    if (g !== undefined) gaveUp(g, why);
+  stop(): void {
+    if (this.timer !== undefined) this.options.timers.clearTimeout(this.timer);
   }
 
-  /** @see WebSub §7 (Content Distribution), §7.1 (signature) */
-  async function deliver(d: PendingDelivery): Promise<void> {
-    const s: Subscription = d.subscription;
-    const bytes = take(d.messageId);
-    if (bytes === undefined) return; // dropped meanwhile
+  private backoff(attempts: number): number {
+    const { retry } = this.options;
+    const exp = Math.min(retry.maxMs, retry.baseMs * 2 ** Math.min(attempts - 1, 30));
+    return Math.round(exp / 2 + (this.options.random() * exp) / 2);
+  }
+
+  private async take(messageId: number): Promise<Uint8Array | undefined> {
+    const held = this.bodies.get(messageId);
+    if (held !== undefined) {
+      held.users++;
+      return held.bytes;
+    }
+    const bytes = await this.store.messageBody(messageId);
+    const raced = this.bodies.get(messageId); // another delivery read it meanwhile
+    if (raced !== undefined) {
+      raced.users++;
+      return raced.bytes;
+    }
+    if (bytes !== undefined) this.bodies.set(messageId, { bytes, users: 1 });
+    return bytes;
+  }
+
+  private release(messageId: number): void {
+    const held = this.bodies.get(messageId);
+    if (held !== undefined && --held.users === 0) this.bodies.delete(messageId);
+  }
+
+  private async failed(d: PendingDelivery, reason: string): Promise<void> {
+    const retryInMs = this.backoff(d.attempts + 1);
+    const t = this.options.now();
+    const s = await this.store.failed(d.id, t + retryInMs, reason, t);
+    const { topic, callback } = d.subscription;
+    const attempts = d.attempts + 1;
+    this.options.emit({ type: 'delivery-failed', topic, callback, messageId: d.messageId, attempts, retryInMs, reason });
+    const giveUp = this.options.giveUp;
+    if (s === undefined || s.failures < giveUp.attempts || t - (s.failingSince ?? t) < giveUp.afterMs) return;
+    const why = `${s.failures} deliveries failed since ${new Date(s.failingSince ?? t).toISOString()} (${reason})`;
+    const g = await this.store.giveUp(s.id, why);
+    if (g !== undefined) this.gaveUp(g, why);
+  }
+
+  /** Sends one delivery: the status of the answer (0 when there was none) and a reason. @see WebSub §7.1 (signature) */
+  private async send(d: PendingDelivery, bytes: Uint8Array): Promise<{ status: number; reason: string }> {
+    const s = d.subscription;
     let status = 0;
-    let reason: string;
     try {
       const headers: Record<string, string> = {
         'content-type': d.contentType,
         'content-length': String(bytes.byteLength),
-        link: `<${d.topic}>; rel="self", <${o.hubUrl}>; rel="hub"`,
+        link: `<${d.topic}>; rel="self", <${this.options.hubUrl}>; rel="hub"`,
       };
-      if (s.secret !== undefined) headers['x-hub-signature'] = signBody(o.method, s.secret, bytes);
+      if (s.secret !== undefined) headers['x-hub-signature'] = signBody(this.options.method, s.secret, bytes);
       const init = { method: 'POST', headers, body: bodyStream(bytes), duplex: 'half' } as RequestInit;
-      const res = await o.request(s.callback, init);
+      const res = await this.options.request(s.callback, init);
       status = res.status;
-      reason = `status ${status}`;
       await discardBody(res);
+      return { status, reason: `status ${status}` };
     } catch (e) {
-      reason = reasonOf(e);
-    } finally {
-      release(d.messageId);
+      return { status, reason: reasonOf(e) };
     }
-    if (o.closed()) return;
-    if (status >= 200 && status <= 299) {
-      store.delivered(d.id, o.now());
-      o.emit({
-        type: 'delivered',
-        topic: d.topic,
-        callback: s.callback,
-        messageId: d.messageId,
-        attempts: d.attempts + 1,
-      });
-    } else if (status === 410) {
-      store.removeSubscriptionById(s.id);
-      o.emit({ type: 'gone', topic: s.topic, callback: s.callback });
-    } else failed(d, reason);
   }
 
-  function wake(t: number): void {
-    const next = store.nextWake();
-    if (next === undefined || next <= t || next >= timerAt) return;
-    if (timer !== undefined) o.timers.clearTimeout(timer);
-    timerAt = next;
-    timer = o.timers.setTimeout(
+  /** @see WebSub §7 (Content Distribution) */
+  private async deliver(d: PendingDelivery): Promise<void> {
+    const s: Subscription = d.subscription;
+    const bytes = await this.take(d.messageId);
+    if (bytes === undefined) return; // dropped meanwhile
+    let answer: { status: number; reason: string };
+    try {
+      answer = await this.send(d, bytes);
+    } finally {
+      this.release(d.messageId);
+    }
+    if (this.options.closed()) return;
+    const { status } = answer;
+    if (status >= 200 && status <= 299) {
+      await this.store.delivered(d.id, this.options.now());
+      const attempts = d.attempts + 1;
+      this.options.emit({ type: 'delivered', topic: d.topic, callback: s.callback, messageId: d.messageId, attempts });
+    } else if (status === 410) {
+      await this.store.removeSubscriptionById(s.id);
+      this.options.emit({ type: 'gone', topic: s.topic, callback: s.callback });
+    } else await this.failed(d, answer.reason);
+  }
+
+  private async wake(t: number): Promise<void> {
+    const next = await this.store.nextWake();
+    if (next === undefined || next <= t || next >= this.timerAt) return;
+    if (this.timer !== undefined) this.options.timers.clearTimeout(this.timer);
+    this.timerAt = next;
+    this.timer = this.options.timers.setTimeout(
       () => {
-        timer = undefined;
-        timerAt = Infinity;
-        schedule();
+        this.timer = undefined;
+        this.timerAt = Infinity;
+        this.schedule();
       },
       Math.min(next - t, 2 ** 31 - 1),
     );
   }
 
-  function run(): void {
-    scheduled = false;
-    if (o.stopping()) return;
-    const t = o.now();
-    for (const s of store.expire(t)) o.emit({ type: 'expired', topic: s.topic, callback: s.callback });
-    for (const d of store.heads()) {
-      if (inFlight.size >= o.concurrency) break;
-      if (inFlight.has(d.subscription.id) || d.nextAt > t) continue;
-      const p = deliver(d).finally(() => {
-        inFlight.delete(d.subscription.id);
-        schedule();
-      });
-      inFlight.set(d.subscription.id, p);
-      o.track(p);
+  private async run(): Promise<void> {
+    this.queued = false;
+    if (this.running) {
+      this.runAgain = true;
+      return;
     }
-    wake(t);
+    this.running = true;
+    try {
+      do {
+        this.runAgain = false;
+        if (this.options.stopping()) return;
+        await this.runOnce();
+      } while (this.runAgain);
+    } finally {
+      this.running = false;
+    }
   }
 
-  /** Runs the worker soon (in a microtask). */
-  function schedule(): void {
-    if (o.stopping() || scheduled) return;
-    scheduled = true;
-    queueMicrotask(run);
+  private async runOnce(): Promise<void> {
+    const t = this.options.now();
+    for (const s of await this.store.expire(t)) this.options.emit({ type: 'expired', topic: s.topic, callback: s.callback });
+    const room = this.options.concurrency - this.inFlight.size;
+    const due = await this.store.claim(t, { limit: room, holdMs: this.options.holdMs });
+    for (const d of due) {
+      if (this.inFlight.has(d.subscription.id)) continue;
+      const p = this.deliver(d).finally(() => {
+        this.inFlight.delete(d.subscription.id);
+        this.schedule();
+      });
+      this.inFlight.set(d.subscription.id, p);
+      this.options.track(p);
+    }
+    await this.wake(t);
   }
-
-  return {
-    schedule,
-    scheduled: () => scheduled,
-    gaveUp,
-    stop() {
-      if (timer !== undefined) o.timers.clearTimeout(timer);
-    },
-  };
 }

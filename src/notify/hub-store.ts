@@ -1,72 +1,21 @@
 /**
- * The hub's embedded store (SQLite, WAL, `synchronous = FULL`): verified subscriptions, published
- * messages and the outbox of deliveries. A publish is answered only after its message and one
- * delivery row per subscription are committed in one transaction, and a delivery row is removed only
- * after the subscriber acknowledged it, so a hub killed at any moment (kill -9 included) delivers
- * every accepted message at least once after it restarts, in publish order per subscription. Each
- * message is stored once, whatever the number of its deliveries, and what is queued is bounded per
- * subscription, per topic and in total ({@link QueueLimits}).
+ * The hub's store: its verified subscriptions and the outbox of notifications to deliver, as the hub
+ * ({@link createHub}) and its delivery worker use them. The embedded implementation is SQLite
+ * (./sqlite-hub-store.ts, {@link openSqliteHubStore}); another database plugs in by implementing this
+ * interface and passing the contract suite `test/contracts/hub-store.ts`.
+ *
+ * Every method may answer synchronously or with a promise; the hub always awaits. Each method is atomic:
+ * what it changes is changed whole or not at all, and what it reads is one consistent view.
+ *
+ * What the hub guarantees its subscribers rests on three properties of the store:
+ * - a publish is answered only after the message and one delivery per subscription are durable, and a
+ *   delivery is removed only once the subscriber acknowledged it: at least once, across restarts;
+ * - only the head of a subscription's queue is ever handed out ({@link HubStore.claim}), so deliveries
+ *   reach a subscriber in publish order;
+ * - each message is stored once, whatever the number of its deliveries, and what is queued is bounded per
+ *   subscription, per topic and in total ({@link QueueLimits}).
  * @see WebSub §5.1 (subscriptions), §7 (content distribution)
  */
-import Database from 'better-sqlite3';
-import { openStore } from '../node/sqlite.js';
-
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS subscription (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  topic TEXT NOT NULL,
-  callback TEXT NOT NULL,
-  secret TEXT,
-  lease_seconds INTEGER NOT NULL,
-  expires_at INTEGER NOT NULL,
-  verified_at INTEGER NOT NULL,
-  state TEXT NOT NULL DEFAULT 'verified',
-  failures INTEGER NOT NULL DEFAULT 0,
-  failing_since INTEGER,
-  last_delivery_at INTEGER,
-  last_error TEXT,
-  UNIQUE (topic, callback)
-);
-CREATE TABLE IF NOT EXISTS message (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  topic TEXT NOT NULL,
-  content_type TEXT NOT NULL,
-  body BLOB NOT NULL,
-  received_at INTEGER NOT NULL,
-  size INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS delivery (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  subscription_id INTEGER NOT NULL REFERENCES subscription(id) ON DELETE CASCADE,
-  message_id INTEGER NOT NULL REFERENCES message(id),
-  attempts INTEGER NOT NULL DEFAULT 0,
-  next_at INTEGER NOT NULL,
-  last_error TEXT
-);
-CREATE INDEX IF NOT EXISTS delivery_by_subscription ON delivery (subscription_id, id);
-CREATE INDEX IF NOT EXISTS message_by_topic ON message (topic);
-`;
-
-/** Columns added since the first schema, added to a store created before them. */
-const ADDED: Readonly<Record<string, readonly string[]>> = {
-  subscription: [
-    "state TEXT NOT NULL DEFAULT 'verified'",
-    'failures INTEGER NOT NULL DEFAULT 0',
-    'failing_since INTEGER',
-    'last_delivery_at INTEGER',
-    'last_error TEXT',
-  ],
-  message: ['size INTEGER NOT NULL DEFAULT 0'],
-};
-
-function migrate(db: Database.Database): void {
-  for (const [table, columns] of Object.entries(ADDED)) {
-    const info = db.pragma(`table_info(${table})`) as Array<{ name: string }>;
-    const have = new Set(info.map((c) => c.name));
-    for (const c of columns) if (!have.has(c.split(' ')[0]!)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${c}`);
-  }
-  db.exec('UPDATE message SET size = length(body) WHERE size = 0');
-}
 
 /** Bounds on what the hub queues, in bytes of stored messages (each counted once) and deliveries. */
 export interface QueueLimits {
@@ -108,6 +57,16 @@ export interface Subscription {
   lastError: string | undefined;
 }
 
+/** A subscription whose intent was verified, as {@link HubStore.addSubscription} records it. */
+export interface VerifiedSubscription {
+  topic: string;
+  callback: string;
+  secret: string | undefined;
+  leaseSeconds: number;
+  /** Epoch ms of the verification: the lease runs from it. */
+  now: number;
+}
+
 /** The delivery at the head of one subscription's queue, with what it carries. */
 export interface PendingDelivery {
   id: number;
@@ -121,326 +80,119 @@ export interface PendingDelivery {
   nextAt: number;
 }
 
-interface SubscriptionRow {
-  id: number;
-  topic: string;
-  callback: string;
-  secret: string | null;
-  lease_seconds: number;
-  expires_at: number;
-  verified_at: number;
-  state: string;
-  failures: number;
-  failing_since: number | null;
-  last_delivery_at: number | null;
-  last_error: string | null;
+/** How many due deliveries {@link HubStore.claim} hands out, and for how long they are held. */
+export interface ClaimOptions {
+  /** At most this many deliveries (one per subscription). */
+  limit: number;
+  /** The claim holds until `now + holdMs`; after that another claimer may take the delivery again. */
+  holdMs: number;
 }
 
-function subscription(row: SubscriptionRow): Subscription {
-  return {
-    id: row.id,
-    topic: row.topic,
-    callback: row.callback,
-    secret: row.secret ?? undefined,
-    leaseSeconds: row.lease_seconds,
-    expiresAt: row.expires_at,
-    verifiedAt: row.verified_at,
-    state: row.state === 'given-up' ? 'given-up' : 'verified',
-    failures: row.failures,
-    failingSince: row.failing_since ?? undefined,
-    lastDeliveryAt: row.last_delivery_at ?? undefined,
-    lastError: row.last_error ?? undefined,
-  };
+/** Counts for diagnostics and tests. */
+export interface HubStoreCounts {
+  subscriptions: number;
+  messages: number;
+  deliveries: number;
 }
 
 /**
- * Subscriptions and the outbox of one hub. One process opens a store at a time.
+ * Subscriptions and the outbox of one hub.
  * @example
- * const store = HubStore.open('/var/lib/resourcesync/hub.sqlite');
- * store.publish('http://127.0.0.1:8080/set/change/', 'application/xml', bytes, Date.now());
+ * const store = openSqliteHubStore('/var/lib/resourcesync/hub.sqlite');
+ * const hub = createHub({ store, hubUrl: 'http://127.0.0.1:8090/' });
  */
-export class HubStore {
-  readonly file: string;
-  private readonly db: Database.Database;
-  private closed = false;
-
-  private constructor(file: string, db: Database.Database) {
-    this.file = file;
-    this.db = db;
-  }
-
-  /** Opens (creating if needed) the store at `file` (`:memory:` for a throw-away one). */
-  static open(file: string): HubStore {
-    const db = openStore(file, { schema: SCHEMA, synchronous: 'FULL', foreignKeys: true, private: true });
-    migrate(db);
-    return new HubStore(file, db);
-  }
-
-  close(): void {
-    if (this.closed) return;
-    this.closed = true;
-    this.db.close();
-  }
+export interface HubStore {
+  // ---- subscriptions ----------------------------------------------------------------------------
 
   /**
-   * Records a verified subscription, or renews the one of the same topic and callback in place (its
-   * queued deliveries stay queued; a given-up one is verified again). The secret of a subscription never
-   * changes here: when the one recorded has another secret (or none, or one where none is asked),
-   * nothing changes and the answer is `conflict`.
+   * Records a verified subscription, or renews the one of the same topic and callback in place (its lease
+   * restarts at `now`, its queued deliveries stay queued, a given-up one is verified again with its failures
+   * cleared). The secret of a subscription never changes here: when the one recorded has another secret (or
+   * none, or one where none is asked), nothing changes and the answer is `conflict`.
    * @see WebSub §5.1 (re-subscription), §8 (security)
    */
-  upsertSubscription(s: {
-    topic: string;
-    callback: string;
-    secret: string | undefined;
-    leaseSeconds: number;
-    now: number;
-  }): Subscription | 'conflict' {
-    return this.tx(() => {
-      const had = this.getSubscription(s.topic, s.callback);
-      if (had !== undefined && had.secret !== s.secret) return 'conflict';
-      const row = this.db
-        .prepare<[string, string, string | null, number, number, number], SubscriptionRow>(
-          `INSERT INTO subscription (topic, callback, secret, lease_seconds, expires_at, verified_at) VALUES (?, ?, ?, ?, ?, ?)
-           ON CONFLICT (topic, callback) DO UPDATE SET lease_seconds = excluded.lease_seconds,
-             expires_at = excluded.expires_at, verified_at = excluded.verified_at, state = 'verified',
-             failures = CASE WHEN state = 'given-up' THEN 0 ELSE failures END,
-             failing_since = CASE WHEN state = 'given-up' THEN NULL ELSE failing_since END
-           RETURNING *`,
-        )
-        .get(s.topic, s.callback, s.secret ?? null, s.leaseSeconds, s.now + s.leaseSeconds * 1000, s.now);
-      return subscription(row!);
-    });
-  }
+  addSubscription(subscription: VerifiedSubscription): Subscription | 'conflict' | Promise<Subscription | 'conflict'>;
 
-  /** Removes a subscription and its queued deliveries; true when there was one. */
-  removeSubscription(topic: string, callback: string): boolean {
-    return this.tx(() => {
-      const row = this.db
-        .prepare<[string, string], { id: number }>('SELECT id FROM subscription WHERE topic = ? AND callback = ?')
-        .get(topic, callback);
-      if (!row) return false;
-      this.removeById(row.id);
-      return true;
-    });
-  }
+  /** The subscription of `callback` to `topic`, given up or not, or undefined. */
+  getSubscription(topic: string, callback: string): Subscription | undefined | Promise<Subscription | undefined>;
 
-  /** Removes a subscription by id with its queued deliveries (410 Gone, lease expired). */
-  removeSubscriptionById(id: number): void {
-    this.tx(() => this.removeById(id));
-  }
+  /** The subscriptions of `topic` (of every topic when omitted), in the order they were first recorded. */
+  subscriptions(topic?: string): Subscription[] | Promise<Subscription[]>;
 
-  getSubscription(topic: string, callback: string): Subscription | undefined {
-    const row = this.db
-      .prepare<[string, string], SubscriptionRow>('SELECT * FROM subscription WHERE topic = ? AND callback = ?')
-      .get(topic, callback);
-    return row ? subscription(row) : undefined;
-  }
+  /** Removes a subscription and its queued deliveries (an unsubscribe); true when there was one. */
+  removeSubscription(topic: string, callback: string): boolean | Promise<boolean>;
 
-  subscriptions(topic?: string): Subscription[] {
-    const rows =
-      topic === undefined
-        ? this.db.prepare<[], SubscriptionRow>('SELECT * FROM subscription ORDER BY id').all()
-        : this.db
-            .prepare<[string], SubscriptionRow>('SELECT * FROM subscription WHERE topic = ? ORDER BY id')
-            .all(topic);
-    return rows.map(subscription);
-  }
+  /** Removes a subscription by id with its queued deliveries (410 Gone); nothing when there is none. */
+  removeSubscriptionById(id: number): void | Promise<void>;
+
+  /** Removes the subscriptions whose lease ended at or before `now`, with their queues; returns them. @see WebSub §5.1 */
+  expire(now: number): Subscription[] | Promise<Subscription[]>;
 
   /**
-   * Stores a published message once and queues one delivery per verified subscription of its topic whose
-   * lease has not ended, in one transaction. A subscription whose queue would pass its limits is given
-   * up first (its queue dropped); then the message is refused when the topic's or the whole queue would
-   * pass its limit.
+   * Gives a subscription up: no more deliveries, its queue dropped; it stays recorded (given up) until its
+   * lease ends or it is renewed. Returns it, or undefined when there is none.
    */
-  publish(topic: string, contentType: string, body: Uint8Array, now: number, limits: QueueLimits): PublishOutcome {
-    return this.tx(() => {
-      const size = body.byteLength;
-      const subs = this.db
-        .prepare<[string, number], { id: number; n: number; bytes: number }>(
-          `SELECT s.id, COUNT(d.id) AS n, COALESCE(SUM(m.size), 0) AS bytes FROM subscription s
-           LEFT JOIN delivery d ON d.subscription_id = s.id LEFT JOIN message m ON m.id = d.message_id
-           WHERE s.topic = ? AND s.expires_at > ? AND s.state = 'verified' GROUP BY s.id ORDER BY s.id`,
-        )
-        .all(topic, now);
-      const givenUp: Subscription[] = [];
-      const live: number[] = [];
-      for (const s of subs) {
-        if (s.n + 1 > limits.subscriberDeliveries || s.bytes + size > limits.subscriberBytes) {
-          const g = this.giveUpById(s.id, 'its queue is full');
-          if (g !== undefined) givenUp.push(g);
-        } else live.push(s.id);
-      }
-      if (live.length === 0) return { queued: true, messageId: 0, deliveries: 0, givenUp };
-      const sum = (sql: string, ...args: string[]): number =>
-        this.db.prepare<string[], { b: number | null }>(sql).get(...args)!.b ?? 0;
-      if (sum('SELECT SUM(size) AS b FROM message WHERE topic = ?', topic) + size > limits.topicBytes)
-        return { queued: false, limit: 'topicBytes', givenUp };
-      if (sum('SELECT SUM(size) AS b FROM message') + size > limits.totalBytes)
-        return { queued: false, limit: 'totalBytes', givenUp };
-      const info = this.db
-        .prepare('INSERT INTO message (topic, content_type, body, received_at, size) VALUES (?, ?, ?, ?, ?)')
-        .run(topic, contentType, Buffer.from(body.buffer, body.byteOffset, body.byteLength), now, size);
-      const messageId = Number(info.lastInsertRowid);
-      const queue = this.db.prepare('INSERT INTO delivery (subscription_id, message_id, next_at) VALUES (?, ?, ?)');
-      for (const id of live) queue.run(id, messageId, now);
-      return { queued: true, messageId, deliveries: live.length, givenUp };
-    });
-  }
+  giveUp(id: number, reason: string): Subscription | undefined | Promise<Subscription | undefined>;
 
-  /** The bytes of a stored message (one read, shared by the caller among its deliveries). */
-  messageBody(messageId: number): Uint8Array | undefined {
-    const row = this.db.prepare<[number], { body: Buffer }>('SELECT body FROM message WHERE id = ?').get(messageId);
-    return row === undefined ? undefined : new Uint8Array(row.body.buffer, row.body.byteOffset, row.body.byteLength);
-  }
+  // ---- outbox -----------------------------------------------------------------------------------
 
   /**
-   * Gives a subscription up: no more deliveries, its queue dropped; it stays recorded (given up) until
-   * its lease ends or it is renewed. Returns it, or undefined when there is none.
+   * Stores a published message once and queues one delivery of it, due at `now`, to every verified
+   * subscription of its topic whose lease has not ended, all or nothing. A subscription whose queue would
+   * pass `limits.subscriberDeliveries` or `limits.subscriberBytes` is given up first (its queue dropped; it
+   * is in `givenUp`); then the message is refused, with nothing queued, when the topic's queued bytes would
+   * pass `limits.topicBytes` or the whole queue's `limits.totalBytes`. With no subscription to deliver to,
+   * nothing is stored (`messageId` 0, `deliveries` 0).
    */
-  giveUp(id: number, reason: string): Subscription | undefined {
-    return this.tx(() => this.giveUpById(id, reason));
-  }
+  publish(
+    topic: string,
+    contentType: string,
+    body: Uint8Array,
+    now: number,
+    limits: QueueLimits,
+  ): PublishOutcome | Promise<PublishOutcome>;
+
+  /** The bytes of a stored message (read once, shared by the caller among its deliveries), or undefined once it is gone. */
+  messageBody(messageId: number): Uint8Array | undefined | Promise<Uint8Array | undefined>;
+
+  /** The first queued delivery of every subscription that has one (claimed or not), in subscription order. */
+  heads(): PendingDelivery[] | Promise<PendingDelivery[]>;
 
   /**
-   * The first queued delivery of every subscription that has one, in subscription order: only the
-   * head of a queue may be attempted, which keeps deliveries in publish order per subscription.
+   * Hands out up to `limit` deliveries that are at the head of their subscription's queue, due (`nextAt <=
+   * now`) and not claimed (or whose claim ended), in subscription order, and claims them until `now + holdMs`.
+   * Two claimers, in one process or on two machines, never hold the same delivery at once; a delivery behind
+   * the head of its queue is never handed out, which keeps deliveries in publish order per subscription.
    */
-  heads(): PendingDelivery[] {
-    const rows = this.db
-      .prepare<
-        [],
-        SubscriptionRow & {
-          delivery_id: number;
-          message_id: number;
-          attempts: number;
-          next_at: number;
-          message_topic: string;
-          content_type: string;
-          size: number;
-        }
-      >(
-        `SELECT s.*, d.id AS delivery_id, d.message_id, d.attempts, d.next_at, m.topic AS message_topic, m.content_type, m.size
-         FROM delivery d JOIN subscription s ON s.id = d.subscription_id JOIN message m ON m.id = d.message_id
-         WHERE d.id IN (SELECT MIN(id) FROM delivery GROUP BY subscription_id) ORDER BY s.id`,
-      )
-      .all();
-    return rows.map((r) => ({
-      id: r.delivery_id,
-      subscription: subscription(r),
-      messageId: r.message_id,
-      topic: r.message_topic,
-      contentType: r.content_type,
-      size: r.size,
-      attempts: r.attempts,
-      nextAt: r.next_at,
-    }));
-  }
+  claim(now: number, options: ClaimOptions): PendingDelivery[] | Promise<PendingDelivery[]>;
 
-  /** The subscriber acknowledged a delivery: remove it (and its message once no delivery needs it). */
-  delivered(deliveryId: number, now: number): void {
-    this.tx(() => {
-      const row = this.db
-        .prepare<[number], { message_id: number; subscription_id: number }>(
-          'SELECT message_id, subscription_id FROM delivery WHERE id = ?',
-        )
-        .get(deliveryId);
-      if (!row) return;
-      this.db.prepare('DELETE FROM delivery WHERE id = ?').run(deliveryId);
-      this.db
-        .prepare('UPDATE subscription SET failures = 0, failing_since = NULL, last_delivery_at = ? WHERE id = ?')
-        .run(now, row.subscription_id);
-      this.dropUnreferenced(row.message_id);
-    });
-  }
+  /**
+   * The subscriber acknowledged a delivery: removes it (and its message once no delivery needs it) and clears
+   * its subscription's failures. Nothing when the delivery is gone.
+   */
+  delivered(deliveryId: number, now: number): void | Promise<void>;
 
-  /** A delivery failed: count the attempt (on the delivery and its subscription) and set the time of the next. */
-  failed(deliveryId: number, nextAt: number, error: string, now: number): Subscription | undefined {
-    return this.tx(() => {
-      const e = error.slice(0, 500);
-      const row = this.db
-        .prepare<[number, string, number], { subscription_id: number }>(
-          'UPDATE delivery SET attempts = attempts + 1, next_at = ?, last_error = ? WHERE id = ? RETURNING subscription_id',
-        )
-        .get(nextAt, e, deliveryId);
-      if (!row) return undefined;
-      const s = this.db
-        .prepare<[number, string, number], SubscriptionRow>(
-          `UPDATE subscription SET failures = failures + 1, failing_since = COALESCE(failing_since, ?), last_error = ?
-           WHERE id = ? RETURNING *`,
-        )
-        .get(now, e, row.subscription_id);
-      return s === undefined ? undefined : subscription(s);
-    });
-  }
+  /**
+   * A delivery failed: counts the attempt on the delivery and on its subscription (whose `failingSince` is
+   * set at the first failure in a row), releases the claim and makes the delivery due again at `nextAt`.
+   * Returns the subscription, or undefined when the delivery is gone.
+   */
+  failed(
+    deliveryId: number,
+    nextAt: number,
+    error: string,
+    now: number,
+  ): Subscription | undefined | Promise<Subscription | undefined>;
 
-  /** Removes subscriptions whose lease ended at or before `now`; returns them. @see WebSub §5.1 */
-  expire(now: number): Subscription[] {
-    return this.tx(() => {
-      const rows = this.db
-        .prepare<[number], SubscriptionRow>('SELECT * FROM subscription WHERE expires_at <= ?')
-        .all(now);
-      for (const r of rows) this.removeById(r.id);
-      return rows.map(subscription);
-    });
-  }
+  /** The earliest time something becomes due: the next attempt of a queue's head, or the end of a lease. */
+  nextWake(): number | undefined | Promise<number | undefined>;
 
-  /** The earliest time something becomes due: a queued delivery's next attempt or a lease's end. */
-  nextWake(): number | undefined {
-    const row = this.db
-      .prepare<[], { t: number | null }>(
-        `SELECT MIN(t) AS t FROM (SELECT MIN(next_at) AS t FROM delivery WHERE id IN (SELECT MIN(id) FROM delivery GROUP BY subscription_id)
-         UNION ALL SELECT MIN(expires_at) FROM subscription)`,
-      )
-      .get();
-    return row?.t ?? undefined;
-  }
-
-  /** Counts for diagnostics and tests. */
-  counts(): { subscriptions: number; messages: number; deliveries: number } {
-    const one = (sql: string): number => this.db.prepare<[], { n: number }>(sql).get()!.n;
-    return {
-      subscriptions: one('SELECT COUNT(*) AS n FROM subscription'),
-      messages: one('SELECT COUNT(*) AS n FROM message'),
-      deliveries: one('SELECT COUNT(*) AS n FROM delivery'),
-    };
-  }
+  /** How many subscriptions, stored messages and queued deliveries the store holds. */
+  counts(): HubStoreCounts | Promise<HubStoreCounts>;
 
   /** Bytes of the messages queued, each counted once however many deliveries it has. */
-  queuedBytes(): number {
-    return this.db.prepare<[], { n: number | null }>('SELECT SUM(size) AS n FROM message').get()!.n ?? 0;
-  }
+  queuedBytes(): number | Promise<number>;
 
-  private giveUpById(id: number, reason: string): Subscription | undefined {
-    this.dropQueue(id);
-    const row = this.db
-      .prepare<[string, number], SubscriptionRow>(
-        "UPDATE subscription SET state = 'given-up', last_error = ? WHERE id = ? RETURNING *",
-      )
-      .get(reason.slice(0, 500), id);
-    return row === undefined ? undefined : subscription(row);
-  }
-
-  private dropQueue(id: number): void {
-    const messages = this.db
-      .prepare<[number], { message_id: number }>('SELECT DISTINCT message_id FROM delivery WHERE subscription_id = ?')
-      .all(id);
-    this.db.prepare('DELETE FROM delivery WHERE subscription_id = ?').run(id);
-    for (const m of messages) this.dropUnreferenced(m.message_id);
-  }
-
-  private removeById(id: number): void {
-    this.dropQueue(id);
-    this.db.prepare('DELETE FROM subscription WHERE id = ?').run(id);
-  }
-
-  private dropUnreferenced(messageId: number): void {
-    this.db
-      .prepare('DELETE FROM message WHERE id = ? AND NOT EXISTS (SELECT 1 FROM delivery WHERE message_id = ?)')
-      .run(messageId, messageId);
-  }
-
-  private tx<T>(fn: () => T): T {
-    return this.db.transaction(fn)();
-  }
+  /** Releases what the store holds open; calling it again does nothing. */
+  close(): void | Promise<void>;
 }

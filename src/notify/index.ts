@@ -3,8 +3,8 @@
  * to subscribers, with subscriptions and undelivered notifications kept in SQLite.
  * @see ResourceSync Change Notification 1.0.1, Framework Notification 1.0.1, WebSub
  * @example
- * import { HubStore, createHub, listen } from 'resourcesync/notify';
- * const store = HubStore.open('./hub/hub.sqlite');
+ * import { openSqliteHubStore, createHub, listen } from 'resourcesync/notify';
+ * const store = openSqliteHubStore('./hub/hub.sqlite');
  * const ref = {};
  * const server = await listen((r) => ref.hub.handle(r), { port: 8090 });
  * ref.hub = createHub({ store, hubUrl: `${server.url}/` });
@@ -24,7 +24,17 @@ export {
   type GiveUp,
   type PendingVerification,
 } from './hub.js';
-export { HubStore, type Subscription, type PendingDelivery, type QueueLimits, type PublishOutcome } from './hub-store.js';
+export type {
+  HubStore,
+  HubStoreCounts,
+  Subscription,
+  VerifiedSubscription,
+  PendingDelivery,
+  ClaimOptions,
+  QueueLimits,
+  PublishOutcome,
+} from './hub-store.js';
+export { openSqliteHubStore } from './sqlite-hub-store.js';
 export { listen, nodeListener, type FetchHandler, type Listener } from './node-listener.js';
 export { Subscriber, type SubscriberOptions, type SubscriberEvent } from './subscriber.js';
 export { publishNotification, type Notification, type SendRequest } from './publisher.js';

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { tempDir } from '../../test/helpers/tmp.js';
 import { createHub, type Hub, type HubEvent } from './hub.js';
-import { HubStore } from './hub-store.js';
+import type { HubStore } from './hub-store.js';
+import { openSqliteHubStore } from './sqlite-hub-store.js';
 import { listen, type Listener } from './node-listener.js';
 import { signBody } from './signature.js';
 import { Subscriber, type SubscriberEvent } from './subscriber.js';
@@ -34,7 +35,7 @@ void describe('Subscriber against a real hub', () => {
   const events: HubEvent[] = [];
   before(async () => {
     tmp = await tempDir('rs-sub-');
-    store = HubStore.open(join(tmp.dir, 'hub.sqlite'));
+    store = openSqliteHubStore(join(tmp.dir, 'hub.sqlite'));
     const ref: { hub?: Hub } = {};
     hubListener = await listen((r) => ref.hub!.handle(r));
     hub = ref.hub = createHub({
@@ -47,7 +48,7 @@ void describe('Subscriber against a real hub', () => {
   after(async () => {
     await hubListener.close();
     await hub.close();
-    store.close();
+    await store.close();
     await tmp.cleanup();
   });
 
@@ -81,7 +82,7 @@ void describe('Subscriber against a real hub', () => {
       assert.equal(s.subscribed, true);
       assert.deepEqual(seen[0], { type: 'verified', mode: 'subscribe', leaseSeconds: 4 });
       await hub.idle(); // the hub records the subscription once it has read the echoed challenge
-      assert.equal(store.getSubscription('http://127.0.0.1:1/topic-a', cb)?.secret, s.secret);
+      assert.equal((await store.getSubscription('http://127.0.0.1:1/topic-a', cb))?.secret, s.secret);
 
       const body = Buffer.from('<urlset/>');
       const link = `<http://127.0.0.1:1/topic-a>; rel="self", <${hubListener.url}/>; rel="hub"`;
@@ -119,15 +120,15 @@ void describe('Subscriber against a real hub', () => {
       assert.equal(unasked.status, 404);
 
       // renewal at 80 % of a 4 s lease (3.2 s, well before the hub ends it): a second verified subscribe, same subscription row
-      const id = store.getSubscription('http://127.0.0.1:1/topic-a', cb)!.id;
+      const id = (await store.getSubscription('http://127.0.0.1:1/topic-a', cb))!.id;
       for (let i = 0; i < 600 && seen.filter((e) => e.type === 'verified').length < 2; i++) await sleep(10);
       assert.equal(seen.filter((e) => e.type === 'verified' && e.mode === 'subscribe').length, 2);
-      assert.equal(store.getSubscription('http://127.0.0.1:1/topic-a', cb)?.id, id);
+      assert.equal((await store.getSubscription('http://127.0.0.1:1/topic-a', cb))?.id, id);
 
       await s.unsubscribe();
       assert.equal(s.subscribed, false);
       await hub.idle();
-      assert.equal(store.getSubscription('http://127.0.0.1:1/topic-a', cb), undefined);
+      assert.equal(await store.getSubscription('http://127.0.0.1:1/topic-a', cb), undefined);
     });
   });
 

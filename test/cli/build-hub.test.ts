@@ -9,7 +9,8 @@ import { promisify } from 'node:util';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createHub, type Hub } from '../../src/notify/hub.js';
-import { HubStore } from '../../src/notify/hub-store.js';
+import type { HubStore } from '../../src/notify/hub-store.js';
+import { openSqliteHubStore } from '../../src/notify/sqlite-hub-store.js';
 import { listen } from '../../src/notify/node-listener.js';
 import { parseDocument } from '../../src/core/xml/read-document.js';
 import { validateDocument } from '../../src/core/validate/index.js';
@@ -24,7 +25,7 @@ const run = promisify(execFile);
 
 test('build --hub publishes the changes of each run to the hub', async () => {
   const tmp = await tempDir('rs-build-hub-');
-  const store = HubStore.open(join(tmp.dir, 'hub.sqlite'));
+  const store: HubStore = openSqliteHubStore(join(tmp.dir, 'hub.sqlite'));
   const ref: { hub?: Hub } = {};
   const listener = await listen((r) => ref.hub!.handle(r));
   const hubUrl = `${listener.url}/`;
@@ -67,7 +68,7 @@ test('build --hub publishes the changes of each run to the hub', async () => {
       await res.arrayBuffer();
     }
     await hub.idle();
-    assert.equal(store.subscriptions().length, 2);
+    assert.equal((await store.subscriptions()).length, 2);
 
     const first = JSON.parse((await run(process.execPath, args)).stdout) as { notificationsPublished: number };
     assert.equal(first.notificationsPublished, 1, 'the baseline: one Framework Notification');
@@ -101,7 +102,7 @@ test('build --hub publishes the changes of each run to the hub', async () => {
   } finally {
     await listener.close();
     await hub.close();
-    store.close();
+    await store.close();
     await sub.close();
     await tmp.cleanup();
   }

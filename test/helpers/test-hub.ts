@@ -4,7 +4,8 @@
  */
 import { join } from 'node:path';
 import { createHub, type Hub, type HubEvent, type HubOptions } from '../../src/notify/hub.js';
-import { HubStore } from '../../src/notify/hub-store.js';
+import type { HubStore } from '../../src/notify/hub-store.js';
+import { openSqliteHubStore } from '../../src/notify/sqlite-hub-store.js';
 import { listen, type Listener } from '../../src/notify/node-listener.js';
 import { tempDir } from './tmp.js';
 
@@ -26,7 +27,7 @@ export interface TestHub {
 export async function startHub(opts: Partial<HubOptions> = {}, file?: string): Promise<TestHub> {
   const tmp = file === undefined ? await tempDir('rs-hub-') : undefined;
   const path = file ?? join(tmp!.dir, 'hub.sqlite');
-  const store = HubStore.open(path);
+  const store: HubStore = openSqliteHubStore(path);
   const events: HubEvent[] = [];
   const fetched: string[] = [];
   const ref: { hub?: Hub } = {};
@@ -54,7 +55,7 @@ export async function startHub(opts: Partial<HubOptions> = {}, file?: string): P
     async stop() {
       await listener.close();
       await hub.close();
-      store.close();
+      await store.close();
       await tmp?.cleanup();
     },
   };

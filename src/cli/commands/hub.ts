@@ -13,7 +13,7 @@ import { parseCommandArgs, usageError } from '../command-args.js';
 import { createHub, type HubEvent } from '../../notify/hub.js';
 import { HUB_LIMIT_ARGS, hubLimitHelp, hubLimitOptions } from '../hub-limit-options.js';
 import { PUBLISH_SECRET_ENV } from '../serve-push.js';
-import { HubStore } from '../../notify/hub-store.js';
+import { openSqliteHubStore } from '../../notify/sqlite-hub-store.js';
 import { requireFolderOrNothing } from '../../node/folder.js';
 import { listen } from '../../notify/node-listener.js';
 import { SIGNATURE_METHODS, type SignatureMethod } from '../../notify/signature.js';
@@ -115,7 +115,7 @@ export async function run(args: string[]): Promise<number> {
   } catch (err) {
     return usageError('hub', err);
   }
-  const store = HubStore.open(join(dataDir, 'hub.sqlite'));
+  const store = openSqliteHubStore(join(dataDir, 'hub.sqlite'));
   const ref: { hub?: ReturnType<typeof createHub> } = {};
   let listener;
   try {
