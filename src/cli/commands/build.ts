@@ -11,7 +11,8 @@ import { publish, type PublishOptions, type PublishProgress } from '../../source
 import { publishNotification } from '../../notify/publisher.js';
 import { isValidSetName, normalizeBaseUrl } from '../../source/url-path.js';
 import { PUBLISH_ARGS, PUBLISH_HELP, PublishArgsError, publishArgs } from '../publish-options.js';
-import { PUBLISH_SECRET_ENV, sendToHub } from '../serve-push.js';
+import { PUBLISH_SECRET_ENV } from '../serve-push.js';
+import { sendToHub } from '../../live/push.js';
 
 const HELP = `Usage: resourcesync build <dir>... --base-url <url> --out <publish-dir> [options]
 
