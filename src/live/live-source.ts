@@ -9,7 +9,7 @@
  * @see Z39.99 §6.3 (discovery), §12 (Change List); Change Notification §4
  */
 import { join } from 'node:path';
-import { ResourceSyncError, messageOf } from '../core/errors.js';
+import { ResourceSyncError, messageOf, toError } from '../core/errors.js';
 import type { ResponderHandler, ResponderResponse } from '../server/request-response.js';
 import { createSourceResponder, type SourceResponder } from '../server/source-responder.js';
 import { serve, type ServeOptions } from '../server/node-adapter.js';
@@ -111,7 +111,7 @@ export interface LiveSource {
   publishNow(): Promise<PublishResult>;
   /** Forgets what the server cached of the file system (after a change made outside the watcher). */
   invalidate(): void;
-  /** Stops serving, watching and pushing; resolves once all is closed. */
+  /** Stops serving, watching and pushing; resolves once all is closed and no publication is in flight. */
   close(): Promise<void>;
   /** Resolves once the Source has closed (after `close()` or the signal). */
   readonly closed: Promise<void>;
@@ -291,7 +291,7 @@ class RunningLiveSource implements LiveSource {
   /** After the first publication: serves what it published, or throws what it failed with. */
   #serveFirst(publication: LivePublication): PublishResult {
     const result = publication.first?.result;
-    if (result === undefined) throw publication.first?.error ?? new ResourceSyncError('RS_ABORTED', 'no result');
+    if (result === undefined) throw toError(publication.first?.error ?? new ResourceSyncError('RS_ABORTED', 'no result'));
     if (this.#watcher === undefined) this.#sendFramework(result); // (the watcher's runs send their own)
     const options = this.#options;
     this.#responder = createSourceResponder({
@@ -342,6 +342,8 @@ class RunningLiveSource implements LiveSource {
 
   async #shutDown(): Promise<void> {
     await this.#watcher?.close();
+    // a publication in flight without the watcher (aborted with the rest) ends before the Source is closed
+    await Promise.all([this.#firstPublication?.catch(() => undefined), this.#publishing]);
     await this.#push?.close();
     await this.#explorer?.close();
   }

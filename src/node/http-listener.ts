@@ -35,7 +35,7 @@ export interface HttpListener {
   /** True once closing has started. */
   readonly closing: boolean;
   /** Starts closing (once; later calls wait for the same end); resolves when every connection is closed. */
-  close(): Promise<void>;
+  close: () => Promise<void>;
   /** Resolves when the listener has closed. */
   closed: Promise<void>;
 }

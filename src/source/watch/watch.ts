@@ -94,7 +94,7 @@ export interface SourceWatcher {
    * when nothing was heard of it lately.
    */
   hold(file: string): boolean | undefined;
-  /** Runs now (serialized with other runs) and resolves when no run is pending or in flight. */
+  /** Runs now (serialized with other runs) and resolves when no run is pending or in flight (or the watcher is closed). */
   flush(): Promise<void>;
   /** Stops watching; resolves once an in-flight run has finished. */
   close(): Promise<void>;
@@ -219,6 +219,15 @@ class Watcher implements SourceWatcher {
     this.#followUpTimer = undefined;
     this.#pending = false;
     await Promise.all([this.#running, this.#recording]);
+    // nothing more runs: a `flush` caller still waiting is told
+    this.#release();
+  }
+
+  /** Tells the `flush` callers waiting. */
+  #release(): void {
+    const waiting = this.#idle;
+    this.#idle = [];
+    for (const w of waiting) w();
   }
 
   /** After a failed run or recording: a rescan later, with a backoff that doubles up to a cap. */
@@ -251,10 +260,8 @@ class Watcher implements SourceWatcher {
   /** Nothing in flight and nothing due: `flush` callers are told. */
   #settle(): void {
     if (this.#running !== undefined || this.#recording !== undefined || this.#pending) return;
-    if (this.#record !== undefined && (this.#rescanNow || this.#due.size > 0)) return;
-    const waiting = this.#idle;
-    this.#idle = [];
-    for (const w of waiting) w();
+    if (!this.#closed && this.#record !== undefined && (this.#rescanNow || this.#due.size > 0)) return;
+    this.#release();
   }
 
   /** A documents run after the recordings: once quiet, or at the latest `documentsEveryMs` after the first. */
