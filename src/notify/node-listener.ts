@@ -2,11 +2,12 @@
  * A thin `node:http` adapter for web-standard handlers (the hub, the subscriber's callback): each
  * request becomes a `Request` whose body streams from the socket (the handler reads it with a size
  * limit), and the `Response` is written back. Closing stops accepting, closes idle keep-alive
- * connections and waits for requests in flight, at most 2 s: then their connections are cut.
+ * connections and waits for requests in flight, at most 2 s: then their connections are cut (the binding and
+ * closing are ../node/http-listener.ts's, shared with the Source server's adapter).
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
+import { startHttpListener, urlHost } from '../node/http-listener.js';
 
 /** How long `close()` waits for requests in flight before it cuts their connections. */
 const CLOSE_GRACE_MS = 2_000;
@@ -56,10 +57,19 @@ export function nodeListener(
   origin: string,
   onError?: (e: unknown) => void,
 ): (req: IncomingMessage, res: ServerResponse) => void {
+  return translating(handler, () => origin, onError);
+}
+
+/** The translation of one request to `handler` and of its answer back; `origin` is asked for per request. */
+function translating(
+  handler: FetchHandler,
+  origin: () => string,
+  onError: ((e: unknown) => void) | undefined,
+): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
     let request: Request;
     try {
-      request = toRequest(req, origin);
+      request = toRequest(req, origin());
     } catch {
       res.writeHead(400).end();
       return;
@@ -84,48 +94,14 @@ export async function listen(
   options: { port?: number; host?: string; onError?: (e: unknown) => void } = {},
 ): Promise<Listener> {
   const host = options.host ?? '127.0.0.1';
-  const origin = (): string =>
-    `http://${host.includes(':') ? `[${host}]` : host}:${(server.address() as AddressInfo).port}`;
-  const server = createServer((req, res) => {
-    let request: Request;
-    try {
-      request = toRequest(req, origin());
-    } catch {
-      res.writeHead(400).end();
-      return;
-    }
-    handler(request)
-      .then((out) => writeResponse(res, out, req.method === 'HEAD'))
-      .catch((e: unknown) => {
-        options.onError?.(e);
-        if (!res.headersSent)
-          res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end('500 Internal Server Error\n');
-        else res.destroy();
-      });
+  // the origin of requests names the host as given (a name stays a name), with the port bound
+  let origin = '';
+  const listener = await startHttpListener(translating(handler, () => origin, options.onError), {
+    port: options.port ?? 0,
+    host,
+    closeGraceMs: CLOSE_GRACE_MS,
+    keepAliveTimeout: 5000,
   });
-  server.keepAliveTimeout = 5000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const port = (server.address() as AddressInfo).port;
-  return {
-    url: origin(),
-    port,
-    server,
-    close: () =>
-      new Promise<void>((resolve) => {
-        // requests in flight get a grace period; a connection still open after it (a peer that keeps its
-        // keep-alive connection busy) is cut, so that closing is bounded
-        const cut = setTimeout(() => server.closeAllConnections(), CLOSE_GRACE_MS);
-        server.close(() => {
-          clearTimeout(cut);
-          resolve();
-        });
-        server.closeIdleConnections();
-      }),
-  };
+  origin = `http://${urlHost(host)}:${listener.port}`;
+  return { url: origin, port: listener.port, server: listener.server, close: listener.close };
 }

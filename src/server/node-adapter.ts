@@ -2,13 +2,14 @@
  * A thin `node:http` adapter for the server core: the core's response description is written straight to the
  * socket (no `Request`/`Response` objects per request), file bodies are streamed with backpressure, and an
  * `AbortSignal` shuts the server down cleanly (stop accepting, close idle keep-alive connections, let
- * in-flight responses finish, then force-close after a grace period).
+ * in-flight responses finish, then force-close after a grace period; see ../node/http-listener.ts, which
+ * binds and closes).
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import { decodablePath } from '../node/request-guard.js';
+import { startHttpListener } from '../node/http-listener.js';
 import { statusResponse } from './file-response.js';
 import type { ResponderHandler, ResponderRequest, ResponderResponse } from './request-response.js';
 
@@ -84,79 +85,57 @@ function writeResponse(res: ServerResponse, out: ResponderResponse, onError: ((e
  * ac.abort(); await running.closed;
  */
 export async function serve(core: ResponderHandler, options: ServeOptions = {}): Promise<RunningServer> {
-  const host = options.host ?? '127.0.0.1';
-  const grace = options.shutdownGraceMs ?? 5000;
   const { onResponse, onError } = options;
-  let closing = false;
+  const listener = await startHttpListener(
+    (req: IncomingMessage, res: ServerResponse) => {
+      const t0 = onResponse === undefined ? 0 : performance.now();
+      const request: ResponderRequest = { method: req.method ?? 'GET', target: req.url ?? '/', headers: req.headers };
+      if (onResponse !== undefined) {
+        res.once('finish', () => {
+          onResponse({ method: request.method, target: request.target, status: res.statusCode, ms: performance.now() - t0 });
+        });
+      }
+      // a path that does not percent-decode is refused before any route sees it (quietly: no error to log)
+      if (!decodablePath(request.target)) {
+        writeResponse(res, BAD_REQUEST, onError);
+        return;
+      }
+      if (options.intercept?.(req, res) === true) return;
+      answer(core, request, res, onError);
+    },
+    {
+      port: options.port ?? 8080,
+      host: options.host ?? '127.0.0.1',
+      closeGraceMs: options.shutdownGraceMs ?? 5000,
+      keepAlive: true,
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+    },
+  );
+  const { url, port, host, server, close, closed } = listener;
+  return { url, port, host, server, close, closed };
+}
 
-  const server = createServer({ keepAlive: true }, (req: IncomingMessage, res: ServerResponse) => {
-    const t0 = onResponse === undefined ? 0 : performance.now();
-    const request: ResponderRequest = { method: req.method ?? 'GET', target: req.url ?? '/', headers: req.headers };
-    if (closing) res.shouldKeepAlive = false;
-    if (onResponse !== undefined) {
-      res.once('finish', () => {
-        onResponse({ method: request.method, target: request.target, status: res.statusCode, ms: performance.now() - t0 });
-      });
-    }
-    if (closing) res.once('finish', () => server.closeIdleConnections());
-    // a path that does not percent-decode is refused before any route sees it (quietly: no error to log)
-    if (!decodablePath(request.target)) {
-      writeResponse(res, BAD_REQUEST, onError);
-      return;
-    }
-    if (options.intercept?.(req, res) === true) return;
-    let out: ResponderResponse | Promise<ResponderResponse>;
-    try {
-      out = core(request);
-    } catch (error) {
-      onError?.(error);
-      res.statusCode = 500;
-      res.end();
-      return;
-    }
-    if (out instanceof Promise) {
-      out.then(
-        (o) => writeResponse(res, o, onError),
-        (error: unknown) => {
-          onError?.(error);
-          res.statusCode = 500;
-          res.end();
-        },
-      );
-    } else {
-      writeResponse(res, out, onError);
-    }
-  });
-
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 8080, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const addr = server.address() as AddressInfo;
-  const shownHost = addr.family === 'IPv6' || addr.address.includes(':') ? `[${addr.address}]` : addr.address;
-
-  let resolveClosed!: () => void;
-  const closed = new Promise<void>((r) => (resolveClosed = r));
-  const close = (): Promise<void> => {
-    if (!closing) {
-      closing = true;
-      const timer = setTimeout(() => server.closeAllConnections(), grace);
-      timer.unref();
-      server.close(() => {
-        clearTimeout(timer);
-        resolveClosed();
-      });
-      server.closeIdleConnections();
-    }
-    return closed;
-  };
-  const signal = options.signal;
-  if (signal !== undefined) {
-    if (signal.aborted) void close();
-    else signal.addEventListener('abort', () => void close(), { once: true });
+/** Writes the core's answer to `request`, at once when it answers synchronously (the fast path). */
+function answer(core: ResponderHandler, request: ResponderRequest, res: ServerResponse, onError: ((e: unknown) => void) | undefined): void {
+  let out: ResponderResponse | Promise<ResponderResponse>;
+  try {
+    out = core(request);
+  } catch (error) {
+    onError?.(error);
+    res.statusCode = 500;
+    res.end();
+    return;
   }
-  return { url: `http://${shownHost}:${addr.port}`, port: addr.port, host: addr.address, server, close, closed };
+  if (out instanceof Promise) {
+    out.then(
+      (o) => writeResponse(res, o, onError),
+      (error: unknown) => {
+        onError?.(error);
+        res.statusCode = 500;
+        res.end();
+      },
+    );
+  } else {
+    writeResponse(res, out, onError);
+  }
 }

@@ -4,14 +4,15 @@
  * snapshot on each run.
  */
 import { basename, resolve } from 'node:path';
-import { parseCommandArgs, usageError } from '../command-args.js';
+import { parseCommandArgs, usageError, type ParsedCommandArgs } from '../command-args.js';
 import { isResourceSyncError, messageOf } from '../../core/errors.js';
 import { requireFolderOrNothing } from '../../node/folder.js';
-import { publish, type PublishOptions, type PublishProgress } from '../../source/publish.js';
+import { publish, type PublishOptions, type PublishProgress, type PublishResult } from '../../source/publish.js';
 import { publishNotification } from '../../notify/publisher.js';
 import { isValidSetName, normalizeBaseUrl } from '../../source/url-path.js';
 import { PUBLISH_ARGS, PUBLISH_HELP, PublishArgsError, publishArgs } from '../publish-options.js';
-import { PUBLISH_SECRET_ENV, sendToHub } from '../serve-push.js';
+import { PUBLISH_SECRET_ENV } from '../serve-push.js';
+import { sendToHub } from '../../live/push.js';
 
 const HELP = `Usage: resourcesync build <dir>... --base-url <url> --out <publish-dir> [options]
 
@@ -61,28 +62,20 @@ export function setNames(dirs: string[], given: string[]): string[] {
   });
 }
 
-/** Runs `resourcesync build` with its arguments; resolves to the exit code (0 done, 1 failure, 2 usage). */
-export async function run(args: string[]): Promise<number> {
+const ARGS = {
+  'base-url': { type: 'string' },
+  out: { type: 'string' },
+  state: { type: 'string' },
+  name: { type: 'string', multiple: true },
+  ...PUBLISH_ARGS,
+  hub: { type: 'string' },
+  json: { type: 'boolean' },
+} as const;
+
+/** The publication the options ask for; or the usage error's exit code. */
+function readOptions(values: ParsedCommandArgs<typeof ARGS>['values'], positionals: string[]): PublishOptions | number {
   let opts: PublishOptions;
-  let json: boolean;
-  const parsed = parseCommandArgs(
-    'build',
-    args,
-    {
-      'base-url': { type: 'string' },
-      out: { type: 'string' },
-      state: { type: 'string' },
-      name: { type: 'string', multiple: true },
-      ...PUBLISH_ARGS,
-      hub: { type: 'string' },
-      json: { type: 'boolean' },
-    },
-    HELP,
-  );
-  if (typeof parsed === 'number') return parsed;
-  const { values, positionals } = parsed;
   try {
-    json = values.json === true;
     if (positionals.length === 0) throw new UsageError('give at least one directory');
     if (values['base-url'] === undefined) throw new UsageError('--base-url is required');
     if (values.out === undefined) throw new UsageError('--out is required');
@@ -115,14 +108,13 @@ export async function run(args: string[]): Promise<number> {
   } catch (err) {
     return usageError('build', err);
   }
+  return opts;
+}
 
-  const ac = new AbortController();
-  const onSignal = (): void => ac.abort(new Error('interrupted'));
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
-  const tty = process.stderr.isTTY;
+/** Progress on a terminal: one line, rewritten at most every 100 ms while scanning. */
+function progressLine(): (p: PublishProgress) => void {
   let last = 0;
-  const onProgress = (p: PublishProgress): void => {
+  return (p) => {
     const t = Date.now();
     if (t - last < 100 && p.phase === 'scan') return;
     last = t;
@@ -130,20 +122,48 @@ export async function run(args: string[]): Promise<number> {
       p.phase === 'scan' ? `scanned ${p.files} files (${(p.bytes / 1e6).toFixed(1)} MB)` : `writing ${p.phase}`;
     process.stderr.write(`\r\x1b[K${p.set}: ${what}`);
   };
+}
+
+/** Push: the notifications of this run, in order (Change Notification §4.1); how many were published. */
+async function sendNotifications(notifications: PublishResult['notifications']): Promise<number> {
+  let published = 0;
+  const send = sendToHub(process.env[PUBLISH_SECRET_ENV]);
+  for (const n of notifications ?? []) {
+    const items = [...n.change.map((payload) => ({ topic: n.changeTopic, payload })), ...(n.framework ? [{ topic: n.frameworkTopic, payload: n.framework }] : [])];
+    for (const item of items) {
+      await publishNotification({ hub: n.hub, topic: item.topic, capabilityList: n.capabilityList, payload: item.payload }, send);
+      published++;
+    }
+  }
+  return published;
+}
+
+/** What was left out, each with its code: the first few in full, then a count. */
+function printWarnings(result: PublishResult): void {
+  const shown = result.warnings.slice(0, 10);
+  for (const w of shown) process.stderr.write(`resourcesync build: warning ${w.code}: set '${w.set}': ${w.message}\n`);
+  const more = result.warnings.length - shown.length + result.warningsOmitted;
+  if (more > 0) process.stderr.write(`resourcesync build: warning ${shown[0]!.code}: ${more} more names not published\n`);
+}
+
+/** Runs `resourcesync build` with its arguments; resolves to the exit code (0 done, 1 failure, 2 usage). */
+export async function run(args: string[]): Promise<number> {
+  const parsed = parseCommandArgs('build', args, ARGS, HELP);
+  if (typeof parsed === 'number') return parsed;
+  const json = parsed.values.json === true;
+  const opts = readOptions(parsed.values, parsed.positionals);
+  if (typeof opts === 'number') return opts;
+
+  const ac = new AbortController();
+  const onSignal = (): void => ac.abort(new Error('interrupted'));
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const tty = process.stderr.isTTY;
   const started = Date.now();
   try {
-    const { notifications, ...result } = await publish({ ...opts, signal: ac.signal, ...(tty ? { onProgress } : {}) });
+    const { notifications, ...result } = await publish({ ...opts, signal: ac.signal, ...(tty ? { onProgress: progressLine() } : {}) });
     if (tty) process.stderr.write('\r\x1b[K');
-    // Push: the notifications of this run, in order (Change Notification §4.1)
-    let published = 0;
-    const send = sendToHub(process.env[PUBLISH_SECRET_ENV]);
-    for (const n of notifications ?? []) {
-      const items = [...n.change.map((payload) => ({ topic: n.changeTopic, payload })), ...(n.framework ? [{ topic: n.frameworkTopic, payload: n.framework }] : [])];
-      for (const item of items) {
-        await publishNotification({ hub: n.hub, topic: item.topic, capabilityList: n.capabilityList, payload: item.payload }, send);
-        published++;
-      }
-    }
+    const published = await sendNotifications(notifications);
     const ms = Date.now() - started;
     if (json) {
       process.stdout.write(
@@ -158,11 +178,7 @@ export async function run(args: string[]): Promise<number> {
           (notifications ? `Notifications published to ${opts.notifications!.hub}: ${published}\n` : ''),
       );
     }
-    // what was left out, each with its code: the first few in full, then a count
-    const shown = result.warnings.slice(0, 10);
-    for (const w of shown) process.stderr.write(`resourcesync build: warning ${w.code}: set '${w.set}': ${w.message}\n`);
-    const more = result.warnings.length - shown.length + result.warningsOmitted;
-    if (more > 0) process.stderr.write(`resourcesync build: warning ${shown[0]!.code}: ${more} more names not published\n`);
+    printWarnings(result);
     return 0;
   } catch (err) {
     if (tty) process.stderr.write('\r\x1b[K');

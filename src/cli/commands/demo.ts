@@ -10,10 +10,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cwd, stdout } from 'node:process';
 import { sync, type SyncReport } from '../../destination/sync.js';
-import { publish } from '../../source/publish.js';
-import type { ResponderHandler } from '../../server/request-response.js';
-import { createSourceResponder, type SourceResponder } from '../../server/source-responder.js';
-import { serve } from '../../server/node-adapter.js';
+import { createLiveSource } from '../../live/live-source.js';
 import { audit, type AuditReport } from '../../destination/audit.js';
 
 /** The package root: dist/src/cli/commands/ → four levels up. */
@@ -47,26 +44,28 @@ export async function run(args: string[]): Promise<number> {
   rmSync(work, { recursive: true, force: true });
   cpSync(collection, sourceDir, { recursive: true });
 
-  const sets = [{ name: 'sample', dir: sourceDir }];
-  const live: { core?: SourceResponder } = {};
-  // The server answers from the published folder; it is created once the base URL (the port) is known.
-  const front: ResponderHandler = (request) => {
-    if (live.core === undefined) throw new Error('the Source is not published yet');
-    return live.core(request);
-  };
-  const server = await serve(front, { port: 0, host: '127.0.0.1' });
+  // The Source is published once it listens (the base URL holds the port), and again after the changes below.
+  const source = await createLiveSource({
+    sets: [{ name: 'sample', dir: sourceDir }],
+    port: 0,
+    host: '127.0.0.1',
+    stateDir,
+    outDir,
+    publish: { hashes: ['md5', 'sha-256'] },
+    watch: false,
+  });
   try {
-    const baseUrl = `${server.url}/`;
-    const published = await publish({ sets, baseUrl, outDir, stateDir, hashes: ['md5', 'sha-256'] });
-    live.core = createSourceResponder({ sets: [{ ...sets[0]!, capabilityList: published.capabilityLists[0]! }], outDir, baseUrl });
-    line(`Source: ${published.resources} resources of examples/sample-collection published at ${server.url}`);
+    const url = source.url;
+    const baseUrl = `${url}/`;
+    const published = await source.ready();
+    line(`Source: ${published.resources} resources of examples/sample-collection published at ${url}`);
     line(`  Source Description: ${published.sourceDescription}`);
 
-    line(`\n$ resourcesync sync ${server.url}/ .demo/mirror --delete`);
+    line(`\n$ resourcesync sync ${url}/ .demo/mirror --delete`);
     const first = await sync({ source: baseUrl, dest: mirror, delete: true });
     line(`  ${syncLine(first)}`);
     for (const w of first.warnings) line(`  warning: ${w.message}`);
-    line(`\n$ resourcesync audit ${server.url}/ .demo/mirror`);
+    line(`\n$ resourcesync audit ${url}/ .demo/mirror`);
     const a1 = await audit({ source: baseUrl, dest: mirror });
     line(`  ${auditLine(a1)}`);
 
@@ -74,20 +73,19 @@ export async function run(args: string[]): Promise<number> {
     writeFileSync(join(sourceDir, 'notes', 'new-note.txt'), 'Written after the first sync.\n');
     appendFileSync(join(sourceDir, 'poems', 'river.txt'), 'And the mirror keeps up.\n');
     rmSync(join(sourceDir, 'recipes', 'soup.txt'));
-    const again = await publish({ sets, baseUrl, outDir, stateDir, hashes: ['md5', 'sha-256'] });
-    live.core.invalidate();
+    const again = await source.publishNow();
     line(`\nThe Source changed (${again.changes.created} created, ${again.changes.updated} updated, ${again.changes.deleted} deleted) and published its Change List.`);
-    line(`\n$ resourcesync sync ${server.url}/ .demo/mirror --delete`);
+    line(`\n$ resourcesync sync ${url}/ .demo/mirror --delete`);
     const second = await sync({ source: baseUrl, dest: mirror, delete: true });
     line(`  ${syncLine(second)}`);
     for (const w of second.warnings) line(`  warning: ${w.message}`);
-    line(`\n$ resourcesync audit ${server.url}/ .demo/mirror`);
+    line(`\n$ resourcesync audit ${url}/ .demo/mirror`);
     const a2 = await audit({ source: baseUrl, dest: mirror });
     line(`  ${auditLine(a2)}`);
     line(`\nThe mirror is in ${mirror} (its state in .demo/mirror/.resourcesync/); compare: diff -r --exclude=.resourcesync .demo/source/sample .demo/mirror`);
     const ok = a1.inSync && a2.inSync && first.failed.length === 0 && second.failed.length === 0;
     return ok ? 0 : 1;
   } finally {
-    await server.close();
+    await source.close();
   }
 }

@@ -3,29 +3,22 @@
  * and the publication options of `build` (`--hashes`, `--max-entries`, `--dumps`, `--gzip`…, see `../publish-options.ts`):
  * publishes the directories as a ResourceSync Source (one set of resources per directory), serves the
  * resources and documents over HTTP, and by default re-publishes as soon as a changed file has settled
- * (see ../../source/watch/watch.ts), so that a change shows up in the open Change List within tens of milliseconds. Prints
+ * (see ../../live/live-source.ts, which runs it all), so that a change shows up in the open Change List within tens of milliseconds. Prints
  * `listening on <url>` on stdout once ready; the explorer page (src/web) is at `<base-url>/.resourcesync/ui/`; SIGINT/SIGTERM
  * shut it down cleanly (exit 0).
  * @see Z39.99 §6.3 (discovery), §12 (Change List)
  */
-import { parseCommandArgs, usageError } from '../command-args.js';
+import { parseCommandArgs, usageError, type ParsedCommandArgs } from '../command-args.js';
 import { stat } from 'node:fs/promises';
-import { basename, isAbsolute, join, relative, resolve, sep } from 'node:path';
-import type { ResponderHandler, ResponderResponse } from '../../server/request-response.js';
-import { createSourceResponder, type SourceResponder } from '../../server/source-responder.js';
-import { serve, type RunningServer } from '../../server/node-adapter.js';
-import { watchSources, type SourceWatcher } from '../../source/watch/watch.js';
-import { publish, type PublishOptions, type PublishResult } from '../../source/publish.js';
-import { recordChanges, type RecordResult } from '../../source/record-changes.js';
-import type { SetNotifications } from '../../source/notifications.js';
+import { basename, isAbsolute, relative, resolve, sep } from 'node:path';
+import { createLiveSource, type LivePushOptions, type LiveSource, type LiveSourceEvent } from '../../live/live-source.js';
 import { PUBLISH_ARGS, PUBLISH_HELP, PublishArgsError, publishArgs, type PublishArgsResult } from '../publish-options.js';
-import { PUBLISH_SECRET_ENV, startPush, type Push } from '../serve-push.js';
+import { PUBLISH_SECRET_ENV } from '../serve-push.js';
 import { HUB_LIMIT_ARGS, hubLimitGiven, hubLimitHelp, hubLimitOptions } from '../hub-limit-options.js';
 import { XMPP_PASSWORD_ENV, xmppAccount } from '../xmpp-options.js';
 import { XmppPublisher } from '../../notify/xmpp-publisher.js';
+import type { HubEvent } from '../../notify/hub.js';
 import { isResourceSyncError, messageOf } from '../../core/errors.js';
-import { startUi, type ServeUi } from '../serve-ui.js';
-import { DOCUMENTS_PREFIX } from '../../source/url-path.js';
 
 const HELP = `Usage: resourcesync serve <dir>... [options]
 
@@ -62,15 +55,6 @@ ${PUBLISH_HELP}  --verbose               log every request on stderr
   -h, --help              show this help
 `;
 
-const SERVICE_UNAVAILABLE: ResponderResponse = {
-  status: 503,
-  headers: { 'content-type': 'text/plain; charset=utf-8', 'retry-after': '1', 'content-length': '24' },
-  body: { type: 'bytes', bytes: Buffer.from('503 Service Unavailable\n') },
-};
-
-/** A changed file is settled (recorded, listed) once it has had no change for this long, ms. */
-const SETTLE_MS = 25;
-
 /** A set name that is a valid URL segment (`[A-Za-z0-9_-][A-Za-z0-9._-]*`), from a folder name. */
 function setName(folder: string): string {
   const name = folder.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[.]+/, '');
@@ -83,33 +67,91 @@ function insideVisibly(child: string, parent: string): boolean {
   return !rel.split(sep).some((s) => s.startsWith('.'));
 }
 
-/** Runs `resourcesync serve`; resolves with the exit code once the server has shut down. */
-export async function run(args: string[]): Promise<number> {
-  const parsed = parseCommandArgs(
-    'serve',
-    args,
-    {
-      port: { type: 'string' },
-      host: { type: 'string' },
-      'base-url': { type: 'string' },
-      state: { type: 'string' },
-      'no-watch': { type: 'boolean' },
-      ...PUBLISH_ARGS,
-      hub: { type: 'string' },
-      'no-hub': { type: 'boolean' },
-      'allow-callback': { type: 'string', multiple: true },
-      ...HUB_LIMIT_ARGS,
-      xmpp: { type: 'string' },
-      verbose: { type: 'boolean' },
-    },
-    HELP,
-  );
-  if (typeof parsed === 'number') return parsed;
-  const { values, positionals } = parsed;
+const ARGS = {
+  port: { type: 'string' },
+  host: { type: 'string' },
+  'base-url': { type: 'string' },
+  state: { type: 'string' },
+  'no-watch': { type: 'boolean' },
+  ...PUBLISH_ARGS,
+  hub: { type: 'string' },
+  'no-hub': { type: 'boolean' },
+  'allow-callback': { type: 'string', multiple: true },
+  ...HUB_LIMIT_ARGS,
+  xmpp: { type: 'string' },
+  verbose: { type: 'boolean' },
+} as const;
+
+type ServeValues = ParsedCommandArgs<typeof ARGS>['values'];
+
+/** What the options ask for, once checked. */
+interface ServeConfig {
+  port: number;
+  host: string;
+  sets: Array<{ name: string; dir: string }>;
+  stateDir: string | undefined;
+  shared: PublishArgsResult;
+  /** Push, without the XMPP publisher (made once the options are checked), or undefined with --no-hub. */
+  push: LivePushOptions | undefined;
+  xmpp: { account: XmppAccount; service: string } | undefined;
+}
+
+type XmppAccount = ConstructorParameters<typeof XmppPublisher>[0]['account'];
+
+/** The sets, one per directory, named for their folders; or the usage error's exit code. */
+async function readSets(positionals: string[], stateDir: string | undefined): Promise<ServeConfig['sets'] | number> {
+  const sets: ServeConfig['sets'] = [];
+  for (const dir of positionals.map((d) => resolve(d))) {
+    const st = await stat(dir).catch(() => undefined);
+    if (st?.isDirectory() !== true) {
+      return usageError('serve', `'${dir}' is not a directory.`);
+    }
+    const name = setName(basename(dir));
+    if (sets.some((s) => s.name === name)) {
+      return usageError('serve', `'${dir}' gives the set name '${name}', which is already used.`);
+    }
+    sets.push({ name, dir });
+  }
+  // Default state: each set's store in <dir>/.resourcesync/source.sqlite, documents in <first dir>/.resourcesync/publish.
+  for (const { dir } of sets) {
+    if (stateDir !== undefined && insideVisibly(stateDir, dir)) {
+      return usageError('serve', `--state '${stateDir}' would be published inside '${dir}'; use a hidden folder or one outside.`);
+    }
+  }
+  return sets;
+}
+
+/** Push as --hub, --no-hub, --allow-callback and the hub's limits ask for; or the usage error's exit code. */
+function readPush(values: ServeValues): LivePushOptions | undefined | number {
+  if (values.hub !== undefined && (!URL.canParse(values.hub) || !/^https?:$/.test(new URL(values.hub).protocol))) {
+    return usageError('serve', `--hub '${values.hub}' is not an http(s) URL.`);
+  }
+  if (values.hub !== undefined && values['no-hub'] === true) return usageError('serve', '--hub and --no-hub exclude each other.');
+  const allowCallback = values['allow-callback'] ?? [];
+  if (allowCallback.length > 0 && (values.hub !== undefined || values['no-hub'] === true)) {
+    return usageError('serve', '--allow-callback applies to the embedded hub: not with --hub or --no-hub.');
+  }
+  const hubBounds = hubLimitOptions(values);
+  if (typeof hubBounds === 'string') return usageError('serve', hubBounds);
+  const limitGiven = hubLimitGiven(values);
+  if (limitGiven !== undefined && (values.hub !== undefined || values['no-hub'] === true)) {
+    return usageError('serve', `${limitGiven} applies to the embedded hub: not with --hub or --no-hub.`);
+  }
+  if (values['no-hub'] === true) return undefined;
+  const publishSecret = process.env[PUBLISH_SECRET_ENV];
+  return {
+    ...(values.hub === undefined ? {} : { hub: values.hub }),
+    allowCallback,
+    hubBounds,
+    ...(publishSecret ? { publishSecret } : {}),
+  };
+}
+
+/** Checks the options; returns what they ask for, or the usage error's exit code. */
+async function readConfig(values: ServeValues, positionals: string[]): Promise<ServeConfig | number> {
   if (positionals.length === 0) return usageError('serve', 'a directory is needed.');
   const port = values.port === undefined ? 8080 : Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) return usageError('serve', `--port '${values.port}' is not a port number.`);
-  const host = values.host ?? '127.0.0.1';
   let shared: PublishArgsResult;
   try {
     shared = publishArgs(values);
@@ -125,253 +167,133 @@ export async function run(args: string[]): Promise<number> {
       return usageError('serve', `--base-url '${values['base-url']}' is not an http(s) URL.`);
     }
   }
-
-  const dirs = positionals.map((d) => resolve(d));
-  const sets: Array<{ name: string; dir: string }> = [];
-  for (const dir of dirs) {
-    const st = await stat(dir).catch(() => undefined);
-    if (st?.isDirectory() !== true) {
-      return usageError('serve', `'${dir}' is not a directory.`);
-    }
-    const name = setName(basename(dir));
-    if (sets.some((s) => s.name === name)) {
-      return usageError('serve', `'${dir}' gives the set name '${name}', which is already used.`);
-    }
-    sets.push({ name, dir });
-  }
-  // Default state: each set's store in <dir>/.resourcesync/source.sqlite, documents in <first dir>/.resourcesync/publish.
   const stateDir = values.state === undefined ? undefined : resolve(values.state);
-  const outDir = join(stateDir ?? join(dirs[0]!, '.resourcesync'), 'publish');
-  for (const dir of dirs) {
-    if (stateDir !== undefined && insideVisibly(stateDir, dir)) {
-      return usageError('serve', `--state '${stateDir}' would be published inside '${dir}'; use a hidden folder or one outside.`);
+  const sets = await readSets(positionals, stateDir);
+  if (typeof sets === 'number') return sets;
+  const push = readPush(values);
+  if (typeof push === 'number') return push;
+  const xmpp = values.xmpp === undefined ? undefined : xmppAccount(values.xmpp, 'source');
+  if (typeof xmpp === 'string') return usageError('serve', xmpp);
+  if (xmpp !== undefined && values['no-hub'] === true) return usageError('serve', '--xmpp publishes beside the WebSub hub: not with --no-hub.');
+  return { port, host: values.host ?? '127.0.0.1', sets, stateDir, shared, push, xmpp };
+}
+
+/**
+ * XMPP (XEP-0060): the account is tried before anything is served, so that a wrong password or server stops
+ * here (exit 1); a server that cannot be reached yet is tried again for the next notification.
+ */
+async function connectXmpp(
+  xmpp: NonNullable<ServeConfig['xmpp']>,
+  verbose: boolean,
+  log: (line: string) => void,
+): Promise<XmppPublisher | number> {
+  const publisher = new XmppPublisher({
+    account: xmpp.account,
+    service: xmpp.service,
+    onEvent: (e) => {
+      if (e.type === 'connected' && verbose) log(`xmpp: connected as ${e.jid}${e.secure ? ' (TLS)' : ''}`);
+      else if (e.type === 'node-created' && verbose) log(`xmpp: created node ${e.node} at ${xmpp.service}`);
+      else if (e.type === 'disconnected') log(`resourcesync serve: XMPP connection lost${e.error ? ` (${e.error.message})` : ''}; it is made again for the next notification`);
+    },
+  });
+  try {
+    await publisher.connect();
+  } catch (error) {
+    if (!isResourceSyncError(error, 'RS_NETWORK')) {
+      process.stderr.write(`resourcesync serve: --xmpp: ${messageOf(error)}\n`);
+      return 1;
+    }
+    log(`resourcesync serve: --xmpp: ${messageOf(error)} Notifications are published there once it can be reached.`);
+  }
+  return publisher;
+}
+
+const describeHubEvent = (e: HubEvent): string =>
+  `hub: ${e.type}${'mode' in e ? ` ${e.mode}` : ''} ${'callback' in e ? e.callback : ''} ${e.topic}`;
+
+const RUN_WORDS = { record: 'recorded', rescan: 'published', documents: 'published (documents)' } as const;
+
+/** The line (on stderr) for what the live Source reports, if any. */
+function eventLine(e: LiveSourceEvent, verbose: boolean): string | undefined {
+  switch (e.type) {
+    case 'error':
+      return `resourcesync serve: ${messageOf(e.error)}`;
+    case 'hub-error':
+      return `resourcesync serve: hub: ${messageOf(e.error)}`;
+    case 'explorer-error':
+      return `resourcesync serve: explorer: ${messageOf(e.error)}`;
+    case 'hub':
+      return verbose ? describeHubEvent(e.event) : undefined;
+    case 'notification-failed':
+      return `resourcesync serve: notification on ${e.topic} not published${e.xmpp ? ' over XMPP' : ''}: ${messageOf(e.error)}`;
+    case 'warning':
+      return `resourcesync serve: warning ${e.warning.code}: set '${e.warning.set}': ${e.warning.message}`;
+    case 'publish-failed':
+      return `resourcesync serve: publishing failed: ${messageOf(e.error)}`;
+    case 'run': {
+      const { created, updated, deleted } = e.changes;
+      return verbose ? `${RUN_WORDS[e.action]}: ${created} created, ${updated} updated, ${deleted} deleted in ${e.ms.toFixed(0)} ms` : undefined;
     }
   }
+}
 
-  if (values.hub !== undefined && (!URL.canParse(values.hub) || !/^https?:$/.test(new URL(values.hub).protocol))) {
-    return usageError('serve', `--hub '${values.hub}' is not an http(s) URL.`);
-  }
-  if (values.hub !== undefined && values['no-hub'] === true) return usageError('serve', '--hub and --no-hub exclude each other.');
-  const allowCallback = values['allow-callback'] ?? [];
-  if (allowCallback.length > 0 && (values.hub !== undefined || values['no-hub'] === true)) {
-    return usageError('serve', '--allow-callback applies to the embedded hub: not with --hub or --no-hub.');
-  }
-  const hubBounds = hubLimitOptions(values);
-  if (typeof hubBounds === 'string') return usageError('serve', hubBounds);
-  const limitGiven = hubLimitGiven(values);
-  if (limitGiven !== undefined && (values.hub !== undefined || values['no-hub'] === true)) {
-    return usageError('serve', `${limitGiven} applies to the embedded hub: not with --hub or --no-hub.`);
-  }
-
-  const xmppArgs = values.xmpp === undefined ? undefined : xmppAccount(values.xmpp, 'source');
-  if (typeof xmppArgs === 'string') return usageError('serve', xmppArgs);
-  if (xmppArgs !== undefined && values['no-hub'] === true) return usageError('serve', '--xmpp publishes beside the WebSub hub: not with --no-hub.');
-
+/** Runs `resourcesync serve`; resolves with the exit code once the server has shut down. */
+export async function run(args: string[]): Promise<number> {
+  const parsed = parseCommandArgs('serve', args, ARGS, HELP);
+  if (typeof parsed === 'number') return parsed;
+  const { values, positionals } = parsed;
+  const config = await readConfig(values, positionals);
+  if (typeof config === 'number') return config;
   const verbose = values.verbose === true;
   const log = (line: string): void => void process.stderr.write(`${line}\n`);
-  // XMPP (XEP-0060): the account is tried before anything is served, so that a wrong password or server stops here
-  let xmpp: XmppPublisher | undefined;
-  if (xmppArgs !== undefined) {
-    xmpp = new XmppPublisher({
-      account: xmppArgs.account,
-      service: xmppArgs.service,
-      onEvent: (e) => {
-        if (e.type === 'connected' && verbose) log(`xmpp: connected as ${e.jid}${e.secure ? ' (TLS)' : ''}`);
-        else if (e.type === 'node-created' && verbose) log(`xmpp: created node ${e.node} at ${xmppArgs.service}`);
-        else if (e.type === 'disconnected') log(`resourcesync serve: XMPP connection lost${e.error ? ` (${e.error.message})` : ''}; it is made again for the next notification`);
-      },
-    });
-    try {
-      await xmpp.connect();
-    } catch (error) {
-      if (!isResourceSyncError(error, 'RS_NETWORK')) {
-        process.stderr.write(`resourcesync serve: --xmpp: ${messageOf(error)}\n`);
-        return 1;
-      }
-      log(`resourcesync serve: --xmpp: ${messageOf(error)} Notifications are published there once it can be reached.`);
-    }
-  }
+  const xmpp = config.xmpp === undefined ? undefined : await connectXmpp(config.xmpp, verbose, log);
+  if (typeof xmpp === 'number') return xmpp;
   const ac = new AbortController();
   const stop = (): void => ac.abort();
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
-
-  // Until the first publication is done, requests get 503 (the listening line is printed after it).
-  const live: { core?: SourceResponder; push?: Push; ui?: ServeUi } = {};
-  // the hub's, the explorer's and the topics' routes are looked at only for targets that can be theirs (a cheap
-  // test), so that a plain GET of a resource or document goes straight to the core
-  const maybeTopic = (target: string): boolean => target.includes('-notification/');
-  const maybeMounted = (target: string): boolean => target.includes('/hub') || target.includes(`/${DOCUMENTS_PREFIX}/ui`);
-  const front: ResponderHandler = (req) =>
-    (live.push !== undefined && maybeTopic(req.target) ? live.push.topic(req) : undefined) ??
-    (live.core === undefined ? SERVICE_UNAVAILABLE : live.core(req));
-  let running: RunningServer;
+  const stopped = async (code: number, source?: LiveSource): Promise<number> => {
+    await source?.close();
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+    return code;
+  };
+  let source: LiveSource;
   try {
-    running = await serve(front, {
-      port,
-      host,
+    source = await createLiveSource({
+      sets: config.sets,
+      port: config.port,
+      host: config.host,
+      ...(values['base-url'] === undefined ? {} : { baseUrl: values['base-url'] }),
+      ...(config.stateDir === undefined ? {} : { stateDir: config.stateDir }),
+      publish: config.shared,
+      htmlDiscoveryLink: true,
+      watch: values['no-watch'] !== true,
+      ...(config.push === undefined ? {} : { push: { ...config.push, ...(xmpp && config.xmpp ? { xmpp: { publisher: xmpp, service: config.xmpp.service } } : {}) } }),
+      explorer: true,
       signal: ac.signal,
-      onError: (e) => log(`resourcesync serve: ${messageOf(e)}`),
-      intercept: (req, res) =>
-        maybeMounted(req.url ?? '/') && ((live.push?.intercept(req, res) ?? false) || (live.ui?.intercept(req, res) ?? false)),
+      onEvent: (e) => {
+        const line = eventLine(e, verbose);
+        if (line !== undefined) log(line);
+      },
       ...(verbose ? { onResponse: (r) => log(`${r.method} ${r.target} ${r.status} ${r.ms.toFixed(1)}ms`) } : {}),
     });
   } catch (error) {
-    process.off('SIGINT', stop);
-    process.off('SIGTERM', stop);
-    process.stderr.write(`resourcesync serve: cannot listen on ${host}:${port}: ${messageOf(error)}\n`);
+    if (!isResourceSyncError(error, 'RS_NETWORK')) throw error;
+    process.stderr.write(`resourcesync serve: ${error.message}\n`);
     await xmpp?.close();
-    return 1;
+    return stopped(1);
   }
-
-  const baseUrl = (values['base-url'] ?? running.url).replace(/\/+$/, '');
-  // Push (Change Notification §4): an embedded hub at <base-url>/hub unless --hub or --no-hub.
-  if (values['no-hub'] !== true) {
-    live.push = startPush({
-      baseUrl,
-      origin: running.url,
-      ...(values.hub === undefined ? { hubDir: join(stateDir ?? join(dirs[0]!, '.resourcesync'), 'hub') } : { hub: values.hub }),
-      allowCallback,
-      hubBounds,
-      ...(process.env[PUBLISH_SECRET_ENV] ? { publishSecret: process.env[PUBLISH_SECRET_ENV] } : {}),
-      ...(xmpp === undefined ? {} : { xmpp }),
-      log,
-      verbose,
-    });
-  }
-  // The explorer page at <base-url>/.resourcesync/ui/, with the channels when push is on.
-  const push = live.push;
-  live.ui = startUi({
-    baseUrl,
-    origin: running.url,
-    host,
-    signal: ac.signal,
-    log,
-    ...(push === undefined ? {} : { channels: () => push.channels() }),
-  });
-  // HTML is served with its discovery link (§6.3.3) and published as served, so listed and served bytes agree.
-  const publishOptions: PublishOptions = {
-    ...shared,
-    sets,
-    baseUrl,
-    outDir,
-    htmlDiscoveryLink: true,
-    signal: ac.signal,
-    ...(stateDir === undefined ? {} : { stateDir }),
-    // push: Change Notifications go out as soon as changes are recorded, before the documents are written; the
-    // documents that follow rewrite a long Resource List less often (the Change List carries the rest)
-    ...(push
-      ? {
-          notifications: { hub: push.hubUrl, ...(xmppArgs ? { xmpp: xmppArgs.service } : {}) },
-          onRecorded: (n: SetNotifications) => push.send([n]),
-          resourceListEveryMs: 'auto' as const,
-        }
-      : {}),
-  };
-  // The watcher starts before the first publication, which it runs itself: a change made meanwhile is
-  // never lost, and two publications never run at once.
-  let first: { result?: PublishResult; error?: unknown } | undefined;
-  const held: { watcher?: SourceWatcher } = {};
-  let runMs = 0;
-  // each name that cannot be published is logged once, with its code (a rescan finds it again)
-  const warned = new Set<string>();
-  const logWarnings = (r: PublishResult): void => {
-    for (const w of r.warnings) {
-      const key = `${w.set}\n${w.path}`;
-      if (warned.has(key) || warned.size >= 10_000) continue;
-      warned.add(key);
-      log(`resourcesync serve: warning ${w.code}: set '${w.set}': ${w.message}`);
-    }
-  };
-  /** A publication's Framework Notifications (its Change Notifications went out through `onRecorded`). */
-  const sendFramework = (r: PublishResult): void => push?.send(r.notifications?.map((n) => ({ ...n, change: [] })));
-  const publishOnce = async ({ rescan }: { rescan: boolean } = { rescan: true }): Promise<PublishResult> => {
-    const t0 = performance.now();
-    try {
-      // a file still being written keeps its previous state until the watcher has seen it settle
-      const w = held.watcher;
-      const result = await publish({
-        ...publishOptions,
-        scan: rescan,
-        ...(w === undefined ? {} : { hold: (f: string) => w.hold(f), settleMs: SETTLE_MS }),
-      });
-      first ??= { result };
-      runMs = performance.now() - t0;
-      logWarnings(result);
-      return result;
-    } catch (error) {
-      first ??= { error };
-      throw error;
-    }
-  };
-  // push: a settled file is recorded (and announced) on its own at once; the documents follow within a
-  // second, written from the snapshot store; the sets are rescanned at the start, when a recording could not
-  // judge its files, and every five minutes
-  const recordOnce = async (files: string[]): Promise<RecordResult> => {
-    const t0 = performance.now();
-    const result = await recordChanges(publishOptions, files);
-    runMs = performance.now() - t0;
-    return result;
-  };
-  const watching = values['no-watch'] !== true;
-  const watcher: SourceWatcher | undefined = watching
-    ? watchSources({
-        dirs,
-        settleMs: SETTLE_MS,
-        run: publishOnce,
-        ...(push ? { record: recordOnce, followUp: (r: unknown) => (r as PublishResult).resourceListDueInMs } : {}),
-        signal: ac.signal,
-        onEvent: () => live.core?.invalidate(),
-        onRun: (r, action) => {
-          live.core?.invalidate();
-          if (action !== 'record') sendFramework(r as PublishResult);
-          if (verbose) {
-            const ch = (r as PublishResult | RecordResult).changes;
-            const what = action === 'record' ? 'recorded' : action === 'rescan' ? 'published' : 'published (documents)';
-            log(`${what}: ${ch.created} created, ${ch.updated} updated, ${ch.deleted} deleted in ${runMs.toFixed(0)} ms`);
-          }
-        },
-        onError: (e) => {
-          if (!ac.signal.aborted && first?.error !== e) log(`resourcesync serve: publishing failed: ${messageOf(e)}`);
-        },
-      })
-    : undefined;
-  if (watcher !== undefined) held.watcher = watcher;
-  if (watcher !== undefined) await watcher.flush();
-  else await publishOnce().catch(() => undefined);
-  if (first?.result === undefined) {
+  try {
+    const result = await source.ready();
+    if (verbose) log(`published ${result.resources} resources (${result.documents.length} documents)`);
+  } catch (error) {
     // a signal during the first publication is a clean stop, not a failure
-    const stopped = ac.signal.aborted;
-    if (!stopped) log(`resourcesync serve: publishing failed: ${messageOf(first?.error ?? 'no result')}`);
-    ac.abort();
-    await running.closed;
-    await watcher?.close();
-    await live.push?.close();
-    await live.ui.close();
-    process.off('SIGINT', stop);
-    process.off('SIGTERM', stop);
-    return stopped ? 0 : 1;
+    const aborted = ac.signal.aborted;
+    if (!aborted) log(`resourcesync serve: publishing failed: ${messageOf(error)}`);
+    return stopped(aborted ? 0 : 1, source);
   }
-  const result = first.result;
-  if (watcher === undefined) sendFramework(result); // (the watcher's runs send their own)
-  if (verbose) log(`published ${result.resources} resources (${result.documents.length} documents)`);
-  live.core = createSourceResponder({
-    sets: sets.map((s, i) => {
-      const cap = result.capabilityLists[i];
-      return cap === undefined ? s : { ...s, capabilityList: cap };
-    }),
-    outDir,
-    baseUrl,
-    htmlDiscoveryLink: true,
-    onError: (e) => log(`resourcesync serve: ${messageOf(e)}`),
-  });
-
-  if (!ac.signal.aborted) process.stdout.write(`listening on ${running.url}\n`);
-  await running.closed;
-  await watcher?.close();
-  await live.push?.close();
-  await live.ui.close();
-  process.off('SIGINT', stop);
-  process.off('SIGTERM', stop);
-  return 0;
+  if (!ac.signal.aborted) process.stdout.write(`listening on ${source.url}\n`);
+  await source.closed;
+  return stopped(0);
 }

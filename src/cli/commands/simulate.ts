@@ -12,20 +12,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { formatW3CDatetime } from '../../core/w3c-datetime.js';
-import type { ResponderHandler, ResponderResponse } from '../../server/request-response.js';
-import { createSourceResponder, type SourceResponder } from '../../server/source-responder.js';
-import { serve, type RunningServer } from '../../server/node-adapter.js';
-import { publish, type PublishOptions, type PublishResult } from '../../source/publish.js';
+import { createLiveSource, type LiveSource } from '../../live/live-source.js';
 import { encodeSegment } from '../../source/url-path.js';
 import {
   ChangeSimulator,
+  type SimulatedChange,
   applyChange,
   changeDigest,
   MAX_SIMULATED_RESOURCES,
   MAX_SIMULATED_SIZE,
 } from '../../source/simulator.js';
-import { parseCommandArgs, usageError } from '../command-args.js';
-import { messageOf } from '../../core/errors.js';
+import { parseCommandArgs, usageError, type ParsedCommandArgs } from '../command-args.js';
+import { isResourceSyncError, messageOf } from '../../core/errors.js';
 
 const HELP = `Usage: resourcesync simulate [options]
 
@@ -48,12 +46,6 @@ Options:
   -h, --help        show this help
 `;
 
-const SERVICE_UNAVAILABLE: ResponderResponse = {
-  status: 503,
-  headers: { 'content-type': 'text/plain; charset=utf-8', 'retry-after': '1', 'content-length': '24' },
-  body: { type: 'bytes', bytes: Buffer.from('503 Service Unavailable\n') },
-};
-
 /** How often the publisher looks for unpublished changes, ms: changes show in the open Change List within about this long. */
 const PUBLISH_EVERY_MS = 500;
 
@@ -64,26 +56,32 @@ function integerOption(value: string | undefined, fallback: number, min: number,
   return n >= min && n <= max ? n : undefined;
 }
 
-/** Runs `resourcesync simulate`; resolves with the exit code once the server has shut down. */
-export async function run(args: string[]): Promise<number> {
-  const parsed = parseCommandArgs(
-    'simulate',
-    args,
-    {
-      resources: { type: 'string' },
-      rate: { type: 'string' },
-      mix: { type: 'string' },
-      size: { type: 'string' },
-      seed: { type: 'string' },
-      changes: { type: 'string' },
-      port: { type: 'string' },
-      host: { type: 'string' },
-      json: { type: 'boolean' },
-    },
-    HELP,
-  );
-  if (typeof parsed === 'number') return parsed;
-  const { values, positionals } = parsed;
+const ARGS = {
+  resources: { type: 'string' },
+  rate: { type: 'string' },
+  mix: { type: 'string' },
+  size: { type: 'string' },
+  seed: { type: 'string' },
+  changes: { type: 'string' },
+  port: { type: 'string' },
+  host: { type: 'string' },
+  json: { type: 'boolean' },
+} as const;
+
+/** What the options ask for, once checked. */
+interface SimulateConfig {
+  simulator: ChangeSimulator;
+  /** Changes per second (0: none). */
+  rate: number;
+  /** Changes to make at most. */
+  limit: number;
+  port: number;
+  host: string;
+  json: boolean;
+}
+
+/** Checks the options; returns what they ask for, or the usage error's exit code. */
+function readConfig(values: ParsedCommandArgs<typeof ARGS>['values'], positionals: string[]): SimulateConfig | number {
   if (positionals.length > 0) return usageError('simulate', `unexpected argument '${positionals[0]}'.`);
   const resources = integerOption(values.resources, 100, 0, MAX_SIMULATED_RESOURCES);
   if (resources === undefined)
@@ -110,10 +108,69 @@ export async function run(args: string[]): Promise<number> {
   if (mix.length !== 3 || mix.some((w) => Number.isNaN(w)) || mix.every((w) => w === 0)) {
     return usageError('simulate', `--mix '${mixText}' is not three non-negative weights C:U:D, one of them positive.`);
   }
-  const host = values.host ?? '127.0.0.1';
-  const json = values.json === true;
   const simulator = new ChangeSimulator({ resources, size, seed, mix: [mix[0]!, mix[1]!, mix[2]!] });
+  return { simulator, rate, limit, port, host: values.host ?? '127.0.0.1', json: values.json === true };
+}
 
+/** Whether changes were made since the last publication started. */
+interface Dirty {
+  value: boolean;
+}
+
+/** The publisher: one publication at a time, whenever changes were made since the last one started. */
+async function publishWhileChanging(source: LiveSource, dirty: Dirty, signal: AbortSignal, log: (line: string) => void): Promise<void> {
+  while (!signal.aborted) {
+    if (dirty.value) {
+      dirty.value = false;
+      try {
+        await source.publishNow();
+      } catch (error) {
+        if (!signal.aborted) log(`resourcesync simulate: publishing failed: ${messageOf(error)}`);
+      }
+    }
+    await sleep(PUBLISH_EVERY_MS, undefined, { signal }).catch(() => undefined);
+  }
+}
+
+/** The line of stdout (with --json) for a change just made. */
+function changeLine(change: SimulatedChange, baseUrl: string): string {
+  const url = `${baseUrl}/${change.path.split('/').map(encodeSegment).join('/')}`;
+  const md5 = changeDigest(change);
+  const line = {
+    seq: change.seq,
+    change: change.change,
+    path: change.path,
+    url,
+    ...(change.bytes === undefined ? {} : { length: change.bytes.length, md5 }),
+    at: formatW3CDatetime(Date.now()),
+  };
+  return `${JSON.stringify(line)}\n`;
+}
+
+/** The changes, at `rate` per second measured from the start (a slow change is caught up, not skipped). */
+async function makeChanges(config: SimulateConfig, dir: string, source: LiveSource, dirty: Dirty, signal: AbortSignal): Promise<void> {
+  const { simulator, rate, limit, json } = config;
+  if (rate <= 0) return;
+  const started = performance.now();
+  while (!signal.aborted && simulator.changes < limit) {
+    const due = started + ((simulator.changes + 1) * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 0) await sleep(wait, undefined, { signal }).catch(() => undefined);
+    if (signal.aborted) break;
+    const change = simulator.next();
+    await applyChange(dir, change);
+    source.invalidate();
+    dirty.value = true;
+    if (json) process.stdout.write(changeLine(change, source.url));
+  }
+}
+
+/** Runs `resourcesync simulate`; resolves with the exit code once the server has shut down. */
+export async function run(args: string[]): Promise<number> {
+  const parsed = parseCommandArgs('simulate', args, ARGS, HELP);
+  if (typeof parsed === 'number') return parsed;
+  const config = readConfig(parsed.values, parsed.positionals);
+  if (typeof config === 'number') return config;
   const log = (line: string): void => void process.stderr.write(`${line}\n`);
   const ac = new AbortController();
   const stop = (): void => ac.abort();
@@ -121,91 +178,37 @@ export async function run(args: string[]): Promise<number> {
   process.once('SIGTERM', stop);
   const root = await mkdtemp(join(tmpdir(), 'rs-simulate-'));
   const dir = join(root, 'resources');
-  const stateDir = join(root, 'state');
-  const outDir = join(stateDir, 'publish');
-  let running: RunningServer | undefined;
+  let source: LiveSource | undefined;
   try {
-    await simulator.populate(dir, ac.signal);
-    const live: { core?: SourceResponder } = {};
-    const front: ResponderHandler = (req) => (live.core === undefined ? SERVICE_UNAVAILABLE : live.core(req));
+    await config.simulator.populate(dir, ac.signal);
     try {
-      running = await serve(front, {
-        port,
-        host,
+      source = await createLiveSource({
+        sets: [{ name: 'simulated', dir }],
+        port: config.port,
+        host: config.host,
+        stateDir: join(root, 'state'),
+        watch: false,
         signal: ac.signal,
-        onError: (e) => log(`resourcesync simulate: ${messageOf(e)}`),
+        onEvent: (e) => {
+          if (e.type === 'error') log(`resourcesync simulate: ${messageOf(e.error)}`);
+        },
       });
     } catch (error) {
-      log(`resourcesync simulate: cannot listen on ${host}:${port}: ${messageOf(error)}`);
+      if (!isResourceSyncError(error, 'RS_NETWORK')) throw error;
+      log(`resourcesync simulate: ${error.message}`);
       return 1;
     }
-    const baseUrl = running.url;
-    const sets = [{ name: 'simulated', dir }];
-    const publishOptions: PublishOptions = { sets, baseUrl, outDir, stateDir, signal: ac.signal };
-    const first: PublishResult = await publish(publishOptions);
-    live.core = createSourceResponder({
-      sets: [
-        {
-          name: 'simulated',
-          dir,
-          ...(first.capabilityLists[0] === undefined ? {} : { capabilityList: first.capabilityLists[0] }),
-        },
-      ],
-      outDir,
-      baseUrl,
-      onError: (e) => log(`resourcesync simulate: ${messageOf(e)}`),
-    });
+    await source.ready();
     if (ac.signal.aborted) return 0;
     // with --json every line of stdout is JSON, this one included
-    process.stdout.write(json ? `${JSON.stringify({ listening: baseUrl })}\n` : `listening on ${baseUrl}\n`);
-
-    // The publisher: one publication at a time, whenever changes were made since the last one started.
-    let dirty = false;
-    const publisher = (async () => {
-      while (!ac.signal.aborted) {
-        if (dirty) {
-          dirty = false;
-          try {
-            await publish(publishOptions);
-          } catch (error) {
-            if (!ac.signal.aborted) log(`resourcesync simulate: publishing failed: ${messageOf(error)}`);
-          }
-          live.core?.invalidate();
-        }
-        await sleep(PUBLISH_EVERY_MS, undefined, { signal: ac.signal }).catch(() => undefined);
-      }
-    })();
-
-    // The changes, at `rate` per second measured from the start (a slow change is caught up, not skipped).
-    if (rate > 0) {
-      const started = performance.now();
-      while (!ac.signal.aborted && simulator.changes < limit) {
-        const due = started + ((simulator.changes + 1) * 1000) / rate;
-        const wait = due - performance.now();
-        if (wait > 0) await sleep(wait, undefined, { signal: ac.signal }).catch(() => undefined);
-        if (ac.signal.aborted) break;
-        const change = simulator.next();
-        await applyChange(dir, change);
-        live.core.invalidate();
-        dirty = true;
-        if (json) {
-          const url = `${baseUrl}/${change.path.split('/').map(encodeSegment).join('/')}`;
-          const md5 = changeDigest(change);
-          const line = {
-            seq: change.seq,
-            change: change.change,
-            path: change.path,
-            url,
-            ...(change.bytes === undefined ? {} : { length: change.bytes.length, md5 }),
-            at: formatW3CDatetime(Date.now()),
-          };
-          process.stdout.write(`${JSON.stringify(line)}\n`);
-        }
-      }
-    }
-    await running.closed;
+    process.stdout.write(config.json ? `${JSON.stringify({ listening: source.url })}\n` : `listening on ${source.url}\n`);
+    const dirty: Dirty = { value: false };
+    const publisher = publishWhileChanging(source, dirty, ac.signal, log);
+    await makeChanges(config, dir, source, dirty, ac.signal);
+    await source.closed;
     await publisher;
-    if (!json) log(`resourcesync simulate: made ${simulator.changes} changes; ${simulator.resources} resources.`);
+    const { simulator } = config;
+    if (!config.json) log(`resourcesync simulate: made ${simulator.changes} changes; ${simulator.resources} resources.`);
     return 0;
   } catch (error) {
     if (ac.signal.aborted) return 0;
@@ -213,7 +216,7 @@ export async function run(args: string[]): Promise<number> {
     return 1;
   } finally {
     ac.abort();
-    await running?.closed;
+    await source?.closed;
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);
     await rm(root, { recursive: true, force: true });

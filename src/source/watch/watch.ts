@@ -94,7 +94,7 @@ export interface SourceWatcher {
    * when nothing was heard of it lately.
    */
   hold(file: string): boolean | undefined;
-  /** Runs now (serialized with other runs) and resolves when no run is pending or in flight. */
+  /** Runs now (serialized with other runs) and resolves when no run is pending or in flight (or the watcher is closed). */
   flush(): Promise<void>;
   /** Stops watching; resolves once an in-flight run has finished. */
   close(): Promise<void>;
@@ -109,6 +109,313 @@ interface Changed {
   sig: string | undefined;
 }
 
+/** The watcher's timings, with their defaults filled in. */
+interface WatchTimings {
+  settleMs: number;
+  batchMs: number;
+  maxHoldMs: number;
+  documentsAfterMs: number;
+  documentsEveryMs: number;
+  rescanEveryMs: number;
+  retryMinMs: number;
+  retryMaxMs: number;
+}
+
+function timingsOf(options: WatchOptions): WatchTimings {
+  const retryMinMs = options.retryMinMs ?? 1000;
+  return {
+    settleMs: options.settleMs ?? 25,
+    batchMs: options.batchMs ?? 2,
+    maxHoldMs: options.maxHoldMs ?? 2000,
+    documentsAfterMs: options.documentsAfterMs ?? 250,
+    documentsEveryMs: options.documentsEveryMs ?? 1000,
+    rescanEveryMs: options.rescanEveryMs ?? 300_000,
+    retryMinMs,
+    retryMaxMs: Math.max(options.retryMaxMs ?? 60_000, retryMinMs),
+  };
+}
+
+class Watcher implements SourceWatcher {
+  readonly #options: WatchOptions;
+  readonly #timings: WatchTimings;
+  readonly #onError: (error: unknown) => void;
+  /** The fast path (push): files settled since they were last recorded or rescanned are recorded on their own. */
+  readonly #record: WatchOptions['record'];
+  readonly #detection: ReturnType<typeof detectChanges>;
+  #closed = false;
+  /** The run in flight (documents or rescan), and which. */
+  #running: Promise<void> | undefined;
+  #runningKind: WatchAction | undefined;
+  /** The recording in flight (with `record`): it may overlap a documents run, never a rescan. */
+  #recording: Promise<void> | undefined;
+  /** A run asked for: without `record`, by every settled change. */
+  #pending = false;
+  /** `flush` callers waiting for nothing to be in flight or due. */
+  #idle: Array<() => void> = [];
+  /** Files changed and not settled yet. */
+  readonly #changed = new Map<string, Changed>();
+  /** When each file settled lately (pruned as it ages past SETTLED_MEMORY_MS). */
+  readonly #settledAt = new Map<string, number>();
+  #settledPruned = 0;
+  #checkTimer: NodeJS.Timeout | undefined;
+  #checkAt = Infinity;
+  /** With `record`: files settled and not recorded yet. */
+  readonly #due = new Set<string>();
+  /** A rescan is due (the first run rescans). */
+  #rescanNow = true;
+  #lastRescan = -Infinity;
+  /** A documents run is due. */
+  #documentsNow = false;
+  /** When the first recording since the last run was done. */
+  #recordedSince: number | undefined;
+  #documentsTimer: NodeJS.Timeout | undefined;
+  /** Failed runs or recordings in a row: the rescan after them waits longer each time, up to a cap. */
+  #failures = 0;
+  #retryTimer: NodeJS.Timeout | undefined;
+  /** A documents run that a run asked for later, although nothing changed. */
+  #followUpTimer: NodeJS.Timeout | undefined;
+
+  constructor(options: WatchOptions) {
+    this.#options = options;
+    this.#timings = timingsOf(options);
+    this.#onError = options.onError ?? (() => undefined);
+    this.#record = options.record;
+    this.#detection = detectChanges(
+      { dirs: options.dirs, poll: options.poll === true, pollMs: options.pollMs ?? 1000, onError: this.#onError },
+      (file, sig) => this.#touched(file, sig),
+    );
+    options.signal?.addEventListener('abort', () => void this.close(), { once: true });
+  }
+
+  get mode(): 'watch' | 'poll' {
+    return this.#detection.mode;
+  }
+
+  hold(file: string): boolean | undefined {
+    if (this.#changed.has(file)) return true;
+    const t = this.#settledAt.get(file);
+    return t !== undefined && performance.now() - t <= SETTLED_MEMORY_MS ? false : undefined;
+  }
+
+  flush(): Promise<void> {
+    if (this.#record === undefined) this.#pending = true;
+    else this.#rescanNow = true;
+    this.#kick();
+    return new Promise<void>((resolve) => {
+      this.#idle.push(resolve);
+      this.#settle();
+    });
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#detection.close();
+    for (const timer of [this.#checkTimer, this.#documentsTimer, this.#retryTimer, this.#followUpTimer]) {
+      if (timer !== undefined) clearTimeout(timer);
+    }
+    this.#checkTimer = undefined;
+    this.#documentsTimer = undefined;
+    this.#retryTimer = undefined;
+    this.#followUpTimer = undefined;
+    this.#pending = false;
+    await Promise.all([this.#running, this.#recording]);
+    // nothing more runs: a `flush` caller still waiting is told
+    this.#release();
+  }
+
+  /** Tells the `flush` callers waiting. */
+  #release(): void {
+    const waiting = this.#idle;
+    this.#idle = [];
+    for (const w of waiting) w();
+  }
+
+  /** After a failed run or recording: a rescan later, with a backoff that doubles up to a cap. */
+  #failed(error: unknown): void {
+    this.#onError(error);
+    this.#failures++;
+    if (this.#retryTimer !== undefined || this.#closed) return;
+    const { retryMinMs, retryMaxMs } = this.#timings;
+    const wait = Math.min(retryMaxMs, retryMinMs * 2 ** Math.min(this.#failures - 1, 30));
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = undefined;
+      if (this.#record === undefined) this.#pending = true;
+      else this.#rescanNow = true;
+      this.#kick();
+    }, wait);
+  }
+
+  /** A documents run that `result` asks for later, although nothing changed. */
+  #followUp(result: unknown): void {
+    const ms = this.#record === undefined ? undefined : this.#options.followUp?.(result);
+    if (ms === undefined || this.#closed) return;
+    if (this.#followUpTimer !== undefined) clearTimeout(this.#followUpTimer);
+    this.#followUpTimer = setTimeout(() => {
+      this.#followUpTimer = undefined;
+      this.#documentsNow = true;
+      this.#kick();
+    }, ms);
+  }
+
+  /** Nothing in flight and nothing due: `flush` callers are told. */
+  #settle(): void {
+    if (this.#running !== undefined || this.#recording !== undefined || this.#pending) return;
+    if (!this.#closed && this.#record !== undefined && (this.#rescanNow || this.#due.size > 0)) return;
+    this.#release();
+  }
+
+  /** A documents run after the recordings: once quiet, or at the latest `documentsEveryMs` after the first. */
+  #documentsLater(): void {
+    const now = performance.now();
+    this.#recordedSince ??= now;
+    if (this.#documentsTimer !== undefined) clearTimeout(this.#documentsTimer);
+    const at = Math.min(now + this.#timings.documentsAfterMs, this.#recordedSince + this.#timings.documentsEveryMs);
+    this.#documentsTimer = setTimeout(() => {
+      this.#documentsTimer = undefined;
+      this.#documentsNow = true;
+      this.#kick();
+    }, Math.max(0, at - now));
+  }
+
+  /** Starts what is due and may start: a recording of the settled files, a run. */
+  #kick(): void {
+    if (this.#closed) return;
+    this.#startRecording();
+    this.#startRun();
+  }
+
+  /** With `record`: records the settled files, unless a recording is in flight or a rescan is due or running. */
+  #startRecording(): void {
+    const record = this.#record;
+    if (record === undefined || this.#recording !== undefined || this.#due.size === 0) return;
+    if (this.#rescanNow || this.#runningKind === 'rescan') return;
+    const files = [...this.#due];
+    this.#due.clear();
+    this.#recording = (async () => {
+      try {
+        const result = await record(files);
+        if (result.complete) this.#documentsLater();
+        else this.#rescanNow = true;
+        this.#options.onRun?.(result, 'record');
+      } catch (error) {
+        // the files are read again by the rescan that follows at once, and by the retries if it fails too
+        this.#rescanNow = true;
+        this.#onError(error);
+      }
+    })().finally(() => {
+      this.#recording = undefined;
+      this.#kick();
+      this.#settle();
+    });
+  }
+
+  /** Starts the run that is due (a rescan, or the documents only), unless one is in flight. */
+  #startRun(): void {
+    const record = this.#record;
+    if (this.#running !== undefined || !(this.#pending || (record !== undefined && (this.#rescanNow || this.#documentsNow)))) return;
+    const now = performance.now();
+    const rescan = record === undefined || this.#rescanNow || now - this.#lastRescan >= this.#timings.rescanEveryMs;
+    if (rescan && this.#recording !== undefined) return; // after the recording in flight
+    this.#pending = false;
+    this.#rescanNow = false;
+    this.#documentsNow = false;
+    this.#recordedSince = undefined;
+    if (this.#documentsTimer !== undefined) clearTimeout(this.#documentsTimer);
+    this.#documentsTimer = undefined;
+    if (rescan) {
+      this.#due.clear(); // the rescan reads them
+      this.#lastRescan = now;
+    }
+    const kind: WatchAction = rescan ? 'rescan' : 'documents';
+    this.#runningKind = kind;
+    this.#running = (async () => {
+      try {
+        const result = await this.#options.run({ rescan });
+        this.#failures = 0;
+        this.#followUp(result);
+        this.#options.onRun?.(result, kind);
+      } catch (error) {
+        this.#failed(error);
+      }
+    })().finally(() => {
+      this.#running = undefined;
+      this.#runningKind = undefined;
+      this.#kick();
+      this.#settle();
+    });
+  }
+
+  /** Settles what is due, acts when something settled, and waits for the next file due. */
+  readonly #check = (): void => {
+    this.#checkTimer = undefined;
+    this.#checkAt = Infinity;
+    if (this.#closed) return;
+    const now = performance.now();
+    let settled = false;
+    let next = Infinity;
+    for (const [file, changed] of this.#changed) {
+      const settleAt = this.#settleAt(file, changed, now);
+      if (settleAt === undefined) {
+        this.#changed.delete(file);
+        this.#settledAt.set(file, now);
+        this.#due.add(file);
+        settled = true;
+      } else {
+        next = Math.min(next, settleAt);
+      }
+    }
+    if (this.#settledAt.size > 0 && now - this.#settledPruned > SETTLED_MEMORY_MS) {
+      this.#settledPruned = now;
+      for (const [f, t] of this.#settledAt) if (now - t > SETTLED_MEMORY_MS) this.#settledAt.delete(f);
+    }
+    if (settled) {
+      // files have settled: recorded (with `record`), or a run
+      if (this.#record === undefined) this.#pending = true;
+      this.#kick();
+    }
+    if (next < Infinity) this.#schedule(next);
+  };
+
+  /** Undefined when `file` has settled (or is taken as it is after `maxHoldMs`), else when to look again. */
+  #settleAt(file: string, changed: Changed, now: number): number | undefined {
+    const { settleMs, maxHoldMs } = this.#timings;
+    if (now - changed.first >= maxHoldMs) return undefined;
+    if (now - changed.last < settleMs) return Math.min(changed.last + settleMs, changed.first + maxHoldMs);
+    if (changed.sig !== undefined) {
+      // polling: settled when size and mtime are what the scan saw, settleMs ago
+      const sig = fileSig(file);
+      if (sig !== changed.sig && sig !== 'gone' && sig !== 'other') {
+        changed.sig = sig;
+        changed.last = now;
+        return now + settleMs;
+      }
+    }
+    return undefined;
+  }
+
+  #schedule(due: number): void {
+    const at = due + this.#timings.batchMs;
+    if (this.#checkTimer !== undefined && this.#checkAt <= at) return;
+    if (this.#checkTimer !== undefined) clearTimeout(this.#checkTimer);
+    this.#checkAt = at;
+    this.#checkTimer = setTimeout(this.#check, Math.max(0, at - performance.now()));
+  }
+
+  /** A change of `file` (absolute); `sig` is what a scan saw (poll mode). */
+  #touched(file: string, sig?: string): void {
+    if (this.#closed) return;
+    this.#options.onEvent?.();
+    const now = performance.now();
+    const changed = this.#changed.get(file);
+    if (changed === undefined) this.#changed.set(file, { last: now, first: now, sig });
+    else {
+      changed.last = now;
+      if (sig !== undefined) changed.sig = sig;
+    }
+    this.#schedule(now + this.#timings.settleMs);
+  }
+}
+
 /**
  * Watches `dirs` and calls `run` once changed files have settled, serialized.
  * @example
@@ -117,254 +424,5 @@ interface Changed {
  * await watcher.close();
  */
 export function watchSources(options: WatchOptions): SourceWatcher {
-  const settleMs = options.settleMs ?? 25;
-  const batchMs = options.batchMs ?? 2;
-  const maxHoldMs = options.maxHoldMs ?? 2000;
-  const onError = options.onError ?? (() => undefined);
-  let closed = false;
-  /** The run in flight (documents or rescan), and which. */
-  let running: Promise<void> | undefined;
-  let runningKind: WatchAction | undefined;
-  /** The recording in flight (with `record`): it may overlap a documents run, never a rescan. */
-  let recording: Promise<void> | undefined;
-  /** A run asked for: without `record`, by every settled change. */
-  let pending = false;
-  let idle: Array<() => void> = [];
-  const changed = new Map<string, Changed>();
-  /** When each file settled lately (pruned as it ages past SETTLED_MEMORY_MS). */
-  const settledAt = new Map<string, number>();
-  let settledPruned = 0;
-  let checkTimer: NodeJS.Timeout | undefined;
-  let checkAt = Infinity;
-
-  // the fast path: files settled since they were last recorded or rescanned, and which run is due when
-  const record = options.record;
-  const documentsAfterMs = options.documentsAfterMs ?? 250;
-  const documentsEveryMs = options.documentsEveryMs ?? 1000;
-  const rescanEveryMs = options.rescanEveryMs ?? 300_000;
-  const due = new Set<string>();
-  let rescanNow = true; // the first run rescans
-  let lastRescan = -Infinity;
-  let documentsNow = false;
-  let recordedSince: number | undefined;
-  let documentsTimer: NodeJS.Timeout | undefined;
-  // after failures: a rescan later, with a backoff that doubles up to a cap
-  const retryMinMs = options.retryMinMs ?? 1000;
-  const retryMaxMs = Math.max(options.retryMaxMs ?? 60_000, retryMinMs);
-  let failures = 0;
-  let retryTimer: NodeJS.Timeout | undefined;
-  const failed = (error: unknown): void => {
-    onError(error);
-    failures++;
-    if (retryTimer !== undefined || closed) return;
-    const wait = Math.min(retryMaxMs, retryMinMs * 2 ** Math.min(failures - 1, 30));
-    retryTimer = setTimeout(() => {
-      retryTimer = undefined;
-      if (record === undefined) pending = true;
-      else rescanNow = true;
-      kick();
-    }, wait);
-  };
-  const succeeded = (): void => {
-    failures = 0;
-  };
-  // a documents run that a run asked for later, although nothing changed
-  let followUpTimer: NodeJS.Timeout | undefined;
-  const followUp = (result: unknown): void => {
-    const ms = record === undefined ? undefined : options.followUp?.(result);
-    if (ms === undefined || closed) return;
-    if (followUpTimer !== undefined) clearTimeout(followUpTimer);
-    followUpTimer = setTimeout(() => {
-      followUpTimer = undefined;
-      documentsNow = true;
-      kick();
-    }, ms);
-  };
-
-  /** Nothing in flight and nothing due: `flush` callers are told. */
-  const settle = (): void => {
-    if (running !== undefined || recording !== undefined || pending || (record !== undefined && (rescanNow || due.size > 0))) return;
-    const waiting = idle;
-    idle = [];
-    for (const w of waiting) w();
-  };
-
-  /** A documents run after the recordings: once quiet, or at the latest `documentsEveryMs` after the first. */
-  const documentsLater = (): void => {
-    const now = performance.now();
-    recordedSince ??= now;
-    if (documentsTimer !== undefined) clearTimeout(documentsTimer);
-    const at = Math.min(now + documentsAfterMs, recordedSince + documentsEveryMs);
-    documentsTimer = setTimeout(() => {
-      documentsTimer = undefined;
-      documentsNow = true;
-      kick();
-    }, Math.max(0, at - now));
-  };
-
-  /** Starts what is due and may start: a recording of the settled files, a run. */
-  const kick = (): void => {
-    if (closed) return;
-    if (record !== undefined && recording === undefined && due.size > 0 && !rescanNow && runningKind !== 'rescan') {
-      const files = [...due];
-      due.clear();
-      recording = (async () => {
-        try {
-          const result = await record(files);
-          if (result.complete) documentsLater();
-          else rescanNow = true;
-          options.onRun?.(result, 'record');
-        } catch (error) {
-          // the files are read again by the rescan that follows at once, and by the retries if it fails too
-          rescanNow = true;
-          onError(error);
-        }
-      })().finally(() => {
-        recording = undefined;
-        kick();
-        settle();
-      });
-    }
-    if (running !== undefined || !(pending || (record !== undefined && (rescanNow || documentsNow)))) return;
-    const now = performance.now();
-    const rescan = record === undefined || rescanNow || now - lastRescan >= rescanEveryMs;
-    if (rescan && recording !== undefined) return; // after the recording in flight
-    pending = false;
-    rescanNow = false;
-    documentsNow = false;
-    recordedSince = undefined;
-    if (documentsTimer !== undefined) clearTimeout(documentsTimer);
-    documentsTimer = undefined;
-    if (rescan) {
-      due.clear(); // the rescan reads them
-      lastRescan = now;
-    }
-    const kind: WatchAction = rescan ? 'rescan' : 'documents';
-    runningKind = kind;
-    running = (async () => {
-      try {
-        const result = await options.run({ rescan });
-        succeeded();
-        followUp(result);
-        options.onRun?.(result, kind);
-      } catch (error) {
-        failed(error);
-      }
-    })().finally(() => {
-      running = undefined;
-      runningKind = undefined;
-      kick();
-      settle();
-    });
-  };
-
-  /** Files have settled: recorded (with `record`), or a run. */
-  const start = (): void => {
-    if (record === undefined) pending = true;
-    kick();
-  };
-
-  /** Settles what is due, runs when something settled, and waits for the next file due. */
-  const check = (): void => {
-    checkTimer = undefined;
-    checkAt = Infinity;
-    if (closed) return;
-    const now = performance.now();
-    let settled = false;
-    let next = Infinity;
-    for (const [file, c] of changed) {
-      if (now - c.first >= maxHoldMs) {
-        changed.delete(file);
-        settledAt.set(file, now);
-        due.add(file);
-        settled = true;
-        continue;
-      }
-      if (now - c.last < settleMs) {
-        next = Math.min(next, c.last + settleMs, c.first + maxHoldMs);
-        continue;
-      }
-      if (c.sig !== undefined) {
-        // polling: settled when size and mtime are what the scan saw, settleMs ago
-        const sig = fileSig(file);
-        if (sig !== c.sig && sig !== 'gone' && sig !== 'other') {
-          c.sig = sig;
-          c.last = now;
-          next = Math.min(next, now + settleMs);
-          continue;
-        }
-      }
-      changed.delete(file);
-      settledAt.set(file, now);
-      due.add(file);
-      settled = true;
-    }
-    if (settledAt.size > 0 && now - settledPruned > SETTLED_MEMORY_MS) {
-      settledPruned = now;
-      for (const [f, t] of settledAt) if (now - t > SETTLED_MEMORY_MS) settledAt.delete(f);
-    }
-    if (settled) start();
-    if (next < Infinity) schedule(next);
-  };
-
-  const schedule = (due: number): void => {
-    const at = due + batchMs;
-    if (checkTimer !== undefined && checkAt <= at) return;
-    if (checkTimer !== undefined) clearTimeout(checkTimer);
-    checkAt = at;
-    checkTimer = setTimeout(check, Math.max(0, at - performance.now()));
-  };
-
-  /** A change of `file` (absolute); `sig` is what a scan saw (poll mode). */
-  const touched = (file: string, sig?: string): void => {
-    if (closed) return;
-    options.onEvent?.();
-    const now = performance.now();
-    const c = changed.get(file);
-    if (c === undefined) changed.set(file, { last: now, first: now, sig });
-    else {
-      c.last = now;
-      if (sig !== undefined) c.sig = sig;
-    }
-    schedule(now + settleMs);
-  };
-
-  const detection = detectChanges({ dirs: options.dirs, poll: options.poll === true, pollMs: options.pollMs ?? 1000, onError }, touched);
-
-  const close = async (): Promise<void> => {
-    closed = true;
-    detection.close();
-    if (checkTimer !== undefined) clearTimeout(checkTimer);
-    checkTimer = undefined;
-    if (documentsTimer !== undefined) clearTimeout(documentsTimer);
-    documentsTimer = undefined;
-    if (retryTimer !== undefined) clearTimeout(retryTimer);
-    retryTimer = undefined;
-    if (followUpTimer !== undefined) clearTimeout(followUpTimer);
-    followUpTimer = undefined;
-    pending = false;
-    await Promise.all([running, recording]);
-  };
-  options.signal?.addEventListener('abort', () => void close(), { once: true });
-
-  return {
-    get mode() {
-      return detection.mode;
-    },
-    hold(file) {
-      if (changed.has(file)) return true;
-      const t = settledAt.get(file);
-      return t !== undefined && performance.now() - t <= SETTLED_MEMORY_MS ? false : undefined;
-    },
-    flush() {
-      if (record === undefined) pending = true;
-      else rescanNow = true;
-      kick();
-      return new Promise<void>((resolve) => {
-        idle.push(resolve);
-        settle();
-      });
-    },
-    close,
-  };
+  return new Watcher(options);
 }

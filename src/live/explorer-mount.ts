@@ -1,5 +1,5 @@
 /**
- * The explorer page inside `resourcesync serve`, at `<base-url>/.resourcesync/ui/`: the same page as
+ * The explorer page inside a live Source (`resourcesync serve`), at `<base-url>/.resourcesync/ui/`: the same page as
  * `explore --web`, exploring the served Source itself (through the HTTP client, from its base URL), with
  * its notification channels and subscribers when push is on.
  * @see Z39.99 §6.1
@@ -11,10 +11,9 @@ import { nodeListener } from '../notify/node-listener.js';
 import { DOCUMENTS_PREFIX } from '../source/url-path.js';
 import { createExplorerHandler, type ChannelSummary } from '../web/explorer.js';
 import { hostCheck } from '../node/request-guard.js';
-import { messageOf } from '../core/errors.js';
 
-/** The page as `serve` mounts it. */
-export interface ServeUi {
+/** The page as a live Source mounts it. */
+export interface ExplorerMount {
   /** Path of the page, e.g. `/.resourcesync/ui/`. */
   path: string;
   /** Takes the requests under `path`; false for all others. */
@@ -23,30 +22,31 @@ export interface ServeUi {
 }
 
 /** Mounts the explorer for the Source served at `baseUrl` (no trailing slash) by a server listening at `origin`. */
-export function startUi(o: {
+export function mountExplorer(options: {
   baseUrl: string;
   origin: string;
   /** The interface name it listens on as given (`--host`), also accepted as `Host`. */
   host?: string;
   channels?: () => ChannelSummary;
   signal: AbortSignal;
-  log: (line: string) => void;
-}): ServeUi {
-  const path = `${new URL(`${o.baseUrl}/`).pathname}${DOCUMENTS_PREFIX}/ui/`;
-  const authority = createAuthority({ origins: [originOf(`${o.baseUrl}/`)!] });
-  const http = createHttpClient({ authority, env: {}, retries: 0, signal: o.signal });
+  /** Errors of the page's handler (answered 500). */
+  onError: (error: unknown) => void;
+}): ExplorerMount {
+  const path = `${new URL(`${options.baseUrl}/`).pathname}${DOCUMENTS_PREFIX}/ui/`;
+  const authority = createAuthority({ origins: [originOf(`${options.baseUrl}/`)!] });
+  const http = createHttpClient({ authority, env: {}, retries: 0, signal: options.signal });
   const handler = createExplorerHandler({
-    source: `${o.baseUrl}/`,
+    source: `${options.baseUrl}/`,
     http,
     authority,
     basePath: path,
     rate: 0,
     treeMaxAgeMs: 2000,
-    signal: o.signal,
-    allowHost: hostCheck(o.origin, [o.baseUrl, o.host ?? '']),
-    ...(o.channels === undefined ? {} : { channels: o.channels }),
+    signal: options.signal,
+    allowHost: hostCheck(options.origin, [options.baseUrl, options.host ?? '']),
+    ...(options.channels === undefined ? {} : { channels: options.channels }),
   });
-  const listener = nodeListener(handler, o.origin, (e) => o.log(`resourcesync serve: explorer: ${messageOf(e)}`));
+  const listener = nodeListener(handler, options.origin, options.onError);
   return {
     path,
     intercept(req, res) {
