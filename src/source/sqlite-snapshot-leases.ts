@@ -1,0 +1,163 @@
+/**
+ * The leases of the SQLite snapshots (`SourceSnapshots.acquireLease`): one row per lease name in the table
+ * `leases` (holder, expiry), so that processes sharing one database see who holds a set and when a dead
+ * holder's lease lapses. Inside one process no one polls: the waiters of a lease stand in line (first come,
+ * first served), and only the first of them looks at the row; it sleeps until a holder of this process releases
+ * the lease or until the lease expires. A holder in another process is looked at again after a short backoff.
+ */
+import { hostname } from 'node:os';
+import { resolve } from 'node:path';
+import type Database from 'better-sqlite3';
+import { ResourceSyncError } from '../core/errors.js';
+import { DEFAULT_LEASE_MS, leaseAborted, type LeaseOptions, type SnapshotLease, type SnapshotLeaseName } from './source-snapshots.js';
+
+/** The holders of this process: `<host>:<pid>:<token>:`, then a counter. */
+const PROCESS_HOLDER = `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 10)}:`;
+let acquisitions = 0;
+
+/** Longest pause before looking again at a lease held by another process (ms). */
+const MAX_FOREIGN_PAUSE_MS = 1000;
+
+/** The waiters of one lease of one database in this process, first come first served. */
+class LeaseLine {
+  private readonly waiting: Array<() => void> = [];
+  private occupied = false;
+  private wake: (() => void) | undefined;
+
+  /** Resolves when this caller is first in line. */
+  async enter(): Promise<void> {
+    if (!this.occupied) {
+      this.occupied = true;
+      return;
+    }
+    await new Promise<void>((resolveTurn) => this.waiting.push(resolveTurn));
+  }
+
+  /** The first in line is done waiting: the next one's turn. */
+  leave(): void {
+    const next = this.waiting.shift();
+    if (next !== undefined) next();
+    else this.occupied = false;
+  }
+
+  /** A holder of this process released the lease: the first in line looks again at once. */
+  released(): void {
+    this.wake?.();
+  }
+
+  /** Sleeps up to `ms`, less when the lease is released in this process or `signal` aborts. */
+  async pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+    await new Promise<void>((resolvePause) => {
+      const finish = (): void => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', finish);
+        this.wake = undefined;
+        resolvePause();
+      };
+      const timer = setTimeout(finish, Math.max(1, ms));
+      signal?.addEventListener('abort', finish);
+      this.wake = finish;
+    });
+  }
+}
+
+/** The lines of this process, by database file and lease name. */
+const lines = new Map<string, LeaseLine>();
+
+function lineOf(file: string, name: string): LeaseLine {
+  const key = `${resolve(file)}\u0000${name}`;
+  let line = lines.get(key);
+  if (line === undefined) {
+    line = new LeaseLine();
+    lines.set(key, line);
+  }
+  return line;
+}
+
+interface LeaseRow {
+  holder: string;
+  expires_ms: number;
+}
+
+/** The lease table of one SQLite database (the schema is in snapshot-rows.ts). */
+export class SqliteLeases {
+  private readonly file: string;
+  private readonly db: Database.Database;
+
+  constructor(file: string, db: Database.Database) {
+    this.file = file;
+    this.db = db;
+  }
+
+  /** See `SourceSnapshots.acquireLease`. */
+  async acquire(name: SnapshotLeaseName, options: LeaseOptions = {}): Promise<SnapshotLease> {
+    const ttlMs = Math.max(1, options.ttlMs ?? DEFAULT_LEASE_MS);
+    const signal = options.signal;
+    const holder = `${PROCESS_HOLDER}${++acquisitions}`;
+    const line = lineOf(this.file, name);
+    await line.enter();
+    try {
+      for (let attempt = 0; ; attempt++) {
+        if (signal?.aborted === true) throw leaseAborted(this.file, name, signal);
+        const now = Date.now();
+        const held = this.tryTake(name, holder, now + ttlMs, now);
+        if (held === undefined) return this.lease(name, holder, now + ttlMs, ttlMs, line);
+        const untilExpiry = held.expires_ms - Date.now() + 1;
+        const local = held.holder.startsWith(PROCESS_HOLDER);
+        await line.pause(local ? untilExpiry : Math.min(untilExpiry, Math.min(MAX_FOREIGN_PAUSE_MS, 10 * 2 ** Math.min(attempt, 7))), signal);
+      }
+    } finally {
+      line.leave();
+    }
+  }
+
+  /** Takes the lease when free or expired; otherwise returns who holds it (unknown while the database is busy). */
+  private tryTake(name: string, holder: string, expiresMs: number, now: number): LeaseRow | undefined {
+    const select = this.db.prepare('SELECT holder, expires_ms FROM leases WHERE name = ?');
+    // a read first: no write lock is asked for while the lease is held (a holder may be in a long transaction)
+    const seen = select.get(name) as LeaseRow | undefined;
+    if (seen !== undefined && seen.expires_ms > now) return seen;
+    try {
+      return this.db
+        .transaction((): LeaseRow | undefined => {
+          const row = select.get(name) as LeaseRow | undefined;
+          if (row !== undefined && row.expires_ms > now) return row;
+          this.db
+            .prepare('INSERT INTO leases(name, holder, expires_ms) VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET holder = excluded.holder, expires_ms = excluded.expires_ms')
+            .run(name, holder, expiresMs);
+          return undefined;
+        })
+        .immediate();
+    } catch (err) {
+      if ((err as { code?: string }).code?.startsWith('SQLITE_BUSY') !== true) throw err;
+      return { holder: '', expires_ms: now + MAX_FOREIGN_PAUSE_MS };
+    }
+  }
+
+  private lease(name: SnapshotLeaseName, holder: string, expiresAt: number, ttlMs: number, line: LeaseLine): SnapshotLease {
+    const db = this.db;
+    const file = this.file;
+    let released = false;
+    return {
+      name,
+      holder,
+      expiresAt,
+      renew(): Promise<void> {
+        const until = Date.now() + ttlMs;
+        const changed = db.prepare('UPDATE leases SET expires_ms = ? WHERE name = ? AND holder = ?').run(until, name, holder).changes;
+        if (changed === 0) {
+          return Promise.reject(new ResourceSyncError('RS_LOCKED', `The ${name} lease of '${file}' lapsed and another holder took it.`, { data: { path: file } }));
+        }
+        (this as { expiresAt: number }).expiresAt = until;
+        return Promise.resolve();
+      },
+      release(): Promise<void> {
+        if (released) return Promise.resolve();
+        released = true;
+        if (db.open) db.prepare('DELETE FROM leases WHERE name = ? AND holder = ?').run(name, holder);
+        line.released();
+        return Promise.resolve();
+      },
+    };
+  }
+}
