@@ -12,7 +12,7 @@ import { ResourceSyncError } from '../core/errors.js';
 import { nodeHashName } from '../core/hash.js';
 import { mediaType } from '../core/media-type.js';
 import { hashStreamed } from './hash-file.js';
-import type { Hashes, InventoryEntry, InventoryOptions, InventoryProgress, PreviousState } from './inventory.js';
+import type { Hashes, InventoryEntry, InventoryOptions, InventoryProgress, PreviousState } from './inventory-types.js';
 
 /** What {@link FileReader.read} found: an entry, a large file to hash by streaming, or nothing (gone, or held and unknown). */
 export type ReadOutcome = InventoryEntry | { large: Stats } | undefined;

@@ -24,13 +24,25 @@ class LeaseLine {
   private occupied = false;
   private wake: (() => void) | undefined;
 
-  /** Resolves when this caller is first in line. */
-  async enter(): Promise<void> {
+  /** Resolves when this caller is first in line; rejects (leaving the line) when `signal` aborts before. */
+  async enter(signal: AbortSignal | undefined, aborted: () => Error): Promise<void> {
     if (!this.occupied) {
       this.occupied = true;
       return;
     }
-    await new Promise<void>((resolveTurn) => this.waiting.push(resolveTurn));
+    await new Promise<void>((resolveTurn, rejectTurn) => {
+      const turn = (): void => {
+        signal?.removeEventListener('abort', leave);
+        resolveTurn();
+      };
+      const leave = (): void => {
+        const at = this.waiting.indexOf(turn);
+        if (at >= 0) this.waiting.splice(at, 1);
+        rejectTurn(aborted());
+      };
+      this.waiting.push(turn);
+      signal?.addEventListener('abort', leave, { once: true });
+    });
   }
 
   /** The first in line is done waiting: the next one's turn. */
@@ -59,6 +71,10 @@ class LeaseLine {
       this.wake = finish;
     });
   }
+}
+
+function isAborted(signal: AbortSignal | undefined): boolean {
+  return signal?.aborted === true;
 }
 
 /** The lines of this process, by database file and lease name. */
@@ -95,10 +111,11 @@ export class SqliteLeases {
     const signal = options.signal;
     const holder = `${PROCESS_HOLDER}${++acquisitions}`;
     const line = lineOf(this.file, name);
-    await line.enter();
+    if (signal?.aborted === true) throw leaseAborted(this.file, name, signal);
+    await line.enter(signal, () => leaseAborted(this.file, name, signal!));
     try {
       for (let attempt = 0; ; attempt++) {
-        if (signal?.aborted === true) throw leaseAborted(this.file, name, signal);
+        if (isAborted(signal)) throw leaseAborted(this.file, name, signal!);
         const now = Date.now();
         const held = this.tryTake(name, holder, now + ttlMs, now);
         if (held === undefined) return this.lease(name, holder, now + ttlMs, ttlMs, line);

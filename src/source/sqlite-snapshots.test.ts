@@ -1,8 +1,10 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { exited } from '../../test/helpers/exited.js';
 import { tempDir } from '../../test/helpers/tmp.js';
 import { inventory } from '../node/inventory.js';
 import { collect } from '../../test/helpers/collect.js';
@@ -178,6 +180,70 @@ void test('update records the changes of given paths only, in the same periods a
     const times = (await collect(store.allChanges())).map((c) => c.datetime);
     assert.deepEqual(times, [...times].sort((x, y) => x - y), 'forward chronological');
   } finally {
+    await store.close();
+    await cleanup();
+  }
+});
+
+/** A child process holding the `documents` lease of `file`: renewing it (`renew`) or not, until killed. */
+function leaseHolder(file: string, ttlMs: number, renew: boolean): ChildProcess {
+  const module = new URL('./sqlite-snapshots.js', import.meta.url).href;
+  const leases = new URL('./source-snapshots.js', import.meta.url).href;
+  const script = `
+    const { openSqliteSnapshots } = await import(${JSON.stringify(module)});
+    const { holdingLease } = await import(${JSON.stringify(leases)});
+    const snapshots = openSqliteSnapshots(${JSON.stringify(file)});
+    if (${renew}) void holdingLease(snapshots, 'documents', () => { process.stdout.write('held\\n'); return new Promise(() => {}); }, { ttlMs: ${ttlMs} });
+    else { await snapshots.acquireLease('documents', { ttlMs: ${ttlMs} }); process.stdout.write('held\\n'); }
+    setInterval(() => {}, 1000);
+  `;
+  return spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+}
+
+async function held(child: ChildProcess): Promise<void> {
+  let out = '';
+  for await (const chunk of child.stdout!) {
+    out += String(chunk);
+    if (out.includes('held')) return;
+  }
+  throw new Error('the lease holder ended before holding the lease');
+}
+
+void test('a lease held by another process is waited for while renewed, and taken once its dead holder lets it expire', async () => {
+  const { dir, cleanup } = await tempDir();
+  const file = join(dir, '.resourcesync', 'source.sqlite');
+  const store = openSqliteSnapshots(file);
+  const children: ChildProcess[] = [];
+  try {
+    // alive and renewing: this process waits, past the lease's time to live
+    const alive = leaseHolder(file, 600, true);
+    children.push(alive);
+    await held(alive);
+    let taken = false;
+    const waiting = store.acquireLease('documents').then((lease) => {
+      taken = true;
+      return lease;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    assert.equal(taken, false, 'not taken from a holder that renews');
+    alive.kill('SIGKILL');
+    await exited(alive);
+    // killed: its lease expires within its time to live and this process takes it
+    const lease = await waiting;
+    await lease.release();
+
+    // a holder killed without renewing: taken once expired, not before
+    const dead = leaseHolder(file, 800, false);
+    children.push(dead);
+    await held(dead);
+    const started = Date.now();
+    dead.kill('SIGKILL');
+    await exited(dead);
+    const after = await store.acquireLease('documents');
+    assert.ok(Date.now() - started >= 300, 'the dead holder kept it until its expiry');
+    await after.release();
+  } finally {
+    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     await store.close();
     await cleanup();
   }
