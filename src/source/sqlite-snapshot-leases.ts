@@ -124,8 +124,8 @@ export class SqliteLeases {
     const ttlMs = Math.max(1, options.ttlMs ?? DEFAULT_LEASE_MS);
     const signal = options.signal;
     const holder = `${PROCESS_HOLDER}${++acquisitions}`;
-    const line = lineOf(this.file, name);
     if (signal?.aborted === true) throw leaseAborted(this.file, name, signal);
+    const line = lineOf(this.file, name);
     await line.enter(signal, () => leaseAborted(this.file, name, signal!));
     try {
       for (let attempt = 0; ; attempt++) {
