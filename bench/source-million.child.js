@@ -1,9 +1,10 @@
-// Child of source.bench.js: N synthetic entries → SnapshotStore → Resource List Index on disk.
+// Child of source.bench.js: N synthetic entries → SQLite snapshots → Resource List Index on disk.
 // Prints one JSON line with rates and process.resourceUsage().maxRSS (KiB).
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { SnapshotStore } from '../dist/src/source/snapshot-store.js';
+import { openSqliteSnapshots } from '../dist/src/source/sqlite-snapshots.js';
 import { header, atTimes, listedEntry } from '../dist/src/source/documents.js';
+import { mapEntries } from '../dist/src/source/publish-context.js';
 import { writeDocumentSet } from '../dist/src/core/xml/write-document-set.js';
 import { fileSink } from '../dist/src/node/file-sink.js';
 
@@ -16,7 +17,7 @@ const cpuMs = () => {
   return (u.user + u.system) / 1000;
 };
 if (n > 0) {
-  const store = SnapshotStore.open(join(out, 'state', 'source.sqlite'));
+  const store = openSqliteSnapshots(join(out, 'state', 'source.sqlite'));
   const md5 = 'd41d8cd98f00b204e9800998ecf8427e';
   function* synthetic() {
     for (let i = 0; i < n; i++) {
@@ -34,10 +35,8 @@ if (n > 0) {
   const c1 = cpuMs();
   const t1 = performance.now();
   const res = await writeDocumentSet(
-    header('resource-list', atTimes(1.8e12, 1.8e12 + 1000), `${docs}capabilitylist.xml`),
-    (function* () {
-      for (const r of store.listing()) yield listedEntry(base, r);
-    })(),
+    header('resource-list', atTimes(1.8e12, 1.8e12 + 1000), { up: `${docs}capabilitylist.xml` }),
+    mapEntries(store.listing(), (r) => listedEntry(base, r)),
     {
       indexUrl: `${docs}resourcelist.xml`,
       partUrl: (k) => `${docs}resourcelist-part${k}.xml`,
@@ -49,7 +48,7 @@ if (n > 0) {
   result.writeCpuRate = n / ((cpuMs() - c1) / 1000);
   result.parts = res.parts.length;
   result.bytes = res.parts.reduce((a, p) => a + p.bytes, 0);
-  store.close();
+  await store.close();
 }
 result.maxRSS = process.resourceUsage().maxRSS;
 process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -10,10 +10,8 @@ import type { DocumentHeader, Entry, Ln, Md } from '../core/model/types.js';
 import { formatHashes } from '../core/hash.js';
 import { formatW3CDatetime } from '../core/w3c-datetime.js';
 import type { Hashes } from '../node/inventory.js';
-import type { ChangeRecord, ListedResource, StoredResource } from './snapshot-store.js';
+import type { ChangeRecord, ListedResource, StoredResource } from './snapshot-rows.js';
 import { pathToUrl } from './url-path.js';
-
-const ts = formatW3CDatetime;
 
 function withFixity(md: Md, r: { size?: number; type?: string; hashes?: Hashes }): Md {
   if (r.hashes !== undefined) {
@@ -25,18 +23,28 @@ function withFixity(md: Md, r: { size?: number; type?: string; hashes?: Hashes }
   return md;
 }
 
+/** The navigation links of a document's header. */
+export interface HeaderLinks {
+  /** The parent document (`rel="up"`): the Capability List, or the Source Description for a Capability List. */
+  up?: string | undefined;
+  /** The index the document is a part of (`rel="index"`). */
+  index?: string | undefined;
+  /** Further top-level links (`describedby`, `archives`), after `up` and `index`. */
+  links?: Ln[];
+}
+
 /**
  * Header of a document of a kind: the kind's root and capability, the top-level time attributes `times`
- * (`atTimes`, `fromTimes`), and the navigation links (`up` first, then `index`, then `extra`).
+ * (`atTimes`, `fromTimes`), and the navigation links (`up` first, then `index`, then `links`).
  * @see Z39.99 §6.1, §6.2
  */
-export function header(kind: DocumentKindId, times: Md, up?: string, index?: string, extra: Ln[] = []): DocumentHeader {
+export function header(kind: DocumentKindId, times: Md, navigation: HeaderLinks = {}): DocumentHeader {
   const { root, capability } = documentKindById(kind);
   const md: Md = { capability, ...times };
   const ln: Ln[] = [];
-  if (up !== undefined) ln.push({ rel: 'up', href: up });
-  if (index !== undefined) ln.push({ rel: 'index', href: index });
-  ln.push(...extra);
+  if (navigation.up !== undefined) ln.push({ rel: 'up', href: navigation.up });
+  if (navigation.index !== undefined) ln.push({ rel: 'index', href: navigation.index });
+  ln.push(...(navigation.links ?? []));
   return { root, md, ln };
 }
 
@@ -44,16 +52,16 @@ export function header(kind: DocumentKindId, times: Md, up?: string, index?: str
 export function resourceEntry(setBaseUrl: string, r: StoredResource, path?: string): Entry {
   const md = withFixity({}, r);
   if (path !== undefined) md.path = path;
-  return { loc: pathToUrl(setBaseUrl, r.path), lastmod: ts(r.mtimeMs), md };
+  return { loc: pathToUrl(setBaseUrl, r.path), lastmod: formatW3CDatetime(r.mtimeMs), md };
 }
 
-/** A Resource List entry from `SnapshotStore.listing()` (no hash parsing). @see Z39.99 §10.1 */
+/** A Resource List entry from `SourceSnapshots.listing()` (no hash parsing). @see Z39.99 §10.1 */
 export function listedEntry(setBaseUrl: string, r: ListedResource): Entry {
   const md: Md = {};
   if (r.hashText !== '') md.hash = r.hashText;
   md.length = String(r.size);
   md.type = r.type;
-  return { loc: pathToUrl(setBaseUrl, r.path), lastmod: ts(r.mtimeMs), md };
+  return { loc: pathToUrl(setBaseUrl, r.path), lastmod: formatW3CDatetime(r.mtimeMs), md };
 }
 
 /**
@@ -61,10 +69,10 @@ export function listedEntry(setBaseUrl: string, r: ListedResource): Entry {
  * the time of the change, so the entry reads right under 1.0 and 1.1. @see Z39.99 §12.1, §13.2
  */
 export function changeEntry(setBaseUrl: string, c: ChangeRecord, path?: string): Entry {
-  const md: Md = { change: c.change, datetime: ts(c.datetime) };
+  const md: Md = { change: c.change, datetime: formatW3CDatetime(c.datetime) };
   if (c.change !== 'deleted') withFixity(md, c);
   if (path !== undefined) md.path = path;
-  return { loc: pathToUrl(setBaseUrl, c.path), lastmod: ts(c.datetime), md };
+  return { loc: pathToUrl(setBaseUrl, c.path), lastmod: formatW3CDatetime(c.datetime), md };
 }
 
 /** An entry pointing at a capability document (Source Description, Capability List). @see Z39.99 §8, §9 */
@@ -74,17 +82,17 @@ export function capabilityEntry(loc: string, capability: string): Entry {
 
 /** An index or archive entry for a document covering `[from, until]`. @see Z39.99 §12.2 */
 export function intervalEntry(loc: string, from: number, until?: number): Entry {
-  const md: Md = { from: ts(from) };
-  if (until !== undefined) md.until = ts(until);
+  const md: Md = { from: formatW3CDatetime(from) };
+  if (until !== undefined) md.until = formatW3CDatetime(until);
   const e: Entry = { loc, md };
-  if (until !== undefined) e.lastmod = ts(until);
+  if (until !== undefined) e.lastmod = formatW3CDatetime(until);
   return e;
 }
 
 /** An index or archive entry for a snapshot document taken at `at` (completed at `completed`). @see Z39.99 §10.2 */
 export function snapshotEntry(loc: string, at: number, completed?: number): Entry {
-  const md: Md = { at: ts(at) };
-  if (completed !== undefined) md.completed = ts(completed);
+  const md: Md = { at: formatW3CDatetime(at) };
+  if (completed !== undefined) md.completed = formatW3CDatetime(completed);
   return { loc, md };
 }
 
@@ -97,28 +105,28 @@ export function packageEntry(
 ): Entry {
   const md: Md = { type: 'application/zip', length: String(pkg.length), hash: `md5:${pkg.md5}` };
   if ('at' in time) {
-    md.at = ts(time.at);
-    if (time.completed !== undefined) md.completed = ts(time.completed);
+    md.at = formatW3CDatetime(time.at);
+    if (time.completed !== undefined) md.completed = formatW3CDatetime(time.completed);
   } else {
-    md.from = ts(time.from);
-    if (time.until !== undefined) md.until = ts(time.until);
+    md.from = formatW3CDatetime(time.from);
+    if (time.until !== undefined) md.until = formatW3CDatetime(time.until);
   }
   const e: Entry = { loc, md, ln: [{ rel: 'contents', href: manifestUrl, type: 'application/xml' }] };
-  if ('until' in time && time.until !== undefined) e.lastmod = ts(time.until);
+  if ('until' in time && time.until !== undefined) e.lastmod = formatW3CDatetime(time.until);
   return e;
 }
 
 /** Snapshot attributes of a document's top-level `rs:md` (`at`, and `completed`). @see Z39.99 Appendix A */
 export function atTimes(at: number, completed?: number): Md {
-  const md: Md = { at: ts(at) };
-  if (completed !== undefined) md.completed = ts(completed);
+  const md: Md = { at: formatW3CDatetime(at) };
+  if (completed !== undefined) md.completed = formatW3CDatetime(completed);
   return md;
 }
 
 /** Interval attributes of a document's top-level `rs:md` (`from`, and `until` once closed). @see Z39.99 §12.1 */
 export function fromTimes(from: number, until?: number): Md {
-  const md: Md = { from: ts(from) };
-  if (until !== undefined) md.until = ts(until);
+  const md: Md = { from: formatW3CDatetime(from) };
+  if (until !== undefined) md.until = formatW3CDatetime(until);
   return md;
 }
 

@@ -27,7 +27,6 @@ export {
 export { mediaType, DEFAULT_MEDIA_TYPE } from '../core/media-type.js';
 export { compareSorted, type Comparison } from './compare.js';
 export {
-  SnapshotStore,
   sameContent,
   type StoredResource,
   type ListedResource,
@@ -37,7 +36,18 @@ export {
   type ChangeListBoundary,
   type RebuildOptions,
   type RebuildResult,
-} from './snapshot-store.js';
+} from './snapshot-rows.js';
+export {
+  holdingLease,
+  DEFAULT_LEASE_MS,
+  type SourceSnapshots,
+  type SnapshotCursor,
+  type SnapshotLease,
+  type SnapshotLeaseName,
+  type LeaseOptions,
+  type SnapshotsOpener,
+} from './source-snapshots.js';
+export { openSqliteSnapshots } from './sqlite-snapshots.js';
 export { writeZipPackage, splitPackages, type PackageItem, type PackageResult } from './zip-package.js';
 export { inventory, type InventoryEntry, type InventoryOptions, type InventoryProgress, type PreviousState, type Hashes } from '../node/inventory.js';
 export { watchSources, type SourceWatcher, type WatchOptions, type WatchAction } from './watch/watch.js';

@@ -9,7 +9,7 @@ import { validateDocument } from '../core/validate/index.js';
 import { frameworkChangeAllowed } from '../core/model/notification.js';
 import { publish, type PublishOptions, type PublishResult } from './publish.js';
 import { changeNotifications, channelEntries, documentDigests, MAX_NOTIFICATION_ENTRIES, type DigestMemo } from './notifications.js';
-import type { ChangeRecord } from './snapshot-store.js';
+import type { ChangeRecord } from './snapshot-rows.js';
 
 void test('publish with notifications: channels in the Capability List, contiguous windows, framework changes', async () => {
   const { dir, cleanup } = await tempDir('rs-pub-notify-');

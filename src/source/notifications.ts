@@ -14,7 +14,7 @@ import type { Entry, Ln, ResourceSyncDocument } from '../core/model/types.js';
 import { formatW3CDatetime } from '../core/w3c-datetime.js';
 import { xmppPubsubUri } from '../core/xmpp-uri.js';
 import { changeEntry } from './documents.js';
-import type { ChangeRecord } from './snapshot-store.js';
+import type { ChangeRecord } from './snapshot-rows.js';
 
 /** Entries per Change Notification; more changes go in further notifications (Sitemaps limit). */
 export const MAX_NOTIFICATION_ENTRIES = 50_000;

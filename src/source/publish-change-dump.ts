@@ -14,7 +14,8 @@ import { archivesLn, docBytes, pad, writeDoc, type Context } from './publish-con
 import { sameFile } from './publish-files.js';
 import type { Rewrite } from './publish-html.js';
 import { DOCUMENTS_PREFIX } from './url-path.js';
-import type { ChangePeriod, SnapshotStore } from './snapshot-store.js';
+import type { ChangePeriod, ChangeRecord, DumpRecord } from './snapshot-rows.js';
+import type { SourceSnapshots } from './source-snapshots.js';
 import { writeZipPackage, type PackageItem } from './zip-package.js';
 
 interface ChangePackage {
@@ -22,6 +23,27 @@ interface ChangePackage {
   manifest: string;
   length: number;
   md5: string;
+}
+
+/** Where a set's Change Dump goes and what it packages. */
+interface ChangeDumpTarget {
+  docUrl: string;
+  capUrl: string;
+  resBase: string;
+  rewrite: Rewrite | undefined;
+  bitDir: string;
+  closed: ChangePeriod[];
+  open: ChangePeriod;
+  fresh: boolean;
+}
+
+/** The URLs and files of a set's Change Dump documents. */
+interface ChangeDumpNames {
+  documentUrl: (name: string) => string;
+  documentFile: (name: string) => string;
+  /** The Change Dump of one period's package. */
+  periodDoc: (p: ChangePeriod) => string;
+  archiveUrl: string;
 }
 
 /**
@@ -32,127 +54,143 @@ interface ChangePackage {
  */
 export async function changeDump(
   ctx: Context,
-  store: SnapshotStore,
+  snapshots: SourceSnapshots,
   set: { name: string; dir: string },
-  o: {
-    docUrl: string;
-    capUrl: string;
-    resBase: string;
-    rewrite: Rewrite | undefined;
-    bitDir: string;
-    closed: ChangePeriod[];
-    open: ChangePeriod;
-    fresh: boolean;
-  },
+  target: ChangeDumpTarget,
 ): Promise<{ documents: string[]; archived: boolean }> {
-  const u = (name: string): string => o.docUrl + name;
-  const f = (name: string): string => join(ctx.outDir, DOCUMENTS_PREFIX, set.name, name);
-  const x = ctx.x;
-  const archiveUrl = u(`changedump-archive${x}`);
-  const periodDoc = (p: ChangePeriod): string => `changedump-${pad(p.id)}${x}`;
-  const have = new Map(store.dumps('changedump').map((d) => [d.period!, d]));
-  const retained = new Set(o.closed.map((p) => p.id));
+  const ext = ctx.ext;
+  const documentUrl = (name: string): string => target.docUrl + name;
+  const names: ChangeDumpNames = {
+    documentUrl,
+    documentFile: (name) => join(ctx.outDir, DOCUMENTS_PREFIX, set.name, name),
+    periodDoc: (p) => `changedump-${pad(p.id)}${ext}`,
+    archiveUrl: documentUrl(`changedump-archive${ext}`),
+  };
+  const have = new Map((await snapshots.dumps('changedump')).map((d) => [d.period!, d]));
+  const retained = new Set(target.closed.map((p) => p.id));
   for (const [period, d] of have) {
     if (!retained.has(period)) {
-      store.removeDump(d.id);
+      await snapshots.removeDump(d.id);
       have.delete(period);
     }
   }
-  for (const p of o.closed) {
+  for (const p of target.closed) {
     const old = have.get(p.id);
-    if (
-      old !== undefined &&
-      !o.fresh &&
-      existsSync(f((JSON.parse(old.data) as ChangePackage).zip)) &&
-      existsSync(f(periodDoc(p)))
-    )
-      continue;
-    if (old !== undefined) store.removeDump(old.id);
-    const changes = [...store.changes(p.id)];
-    const items: PackageItem[] = [];
-    const entries: Entry[] = [];
-    for (const c of changes) {
-      if (c.change === 'deleted') {
-        entries.push(changeEntry(o.resBase, c));
-        continue;
-      }
-      const zipPath = `changes/${c.seq}/${c.path}`;
-      const copy = join(o.bitDir, String(c.seq));
-      let file = copy;
-      if (!existsSync(copy)) {
-        // no kept bitstream (dumps enabled later): the current file serves if it still has that content
-        const current = join(set.dir, ...c.path.split('/'));
-        if (!sameFile(current, c)) continue;
-        file = current;
-      }
-      const rw = o.rewrite?.(c.path);
-      items.push({
-        zipPath,
-        file,
-        size: rw !== undefined && c.size !== undefined ? c.size : statSync(file).size,
-        mtimeMs: c.mtimeMs ?? c.datetime,
-        ...(c.hashes?.md5 !== undefined ? { md5: c.hashes.md5 } : {}),
-        ...(rw !== undefined ? { rewrite: rw } : {}),
-      });
-      entries.push(changeEntry(o.resBase, c, `/${zipPath}`));
-    }
-    const manifest = await docBytes(header('change-dump-manifest', fromTimes(p.from, p.until), o.capUrl), entries);
-    const zip = `changedump-${pad(p.id)}.zip`;
-    const man = `changedump-${pad(p.id)}-manifest${x}`;
-    let pkg;
-    try {
-      pkg = await writeZipPackage(f(zip), manifest, items, {
-        now: ctx.now,
-        ...(ctx.signal ? { signal: ctx.signal } : {}),
-      });
-    } catch (err) {
-      if ((err as ResourceSyncError).code !== 'RS_HASH_MISMATCH') throw err;
-      continue; // a kept bitstream was altered: leave this package for a later call
-    }
-    await writeFileAtomic(f(man), [ctx.gzip ? gzipSync(manifest) : manifest]);
-    const data: ChangePackage = { zip, manifest: man, length: pkg.length, md5: pkg.md5 };
-    await writeDoc(
-      f(periodDoc(p)),
-      header('change-dump', fromTimes(p.from, p.until), o.capUrl, undefined, archivesLn(archiveUrl)),
-      [packageEntry(u(zip), data, { from: p.from, until: p.until! }, u(man))],
-      ctx.gzip,
-    );
-    const rec = store.addDump({
-      kind: 'changedump',
-      from: p.from,
-      until: p.until!,
-      period: p.id,
-      data: JSON.stringify(data),
-    });
-    have.set(p.id, rec);
-    for (const it of items) if (it.file.startsWith(o.bitDir)) rmSync(it.file, { force: true });
+    const kept = old !== undefined && !target.fresh && existsSync(names.documentFile((JSON.parse(old.data) as ChangePackage).zip)) && existsSync(names.documentFile(names.periodDoc(p)));
+    if (kept) continue;
+    if (old !== undefined) await snapshots.removeDump(old.id);
+    const record = await writePeriodPackage(ctx, snapshots, set, target, names, p);
+    if (record !== undefined) have.set(p.id, record);
   }
-  const packages = o.closed
-    .filter((p) => have.has(p.id))
-    .map((p) => ({ p, d: JSON.parse(have.get(p.id)!.data) as ChangePackage }));
-  const archived = packages.length > 0;
-  const from = o.closed[0]?.from ?? o.open.from;
+  const packages = target.closed.filter((p) => have.has(p.id)).map((p) => ({ p, d: JSON.parse(have.get(p.id)!.data) as ChangePackage }));
+  return writeChangeDumpDocuments(ctx, target, names, packages);
+}
+
+/**
+ * The package of one closed period (its ZIP, its manifest and its own Change Dump), recorded in the snapshots;
+ * undefined when a kept bitstream was altered (the package is left for a later call).
+ */
+async function writePeriodPackage(
+  ctx: Context,
+  snapshots: SourceSnapshots,
+  set: { dir: string },
+  target: ChangeDumpTarget,
+  names: ChangeDumpNames,
+  p: ChangePeriod,
+): Promise<DumpRecord | undefined> {
+  const changes: ChangeRecord[] = [];
+  for await (const c of snapshots.changes(p.id)) changes.push(c);
+  const { items, entries } = packageItems(set.dir, target, changes);
+  const manifest = await docBytes(header('change-dump-manifest', fromTimes(p.from, p.until), { up: target.capUrl }), entries);
+  const zip = `changedump-${pad(p.id)}.zip`;
+  const manifestName = `changedump-${pad(p.id)}-manifest${ctx.ext}`;
+  let pkg;
+  try {
+    pkg = await writeZipPackage(names.documentFile(zip), manifest, items, {
+      now: ctx.now,
+      ...(ctx.signal ? { signal: ctx.signal } : {}),
+    });
+  } catch (err) {
+    if ((err as ResourceSyncError).code !== 'RS_HASH_MISMATCH') throw err;
+    return undefined; // a kept bitstream was altered: leave this package for a later call
+  }
+  await writeFileAtomic(names.documentFile(manifestName), [ctx.gzip ? gzipSync(manifest) : manifest]);
+  const data: ChangePackage = { zip, manifest: manifestName, length: pkg.length, md5: pkg.md5 };
   await writeDoc(
-    f(`changedump${x}`),
-    header('change-dump', fromTimes(from), o.capUrl, undefined, archivesLn(archived ? archiveUrl : undefined)),
-    packages.map(({ p, d }) => packageEntry(u(d.zip), d, { from: p.from, until: p.until! }, u(d.manifest))),
+    names.documentFile(names.periodDoc(p)),
+    header('change-dump', fromTimes(p.from, p.until), { up: target.capUrl, links: archivesLn(names.archiveUrl) }),
+    [packageEntry(names.documentUrl(zip), data, { from: p.from, until: p.until! }, names.documentUrl(manifestName))],
+    ctx.gzip,
+  );
+  const record = await snapshots.addDump({ kind: 'changedump', from: p.from, until: p.until!, period: p.id, data: JSON.stringify(data) });
+  for (const it of items) if (it.file.startsWith(target.bitDir)) rmSync(it.file, { force: true });
+  return record;
+}
+
+/** The package items and manifest entries of a period's changes (a deletion has an entry and no item). */
+function packageItems(setDir: string, target: ChangeDumpTarget, changes: readonly ChangeRecord[]): { items: PackageItem[]; entries: Entry[] } {
+  const items: PackageItem[] = [];
+  const entries: Entry[] = [];
+  for (const c of changes) {
+    if (c.change === 'deleted') {
+      entries.push(changeEntry(target.resBase, c));
+      continue;
+    }
+    const zipPath = `changes/${c.seq}/${c.path}`;
+    const copy = join(target.bitDir, String(c.seq));
+    let file = copy;
+    if (!existsSync(copy)) {
+      // no kept bitstream (dumps enabled later): the current file serves if it still has that content
+      const current = join(setDir, ...c.path.split('/'));
+      if (!sameFile(current, c)) continue;
+      file = current;
+    }
+    const rewrite = target.rewrite?.(c.path);
+    items.push({
+      zipPath,
+      file,
+      size: rewrite !== undefined && c.size !== undefined ? c.size : statSync(file).size,
+      mtimeMs: c.mtimeMs ?? c.datetime,
+      ...(c.hashes?.md5 !== undefined ? { md5: c.hashes.md5 } : {}),
+      ...(rewrite !== undefined ? { rewrite } : {}),
+    });
+    entries.push(changeEntry(target.resBase, c, `/${zipPath}`));
+  }
+  return { items, entries };
+}
+
+/** `changedump.xml` over every kept package, and the Change Dump Archive over their periods' Change Dumps. */
+async function writeChangeDumpDocuments(
+  ctx: Context,
+  target: ChangeDumpTarget,
+  names: ChangeDumpNames,
+  packages: Array<{ p: ChangePeriod; d: ChangePackage }>,
+): Promise<{ documents: string[]; archived: boolean }> {
+  const { documentUrl, documentFile, periodDoc, archiveUrl } = names;
+  const ext = ctx.ext;
+  const archived = packages.length > 0;
+  const from = target.closed[0]?.from ?? target.open.from;
+  await writeDoc(
+    documentFile(`changedump${ext}`),
+    header('change-dump', fromTimes(from), { up: target.capUrl, links: archivesLn(archived ? archiveUrl : undefined) }),
+    packages.map(({ p, d }) => packageEntry(documentUrl(d.zip), d, { from: p.from, until: p.until! }, documentUrl(d.manifest))),
     ctx.gzip,
   );
   if (archived) {
     await writeDoc(
-      f(`changedump-archive${x}`),
-      header('change-dump-archive', {}, o.capUrl),
-      packages.map(({ p }) => intervalEntry(u(periodDoc(p)), p.from, p.until)),
+      documentFile(`changedump-archive${ext}`),
+      header('change-dump-archive', {}, { up: target.capUrl }),
+      packages.map(({ p }) => intervalEntry(documentUrl(periodDoc(p)), p.from, p.until)),
       ctx.gzip,
     );
   } else {
-    rmSync(f(`changedump-archive${x}`), { force: true });
+    rmSync(documentFile(`changedump-archive${ext}`), { force: true });
   }
   return {
     documents: [
-      u(`changedump${x}`),
+      documentUrl(`changedump${ext}`),
       ...(archived ? [archiveUrl] : []),
-      ...packages.flatMap(({ p, d }) => [u(periodDoc(p)), u(d.zip), u(d.manifest)]),
+      ...packages.flatMap(({ p, d }) => [documentUrl(periodDoc(p)), documentUrl(d.zip), documentUrl(d.manifest)]),
     ],
     archived,
   };

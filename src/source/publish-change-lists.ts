@@ -6,8 +6,9 @@
  */
 import { existsSync, rmSync } from 'node:fs';
 import { changeEntry, fromTimes, header, intervalEntry } from './documents.js';
-import { archivesLn, map, pad, writeDoc, type Context, type SetPaths } from './publish-context.js';
-import type { ChangePeriod, SnapshotStore } from './snapshot-store.js';
+import { archivesLn, mapEntries, pad, writeDoc, type Context, type SetPaths } from './publish-context.js';
+import type { ChangePeriod } from './snapshot-rows.js';
+import type { SourceSnapshots } from './source-snapshots.js';
 
 /** The Change Lists written: the closed periods, the open one, the index's URL when there is one, every document. */
 export interface ChangeLists {
@@ -24,72 +25,72 @@ export interface ChangeLists {
  */
 export async function publishChangeLists(
   ctx: Context,
-  store: SnapshotStore,
+  snapshots: SourceSnapshots,
   paths: SetPaths,
   run: { fresh: boolean; changed: boolean; keepAfter: number },
 ): Promise<ChangeLists> {
-  const { u, f, capUrl, resBase } = paths;
-  const x = ctx.x;
+  const { documentUrl, documentFile, capUrl, resBase } = paths;
+  const ext = ctx.ext;
   const documents: string[] = [];
   let dropped: ChangePeriod[] = [];
   // the Change Lists with changes the Resource List does not hold are kept: a Destination needs them after a baseline
-  if (ctx.retention !== undefined) dropped = store.prunePeriods(ctx.retention, run.keepAfter);
+  if (ctx.retention !== undefined) dropped = await snapshots.prunePeriods(ctx.retention, run.keepAfter);
   for (const p of dropped) {
     for (const name of [`changelist-${pad(p.id)}`, `changedump-${pad(p.id)}`, `changedump-${pad(p.id)}-manifest`])
-      rmSync(f(name + x), { force: true });
-    rmSync(f(`changedump-${pad(p.id)}.zip`), { force: true });
+      rmSync(documentFile(name + ext), { force: true });
+    rmSync(documentFile(`changedump-${pad(p.id)}.zip`), { force: true });
   }
-  const periods = store.periods();
+  const periods = await snapshots.periods();
   const closed = periods.filter((p) => p.until !== undefined);
   const open = periods.find((p) => p.until === undefined)!;
-  const indexUrl = closed.length > 0 ? u(`changelist-index${x}`) : undefined;
-  const clArchiveLn = archivesLn(closed.length > 0 ? u(`changelist-archive${x}`) : undefined);
+  const indexUrl = closed.length > 0 ? documentUrl(`changelist-index${ext}`) : undefined;
+  const clArchiveLn = archivesLn(closed.length > 0 ? documentUrl(`changelist-archive${ext}`) : undefined);
   for (const p of closed) {
-    const name = `changelist-${pad(p.id)}${x}`;
-    if (run.fresh || !existsSync(f(name))) {
+    const name = `changelist-${pad(p.id)}${ext}`;
+    if (run.fresh || !existsSync(documentFile(name))) {
       await writeDoc(
-        f(name),
-        header('change-list', fromTimes(p.from, p.until), capUrl, indexUrl, clArchiveLn),
-        map(store.changes(p.id), (c) => changeEntry(resBase, c)),
+        documentFile(name),
+        header('change-list', fromTimes(p.from, p.until), { up: capUrl, index: indexUrl, links: clArchiveLn }),
+        mapEntries(snapshots.changes(p.id), (c) => changeEntry(resBase, c)),
         ctx.gzip,
       );
     }
-    documents.push(u(name));
+    documents.push(documentUrl(name));
   }
   // The open Change List and the index change only with the changes: a quiet run rewrites neither.
-  const listsChanged = run.fresh || run.changed || dropped.length > 0 || !existsSync(f(`changelist${x}`));
+  const listsChanged = run.fresh || run.changed || dropped.length > 0 || !existsSync(documentFile(`changelist${ext}`));
   if (listsChanged) {
     await writeDoc(
-      f(`changelist${x}`),
-      header('change-list', fromTimes(open.from), capUrl, indexUrl, clArchiveLn),
-      map(store.changes(open.id), (c) => changeEntry(resBase, c)),
+      documentFile(`changelist${ext}`),
+      header('change-list', fromTimes(open.from), { up: capUrl, index: indexUrl, links: clArchiveLn }),
+      mapEntries(snapshots.changes(open.id), (c) => changeEntry(resBase, c)),
       ctx.gzip,
     );
   }
-  documents.push(u(`changelist${x}`));
-  if (closed.length > 0 && !listsChanged && existsSync(f(`changelist-index${x}`))) {
-    documents.push(u(`changelist-index${x}`), u(`changelist-archive${x}`));
+  documents.push(documentUrl(`changelist${ext}`));
+  if (closed.length > 0 && !listsChanged && existsSync(documentFile(`changelist-index${ext}`))) {
+    documents.push(documentUrl(`changelist-index${ext}`), documentUrl(`changelist-archive${ext}`));
   } else if (closed.length > 0) {
     const first = closed[0]!;
     await writeDoc(
-      f(`changelist-index${x}`),
-      header('change-list-index', fromTimes(first.from), capUrl, undefined, clArchiveLn),
+      documentFile(`changelist-index${ext}`),
+      header('change-list-index', fromTimes(first.from), { up: capUrl, links: clArchiveLn }),
       [
-        ...closed.map((p) => intervalEntry(u(`changelist-${pad(p.id)}${x}`), p.from, p.until)),
-        intervalEntry(u(`changelist${x}`), open.from),
+        ...closed.map((p) => intervalEntry(documentUrl(`changelist-${pad(p.id)}${ext}`), p.from, p.until)),
+        intervalEntry(documentUrl(`changelist${ext}`), open.from),
       ],
       ctx.gzip,
     );
     await writeDoc(
-      f(`changelist-archive${x}`),
-      header('change-list-archive', {}, capUrl),
-      closed.map((p) => intervalEntry(u(`changelist-${pad(p.id)}${x}`), p.from, p.until)),
+      documentFile(`changelist-archive${ext}`),
+      header('change-list-archive', {}, { up: capUrl }),
+      closed.map((p) => intervalEntry(documentUrl(`changelist-${pad(p.id)}${ext}`), p.from, p.until)),
       ctx.gzip,
     );
-    documents.push(u(`changelist-index${x}`), u(`changelist-archive${x}`));
+    documents.push(documentUrl(`changelist-index${ext}`), documentUrl(`changelist-archive${ext}`));
   } else {
-    rmSync(f(`changelist-index${x}`), { force: true });
-    rmSync(f(`changelist-archive${x}`), { force: true });
+    rmSync(documentFile(`changelist-index${ext}`), { force: true });
+    rmSync(documentFile(`changelist-archive${ext}`), { force: true });
   }
 
   return { closed, open, indexUrl, documents };

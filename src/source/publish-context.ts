@@ -8,11 +8,12 @@ import { dirname, join, resolve } from 'node:path';
 import type { HashAlgorithm } from '../core/constants.js';
 import { ResourceSyncError } from '../core/errors.js';
 import type { DocumentHeader, Entry, Ln } from '../core/model/types.js';
-import { formatW3CDatetime } from '../core/w3c-datetime.js';
 import { writeDocument } from '../core/xml/write-document.js';
 import { writeFileAtomic } from '../node/file-sink.js';
 import { changeNotifications, channelTopics, type SetNotifications } from './notifications.js';
-import type { ChangeRecord, SnapshotStore } from './snapshot-store.js';
+import type { ChangeRecord } from './snapshot-rows.js';
+import { openSqliteSnapshots } from './sqlite-snapshots.js';
+import type { SnapshotsOpener, SourceSnapshots } from './source-snapshots.js';
 import { DOCUMENTS_PREFIX, isValidSetName, normalizeBaseUrl, setBaseUrl } from './url-path.js';
 
 const DEFAULT_PACKAGE_BYTES = 100 * 1024 * 1024;
@@ -29,6 +30,11 @@ export interface PublishOptions {
   outDir: string;
   /** State folder; the store of set `s` is `<stateDir>/<s>/source.sqlite`. Default `<dir>/.resourcesync/source.sqlite`. */
   stateDir?: string;
+  /**
+   * Opens the snapshots of a set (another database than the embedded one); `file` is where the SQLite store
+   * would be. Default: `openSqliteSnapshots(file)`. Every publication of a set opens them, and closes them when done.
+   */
+  snapshots?: SnapshotsOpener;
   /** Fixity algorithms; default `['md5']`. */
   hashes?: HashAlgorithm[];
   /** Entries per Resource List document before a Resource List Index is written; default 50,000. */
@@ -130,13 +136,15 @@ export interface Context {
   gzip: boolean;
   htmlDiscoveryLink: boolean;
   /** Extension of the document names: `.xml`, or `.xml.gz` with `gzip`. */
-  x: string;
+  ext: string;
   retention: number | undefined;
   now: () => number;
   signal: AbortSignal | undefined;
   onProgress: ((p: PublishProgress) => void) | undefined;
   exclude: string[];
   stateDir: string | undefined;
+  /** See `PublishOptions.snapshots`. */
+  snapshots: SnapshotsOpener;
   notifications?: { hub: string; xmpp?: string } | undefined;
   /** Files still being written (see `PublishOptions.hold`). */
   hold: ((file: string) => boolean | undefined) | undefined;
@@ -232,13 +240,14 @@ export function publishContext(options: PublishOptions): Context {
         : { maxPackageBytes: positive(dumpsOpt === true ? undefined : dumpsOpt.maxPackageBytes, 'maxPackageBytes', DEFAULT_PACKAGE_BYTES) },
     gzip: options.gzip === true,
     htmlDiscoveryLink: options.htmlDiscoveryLink === true,
-    x: options.gzip === true ? '.xml.gz' : '.xml',
+    ext: options.gzip === true ? '.xml.gz' : '.xml',
     retention: options.retention === undefined ? undefined : positive(options.retention, 'retention', 1),
     now: options.now ?? Date.now,
     signal: options.signal,
     onProgress: options.onProgress,
     exclude: [outDir, join(outDir, 'robots.txt'), ...(options.stateDir === undefined ? [] : [resolve(options.stateDir)])],
     stateDir: options.stateDir === undefined ? undefined : resolve(options.stateDir),
+    snapshots: options.snapshots ?? (({ file }) => openSqliteSnapshots(file)),
     notifications: options.notifications,
     hold: options.hold,
     onRecorded: options.onRecorded,
@@ -250,7 +259,7 @@ export function publishContext(options: PublishOptions): Context {
   };
 }
 
-/** Where a set's documents go: their URLs (`u`) and files (`f`), and the URLs they refer to. */
+/** Where a set's documents go: their URLs and files, and the URLs they refer to. */
 export interface SetPaths {
   /** The set's document folder. */
   docDir: string;
@@ -260,10 +269,10 @@ export interface SetPaths {
   capUrl: string;
   /** URL that the set's resource paths are relative to. */
   resBase: string;
-  /** URL of a document of the set. */
-  u: (name: string) => string;
-  /** File of a document of the set. */
-  f: (name: string) => string;
+  /** URL of a document of the set, by name. */
+  documentUrl: (name: string) => string;
+  /** File of a document of the set, by name. */
+  documentFile: (name: string) => string;
 }
 
 /** The paths of a set's documents: the folder `.resourcesync/<set>/` under `outDir` and the base URL. */
@@ -273,16 +282,15 @@ export function setPaths(ctx: Context, set: { name: string }): SetPaths {
   return {
     docDir,
     docUrl,
-    capUrl: `${docUrl}capabilitylist${ctx.x}`,
+    capUrl: `${docUrl}capabilitylist${ctx.ext}`,
     resBase: setBaseUrl(ctx.baseUrl, set.name, ctx.setCount),
-    u: (name) => docUrl + name,
-    f: (name) => join(docDir, name),
+    documentUrl: (name) => docUrl + name,
+    documentFile: (name) => join(docDir, name),
   };
 }
 
 /** Change List and Change Dump names number their period with five digits. */
 export const pad = (n: number): string => String(n).padStart(5, '0');
-export const ts = formatW3CDatetime;
 /** Resource Lists and Resource Dumps kept for the archives when `retention` is not set. */
 export const DEFAULT_SNAPSHOT_RETENTION = 5;
 
@@ -308,8 +316,17 @@ export async function docBytes(h: DocumentHeader, entries: Iterable<Entry>): Pro
   return Buffer.concat(chunks);
 }
 
-export function* map<A, B>(it: Iterable<A>, f: (a: A) => B): Generator<B> {
-  for (const a of it) yield f(a);
+/** `items` with `toEntry` applied to each, read as the writer asks (each `next()` passes one on, no generator in between). */
+export function mapEntries<A, B>(items: AsyncIterable<A>, toEntry: (item: A) => B): AsyncIterable<B> {
+  return {
+    [Symbol.asyncIterator](): AsyncIterator<B> {
+      const it = items[Symbol.asyncIterator]();
+      return {
+        next: () => it.next().then((r) => (r.done === true ? { done: true, value: undefined } : { done: false, value: toEntry(r.value) })),
+        return: () => (it.return ? it.return() : Promise.resolve({ done: true, value: undefined })).then(() => ({ done: true, value: undefined })),
+      };
+    },
+  };
 }
 
 /**
@@ -342,17 +359,17 @@ export function changeRecorder(ctx: Context, setDir: string, bitDir: string): { 
  * windows are contiguous and never overlap. Called right after recording, before any document is written;
  * `onRecorded` hears of them at once.
  */
-export function announceChanges(
+export async function announceChanges(
   ctx: Context & { notifications: { hub: string; xmpp?: string } },
-  store: SnapshotStore,
+  snapshots: SourceSnapshots,
   setName: string,
   paths: SetPaths,
   at: number,
   recorded: readonly ChangeRecord[],
-): SetNotifications {
-  const last = store.getMeta('notified_until');
+): Promise<SetNotifications> {
+  const last = await snapshots.getMeta('notified_until');
   const from = last === undefined ? at : Number(last);
-  if (last === undefined || recorded.length > 0) store.setMeta('notified_until', String(at));
+  if (last === undefined || recorded.length > 0) await snapshots.setMeta('notified_until', String(at));
   const topics = channelTopics(paths.docUrl);
   const n: SetNotifications = {
     set: setName,

@@ -8,12 +8,14 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { isResourceSyncError } from '../core/errors.js';
 import type { Entry } from '../core/model/types.js';
+import { formatW3CDatetime } from '../core/w3c-datetime.js';
 import { writeFileAtomic } from '../node/file-sink.js';
 import { atTimes, header, packageEntry, resourceEntry, snapshotEntry } from './documents.js';
-import { archivesLn, DEFAULT_SNAPSHOT_RETENTION, docBytes, ts, writeDoc, type Context } from './publish-context.js';
+import { archivesLn, DEFAULT_SNAPSHOT_RETENTION, docBytes, writeDoc, type Context } from './publish-context.js';
 import type { Rewrite } from './publish-html.js';
 import { DOCUMENTS_PREFIX } from './url-path.js';
-import type { DumpRecord, SnapshotStore, StoredResource } from './snapshot-store.js';
+import type { DumpRecord, StoredResource } from './snapshot-rows.js';
+import type { SourceSnapshots } from './source-snapshots.js';
 import { writeZipPackage, type PackageItem } from './zip-package.js';
 
 interface DumpFiles {
@@ -22,120 +24,152 @@ interface DumpFiles {
   manifests: string[];
 }
 
+/** Where a Resource Dump goes and what it packages. */
+interface DumpTarget {
+  docUrl: string;
+  capUrl: string;
+  resBase: string;
+  rewrite: Rewrite | undefined;
+  at: number;
+  completed: number;
+  rebuild: boolean;
+}
+
 /** Resource Dump (§11.1) with its packages and manifests (§11.2), and the Resource Dump Archive. */
 export async function resourceDump(
   ctx: Context,
-  store: SnapshotStore,
+  snapshots: SourceSnapshots,
   set: { name: string; dir: string },
-  o: {
-    docUrl: string;
-    capUrl: string;
-    resBase: string;
-    rewrite: Rewrite | undefined;
-    at: number;
-    completed: number;
-    rebuild: boolean;
-  },
+  target: DumpTarget,
 ): Promise<{ documents: string[]; available: boolean }> {
-  const u = (name: string): string => o.docUrl + name;
-  const f = (name: string): string => join(ctx.outDir, DOCUMENTS_PREFIX, set.name, name);
-  const x = ctx.x;
-  const archiveLn = archivesLn(u(`resourcedump-archive${x}`));
-  let dumps = store.dumps('resourcedump');
-  if (o.rebuild || dumps.length === 0 || store.getMeta('rd_stale') === '1' || !existsSync(f(`resourcedump${x}`))) {
-    const n = Number(store.getMeta('rd_seq') ?? '0') + 1;
-    store.setMeta('rd_seq', String(n));
-    const prefix = `resourcedump-${n}`;
-    const files: DumpFiles = { doc: `${prefix}${x}`, zips: [], manifests: [] };
-    const entries: Entry[] = [];
-    let batch: StoredResource[] = [];
-    let bytes = 0;
-    const flush = async (): Promise<void> => {
-      const k = files.zips.length + 1;
-      const zipName = `${prefix}-part${k}.zip`;
-      const manName = `${prefix}-part${k}-manifest${x}`;
-      const start = ctx.now();
-      const manifest = await docBytes(
-        header('resource-dump-manifest', atTimes(o.at, o.completed), o.capUrl),
-        batch.map((res) => resourceEntry(o.resBase, res, `/resources/${res.path}`)),
-      );
-      const items: PackageItem[] = batch.map((res) => {
-        const rw = o.rewrite?.(res.path);
-        return {
-          zipPath: `resources/${res.path}`,
-          file: join(set.dir, ...res.path.split('/')),
-          size: res.size,
-          mtimeMs: res.mtimeMs,
-          ...(res.hashes.md5 !== undefined ? { md5: res.hashes.md5 } : {}),
-          ...(rw !== undefined ? { rewrite: rw } : {}),
-        };
-      });
-      const pkg = await writeZipPackage(f(zipName), manifest, items, {
-        now: ctx.now,
-        ...(ctx.signal ? { signal: ctx.signal } : {}),
-      });
-      await writeFileAtomic(f(manName), [ctx.gzip ? gzipSync(manifest) : manifest]);
-      entries.push(packageEntry(u(zipName), pkg, { at: start, completed: ctx.now() }, u(manName)));
-      files.zips.push(zipName);
-      files.manifests.push(manName);
-      batch = [];
-      bytes = 0;
-    };
-    const maxPkg = ctx.dumps!.maxPackageBytes;
-    const perPackage = Math.min(ctx.maxEntries, 50_000);
-    // Streams the snapshot: nothing writes to the store until the loop ends.
-    try {
-      for (const res of store.resources()) {
-        if (batch.length > 0 && (bytes + res.size > maxPkg || batch.length >= perPackage)) {
-          await flush();
-        }
-        batch.push(res);
-        bytes += res.size;
-      }
-      if (batch.length > 0) await flush();
-    } catch (err) {
-      // A file changed or went away since the scan: drop this dump, keep the previous one, retry next run.
-      const gone = (err as { code?: string; cause?: { code?: string } }).cause?.code === 'ENOENT';
-      if (!isResourceSyncError(err, 'RS_HASH_MISMATCH') && !(isResourceSyncError(err, 'RS_ZIP') && gone)) throw err;
-      for (const name of [...files.zips, ...files.manifests]) rmSync(f(name), { force: true });
-      store.setMeta('rd_stale', '1');
-      return { documents: dumps.length > 0 ? dumpDocuments(dumps, u, x) : [], available: dumps.length > 0 };
+  const documentUrl = (name: string): string => target.docUrl + name;
+  const documentFile = (name: string): string => join(ctx.outDir, DOCUMENTS_PREFIX, set.name, name);
+  const ext = ctx.ext;
+  let dumps = await snapshots.dumps('resourcedump');
+  const stale = (await snapshots.getMeta('rd_stale')) === '1';
+  if (target.rebuild || dumps.length === 0 || stale || !existsSync(documentFile(`resourcedump${ext}`))) {
+    const n = Number((await snapshots.getMeta('rd_seq')) ?? '0') + 1;
+    await snapshots.setMeta('rd_seq', String(n));
+    const packages = new DumpPackages(ctx, set.dir, target, `resourcedump-${n}`, { documentUrl, documentFile });
+    if (!(await packages.writeAll(snapshots.resources()))) {
+      await snapshots.setMeta('rd_stale', '1');
+      return { documents: dumps.length > 0 ? dumpDocuments(dumps, documentUrl, ext) : [], available: dumps.length > 0 };
     }
     const done = ctx.now();
-    const h = header('resource-dump', atTimes(o.at, done), o.capUrl, undefined, archiveLn);
-    await writeDoc(f(files.doc), h, entries, ctx.gzip);
-    await writeDoc(f(`resourcedump${x}`), h, entries, ctx.gzip);
-    store.addDump({ kind: 'resourcedump', at: o.at, completed: done, data: JSON.stringify(files) });
-    store.setMeta('rd_stale', '0');
-    dumps = store.dumps('resourcedump');
+    const dumpHeader = header('resource-dump', atTimes(target.at, done), { up: target.capUrl, links: archivesLn(documentUrl(`resourcedump-archive${ext}`)) });
+    await writeDoc(documentFile(packages.files.doc), dumpHeader, packages.entries, ctx.gzip);
+    await writeDoc(documentFile(`resourcedump${ext}`), dumpHeader, packages.entries, ctx.gzip);
+    await snapshots.addDump({ kind: 'resourcedump', at: target.at, completed: done, data: JSON.stringify(packages.files) });
+    await snapshots.setMeta('rd_stale', '0');
+    dumps = await snapshots.dumps('resourcedump');
   }
   const keepDumps = ctx.retention ?? DEFAULT_SNAPSHOT_RETENTION;
   if (dumps.length > keepDumps) {
     for (const d of dumps.slice(0, dumps.length - keepDumps)) {
       const files = JSON.parse(d.data) as DumpFiles;
-      for (const name of [files.doc, ...files.zips, ...files.manifests]) rmSync(f(name), { force: true });
-      store.removeDump(d.id);
+      for (const name of [files.doc, ...files.zips, ...files.manifests]) rmSync(documentFile(name), { force: true });
+      await snapshots.removeDump(d.id);
     }
-    dumps = store.dumps('resourcedump');
+    dumps = await snapshots.dumps('resourcedump');
   }
   await writeDoc(
-    f(`resourcedump-archive${x}`),
-    header('resource-dump-archive', {}, o.capUrl),
+    documentFile(`resourcedump-archive${ext}`),
+    header('resource-dump-archive', {}, { up: target.capUrl }),
     dumps.map((d) => {
-      const e = snapshotEntry(u((JSON.parse(d.data) as DumpFiles).doc), d.at!, d.completed);
-      if (d.completed !== undefined) e.lastmod = ts(d.completed);
+      const e = snapshotEntry(documentUrl((JSON.parse(d.data) as DumpFiles).doc), d.at!, d.completed);
+      if (d.completed !== undefined) e.lastmod = formatW3CDatetime(d.completed);
       return e;
     }),
     ctx.gzip,
   );
-  return { documents: dumpDocuments(dumps, u, x), available: true };
+  return { documents: dumpDocuments(dumps, documentUrl, ext), available: true };
 }
 
-function dumpDocuments(dumps: DumpRecord[], u: (name: string) => string, x: string): string[] {
-  const documents = [u(`resourcedump${x}`), u(`resourcedump-archive${x}`)];
+/** The packages of one Resource Dump, written as the snapshot streams by. */
+class DumpPackages {
+  readonly files: DumpFiles;
+  /** The Resource Dump's entries, one per package written. */
+  readonly entries: Entry[] = [];
+  private batch: StoredResource[] = [];
+  private bytes = 0;
+
+  constructor(
+    private readonly ctx: Context,
+    private readonly setDir: string,
+    private readonly target: DumpTarget,
+    private readonly prefix: string,
+    private readonly names: { documentUrl: (name: string) => string; documentFile: (name: string) => string },
+  ) {
+    this.files = { doc: `${prefix}${ctx.ext}`, zips: [], manifests: [] };
+  }
+
+  /**
+   * Packages every resource of `resources`, splitting at the package size and entry limits. False when a file
+   * changed or went away since the scan: the packages written are removed (the previous dump is kept; the next
+   * run retries).
+   */
+  async writeAll(resources: AsyncIterable<StoredResource>): Promise<boolean> {
+    const maxPackageBytes = this.ctx.dumps!.maxPackageBytes;
+    const perPackage = Math.min(this.ctx.maxEntries, 50_000);
+    // Streams the snapshot: nothing writes to the snapshots until the loop ends.
+    try {
+      for await (const res of resources) {
+        if (this.batch.length > 0 && (this.bytes + res.size > maxPackageBytes || this.batch.length >= perPackage)) {
+          await this.flush();
+        }
+        this.batch.push(res);
+        this.bytes += res.size;
+      }
+      if (this.batch.length > 0) await this.flush();
+      return true;
+    } catch (err) {
+      const gone = (err as { code?: string; cause?: { code?: string } }).cause?.code === 'ENOENT';
+      if (!isResourceSyncError(err, 'RS_HASH_MISMATCH') && !(isResourceSyncError(err, 'RS_ZIP') && gone)) throw err;
+      for (const name of [...this.files.zips, ...this.files.manifests]) rmSync(this.names.documentFile(name), { force: true });
+      return false;
+    }
+  }
+
+  /** Writes the batch as one package with its manifest. */
+  private async flush(): Promise<void> {
+    const { ctx, target, names } = this;
+    const k = this.files.zips.length + 1;
+    const zipName = `${this.prefix}-part${k}.zip`;
+    const manifestName = `${this.prefix}-part${k}-manifest${ctx.ext}`;
+    const start = ctx.now();
+    const manifest = await docBytes(
+      header('resource-dump-manifest', atTimes(target.at, target.completed), { up: target.capUrl }),
+      this.batch.map((res) => resourceEntry(target.resBase, res, `/resources/${res.path}`)),
+    );
+    const items: PackageItem[] = this.batch.map((res) => {
+      const rewrite = target.rewrite?.(res.path);
+      return {
+        zipPath: `resources/${res.path}`,
+        file: join(this.setDir, ...res.path.split('/')),
+        size: res.size,
+        mtimeMs: res.mtimeMs,
+        ...(res.hashes.md5 !== undefined ? { md5: res.hashes.md5 } : {}),
+        ...(rewrite !== undefined ? { rewrite } : {}),
+      };
+    });
+    const pkg = await writeZipPackage(names.documentFile(zipName), manifest, items, {
+      now: ctx.now,
+      ...(ctx.signal ? { signal: ctx.signal } : {}),
+    });
+    await writeFileAtomic(names.documentFile(manifestName), [ctx.gzip ? gzipSync(manifest) : manifest]);
+    this.entries.push(packageEntry(names.documentUrl(zipName), pkg, { at: start, completed: ctx.now() }, names.documentUrl(manifestName)));
+    this.files.zips.push(zipName);
+    this.files.manifests.push(manifestName);
+    this.batch = [];
+    this.bytes = 0;
+  }
+}
+
+function dumpDocuments(dumps: DumpRecord[], documentUrl: (name: string) => string, ext: string): string[] {
+  const documents = [documentUrl(`resourcedump${ext}`), documentUrl(`resourcedump-archive${ext}`)];
   for (const d of dumps) {
     const files = JSON.parse(d.data) as DumpFiles;
-    documents.push(...[files.doc, ...files.zips, ...files.manifests].map(u));
+    documents.push(...[files.doc, ...files.zips, ...files.manifests].map(documentUrl));
   }
   return documents;
 }

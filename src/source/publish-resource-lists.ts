@@ -12,14 +12,14 @@ import { atTimes, header, listedEntry, snapshotEntry } from './documents.js';
 import {
   archivesLn,
   DEFAULT_SNAPSHOT_RETENTION,
-  map,
-  ts,
+  mapEntries,
   writeDoc,
   type Context,
   type SetPaths,
 } from './publish-context.js';
 import { copyAtomic } from './publish-files.js';
-import type { SnapshotStore } from './snapshot-store.js';
+import type { SourceSnapshots } from './source-snapshots.js';
+import { formatW3CDatetime } from '../core/w3c-datetime.js';
 
 /** One generation of the Resource List (a snapshot that changed). */
 interface RlGeneration {
@@ -42,59 +42,59 @@ interface RlGeneration {
  */
 export async function publishResourceLists(
   ctx: Context,
-  store: SnapshotStore,
+  snapshots: SourceSnapshots,
   paths: SetPaths,
   snapshot: { at: number; completed: number; fresh: boolean; upTo: string; now: boolean },
 ): Promise<{ url: string; archiveUrl: string; documents: string[]; holdsUpTo: number; written: boolean; dueInMs?: number }> {
-  const { u, f, capUrl, resBase, docUrl } = paths;
-  const x = ctx.x;
+  const { documentUrl, documentFile, capUrl, resBase, docUrl } = paths;
+  const ext = ctx.ext;
   const completed = snapshot.completed;
   const documents: string[] = [];
-  const rlUrl = u(`resourcelist${x}`);
-  const rlArchiveUrl = u(`resourcelist-archive${x}`);
-  let generations = JSON.parse(store.getMeta('rl_generations') ?? '[]') as RlGeneration[];
+  const rlUrl = documentUrl(`resourcelist${ext}`);
+  const rlArchiveUrl = documentUrl(`resourcelist-archive${ext}`);
+  let generations = JSON.parse((await snapshots.getMeta('rl_generations')) ?? '[]') as RlGeneration[];
   const last = generations[generations.length - 1];
   // the latest generation lacks changes: those recorded since it (an older one knows only its `at`)
   const stale = last === undefined || (last.upTo !== undefined ? last.upTo !== snapshot.upTo : Number(snapshot.upTo) > last.at);
   // 'auto': at most every 20 times what the last one took to write, so that Resource Lists take at most 5% of the time
-  const every = ctx.resourceListEveryMs === 'auto' ? 20 * Number(store.getMeta('rl_write_ms') ?? '0') : ctx.resourceListEveryMs;
+  const every = ctx.resourceListEveryMs === 'auto' ? 20 * Number((await snapshots.getMeta('rl_write_ms')) ?? '0') : ctx.resourceListEveryMs;
   const due = snapshot.now || every <= 0 || last === undefined || snapshot.at - last.at >= every;
-  const written = snapshot.fresh || last === undefined || !existsSync(f(`resourcelist${x}`)) || (stale && due);
+  const written = snapshot.fresh || last === undefined || !existsSync(documentFile(`resourcelist${ext}`)) || (stale && due);
   if (written) {
     const started = performance.now();
     const n = (generations[generations.length - 1]?.n ?? 0) + 1;
-    const h = header('resource-list', atTimes(snapshot.at, completed), capUrl, undefined, archivesLn(rlArchiveUrl));
+    const h = header('resource-list', atTimes(snapshot.at, completed), { up: capUrl, links: archivesLn(rlArchiveUrl) });
     const res = await writeDocumentSet(
       h,
-      map(store.listing(), (x) => listedEntry(resBase, x)),
+      mapEntries(snapshots.listing(), (listed) => listedEntry(resBase, listed)),
       {
         maxEntries: ctx.maxEntries,
         maxBytes: ctx.maxBytes,
-        indexUrl: u(`resourcelist-${n}${x}`),
-        partUrl: (k) => u(`resourcelist-${n}-part${k}${x}`),
+        indexUrl: documentUrl(`resourcelist-${n}${ext}`),
+        partUrl: (k) => documentUrl(`resourcelist-${n}-part${k}${ext}`),
         gzip: ctx.gzip,
-        sink: ({ url }) => fileSink(f(url.slice(docUrl.length))),
-        partEntry: () => ({ md: { at: ts(snapshot.at), completed: ts(completed) } }),
+        sink: ({ url }) => fileSink(documentFile(url.slice(docUrl.length))),
+        partEntry: () => ({ md: { at: formatW3CDatetime(snapshot.at), completed: formatW3CDatetime(completed) } }),
         ...(ctx.signal ? { signal: ctx.signal } : {}),
       },
     );
-    await copyAtomic(f(`resourcelist-${n}${x}`), f(`resourcelist${x}`));
-    const files = [`resourcelist-${n}${x}`, ...(res.indexed ? res.parts.map((p) => p.url.slice(docUrl.length)) : [])];
+    await copyAtomic(documentFile(`resourcelist-${n}${ext}`), documentFile(`resourcelist${ext}`));
+    const files = [`resourcelist-${n}${ext}`, ...(res.indexed ? res.parts.map((p) => p.url.slice(docUrl.length)) : [])];
     generations.push({ n, at: snapshot.at, completed, files, upTo: snapshot.upTo });
     const keep = ctx.retention ?? DEFAULT_SNAPSHOT_RETENTION;
     for (const g of generations.slice(0, Math.max(0, generations.length - keep)))
-      for (const name of g.files) rmSync(f(name), { force: true });
+      for (const name of g.files) rmSync(documentFile(name), { force: true });
     generations = generations.slice(-keep);
-    store.setMeta('rl_generations', JSON.stringify(generations));
-    store.setMeta('rl_write_ms', String(Math.round(performance.now() - started)));
+    await snapshots.setMeta('rl_generations', JSON.stringify(generations));
+    await snapshots.setMeta('rl_write_ms', String(Math.round(performance.now() - started)));
   }
   await writeDoc(
-    f(`resourcelist-archive${x}`),
-    header('resource-list-archive', {}, capUrl),
-    generations.map((g) => snapshotEntry(u(g.files[0]!), g.at, g.completed)),
+    documentFile(`resourcelist-archive${ext}`),
+    header('resource-list-archive', {}, { up: capUrl }),
+    generations.map((g) => snapshotEntry(documentUrl(g.files[0]!), g.at, g.completed)),
     ctx.gzip,
   );
-  documents.push(rlUrl, rlArchiveUrl, ...generations.flatMap((g) => g.files.map(u)));
+  documents.push(rlUrl, rlArchiveUrl, ...generations.flatMap((g) => g.files.map(documentUrl)));
 
   // the changes the latest generation holds: those up to `upTo` (older generations: up to their `at`)
   const newest = generations[generations.length - 1]!;

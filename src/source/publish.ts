@@ -29,8 +29,8 @@
  * Resources are at `<baseUrl><path>` with one set and at `<baseUrl><set>/<path>` with several.
  * Every document is written atomically (temporary file + rename). A call with no change on disk records
  * no change and rewrites only the small documents (stat only: no file is read again). Overlapping calls
- * for the same set in one process run one after the other; across processes, the store's lock
- * (SQLite, 5 s busy timeout) refuses a second writer with `RS_LOCKED`/`RS_IO`.
+ * for the same set run one after the other, in one process or in several sharing the set's snapshots: each
+ * holds the set's `documents` lease, and its `recording` lease while it scans (see `SourceSnapshots`).
  *
  * This module writes the Source Description, robots.txt and each set's Capability List, in the order of the
  * steps; each family of documents has its own module: `publish-resource-lists.ts`, `publish-change-lists.ts`,
@@ -50,11 +50,12 @@ import { capabilityEntry, header } from './documents.js';
 import { channelEntries, documentDigests, frameworkChanges, frameworkDiff, type DigestMemo, type DigestRecord, type SetNotifications } from './notifications.js';
 import { publishChangeLists } from './publish-change-lists.js';
 import { changeDump } from './publish-change-dump.js';
-import { announceChanges, changeRecorder, publishContext, setPaths, unpublishable, writeDoc, type Context, type PublishOptions, type PublishProgress, type PublishWarning } from './publish-context.js';
-import { htmlRewrite } from './publish-html.js';
+import { announceChanges, changeRecorder, publishContext, setPaths, unpublishable, writeDoc, type Context, type PublishOptions, type PublishProgress, type PublishWarning, type SetPaths } from './publish-context.js';
+import { htmlRewrite, type Rewrite } from './publish-html.js';
 import { publishResourceLists } from './publish-resource-lists.js';
 import { resourceDump } from './publish-resource-dump.js';
-import { SnapshotStore, type RebuildResult } from './snapshot-store.js';
+import type { RebuildOptions, RebuildResult } from './snapshot-rows.js';
+import { holdingLease, type SourceSnapshots } from './source-snapshots.js';
 import { DOCUMENTS_PREFIX } from './url-path.js';
 
 export type { PublishOptions, PublishProgress } from './publish-context.js';
@@ -120,7 +121,7 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
   const sdBefore = ctx.notifications && existsSync(sdFile) ? readFileSync(sdFile) : undefined;
   await writeDoc(
     sdFile,
-    header('source-description', {}, undefined, undefined, describedBy(options.describedBy)),
+    header('source-description', {}, { links: describedBy(options.describedBy) }),
     results.map((r, i) => {
       const e = capabilityEntry(r.capabilityList, 'capabilitylist');
       const d = options.sets[i]!.describedBy;
@@ -164,9 +165,10 @@ function describedBy(href: string | undefined): Ln[] {
   return href === undefined ? [] : [{ rel: 'describedby', href }];
 }
 
-function readDigestMemo(store: SnapshotStore): DigestMemo {
+async function readDigestMemo(snapshots: SourceSnapshots): Promise<DigestMemo> {
+  const saved = (await snapshots.getMeta('document_digests')) ?? '[]';
   try {
-    return new Map(JSON.parse(store.getMeta('document_digests') ?? '[]') as [string, DigestRecord][]);
+    return new Map(JSON.parse(saved) as [string, DigestRecord][]);
   } catch {
     return new Map(); // unreadable: every document is read again
   }
@@ -191,34 +193,23 @@ export function bitstreamDir(storeFile: string): string {
   return join(dirname(storeFile), 'source-bitstreams');
 }
 
+/** Opens the snapshots of a set: `options.snapshots`, or the SQLite ones at `file`. */
+export function openSetSnapshots(ctx: Context, set: { name: string; dir: string }, file: string): Promise<SourceSnapshots> {
+  return Promise.resolve(ctx.snapshots({ name: set.name, dir: set.dir, file }));
+}
+
 /**
- * The work under way on each set, by store file, in two queues: recording changes in the snapshot store (a scan
- * or `recordChanges`), and writing the documents. Overlapping calls for the same set wait their turn in each;
- * a publication that scans holds its documents' turn first, then the recording's, so that a recording never
- * waits for documents being written.
+ * Publishes one set holding its `documents` lease: overlapping publications of the set (in this process or any
+ * other sharing its snapshots) run one after the other.
  */
-const recordingTurns = new Map<string, Promise<unknown>>();
-const documentTurns = new Map<string, Promise<unknown>>();
-
-async function inTurn<T>(turns: Map<string, Promise<unknown>>, key: string, fn: () => Promise<T>): Promise<T> {
-  const before = turns.get(key) ?? Promise.resolve();
-  const mine = before.then(fn, fn);
-  const settled = mine.catch(() => undefined);
-  turns.set(key, settled);
+async function publishSet(ctx: Context, set: { name: string; dir: string; describedBy?: string }): Promise<SetResult> {
+  const file = storeFile(set, ctx.stateDir);
+  const snapshots = await openSetSnapshots(ctx, set, file);
   try {
-    return await mine;
+    return await holdingLease(snapshots, 'documents', () => publishSetNow(ctx, set, snapshots, file), ctx.signal ? { signal: ctx.signal } : {});
   } finally {
-    if (turns.get(key) === settled) turns.delete(key);
+    await snapshots.close();
   }
-}
-
-/** Runs `fn` once the recordings of the set whose store is `key` that came before (scans included) have ended. */
-export function inSetLock<T>(key: string, fn: () => Promise<T>): Promise<T> {
-  return inTurn(recordingTurns, key, fn);
-}
-
-function publishSet(ctx: Context, set: { name: string; dir: string; describedBy?: string }): Promise<SetResult> {
-  return inTurn(documentTurns, storeFile(set, ctx.stateDir), () => publishSetNow(ctx, set));
 }
 
 /** What a set's documents depend on besides its resources: publishing with other options rewrites them all. */
@@ -227,135 +218,176 @@ export function setConfig(ctx: Context, set: { name: string }): string {
   return JSON.stringify({ v: 1, resBase, docUrl, maxEntries: ctx.maxEntries, maxBytes: ctx.maxBytes, hashes: ctx.hashes, dumps: ctx.dumps, gzip: ctx.gzip, html: ctx.htmlDiscoveryLink });
 }
 
-async function publishSetNow(ctx: Context, set: { name: string; dir: string; describedBy?: string }): Promise<SetResult> {
+/** A set being published: its folder, its snapshots and where its documents go. */
+interface SetRun {
+  set: { name: string; dir: string; describedBy?: string };
+  snapshots: SourceSnapshots;
+  paths: SetPaths;
+  /** Where the bitstreams of its changes are kept for the Change Dumps. */
+  bitDir: string;
+  /** Inserts the discovery link into HTML resources (`htmlDiscoveryLink`). */
+  rewrite: Rewrite | undefined;
+  /** Published before with other options (or never): every document is written again. */
+  fresh: boolean;
+  progress: (phase: PublishProgress['phase'], files?: number, bytes?: number) => void;
+}
+
+async function publishSetNow(ctx: Context, set: { name: string; dir: string; describedBy?: string }, snapshots: SourceSnapshots, file: string): Promise<SetResult> {
   const paths = setPaths(ctx, set);
-  const { docDir, docUrl, capUrl, resBase, u, f } = paths;
-  const x = ctx.x;
-  const rewrite = ctx.htmlDiscoveryLink ? htmlRewrite(capUrl) : undefined;
-  const file = storeFile(set, ctx.stateDir);
-  const bitDir = bitstreamDir(file);
-  mkdirSync(docDir, { recursive: true });
-  const store = SnapshotStore.open(file);
-  const documents: string[] = [];
-  const progress = (phase: PublishProgress['phase'], files = 0, bytes = 0): void => ctx.onProgress?.({ set: set.name, phase, files, bytes });
-  try {
-    const config = setConfig(ctx, set);
-    const fresh = store.getMeta('published_config') !== config || !existsSync(f(`capabilitylist${x}`));
-
-    // what the documents were, to tell what this run changed (Framework Notification §3); the digests of
-    // documents left as they were are remembered in the store from run to run
-    const digestMemo = ctx.notifications ? readDigestMemo(store) : undefined;
-    const docsBefore = digestMemo ? documentDigests(docDir, x, digestMemo) : undefined;
-    // 1. Scan and record the changes (§12.1); push: the changes of this run go out as Change Notifications
-    const { onChange, recorded } = changeRecorder(ctx, set.dir, bitDir);
-    let r: RebuildResult;
-    let notifications: SetNotifications | undefined;
-    if (ctx.scan || fresh || store.snapshotAt() === undefined) {
-      // the set's recording turn: no recordChanges meanwhile
-      [r, notifications] = await inSetLock(file, async () => {
-        const cursor = store.lookup();
-        let rebuilt: RebuildResult;
-        try {
-          const entries = inventory(set.dir, {
-            hashes: ctx.hashes,
-            previous: cursor.get,
-            exclude: ctx.exclude,
-            ...(ctx.hold !== undefined ? { hold: (rel: string) => ctx.hold!(join(set.dir, ...rel.split('/'))) } : {}),
-            settleMs: ctx.settleMs,
-            onUnpublishable: (path) => unpublishable(ctx, set.name, path),
-            ...(rewrite !== undefined ? { rewrite, rewriteLimit: HTML_LINK_MAX_BYTES } : {}),
-            ...(ctx.signal ? { signal: ctx.signal } : {}),
-            onProgress: (p) => progress('scan', p.files, p.bytes),
-          });
-          rebuilt = await store.rebuild(entries, {
-            now: ctx.now,
-            ...ctx.changeList,
-            ...(ctx.signal ? { signal: ctx.signal } : {}),
-            ...(onChange ? { onChange } : {}),
-          });
-        } finally {
-          cursor.close();
-        }
-        const announced = ctx.notifications && recorded ? announceChanges({ ...ctx, notifications: ctx.notifications }, store, set.name, paths, rebuilt.at, recorded) : undefined;
-        return [rebuilt, announced] as const;
-      });
-    } else {
-      // the changes were recorded as they happened (recordChanges, which may go on meanwhile): the documents are
-      // written from the store as it is
-      r = { at: store.clock(ctx.now), baseline: false, created: 0, updated: 0, deleted: 0, unchanged: 0, resources: store.count(), closed: [] };
-      notifications = ctx.notifications ? announceChanges({ ...ctx, notifications: ctx.notifications }, store, set.name, paths, r.at, []) : undefined;
-    }
-    // what the documents below hold at least: the changes recorded up to now
-    const documentedUpTo = store.getMeta('changed_at') ?? '';
-    const completed = ctx.now();
-    // changes recorded since the documents were last written count too (see record-changes.ts)
-    const changed = r.baseline || r.created + r.updated + r.deleted > 0 || store.getMeta('documented_change') !== documentedUpTo;
-    progress('documents');
-
-    // 2. Resource List or Resource List Index (§10), with its generations and archive
-    const rl = await publishResourceLists(ctx, store, paths, { at: r.at, completed, fresh, upTo: documentedUpTo, now: ctx.scan });
-    const rlUrl = rl.url;
-    const rlArchiveUrl = rl.archiveUrl;
-    documents.push(...rl.documents);
-
-    // 3. Change Lists (§12.1), Change List Index (§12.2), Change List Archive; retention
-    const cl = await publishChangeLists(ctx, store, paths, { fresh, changed: changed || r.closed.length > 0, keepAfter: rl.holdsUpTo });
-    const { closed, open, indexUrl } = cl;
-    documents.push(...cl.documents);
-
-    // 4. Dumps (§11, §13)
-    //    The Capability List names the core capabilities, then the archives (Archives §2.1, Example 2.1).
-    const caps: Entry[] = [capabilityEntry(rlUrl, 'resourcelist')];
-    const archives: Entry[] = [capabilityEntry(rlArchiveUrl, 'resourcelist-archive')];
-    if (ctx.dumps !== undefined) {
-      progress('dumps');
-      // a Resource Dump of the same snapshot as the Resource List, made when it is
-      const rd = await resourceDump(ctx, store, set, { docUrl, capUrl, resBase, rewrite, at: r.at, completed, rebuild: fresh || rl.written });
-      documents.push(...rd.documents);
-      if (rd.available) {
-        caps.push(capabilityEntry(u(`resourcedump${x}`), 'resourcedump'));
-        archives.push(capabilityEntry(u(`resourcedump-archive${x}`), 'resourcedump-archive'));
-      }
-      caps.push(capabilityEntry(indexUrl ?? u(`changelist${x}`), 'changelist'));
-      if (closed.length > 0) archives.push(capabilityEntry(u(`changelist-archive${x}`), 'changelist-archive'));
-      const cd = await changeDump(ctx, store, set, { docUrl, capUrl, resBase, rewrite, bitDir, closed, open, fresh });
-      documents.push(...cd.documents);
-      caps.push(capabilityEntry(u(`changedump${x}`), 'changedump'));
-      if (cd.archived) archives.push(capabilityEntry(u(`changedump-archive${x}`), 'changedump-archive'));
-    } else {
-      caps.push(capabilityEntry(indexUrl ?? u(`changelist${x}`), 'changelist'));
-      if (closed.length > 0) archives.push(capabilityEntry(u(`changelist-archive${x}`), 'changelist-archive'));
-    }
-    if (ctx.notifications) caps.push(...channelEntries(docUrl, ctx.notifications.hub, ctx.notifications.xmpp));
-
-    // 5. Capability List (§9)
-    await writeDoc(
-      f(`capabilitylist${x}`),
-      header('capability-list', {}, ctx.sdUrl, undefined, describedBy(set.describedBy)),
-      [...caps, ...archives],
-      ctx.gzip,
-    );
-    documents.push(capUrl);
-    store.setMeta('published_config', config);
-    store.setMeta('documented_change', documentedUpTo);
-    if (notifications) {
-      // every capability document this run created or changed (Framework Notification §3)
-      notifications.frameworkChanges = frameworkDiff(docsBefore!, documentDigests(docDir, x, digestMemo), docUrl, x);
-      store.setMeta('document_digests', JSON.stringify([...digestMemo!]));
-      notifications.framework = frameworkChanges(capUrl, notifications.frameworkChanges);
-    }
-    return {
-      capabilityList: capUrl,
-      resourceList: rlUrl,
-      documents,
-      created: r.created,
-      updated: r.updated,
-      deleted: r.deleted,
-      resources: r.resources,
-      ...(notifications ? { notifications } : {}),
-      ...(rl.dueInMs === undefined ? {} : { resourceListDueInMs: rl.dueInMs }),
-    };
-  } finally {
-    store.close();
+  mkdirSync(paths.docDir, { recursive: true });
+  const config = setConfig(ctx, set);
+  const run: SetRun = {
+    set,
+    snapshots,
+    paths,
+    bitDir: bitstreamDir(file),
+    rewrite: ctx.htmlDiscoveryLink ? htmlRewrite(paths.capUrl) : undefined,
+    fresh: (await snapshots.getMeta('published_config')) !== config || !existsSync(paths.documentFile(`capabilitylist${ctx.ext}`)),
+    progress: (phase, files = 0, bytes = 0) => ctx.onProgress?.({ set: set.name, phase, files, bytes }),
+  };
+  // what the documents were, to tell what this run changed (Framework Notification §3); the digests of
+  // documents left as they were are remembered in the store from run to run
+  const digestMemo = ctx.notifications ? await readDigestMemo(snapshots) : undefined;
+  const docsBefore = digestMemo ? documentDigests(paths.docDir, ctx.ext, digestMemo) : undefined;
+  // 1. Scan and record the changes (§12.1); push: the changes of this run go out as Change Notifications
+  const { recording, notifications } = await recordSet(ctx, run);
+  // 2.–4. Resource Lists, Change Lists, dumps
+  const written = await writeSetDocuments(ctx, run, recording);
+  // 5. Capability List (§9)
+  await writeDoc(
+    paths.documentFile(`capabilitylist${ctx.ext}`),
+    header('capability-list', {}, { up: ctx.sdUrl, links: describedBy(set.describedBy) }),
+    written.capabilities,
+    ctx.gzip,
+  );
+  written.documents.push(paths.capUrl);
+  await snapshots.setMeta('published_config', config);
+  await snapshots.setMeta('documented_change', written.documentedUpTo);
+  if (notifications) {
+    // every capability document this run created or changed (Framework Notification §3)
+    notifications.frameworkChanges = frameworkDiff(docsBefore!, documentDigests(paths.docDir, ctx.ext, digestMemo), paths.docUrl, ctx.ext);
+    await snapshots.setMeta('document_digests', JSON.stringify([...digestMemo!]));
+    notifications.framework = frameworkChanges(paths.capUrl, notifications.frameworkChanges);
   }
+  return {
+    capabilityList: paths.capUrl,
+    resourceList: written.resourceListUrl,
+    documents: written.documents,
+    created: recording.created,
+    updated: recording.updated,
+    deleted: recording.deleted,
+    resources: recording.resources,
+    ...(notifications ? { notifications } : {}),
+    ...(written.resourceListDueInMs === undefined ? {} : { resourceListDueInMs: written.resourceListDueInMs }),
+  };
+}
+
+/**
+ * Records the set's changes: by a scan (holding the `recording` lease, so no `recordChanges` meanwhile) when
+ * asked, when fresh or before the first snapshot; otherwise the changes were recorded as they happened
+ * (`recordChanges`, which may go on meanwhile) and the documents are written from the snapshots as they are.
+ */
+async function recordSet(ctx: Context, run: SetRun): Promise<{ recording: RebuildResult; notifications: SetNotifications | undefined }> {
+  const { set, snapshots, paths } = run;
+  const pushing = ctx.notifications ? { ...ctx, notifications: ctx.notifications } : undefined;
+  if (!ctx.scan && !run.fresh && (await snapshots.snapshotAt()) !== undefined) {
+    const at = await snapshots.clock(ctx.now);
+    const recording: RebuildResult = { at, baseline: false, created: 0, updated: 0, deleted: 0, unchanged: 0, resources: await snapshots.count(), closed: [] };
+    return { recording, notifications: pushing ? await announceChanges(pushing, snapshots, set.name, paths, at, []) : undefined };
+  }
+  return holdingLease(
+    snapshots,
+    'recording',
+    async () => {
+      const { onChange, recorded } = changeRecorder(ctx, set.dir, run.bitDir);
+      const recording = await scanSet(ctx, run, onChange);
+      const notifications = pushing && recorded ? await announceChanges(pushing, snapshots, set.name, paths, recording.at, recorded) : undefined;
+      return { recording, notifications };
+    },
+    ctx.signal ? { signal: ctx.signal } : {},
+  );
+}
+
+/** Inventories the set's folder against its snapshot and records what changed. */
+async function scanSet(ctx: Context, run: SetRun, onChange: RebuildOptions['onChange']): Promise<RebuildResult> {
+  const { set, snapshots, rewrite } = run;
+  const cursor = await snapshots.lookup();
+  try {
+    const entries = inventory(set.dir, {
+      hashes: ctx.hashes,
+      previous: (path) => cursor.get(path),
+      exclude: ctx.exclude,
+      ...(ctx.hold !== undefined ? { hold: (rel: string) => ctx.hold!(join(set.dir, ...rel.split('/'))) } : {}),
+      settleMs: ctx.settleMs,
+      onUnpublishable: (path) => unpublishable(ctx, set.name, path),
+      ...(rewrite !== undefined ? { rewrite, rewriteLimit: HTML_LINK_MAX_BYTES } : {}),
+      ...(ctx.signal ? { signal: ctx.signal } : {}),
+      onProgress: (p) => run.progress('scan', p.files, p.bytes),
+    });
+    return await snapshots.rebuild(entries, {
+      now: ctx.now,
+      ...ctx.changeList,
+      ...(ctx.signal ? { signal: ctx.signal } : {}),
+      ...(onChange ? { onChange } : {}),
+    });
+  } finally {
+    await cursor.close();
+  }
+}
+
+/** What {@link writeSetDocuments} wrote. */
+interface SetDocuments {
+  resourceListUrl: string;
+  resourceListDueInMs: number | undefined;
+  /** The Capability List's entries: the core capabilities, then the archives (Archives §2.1, Example 2.1). */
+  capabilities: Entry[];
+  documents: string[];
+  /** The snapshots' `changed_at` the documents hold the changes up to. */
+  documentedUpTo: string;
+}
+
+/** Writes the Resource Lists, the Change Lists and the dumps of a set from its snapshots. */
+async function writeSetDocuments(ctx: Context, run: SetRun, recording: RebuildResult): Promise<SetDocuments> {
+  const { set, snapshots, paths, fresh, rewrite } = run;
+  const { docUrl, capUrl, resBase, documentUrl } = paths;
+  const ext = ctx.ext;
+  // what the documents below hold at least: the changes recorded up to now
+  const documentedUpTo = (await snapshots.getMeta('changed_at')) ?? '';
+  const completed = ctx.now();
+  // changes recorded since the documents were last written count too (see record-changes.ts)
+  const changed = recording.baseline || recording.created + recording.updated + recording.deleted > 0 || (await snapshots.getMeta('documented_change')) !== documentedUpTo;
+  run.progress('documents');
+  // 2. Resource List or Resource List Index (§10), with its generations and archive
+  const resourceLists = await publishResourceLists(ctx, snapshots, paths, { at: recording.at, completed, fresh, upTo: documentedUpTo, now: ctx.scan });
+  const documents = [...resourceLists.documents];
+  // 3. Change Lists (§12.1), Change List Index (§12.2), Change List Archive; retention
+  const changeLists = await publishChangeLists(ctx, snapshots, paths, { fresh, changed: changed || recording.closed.length > 0, keepAfter: resourceLists.holdsUpTo });
+  const { closed, open, indexUrl } = changeLists;
+  documents.push(...changeLists.documents);
+  const core: Entry[] = [capabilityEntry(resourceLists.url, 'resourcelist')];
+  const archives: Entry[] = [capabilityEntry(resourceLists.archiveUrl, 'resourcelist-archive')];
+  const changeListEntries = (): void => {
+    core.push(capabilityEntry(indexUrl ?? documentUrl(`changelist${ext}`), 'changelist'));
+    if (closed.length > 0) archives.push(capabilityEntry(documentUrl(`changelist-archive${ext}`), 'changelist-archive'));
+  };
+  // 4. Dumps (§11, §13)
+  if (ctx.dumps !== undefined) {
+    run.progress('dumps');
+    // a Resource Dump of the same snapshot as the Resource List, made when it is
+    const resourceDumps = await resourceDump(ctx, snapshots, set, { docUrl, capUrl, resBase, rewrite, at: recording.at, completed, rebuild: fresh || resourceLists.written });
+    documents.push(...resourceDumps.documents);
+    if (resourceDumps.available) {
+      core.push(capabilityEntry(documentUrl(`resourcedump${ext}`), 'resourcedump'));
+      archives.push(capabilityEntry(documentUrl(`resourcedump-archive${ext}`), 'resourcedump-archive'));
+    }
+    changeListEntries();
+    const changeDumps = await changeDump(ctx, snapshots, set, { docUrl, capUrl, resBase, rewrite, bitDir: run.bitDir, closed, open, fresh });
+    documents.push(...changeDumps.documents);
+    core.push(capabilityEntry(documentUrl(`changedump${ext}`), 'changedump'));
+    if (changeDumps.archived) archives.push(capabilityEntry(documentUrl(`changedump-archive${ext}`), 'changedump-archive'));
+  } else {
+    changeListEntries();
+  }
+  if (ctx.notifications) core.push(...channelEntries(docUrl, ctx.notifications.hub, ctx.notifications.xmpp));
+  return { resourceListUrl: resourceLists.url, resourceListDueInMs: resourceLists.dueInMs, capabilities: [...core, ...archives], documents, documentedUpTo };
 }

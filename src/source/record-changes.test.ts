@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { tempDir } from '../../test/helpers/tmp.js';
 import { parseDocument } from '../core/xml/read-document.js';
 import { publish, storeFile, type PublishOptions, type PublishResult } from './publish.js';
-import { SnapshotStore } from './snapshot-store.js';
+import { openSqliteSnapshots } from './sqlite-snapshots.js';
 import { recordChanges } from './record-changes.js';
 
 void test('recordChanges records settled files at once and announces them; documents follow from the store without a scan', async () => {
@@ -163,9 +163,9 @@ void test("resourceListEveryMs 'auto': a Resource List that took long to write w
     assert.deepEqual(await rl(), ['a.txt', 'b.txt'], 'a small list: rewritten at once');
 
     // as if the last Resource List had taken 1 s to write: the next waits 20 s
-    const store = SnapshotStore.open(storeFile(opts.sets[0]!, opts.stateDir));
-    store.setMeta('rl_write_ms', '1000');
-    store.close();
+    const store = openSqliteSnapshots(storeFile(opts.sets[0]!, opts.stateDir));
+    await store.setMeta('rl_write_ms', '1000');
+    await store.close();
     const putOff = await change('c.txt');
     assert.deepEqual(await rl(), ['a.txt', 'b.txt']);
     // the result says when the list put off is due, so that it is written then even if no change follows

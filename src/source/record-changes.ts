@@ -8,11 +8,11 @@
 import { relative, resolve, sep } from 'node:path';
 import { HTML_LINK_MAX_BYTES } from '../core/html-discovery.js';
 import { inventoryFiles, type InventoryEntry } from '../node/inventory.js';
-import { announceChanges, changeRecorder, publishContext, setPaths, type PublishOptions } from './publish-context.js';
+import { announceChanges, changeRecorder, publishContext, setPaths, type Context, type PublishOptions } from './publish-context.js';
 import { htmlRewrite } from './publish-html.js';
-import { bitstreamDir, inSetLock, setConfig, storeFile } from './publish.js';
+import { bitstreamDir, openSetSnapshots, setConfig, storeFile } from './publish.js';
 import type { SetNotifications } from './notifications.js';
-import { SnapshotStore } from './snapshot-store.js';
+import { holdingLease, type SourceSnapshots } from './source-snapshots.js';
 
 /** What `recordChanges` did. */
 export interface RecordResult {
@@ -29,8 +29,8 @@ export interface RecordResult {
 /**
  * Records the changes of `files` (absolute paths, under the sets' folders as given in `options.sets`; others
  * are ignored) in their sets' snapshot stores, each file judged as {@link publish}'s scan judges it, and
- * returns their Change Notifications (also given to `options.onRecorded`). Runs after the set's pending
- * publications and before later ones. The sets must have been published with the same options.
+ * returns their Change Notifications (also given to `options.onRecorded`). Holds the set's `recording` lease:
+ * runs after the recordings and scans of the set that came before and before later ones. The sets must have been published with the same options.
  * @example
  * const r = await recordChanges(options, ['/srv/data/a.txt']);
  * if (!r.complete) await publish(options);
@@ -50,38 +50,13 @@ export async function recordChanges(options: PublishOptions, files: readonly str
     const paths = [...new Set(mine.map((f) => relative(set.dir, f).split(sep).join('/')))].sort();
     if (paths.length === 0) continue;
     const file = storeFile(set, ctx.stateDir);
-    const done = await inSetLock(file, async () => {
-      const store = SnapshotStore.open(file);
-      try {
-        if (store.snapshotAt() === undefined || store.getMeta('published_config') !== setConfig(ctx, set)) return false;
-        const docs = setPaths(ctx, set);
-        const states: Array<{ path: string; entry: InventoryEntry | undefined }> = [];
-        const previous = (p: string): InventoryEntry | undefined => store.resource(p);
-        const read = inventoryFiles(set.dir, paths, {
-          hashes: ctx.hashes,
-          previous,
-          exclude: ctx.exclude,
-          settleMs: ctx.settleMs,
-          ...(ctx.htmlDiscoveryLink ? { rewrite: htmlRewrite(docs.capUrl), rewriteLimit: HTML_LINK_MAX_BYTES } : {}),
-        });
-        for await (const s of read) {
-          // a folder, or a path gone with the files of a folder: only a scan knows its files
-          if (s.kind === 'folder' || (s.kind === 'absent' && store.holdsUnder(s.path))) return false;
-          states.push({ path: s.path, entry: s.kind === 'file' ? s.entry : undefined });
-        }
-        const { onChange, recorded } = changeRecorder(ctx, set.dir, bitstreamDir(file));
-        const r = await store.update(states, { now: ctx.now, ...ctx.changeList, ...(onChange ? { onChange } : {}) });
-        result.changes.created += r.created;
-        result.changes.updated += r.updated;
-        result.changes.deleted += r.deleted;
-        if (ctx.notifications && recorded && recorded.length > 0) {
-          notifications.push(announceChanges({ ...ctx, notifications: ctx.notifications }, store, set.name, docs, r.at, recorded));
-        }
-        return true;
-      } finally {
-        store.close();
-      }
-    });
+    const snapshots = await openSetSnapshots(ctx, set, file);
+    let done: boolean;
+    try {
+      done = await holdingLease(snapshots, 'recording', () => recordSetChanges(ctx, set, snapshots, file, paths, { result, notifications }));
+    } finally {
+      await snapshots.close();
+    }
     if (!done) {
       result.complete = false;
       break;
@@ -89,4 +64,42 @@ export async function recordChanges(options: PublishOptions, files: readonly str
   }
   if (ctx.notifications) result.notifications = notifications;
   return result;
+}
+
+/**
+ * Records the changes of `paths` in one set's snapshots, holding its `recording` lease. False when they need
+ * a full publication (see `RecordResult.complete`).
+ */
+async function recordSetChanges(
+  ctx: Context,
+  set: { name: string; dir: string },
+  snapshots: SourceSnapshots,
+  file: string,
+  paths: readonly string[],
+  into: { result: RecordResult; notifications: SetNotifications[] },
+): Promise<boolean> {
+  if ((await snapshots.snapshotAt()) === undefined || (await snapshots.getMeta('published_config')) !== setConfig(ctx, set)) return false;
+  const docs = setPaths(ctx, set);
+  const states: Array<{ path: string; entry: InventoryEntry | undefined }> = [];
+  const read = inventoryFiles(set.dir, paths, {
+    hashes: ctx.hashes,
+    previous: (path) => snapshots.resource(path),
+    exclude: ctx.exclude,
+    settleMs: ctx.settleMs,
+    ...(ctx.htmlDiscoveryLink ? { rewrite: htmlRewrite(docs.capUrl), rewriteLimit: HTML_LINK_MAX_BYTES } : {}),
+  });
+  for await (const s of read) {
+    // a folder, or a path gone with the files of a folder: only a scan knows its files
+    if (s.kind === 'folder' || (s.kind === 'absent' && (await snapshots.holdsUnder(s.path)))) return false;
+    states.push({ path: s.path, entry: s.kind === 'file' ? s.entry : undefined });
+  }
+  const { onChange, recorded } = changeRecorder(ctx, set.dir, bitstreamDir(file));
+  const r = await snapshots.update(states, { now: ctx.now, ...ctx.changeList, ...(onChange ? { onChange } : {}) });
+  into.result.changes.created += r.created;
+  into.result.changes.updated += r.updated;
+  into.result.changes.deleted += r.deleted;
+  if (ctx.notifications && recorded && recorded.length > 0) {
+    into.notifications.push(await announceChanges({ ...ctx, notifications: ctx.notifications }, snapshots, set.name, docs, r.at, recorded));
+  }
+  return true;
 }

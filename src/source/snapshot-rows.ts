@@ -1,5 +1,5 @@
 /**
- * The rows of the Source's snapshot store (src/source/snapshot-store.ts): the records it hands out (a
+ * The rows of the Source's snapshots (src/source/source-snapshots.ts; SQLite: sqlite-snapshots.ts): the records it hands out (a
  * resource of the snapshot, a change, a Change List period, a dump), its SQLite schema, and the mapping of
  * rows to records.
  * @see Z39.99 §5.1, §12.1, §12.2
@@ -17,7 +17,7 @@ export interface StoredResource {
   hashes: Hashes;
 }
 
-/** A resource of the stored snapshot with its fixity as `rs:md hash` text (see `SnapshotStore.listing`). */
+/** A resource of the stored snapshot with its fixity as `rs:md hash` text (see `SourceSnapshots.listing`). */
 export interface ListedResource {
   path: string;
   size: number;
@@ -75,7 +75,7 @@ export interface ChangeListBoundary {
   periodMs?: number;
 }
 
-/** Options of `SnapshotStore.rebuild`. */
+/** Options of `SourceSnapshots.rebuild`. */
 export interface RebuildOptions extends ChangeListBoundary {
   /** The clock; default `Date.now`. */
   now?: () => number;
@@ -118,6 +118,7 @@ CREATE TABLE IF NOT EXISTS dumps (
   id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, at_ms INTEGER, completed_ms INTEGER,
   from_ms INTEGER, until_ms INTEGER, period INTEGER, data TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_ms INTEGER NOT NULL) WITHOUT ROWID;
 `;
 
 export interface ResourceRow {

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { SnapshotStore } from '../../src/source/snapshot-store.js';
+import { openSqliteSnapshots } from '../../src/source/sqlite-snapshots.js';
 import { startServe, type ServeChild } from '../helpers/serve-child.js';
 import { exited } from '../helpers/exited.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -25,9 +25,9 @@ void test('a Resource List put off by its write time is written when due, with n
   await writeFile(join(site, 'a.txt'), 'alpha\n');
   serve = await startServe([site]);
   // as if the last Resource List had taken 400 ms to write: the next one waits 8 s after it
-  const store = SnapshotStore.open(join(site, '.resourcesync', 'source.sqlite'));
-  store.setMeta('rl_write_ms', '400');
-  store.close();
+  const store = openSqliteSnapshots(join(site, '.resourcesync', 'source.sqlite'));
+  await store.setMeta('rl_write_ms', '400');
+  await store.close();
   await writeFile(join(site, 'b.txt'), 'bravo\n');
   const list = async (): Promise<string> => (await fetch(`${serve!.url}/.resourcesync/site/resourcelist.xml`)).text();
   const changes = async (): Promise<string> => (await fetch(`${serve!.url}/.resourcesync/site/changelist.xml`)).text();
