@@ -231,14 +231,14 @@ export async function follow(o: FollowOptions): Promise<number> {
     // is for this channel and its port is free, otherwise ended at the hub
     const dest = o.syncOptions.dest;
     const key = follower.capabilityList!;
-    const saved = loadSubscription(dest, key);
+    const saved = await loadSubscription(dest, key);
     const same =
       saved?.hub === hub && saved.topic === channel.topic && (o.callbackUrl ?? saved.callbackUrl) === saved.callbackUrl
         ? saved
         : undefined;
-    const keep = (sub: SavedSubscription | undefined): void => {
+    const keep = async (sub: SavedSubscription | undefined): Promise<void> => {
       try {
-        saveSubscription(dest, key, sub);
+        await saveSubscription(dest, key, sub);
       } catch (e) {
         const why = messageOf(e);
         o.log(`resourcesync sync: the subscription could not be kept in the state (${why})`);
@@ -274,11 +274,11 @@ export async function follow(o: FollowOptions): Promise<number> {
       subscribe: async () => {
         await websub.subscribe();
         const listen = { host: o.listen.host, port: listener!.port };
-        keep({ hub, topic: channel.topic, callbackUrl, listen, secret: websub.secret });
+        await keep({ hub, topic: channel.topic, callbackUrl, listen, secret: websub.secret });
       },
       unsubscribe: async () => {
         await websub.unsubscribe();
-        keep(undefined);
+        await keep(undefined);
       },
       close: () => Promise.resolve(websub.close()),
     };
