@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync, unlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type Database from 'better-sqlite3';
-import { ResourceSyncError } from '../core/errors.js';
+import { ResourceSyncError, toError } from '../core/errors.js';
 import type { Lease, LeaseOptions } from './state.js';
 
 /** The lease table (created by a writable open). */
@@ -34,7 +34,7 @@ function pidAlive(pid: number): boolean {
 }
 
 /** The default holder name: this host, this process and a random part (two leases of one process differ). */
-export function defaultHolder(): string {
+function defaultHolder(): string {
   return `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
 }
 
@@ -147,7 +147,7 @@ class SqliteLease implements Lease {
     try {
       if (!this.#leases.extend(this.holder, expiresAt)) return Promise.reject(this.#leases.lostError(this.holder));
     } catch (err) {
-      return Promise.reject(err);
+      return Promise.reject(toError(err));
     }
     this.#expiresAt = expiresAt;
     return Promise.resolve();
@@ -158,7 +158,7 @@ class SqliteLease implements Lease {
       this.#leases.drop(this.holder);
       return Promise.resolve();
     } catch (err) {
-      return Promise.reject(err);
+      return Promise.reject(toError(err));
     }
   }
 }

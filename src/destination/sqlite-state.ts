@@ -7,7 +7,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { ResourceSyncError, messageOf } from '../core/errors.js';
+import { ResourceSyncError, messageOf, toError } from '../core/errors.js';
 import type { Entry, Ln } from '../core/model/types.js';
 import { preparePrivateStore } from '../node/sqlite.js';
 import { LEASE_SCHEMA, SqliteLeases } from './sqlite-lease.js';
@@ -106,7 +106,15 @@ class SqliteDestinationState implements DestinationState {
     return (this.#db.prepare('SELECT COUNT(*) AS n FROM resources').get() as { n: number }).n;
   }
 
-  async *records(): AsyncGenerator<ResourceRecord> {
+  records(): AsyncIterable<ResourceRecord> {
+    return asAsync(this.#records());
+  }
+
+  urls(): AsyncIterable<string> {
+    return asAsync(this.#urls());
+  }
+
+  *#records(): Generator<ResourceRecord> {
     const first = this.#db.prepare<[number], Row>(`SELECT ${COLUMNS} FROM resources ORDER BY url LIMIT ?`);
     const next = this.#db.prepare<[string, number], Row>(`SELECT ${COLUMNS} FROM resources WHERE url > ? ORDER BY url LIMIT ?`);
     let page = first.all(PAGE);
@@ -117,7 +125,7 @@ class SqliteDestinationState implements DestinationState {
     }
   }
 
-  async *urls(): AsyncGenerator<string> {
+  *#urls(): Generator<string> {
     const first = this.#db.prepare<[number], { url: string }>('SELECT url FROM resources ORDER BY url LIMIT ?');
     const next = this.#db.prepare<[string, number], { url: string }>('SELECT url FROM resources WHERE url > ? ORDER BY url LIMIT ?');
     let page = first.all(PAGE);
@@ -188,7 +196,7 @@ class SqliteDestinationState implements DestinationState {
       this.#writable();
       return Promise.resolve(this.#leases!.acquire(options));
     } catch (err) {
-      return Promise.reject(err);
+      return Promise.reject(toError(err));
     }
   }
 
@@ -201,6 +209,15 @@ class SqliteDestinationState implements DestinationState {
   #writable(): void {
     if (this.readonly) throw new ResourceSyncError('RS_INVALID_ARGUMENT', 'The destination state is open for reading only.');
   }
+}
+
+/** A sync iterable as an async one: the pages are read synchronously underneath, one at a time. */
+function asAsync<T>(items: Iterator<T>): AsyncIterable<T> {
+  const iterator: AsyncIterator<T> = {
+    next: () => Promise.resolve(items.next()),
+    return: (value?: unknown) => Promise.resolve(items.return?.(value) ?? { done: true as const, value: value as T }),
+  };
+  return { [Symbol.asyncIterator]: () => iterator };
 }
 
 function prepareWrites(db: Database.Database): Writes {

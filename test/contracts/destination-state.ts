@@ -185,8 +185,16 @@ export function describeDestinationStateContract(name: string, make: () => Promi
     });
 
     withState('concurrent callers: batches issued together all land, and another instance sees them', async (f) => {
-      await Promise.all(Array.from({ length: 20 }, (_, b) => f.impl.apply({ put: Array.from({ length: 50 }, (_, i) => rec(b * 50 + i)) })));
-      await Promise.all([f.impl.setCursor('a', { datetime: '2013-01-01T00:00:00Z' }), f.impl.setMeta('m', '1'), f.impl.clearPending('a')]);
+      const batch = async (b: number): Promise<void> => {
+        await f.impl.apply({ put: Array.from({ length: 50 }, (_, i) => rec(b * 50 + i)) });
+      };
+      await Promise.all(Array.from({ length: 20 }, (_, b) => batch(b)));
+      const writes = [
+        async (): Promise<void> => await f.impl.setCursor('a', { datetime: '2013-01-01T00:00:00Z' }),
+        async (): Promise<void> => await f.impl.setMeta('m', '1'),
+        async (): Promise<void> => await f.impl.clearPending('a'),
+      ];
+      await Promise.all(writes.map((write) => write()));
       const other = await f.reopen();
       try {
         assert.equal(await other.count(), 1000);
