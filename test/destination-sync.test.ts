@@ -8,7 +8,7 @@ import { startTestServer, type TestServer } from './helpers/test-server.js';
 import { FakeSource, urlPath } from './helpers/fake-source.js';
 import { sync } from '../src/destination/sync.js';
 import { audit, listFiles } from '../src/destination/audit.js';
-import { StateStore } from '../src/destination/state-store.js';
+import { openSqliteDestinationState } from '../src/destination/sqlite-state.js';
 
 async function withSource(fn: (src: FakeSource, dest: string, server: TestServer) => Promise<void>): Promise<void> {
   const server = await startTestServer();
@@ -51,12 +51,12 @@ void test('baseline from a Capability List: every resource verified, written wit
     assert.deepEqual(await tree(dest), expected(src));
     const f = src.files.get('dir1/file-4.txt')!;
     assert.equal((await stat(join(dest, 'dir1', 'file-4.txt'))).mtime.getTime(), f.lastmod);
-    const store = StateStore.open(dest, { readonly: true });
-    assert.equal(store.count(), 14);
-    const rec = store.get(`${src.origin}/unicod%C3%A9/na%C3%AFve.txt`);
+    const store = await openSqliteDestinationState(dest, { readonly: true });
+    assert.equal(await store.count(), 14);
+    const rec = await store.get(`${src.origin}/unicod%C3%A9/na%C3%AFve.txt`);
     assert.equal(rec?.path, 'unicodé/naïve.txt');
     assert.ok(rec?.hashes['sha-256']);
-    store.close();
+    await store.close();
     assert.deepEqual(await readdir(join(dest, '.resourcesync')).then((x) => x.includes('tmp')), false);
 
     // run again: incremental, nothing to fetch

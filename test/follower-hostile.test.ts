@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Follower, type FollowBatch } from '../src/destination/follower.js';
-import { StateStore } from '../src/destination/state-store.js';
+import { openSqliteDestinationState } from '../src/destination/sqlite-state.js';
 import { sync } from '../src/destination/sync.js';
 import { FakeSource } from './helpers/fake-source.js';
 import { startTestServer } from './helpers/test-server.js';
@@ -47,15 +47,15 @@ test('Follower: forged notifications change nothing, leave their entries as note
     });
     follower = started.follower;
     assert.equal(started.first.created, 5);
-    const cursorOf = (): string | undefined => {
-      const s = StateStore.open(dest, { readonly: true });
+    const cursorOf = async (): Promise<string | undefined> => {
+      const s = await openSqliteDestinationState(dest, { readonly: true });
       try {
-        return s.getCursor(src.capabilityList)?.datetime;
+        return (await s.getCursor(src.capabilityList))?.datetime;
       } finally {
-        s.close();
+        await s.close();
       }
     };
-    const cursor = cursorOf();
+    const cursor = await cursorOf();
     const until = follower.until;
     const codes = (): string[] => batches.flatMap((b) => b.warnings.map((w) => w.code));
 
@@ -66,7 +66,7 @@ test('Follower: forged notifications change nothing, leave their entries as note
       assert.equal(readFileSync(join(dest, `f${i}.txt`), 'utf8'), `file ${i}\n`, 'nothing deleted');
     assert.ok(codes().includes('notification-window-future'), JSON.stringify(codes()));
     assert.equal(follower.until, until, 'the window did not move');
-    assert.equal(cursorOf(), cursor, 'the cursor did not move');
+    assert.equal(await cursorOf(), cursor, 'the cursor did not move');
 
     // 2. entries on another origin, escaping the mirror, in the state folder, and one that answers 404
     const before = server.requests.length;
@@ -89,13 +89,13 @@ test('Follower: forged notifications change nothing, leave their entries as note
     );
     const asked = server.requests.slice(before).map((r) => r.url);
     assert.ok(!asked.some((u) => /escape|resourcesync/.test(u)), asked.join(' '));
-    const store = StateStore.open(dest, { readonly: true });
+    const store = await openSqliteDestinationState(dest, { readonly: true });
     assert.deepEqual(
-      store.pending(src.capabilityList),
+      await store.pending(src.capabilityList),
       [],
       'the 404 a notification alone named is not kept as pending',
     );
-    store.close();
+    await store.close();
 
     // 3. a genuine change afterwards is still applied
     src.put('later.txt', 'later\n');

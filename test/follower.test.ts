@@ -12,7 +12,7 @@ import type { ResponderHandler } from '../src/server/request-response.js';
 import { serve } from '../src/server/node-adapter.js';
 import { publish, type PublishOptions } from '../src/source/publish.js';
 import { recordChanges } from '../src/source/record-changes.js';
-import { StateStore } from '../src/destination/state-store.js';
+import { openSqliteDestinationState } from '../src/destination/sqlite-state.js';
 import { sync } from '../src/destination/sync.js';
 import { writeDocumentString } from '../src/core/xml/write-document.js';
 import { tempDir } from './helpers/tmp.js';
@@ -150,16 +150,16 @@ test('Follower: a Change List that lags its notifications: entries after a gap w
       await publish(opts);
       source.invalidate();
     };
-    const cursorOf = (): string | undefined => {
-      const store = StateStore.open(dest);
+    const cursorOf = async (): Promise<string | undefined> => {
+      const store = await openSqliteDestinationState(dest);
       try {
-        return store.getCursor(source.capabilityList)?.datetime;
+        return (await store.getCursor(source.capabilityList))?.datetime;
       } finally {
-        store.close();
+        await store.close();
       }
     };
-    const until = async (what: string, predicate: () => boolean): Promise<void> => {
-      for (const deadline = Date.now() + 60_000; !predicate(); await new Promise((r) => setTimeout(r, 10))) {
+    const until = async (what: string, predicate: () => boolean | Promise<boolean>): Promise<void> => {
+      for (const deadline = Date.now() + 60_000; !(await predicate()); await new Promise((r) => setTimeout(r, 10))) {
         if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
       }
     };
@@ -189,17 +189,17 @@ test('Follower: a Change List that lags its notifications: entries after a gap w
 
     // 3. a Change List that stays behind longer than holdMs: the waiting entry is applied with a warning, the
     //    stored cursor stays before the gap until the Change List holds it
-    const before = cursorOf();
+    const before = await cursorOf();
     await change('e.txt', 'e1'); // never delivered
     const n5 = await change('f.txt', 'f1');
     await follower.receive(n5);
     await until('the held entry applied after holdMs', () => existsSync(join(dest, 'f.txt')));
     await until('the warning', () => batches.some((b) => b.warnings.some((w) => w.code === 'change-list-behind')));
     assert.equal(existsSync(join(dest, 'e.txt')), false);
-    assert.equal(cursorOf(), before, 'the cursor does not pass the gap');
+    assert.equal(await cursorOf(), before, 'the cursor does not pass the gap');
     await documents();
     await until('the gap filled from the Change List', () => existsSync(join(dest, 'e.txt')));
-    await until('the cursor past the gap', () => cursorOf() !== before);
+    await until('the cursor past the gap', async () => (await cursorOf()) !== before);
 
     await follower.close();
     follower = undefined;

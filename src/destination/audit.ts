@@ -13,11 +13,22 @@ import { connect } from './connection.js';
 import { changeTime, countPlanItem, emptyPlanSummary, orderChanges, planBatches, planGone, type LocalFacts, type LocalLookup, type PlanItem, type PlanSummary, type SourceFacts } from './plan.js';
 import type { Entry } from '../core/model/types.js';
 import { requireFolderOrNothing } from '../node/folder.js';
-import { StateStore, STATE_DIR } from './state-store.js';
+import { openSqliteDestinationState, STATE_DIR } from './sqlite-state.js';
+import type { DestinationState } from './state.js';
 import { resolveSets } from './capability-sets.js';
 import { note, type DestinationNote } from './notes.js';
 import { hashFile } from '../node/hash-file.js';
 import { changeDumpInventory, dumpInventory, RESOURCE_DUMP_MANIFEST } from './audit-dump.js';
+
+/** What the state records of `url`, as the plan's lookup (`trustState`). */
+async function recorded(store: DestinationState, url: string): Promise<LocalLookup> {
+  const r = await store.get(url);
+  if (r === undefined) return {};
+  const local: LocalFacts = { length: r.length, hashes: r.hashes };
+  const t = r.lastmod === undefined ? undefined : parseW3CDatetime(r.lastmod, true);
+  if (t !== undefined) local.lastmod = t.ms;
+  return { path: r.path, local };
+}
 
 /** Options of {@link audit}. */
 export interface AuditOptions {
@@ -38,6 +49,8 @@ export interface AuditOptions {
   auth?: Record<string, string>;
   /** Called every few hundred resources. */
   onProgress?: (p: { checked: number }) => void;
+  /** The Destination's state; default the SQLite state in `<dest>/.resourcesync/`, read only. The caller owns a state it passes. */
+  state?: DestinationState;
 }
 
 /** A resource whose local copy differs. */
@@ -171,7 +184,7 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
   const { authority, documents, mapper } = connection;
   const ctx: DocumentContext = { http: documents, authority, ...(options.signal ? { signal: options.signal } : {}) };
   const trust = options.trustState ?? false;
-  const store = StateStore.open(dest, { readonly: true });
+  const store = options.state ?? (await openSqliteDestinationState(dest, { readonly: true }));
   const report: AuditReport = {
     inSync: false,
     source: options.source,
@@ -212,14 +225,7 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
 
   /** What is held: the state's record (trustState), else the file, read and hashed for the algorithms the Source offers. */
   const lookup = (url: string, source: SourceFacts | undefined): LocalLookup | Promise<LocalLookup> => {
-    if (trust) {
-      const r = store.get(url);
-      if (r === undefined) return {};
-      const local: LocalFacts = { length: r.length, hashes: r.hashes };
-      const t = r.lastmod === undefined ? undefined : parseW3CDatetime(r.lastmod, true);
-      if (t !== undefined) local.lastmod = t.ms;
-      return { path: r.path, local };
-    }
+    if (trust) return recorded(store, url);
     const path = mapper.toPath(url);
     const full = sep === '/' ? `${dest}/${path}` : join(dest, ...path.split('/'));
     const got = localFile(full, source ?? { url, hashes: [] });
@@ -371,7 +377,7 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
     }
     // Extra: held but not on offer, planned as deletions ('gone').
     if (trust) {
-      for (const r of store.records()) if (!onOffer.has(r.url)) count(planGone(r.url, { path: r.path, held: true }, { delete: true }));
+      for await (const r of store.records()) if (!onOffer.has(r.url)) count(planGone(r.url, { path: r.path, held: true }, { delete: true }));
     } else {
       for (const p of walkFiles(dest)) {
         // a file that no mapping covers is named by its path
@@ -383,7 +389,7 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
     report.durationMs = Date.now() - started;
     return report;
   } finally {
-    store.close();
+    if (options.state === undefined) await store.close();
     await connection.close();
   }
 }

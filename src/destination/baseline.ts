@@ -77,7 +77,7 @@ export async function baseline(options: BaselineOptions, url: string): Promise<B
       result.seen.add(entry.loc);
       await applier.apply(entry, release);
     });
-    applier.flush();
+    await applier.flush();
   };
 
   if (!index) {

@@ -16,7 +16,7 @@ import type { ResourceApplier, SyncFailure } from './resource-applier.js';
 import { incremental, type IncrementalResult } from './incremental.js';
 import { gapNote, note, type GapNote } from './notes.js';
 import { changeTime } from './plan.js';
-import type { StateStore, SyncCursor } from './state-store.js';
+import type { DestinationState, SyncCursor } from './state.js';
 
 /** Bounds of converging on a moving Source: rounds of applying the Change List again, and the time they may take. */
 const CONVERGE = {
@@ -37,7 +37,7 @@ export interface ChangesSinceOptions extends DocumentContext {
   applier: ResourceApplier;
   concurrency: number;
   dryRun: boolean;
-  store: StateStore;
+  store: DestinationState;
   /** Reports the issues of each document loaded. */
   onDocument: (url: string, doc: ResourceSyncDocument) => void;
 }
@@ -156,7 +156,7 @@ export async function changesSince(
     moving ||= inc.changes > 0;
     for (const u of [url, ...inc.processed]) if (!documents.includes(u)) documents.push(u);
     cursor = inc.cursor;
-    applier.flush();
+    await applier.flush();
     const newest = inc.newest;
     if (o.dryRun || newest === undefined || !applier.counts.failed.some(maybeMoved)) break;
     // a resource changed or went away after it was listed: its newer change shows once the Change List moves
@@ -168,7 +168,7 @@ export async function changesSince(
     );
     if (newer === undefined) break;
     if (round + 1 >= CONVERGE.rounds || Date.now() >= deadline) {
-      if (inc.end !== undefined && settle(applier, newer, newest.base, inc.end)) store.setCursor(set.key, inc.end);
+      if (inc.end !== undefined && settle(applier, newer, newest.base, inc.end)) await store.setCursor(set.key, inc.end);
       break;
     }
     inc = await changes(cursor, url);

@@ -19,7 +19,8 @@ import { listFiles } from './audit.js';
 import { connect, type ConnectionOptions } from './connection.js';
 import { relatedLinks, type LinkRef } from './links.js';
 import { runPool } from './run-pool.js';
-import { STATE_DIR, StateStore, acquireLock } from './state-store.js';
+import { openSqliteDestinationState, STATE_DIR } from './sqlite-state.js';
+import { holdLease } from './lease.js';
 import { writeVerified } from './verified-write.js';
 
 /** The folder (under the destination) of the `n`-th (from 1) `describedby` link of every resource. */
@@ -66,25 +67,27 @@ interface Target {
 
 /**
  * Mirrors the `describedby` targets of every resource in the mirror's state (see the module's layout). Takes the
- * mirror's lock for the time it runs (`RS_LOCKED` when a sync holds it).
+ * mirror's lease for the time it runs (`RS_LOCKED` when a sync holds it).
  * @example const r = await mirrorDescribedBy({ source: 'http://127.0.0.1:8080/', dest: './mirror' }); r.written
  */
 export async function mirrorDescribedBy(options: DescribedByOptions): Promise<DescribedByReport> {
   const dest = resolve(options.dest);
   const report: DescribedByReport = { written: 0, unchanged: 0, removed: 0, failed: [] };
-  const lock = acquireLock(dest);
+  const store = await openSqliteDestinationState(dest);
+  let lease;
+  try {
+    lease = await holdLease(store);
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
   const connection = connect(options);
   const durability = options.fsync === false ? new RenameOnly() : new FsyncEach();
   try {
     const targets: Target[] = [];
-    const store = StateStore.open(dest, { readonly: true });
-    try {
-      for (const r of store.records()) {
-        const refs = relatedLinks({ loc: r.url, ...(r.links !== undefined ? { ln: r.links } : {}) }).describedby ?? [];
-        refs.forEach((ref, i) => targets.push({ resource: r.url, path: r.path, tree: describedByTree(i + 1), ref }));
-      }
-    } finally {
-      store.close();
+    for await (const r of store.records()) {
+      const refs = relatedLinks({ loc: r.url, ...(r.links !== undefined ? { ln: r.links } : {}) }).describedby ?? [];
+      refs.forEach((ref, i) => targets.push({ resource: r.url, path: r.path, tree: describedByTree(i + 1), ref }));
     }
     await runPool(targets, options.concurrency ?? 8, async (t) => {
       try {
@@ -105,7 +108,8 @@ export async function mirrorDescribedBy(options: DescribedByOptions): Promise<De
     return report;
   } finally {
     await connection.close();
-    lock.release();
+    await lease.release();
+    await store.close();
   }
 }
 

@@ -7,7 +7,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ResourceSyncError } from '../core/errors.js';
 import { notAFolder } from '../node/folder.js';
-import { STATE_DIR } from './state-store.js';
+import { STATE_DIR } from './sqlite-state.js';
 
 /** Creates the destination folder, or says plainly why it cannot be one (`RS_INVALID_ARGUMENT`, `RS_IO`). */
 export function makeDestination(dest: string): void {

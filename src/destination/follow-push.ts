@@ -104,14 +104,14 @@ export interface WebSubPushOptions {
 export async function webSubPush(options: WebSubPushOptions, host: PushHost): Promise<{ push: Push; listener: Listener }> {
   const { channel, dest, capabilityList: key } = options;
   const hub = channel.hub;
-  const saved = loadSubscription(dest, key);
+  const saved = await loadSubscription(dest, key);
   const same =
     saved?.hub === hub && saved.topic === channel.topic && (options.callbackUrl ?? saved.callbackUrl) === saved.callbackUrl
       ? saved
       : undefined;
-  const keep = (sub: SavedSubscription | undefined): void => {
+  const keep = async (sub: SavedSubscription | undefined): Promise<void> => {
     try {
-      saveSubscription(dest, key, sub);
+      await saveSubscription(dest, key, sub);
     } catch (e) {
       host.emit({ type: 'subscription-not-kept', error: e });
     }
@@ -145,11 +145,11 @@ export async function webSubPush(options: WebSubPushOptions, host: PushHost): Pr
     subscribe: async () => {
       await websub.subscribe();
       const at = { host: options.listen.host, port: listener.port };
-      keep({ hub, topic: channel.topic, callbackUrl, listen: at, secret: websub.secret });
+      await keep({ hub, topic: channel.topic, callbackUrl, listen: at, secret: websub.secret });
     },
     unsubscribe: async () => {
       await websub.unsubscribe();
-      keep(undefined);
+      await keep(undefined);
     },
     close: () => Promise.resolve(websub.close()),
   };

@@ -1,6 +1,6 @@
 /**
- * A Destination that follows a Source by its Change Notifications: it keeps its HTTP client, state store
- * and lock open between notifications and applies each notification's entries directly (a Change
+ * A Destination that follows a Source by its Change Notifications: it keeps its HTTP client, state
+ * and lease between notifications and applies each notification's entries directly (a Change
  * Notification's entries are the changes: created/updated are fetched and verified against the entry's
  * hash and length and written atomically, deleted are removed when deletions were asked for), without
  * reading the Change List. The `from`/`until` windows are tracked ({@link WindowTracker}); a gap, an
@@ -32,7 +32,9 @@ import { ResourceApplier, type SyncCounts } from './resource-applier.js';
 import { linkFetcher } from './links.js';
 import { changeTime, lastChangePerResource, orderChanges } from './plan.js';
 import { runPool } from './run-pool.js';
-import { StateStore, acquireLock, type SyncLock } from './state-store.js';
+import type { DestinationState } from './state.js';
+import { openSqliteDestinationState } from './sqlite-state.js';
+import { holdLease, type HeldLease } from './lease.js';
 import { durabilityFor, sync, type SyncOptions, type SyncReport } from './sync.js';
 import { WindowTracker } from './notification-windows.js';
 import { readChangeChannel, type ChangeChannel } from './change-channel.js';
@@ -57,7 +59,10 @@ export interface FollowBatch extends SyncCounts {
   durationMs: number;
 }
 
-/** Options of {@link Follower.start}: those of `sync()`, the first run included. */
+/**
+ * Options of {@link Follower.start}: those of `sync()`, the first run included. A `state` given is the caller's
+ * (the follower does not close it); without one the follower opens the default state and closes it in `close()`.
+ */
 export interface FollowerOptions extends SyncOptions {
   /** Called after each batch, in order. */
   onBatch?: (batch: FollowBatch) => void;
@@ -94,8 +99,10 @@ export class Follower {
   readonly #o: FollowerOptions;
   readonly #dest: string;
   readonly #connection: Connection;
-  #store: StateStore | undefined;
-  #lock: SyncLock | undefined;
+  /** The state: the caller's (`state`) or the default one, opened at the first batch and closed in `close()`. */
+  #store: DestinationState | undefined;
+  /** The destination's lease, held between notifications and let go while a `sync()` runs. */
+  #lock: HeldLease | undefined;
   /** The run's durability: the caller's (`durability`) or the one `fsync`/`fsyncMethod` name, as `sync()` chooses it. */
   readonly #durability: Durability;
   readonly #root: DestinationRoot;
@@ -128,8 +135,8 @@ export class Follower {
   }
 
   /**
-   * Runs the first `sync()` (a baseline or catch-up), then holds the destination (its lock and state
-   * store) for the notifications to come.
+   * Runs the first `sync()` (a baseline or catch-up), then holds the destination (its lease and state)
+   * for the notifications to come.
    * @throws what `sync()` throws
    */
   static async start(options: FollowerOptions): Promise<{ follower: Follower; first: SyncReport }> {
@@ -139,6 +146,7 @@ export class Follower {
     try {
       await follower.#open();
     } catch (e) {
+      if (options.state === undefined) await follower.#store?.close();
       await follower.#connection.close();
       throw e;
     }
@@ -179,7 +187,7 @@ export class Follower {
     return this.#kick();
   }
 
-  /** Waits for the batch in progress, then lets the destination go (lock, state store, HTTP client). */
+  /** Waits for the batch in progress, then lets the destination go (lease, state, HTTP client). */
   async close(): Promise<void> {
     this.#closed = true;
     this.#queue = [];
@@ -188,31 +196,32 @@ export class Follower {
     if (this.#retryTimer !== undefined) clearTimeout(this.#retryTimer);
     this.#retryTimer = undefined;
     await this.#running;
-    this.#release();
+    await this.#release();
+    if (this.#o.state === undefined) await this.#store?.close();
+    this.#store = undefined;
     await this.#connection.close();
   }
 
   async #open(): Promise<void> {
-    const dest = this.#dest;
-    this.#lock = acquireLock(dest);
+    this.#store ??= this.#o.state ?? (await openSqliteDestinationState(this.#dest));
+    this.#lock = await holdLease(this.#store);
     try {
       await this.#root.cleanTemp();
-      this.#store = StateStore.open(dest);
     } catch (e) {
-      this.#release();
+      await this.#release();
       throw e;
     }
     const key = this.capabilityList;
-    const cursor = key === undefined ? undefined : ms(this.#store.getCursor(key)?.datetime);
+    const cursor = key === undefined ? undefined : ms((await this.#store.getCursor(key))?.datetime);
     const known = this.#tracker.until;
     this.#tracker = new WindowTracker(cursor === undefined ? known : Math.max(cursor, known ?? cursor));
   }
 
-  #release(): void {
-    this.#store?.close();
-    this.#store = undefined;
-    this.#lock?.release();
+  /** Lets the lease go (the state stays open for the `sync()` that reads the Change List meanwhile). */
+  async #release(): Promise<void> {
+    const lock = this.#lock;
     this.#lock = undefined;
+    await lock?.release();
   }
 
   #kick(): Promise<void> {
@@ -256,7 +265,7 @@ export class Follower {
 
   async #batch(payloads: { bytes: Uint8Array; at: number }[], wanted: FollowBatch['reason']): Promise<void> {
     const started = Date.now();
-    if (this.#store === undefined) await this.#open(); // a catch-up that failed left the destination
+    if (this.#lock === undefined) await this.#open(); // a catch-up that failed left the destination
     const warnings: DestinationNote[] = [];
     const entries: Entry[] = [];
     let reason: FollowBatch['reason'] = wanted;
@@ -347,7 +356,7 @@ export class Follower {
    */
   async #apply(entries: Entry[], started: number, common: Pick<FollowBatch, 'notifications' | 'gaps' | 'window'>, warnings: DestinationNote[]): Promise<void> {
     const base = this.capabilityList ?? this.#o.source;
-    const pending = new Set(this.#store!.pending(this.capabilityList!).map((e) => e.loc));
+    const pending = new Set((await this.#store!.pending(this.capabilityList!)).map((e) => e.loc));
     const applier = this.#applier(pending);
     for (const w of warnings) applier.warn(w);
     const { entries: ordered } = orderChanges(entries);
@@ -361,21 +370,21 @@ export class Follower {
       await applier.apply(e, release); // a deletion is planned like a Change List's (deleted-at-source, kept without --delete)
     });
     await this.#durability.settle();
-    applier.flush();
+    await applier.flush();
     const counts = applier.counts;
     if (applier.failedUrls.size > 0) {
       // the cursor stays: the Change List from there brings what failed (or its newer changes). What a notification
       // alone named is not kept as pending: only the Change List, the Source's own word, makes a failure stick
-      this.#store!.removePending([...applier.failedUrls].filter((u) => !pending.has(u)));
+      await this.#store!.apply({ removePending: [...applier.failedUrls].filter((u) => !pending.has(u)) });
       await this.#changeList(started, 'failed', common, [], counts);
       return;
     }
     const until = this.#tracker.until;
     const store = this.#store!;
     const key = this.capabilityList!;
-    const cursor = ms(store.getCursor(key)?.datetime);
+    const cursor = ms((await store.getCursor(key))?.datetime);
     if (this.#needed === undefined && until !== undefined && (cursor === undefined || until > cursor)) {
-      store.setCursor(key, { datetime: formatW3CDatetime(until) });
+      await store.setCursor(key, { datetime: formatW3CDatetime(until) });
     }
     this.#o.onBatch?.({ ...counts, mode: 'notification', ...common, durationMs: Date.now() - started });
   }
@@ -391,10 +400,10 @@ export class Follower {
     warnings: DestinationNote[],
     before?: SyncCounts,
   ): Promise<number | undefined> {
-    this.#release();
+    await this.#release();
     let report: SyncReport;
     try {
-      report = await sync(this.#o);
+      report = await sync({ ...this.#o, ...(this.#store !== undefined ? { state: this.#store } : {}) });
     } finally {
       await this.#open();
     }
@@ -410,7 +419,7 @@ export class Follower {
       warnings: [...warnings, ...(before?.warnings ?? []), ...report.warnings],
     };
     this.#o.onBatch?.({ ...sum, mode: report.mode, reason, ...common, durationMs: Date.now() - started });
-    return this.capabilityList === undefined ? undefined : ms(this.#store?.getCursor(this.capabilityList)?.datetime);
+    return this.capabilityList === undefined ? undefined : ms((await this.#store?.getCursor(this.capabilityList))?.datetime);
   }
 
   /** A fresh applier (its counters are the batch's) over the open store and HTTP client. */

@@ -6,7 +6,7 @@ import { isAbsoluteLoc, loadDocument, resolveLoc, type DocumentContext } from '.
 import type { ResourceApplier } from './resource-applier.js';
 import { runPool } from './run-pool.js';
 import { changeTime, lastChangePerResource, orderChanges } from './plan.js';
-import type { SyncCursor } from './state-store.js';
+import type { SyncCursor } from './state.js';
 import { gapNote, note, type GapNote } from './notes.js';
 
 /** Options of {@link incremental}. */
@@ -16,7 +16,7 @@ export interface IncrementalOptions extends DocumentContext {
   /** Where the previous run stopped; undefined processes every change on offer. */
   cursor: SyncCursor | undefined;
   /** Persists the cursor after each Change List (not called in a dry run by the caller's choice). */
-  saveCursor?: (cursor: SyncCursor) => void;
+  saveCursor?: (cursor: SyncCursor) => void | Promise<void>;
   /** Reports the issues of each document loaded (lenient validation). */
   onDocument?: (url: string, doc: ResourceSyncDocument) => void;
 }
@@ -214,7 +214,7 @@ export async function incremental(options: IncrementalOptions, url: string): Pro
       }
       if (!ok && (firstFailed === undefined || p.index < firstFailed.index)) firstFailed = { index: p.index, time: p.time };
     });
-    applier.flush();
+    await applier.flush();
     result.changes += last.length;
     // a closed list covers every change up to its `until` (§12.1): the cursor may go that far
     const times = ordered.map(changeTime).filter((t): t is number => t !== undefined);
@@ -227,7 +227,7 @@ export async function incremental(options: IncrementalOptions, url: string): Pro
         blocked = true;
         if (firstFailed.time !== undefined) cursor = { datetime: formatW3CDatetime(firstFailed.time), changeList: list.url, position: firstFailed.index };
       } else if (listEnd !== undefined) cursor = listEnd;
-      if (cursor !== undefined && cursor !== options.cursor) options.saveCursor?.(cursor);
+      if (cursor !== undefined && cursor !== options.cursor) await options.saveCursor?.(cursor);
     }
   }
   result.cursor = cursor;

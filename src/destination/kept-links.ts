@@ -2,7 +2,8 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ResourceSyncError } from '../core/errors.js';
 import { relatedLinks, type RelatedLinks } from './links.js';
-import { STATE_DIR, StateStore, type ResourceRecord } from './state-store.js';
+import { openSqliteDestinationState, STATE_DIR } from './sqlite-state.js';
+import type { ResourceRecord } from './state.js';
 
 /** The §14 links a mirror keeps for one resource it holds. */
 export interface ResourceLinks {
@@ -26,7 +27,7 @@ const linksOf = (r: ResourceRecord): ResourceLinks => ({
  * @see Z39.99 §14 (links kept: §14.3, §14.5–§14.8)
  * @example for (const r of keptLinks('./mirror')) console.log(r.path, r.links.describedby?.[0]?.href);
  */
-export function* keptLinks(dest: string, select?: string): Generator<ResourceLinks> {
+export async function* keptLinks(dest: string, select?: string): AsyncGenerator<ResourceLinks> {
   const root = resolve(dest);
   if (!existsSync(join(root, STATE_DIR, 'state.sqlite'))) {
     throw new ResourceSyncError(
@@ -35,28 +36,28 @@ export function* keptLinks(dest: string, select?: string): Generator<ResourceLin
       { data: { dest } },
     );
   }
-  const store = StateStore.open(root, { readonly: true });
+  const store = await openSqliteDestinationState(root, { readonly: true });
   try {
     if (select === undefined) {
-      for (const r of store.records()) {
+      for await (const r of store.records()) {
         const found = linksOf(r);
         if (Object.keys(found.links).length > 0) yield found;
       }
       return;
     }
-    const byUrl = store.get(select);
+    const byUrl = await store.get(select);
     if (byUrl !== undefined) {
       yield linksOf(byUrl);
       return;
     }
     const path = select.replace(/^\.\//, '');
-    for (const r of store.records()) {
+    for await (const r of store.records()) {
       if (r.path === path) {
         yield linksOf(r);
         return;
       }
     }
   } finally {
-    store.close();
+    await store.close();
   }
 }

@@ -3,7 +3,7 @@ import type { HashValue } from '../core/hash.js';
 import { parseW3CDatetime } from '../core/w3c-datetime.js';
 import { hashFile } from '../node/hash-file.js';
 import type { LocalFacts } from './plan.js';
-import type { ResourceRecord } from './state-store.js';
+import type { ResourceRecord } from './state.js';
 
 /** What the state's record says of the local copy, for the plan. */
 export function localFacts(r: ResourceRecord): LocalFacts {

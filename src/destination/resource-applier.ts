@@ -9,7 +9,7 @@ import type { HttpGet } from '../client/http.js';
 import type { Mapper } from './mapper.js';
 import type { DestinationNote } from './notes.js';
 import { planEntry, planGone, sourceFacts, type LocalLookup, type PlanAction, type PlanItem, type SourceFacts } from './plan.js';
-import type { ResourceRecord, StateStore } from './state-store.js';
+import type { DestinationState, ResourceRecord, StateBatch } from './state.js';
 import type { Durability } from '../node/durability.js';
 import type { DestinationRoot } from '../node/destination-root.js';
 import { adoptable, localFacts, recordHolds } from './local-copy.js';
@@ -27,7 +27,7 @@ export interface ResourceApplierOptions {
   authority: Authority;
   mapper: Mapper;
   /** Read-only in a dry run. */
-  store: StateStore;
+  store: DestinationState;
   dryRun: boolean;
   applyDeletes: boolean;
   /** The destination folder of this run (temporary files, confinement). */
@@ -98,7 +98,11 @@ export class ResourceApplier {
   #retry: { entry: Entry; code: string }[] = [];
   /** Deletions not applied (no `delete`), to remember in the state; `#skippedHeld`: the state remembers some. */
   #skipped: string[] = [];
-  #skippedHeld: boolean;
+  #skippedHeld: boolean | undefined;
+  /** Whether the state remembered skipped deletions when the applier was made (asked once, at the first flush). */
+  readonly #skippedHeldAtStart: Promise<boolean>;
+  /** The last batch written: the next one waits for it, so that batches land in the order they were made. */
+  #writing: Promise<void> = Promise.resolve();
   #resolved: string[] = [];
   /** Failures of this run by URL: a later success for the same URL (a newer change applied) resolves one. */
   readonly #failures = new Map<string, SyncFailure>();
@@ -120,7 +124,7 @@ export class ResourceApplier {
   constructor(options: ResourceApplierOptions) {
     this.#o = options;
     this.#fresh = options.fresh === true;
-    this.#skippedHeld = !this.#fresh && options.store.hasSkippedDeletions();
+    this.#skippedHeldAtStart = this.#fresh ? Promise.resolve(false) : Promise.resolve().then(() => options.store.hasSkippedDeletions()).catch(() => true);
     // the failures not resolved so far, listed when read (a report), not rebuilt on every failure
     const failures = this.#failures;
     Object.defineProperty(this.counts, 'failed', { enumerable: true, get: () => [...failures.values()] });
@@ -130,8 +134,8 @@ export class ResourceApplier {
    * The baseline of this run is done and recorded: the changes after it are planned against the state, and a
    * resource the baseline counted is not counted again, only moved from `unchanged` to `updated` when it changed.
    */
-  endBaseline(seen: FingerprintSet): void {
-    this.flush();
+  async endBaseline(seen: FingerprintSet): Promise<void> {
+    await this.flush();
     this.#once.endBaseline(seen, this.#fresh);
     this.#fresh = false;
   }
@@ -215,18 +219,24 @@ export class ResourceApplier {
     this.progress();
   }
 
-  #record(r: ResourceRecord): void {
+  async #record(r: ResourceRecord): Promise<void> {
     this.#succeeded(r.url);
     if (this.#skipped.length > 0) this.#skipped = this.#skipped.filter((u) => u !== r.url); // on offer again
     if (this.#o.dryRun) return;
     if (this.#o.hasPending?.(r.url)) this.#resolved.push(r.url);
     this.#pending.push(r);
-    if (this.#pending.length >= STATE_BATCH) this.flush();
+    if (this.#pending.length >= STATE_BATCH) await this.flush();
   }
 
-  /** Writes batched state changes in one transaction. */
-  flush(): void {
+  /**
+   * Writes the batched state changes as one atomic batch; resolves once it (and every batch before it) is written.
+   */
+  async flush(): Promise<void> {
     if (this.#o.dryRun) return;
+    if (this.#skippedHeld === undefined) {
+      const held = await this.#skippedHeldAtStart;
+      this.#skippedHeld ??= held; // another flush may have learnt more meanwhile
+    }
     const puts = this.#pending;
     const dels = this.#pendingDeletes;
     this.#pending = [];
@@ -237,17 +247,20 @@ export class ResourceApplier {
     this.#retry = [];
     this.#resolved = [];
     this.#skipped = [];
-    if (puts.length === 0 && dels.length === 0 && retry.length === 0 && resolved.length === 0 && skipped.length === 0) return;
+    if (puts.length === 0 && dels.length === 0 && retry.length === 0 && resolved.length === 0 && skipped.length === 0) return this.#writing;
     const done = new Set(resolved);
-    this.#o.store.transaction(() => {
-      this.#o.store.putMany(puts);
-      this.#o.store.deleteMany(dels);
-      if (this.#skippedHeld) this.#o.store.forgetSkipped([...puts.map((r) => r.url), ...dels]);
-      if (skipped.length > 0) this.#skippedHeld = true;
-      this.#o.store.skipDeletions(this.setKey, skipped);
-      for (const r of retry) if (!done.has(r.entry.loc)) this.#o.store.addPending(this.setKey, r.entry, r.code);
-      this.#o.store.removePending(resolved);
-    });
+    const batch: StateBatch = { put: puts, delete: dels, removePending: resolved };
+    if (this.#skippedHeld) batch.forgetSkipped = [...puts.map((r) => r.url), ...dels];
+    if (skipped.length > 0) {
+      this.#skippedHeld = true;
+      batch.skipDeletions = { setKey: this.setKey, urls: skipped };
+    }
+    const failed = retry.filter((r) => !done.has(r.entry.loc));
+    if (failed.length > 0) batch.addPending = { setKey: this.setKey, entries: failed };
+    const state = this.#o.store;
+    const write = this.#writing.then(() => state.apply(batch));
+    this.#writing = write.catch(() => undefined);
+    return write;
   }
 
   /**
@@ -256,7 +269,7 @@ export class ResourceApplier {
    * safe path (else it throws); for a deletion (`source` undefined) whatever is held is found, mapped or not.
    */
   async #find(url: string, source: SourceFacts | undefined): Promise<Found> {
-    const record = this.#fresh ? undefined : this.#o.store.get(url);
+    const record = this.#fresh ? undefined : await this.#o.store.get(url);
     if (source === undefined) {
       let relPath = record?.path;
       if (relPath === undefined && this.#o.authority.allows(url)) relPath = this.#o.mapper.tryPath(url);
@@ -329,12 +342,12 @@ export class ResourceApplier {
   }
 
   /** A deletion not applied: reported, and remembered in the state for a later run with `delete`. */
-  #skipDeletion(url: string): void {
+  async #skipDeletion(url: string): Promise<void> {
     this.counts.deletionsSkippedCount++;
     if (this.counts.deletionsSkipped.length < MAX_LISTED) this.counts.deletionsSkipped.push(url);
     if (this.#o.dryRun) return;
     this.#skipped.push(url);
-    if (this.#skipped.length >= STATE_BATCH) this.flush();
+    if (this.#skipped.length >= STATE_BATCH) await this.flush();
   }
 
   /** Applies one plan item (in a dry run: reports it and counts it, nothing else). */
@@ -350,7 +363,7 @@ export class ResourceApplier {
       if (this.#o.hasPending?.(url) && !this.#o.dryRun) this.#resolved.push(url);
       if (action !== 'delete') return action; // never held (or never ours)
       if (item.kept === true) {
-        this.#skipDeletion(url);
+        await this.#skipDeletion(url);
         return action;
       }
       if (!this.#o.dryRun) {
@@ -359,7 +372,7 @@ export class ResourceApplier {
           await this.#pruneDirs(dirname(found.full));
         }
         this.#pendingDeletes.push(url);
-        if (this.#pendingDeletes.length >= STATE_BATCH) this.flush();
+        if (this.#pendingDeletes.length >= STATE_BATCH) await this.flush();
       }
       this.counts.deleted++;
       return action;
@@ -370,9 +383,9 @@ export class ResourceApplier {
       if (this.#o.hasPending?.(url) && !this.#o.dryRun) this.#resolved.push(url);
       this.#succeeded(url);
       if (record === undefined || record.path !== relPath || record.lastmod !== entry!.lastmod || (local && record.hashes !== local.hashes)) {
-        this.#record({ ...this.#toRecord(url, relPath, entry!, local!), ...(record?.etag ? { etag: record.etag } : {}) });
+        await this.#record({ ...this.#toRecord(url, relPath, entry!, local!), ...(record?.etag ? { etag: record.etag } : {}) });
       } else if (JSON.stringify(record.links) !== JSON.stringify(keptLinks(entry!))) {
-        this.#record(withLinks(record, entry!)); // the same bytes with other §14 links: the state keeps the new ones
+        await this.#record(withLinks(record, entry!)); // the same bytes with other §14 links: the state keeps the new ones
       }
       this.#count(url, 'unchanged', failedBefore);
       return action;
@@ -387,7 +400,7 @@ export class ResourceApplier {
     const outcome = await this.#fetch(entry!, item.source!, relPath, found.full!, etag, present, release);
     if (outcome === 'not-modified') {
       if (this.#o.hasPending?.(url)) this.#resolved.push(url);
-      this.#record({ ...withLinks(record!, entry!), ...(entry!.lastmod !== undefined ? { lastmod: entry!.lastmod } : {}) });
+      await this.#record({ ...withLinks(record!, entry!), ...(entry!.lastmod !== undefined ? { lastmod: entry!.lastmod } : {}) });
       this.#count(url, 'unchanged', failedBefore);
       return 'unchanged';
     }
@@ -425,7 +438,7 @@ export class ResourceApplier {
       // §14.4 a patch onto the local copy, or §14.2 mirrors first: the links module tries them, then the primary
       const got = await viaLinks(entry, relPath, present ? full : undefined, mtime, { preferMirrors: this.#o.preferMirrors === true, usePatches: true });
       this.counts.bytes += got.length;
-      this.#record(this.#toRecord(url, relPath, entry, got));
+      await this.#record(this.#toRecord(url, relPath, entry, got));
       return 'written';
     }
     let lastErr: unknown;
@@ -454,7 +467,7 @@ export class ResourceApplier {
           ...(release !== undefined ? { onVerified: release } : {}),
         });
         this.counts.bytes += written.length;
-        this.#record(this.#toRecord(url, relPath, entry, written, res.headers['etag']));
+        await this.#record(this.#toRecord(url, relPath, entry, written, res.headers['etag']));
         return 'written';
       } catch (err) {
         lastErr = err;
@@ -468,7 +481,7 @@ export class ResourceApplier {
       try {
         const got = await viaLinks(entry, relPath, undefined, mtime, { preferMirrors: true, usePatches: false });
         this.counts.bytes += got.length;
-        this.#record(this.#toRecord(url, relPath, entry, got));
+        await this.#record(this.#toRecord(url, relPath, entry, got));
         return 'written';
       } catch (err) {
         if (isResourceSyncError(err, 'RS_ABORTED')) throw err;
@@ -482,24 +495,24 @@ export class ResourceApplier {
    * Records a resource written by someone else (a Resource Dump or Change Dump package), or a deletion seen
    * there, in the state and the counters.
    */
-  recordExternal(r: { url: string; relPath: string; change: 'created' | 'updated' | 'deleted'; applied: boolean; unchanged?: true; length?: number; hashes?: Record<string, string>; lastmod?: string }): void {
+  async recordExternal(r: { url: string; relPath: string; change: 'created' | 'updated' | 'deleted'; applied: boolean; unchanged?: true; length?: number; hashes?: Record<string, string>; lastmod?: string }): Promise<void> {
     this.#succeeded(r.url);
     if (r.unchanged === true) {
       this.counts.unchanged++; // held already: the record stays as it is
     } else if (r.change === 'deleted') {
       if (!r.applied) {
-        this.#skipDeletion(r.url);
+        await this.#skipDeletion(r.url);
       } else {
         this.counts.deleted++;
         if (!this.#o.dryRun) this.#pendingDeletes.push(r.url);
       }
     } else {
-      const existed = !this.#fresh && this.#o.store.get(r.url) !== undefined;
+      const existed = !this.#fresh && (await this.#o.store.get(r.url)) !== undefined;
       this.counts[existed ? 'updated' : 'created']++;
       this.counts.bytes += r.length ?? 0;
       const rec: ResourceRecord = { url: r.url, path: r.relPath, length: r.length ?? 0, hashes: r.hashes ?? {} };
       if (r.lastmod !== undefined) rec.lastmod = r.lastmod;
-      this.#record(rec);
+      await this.#record(rec);
     }
     this.#tick();
   }
@@ -509,7 +522,7 @@ export class ResourceApplier {
    * file has the recorded length: a dump's bitstream with these facts need not be written again.
    */
   async holds(url: string, relPath: string, expected: { length?: number; hashes: HashValue[] }): Promise<boolean> {
-    const r = this.#fresh ? undefined : this.#o.store.get(url);
+    const r = this.#fresh ? undefined : await this.#o.store.get(url);
     return r !== undefined && r.path === relPath && recordHolds(r, safeJoin(this.#o.dest, relPath), expected, this.#o.rehash === true);
   }
 

@@ -5,7 +5,8 @@
  * the hub beside a new one.
  * @see WebSub §5.1 (a subscription is the pair topic and callback; subscribing again renews it)
  */
-import { StateStore } from './state-store.js';
+import { openSqliteDestinationState } from './sqlite-state.js';
+import type { DestinationState } from './state.js';
 
 /** What a follower subscribed with. */
 export interface SavedSubscription {
@@ -37,17 +38,18 @@ function isSaved(v: unknown): v is SavedSubscription {
  * The subscription saved for a Capability List in the state of `dest`, if any (and readable).
  * @example const saved = loadSubscription('./mirror', 'http://127.0.0.1:8080/capabilitylist.xml');
  */
-export function loadSubscription(dest: string, capabilityList: string): SavedSubscription | undefined {
-  const store = StateStore.open(dest, { readonly: true });
+export async function loadSubscription(dest: string | DestinationState, capabilityList: string): Promise<SavedSubscription | undefined> {
+  let store: DestinationState | undefined;
   try {
-    const raw = store.getMeta(key(capabilityList));
+    store = typeof dest === 'string' ? await openSqliteDestinationState(dest, { readonly: true }) : dest;
+    const raw = await store.getMeta(key(capabilityList));
     if (raw === undefined) return undefined;
     const v: unknown = JSON.parse(raw);
     return isSaved(v) ? v : undefined;
   } catch {
     return undefined;
   } finally {
-    store.close();
+    if (typeof dest === 'string') await store?.close();
   }
 }
 
@@ -55,11 +57,11 @@ export function loadSubscription(dest: string, capabilityList: string): SavedSub
  * Saves (or, with undefined, forgets) the subscription of a Capability List in the state of `dest`.
  * @example saveSubscription('./mirror', capabilityList, { hub, topic, callbackUrl, listen: { host, port }, secret });
  */
-export function saveSubscription(dest: string, capabilityList: string, s: SavedSubscription | undefined): void {
-  const store = StateStore.open(dest);
+export async function saveSubscription(dest: string | DestinationState, capabilityList: string, s: SavedSubscription | undefined): Promise<void> {
+  const store = typeof dest === 'string' ? await openSqliteDestinationState(dest) : dest;
   try {
-    store.setMeta(key(capabilityList), s === undefined ? undefined : JSON.stringify(s));
+    await store.setMeta(key(capabilityList), s === undefined ? undefined : JSON.stringify(s));
   } finally {
-    store.close();
+    if (typeof dest === 'string') await store.close();
   }
 }

@@ -1,6 +1,6 @@
 import type { ResourceApplier } from './resource-applier.js';
 import { runPool } from './run-pool.js';
-import type { StateStore } from './state-store.js';
+import type { DestinationState } from './state.js';
 
 /**
  * Applies the deletions that earlier runs saw but skipped (run without `delete`) and that the state still
@@ -9,16 +9,16 @@ import type { StateStore } from './state-store.js';
  */
 export async function applySkippedDeletions(
   applier: ResourceApplier,
-  store: StateStore,
+  store: DestinationState,
   setKey: string,
   concurrency: number,
 ): Promise<void> {
-  const urls = store.skippedDeletions(setKey);
+  const urls = await store.skippedDeletions(setKey);
   if (urls.length === 0) return;
   const done: string[] = [];
   await runPool(urls, concurrency, async (u) => {
     if (await applier.remove(u)) done.push(u);
   });
-  applier.flush();
-  if (!store.readonly) store.forgetSkipped(done);
+  await applier.flush();
+  if (!store.readonly && done.length > 0) await store.apply({ forgetSkipped: done });
 }

@@ -19,7 +19,9 @@ import { changesSince as convergeChanges } from './converge.js';
 import type { HttpGet } from '../client/http.js';
 import type { Mapping } from './mapper.js';
 import { connect } from './connection.js';
-import { StateStore, acquireLock, type SyncCursor, type SyncLock } from './state-store.js';
+import type { DestinationState, SyncCursor } from './state.js';
+import { openSqliteDestinationState, STATE_DIR } from './sqlite-state.js';
+import { holdLease, type HeldLease } from './lease.js';
 
 import { GroupCommit } from '../node/group-commit.js';
 import { FsyncEach, RenameOnly, type Durability, type SmallFileCalls } from '../node/durability.js';
@@ -97,6 +99,11 @@ export interface SyncOptions {
   auth?: Record<string, string>;
   /** At most this many requests per second to each origin. Default: no limit. */
   rate?: number;
+  /**
+   * The Destination's state; default the SQLite state in `<dest>/.resourcesync/`. The caller owns a state it
+   * passes (the sync does not close it); the sync takes its lease for the run either way.
+   */
+  state?: DestinationState;
 }
 
 /** The outcome of a sync. */
@@ -133,7 +140,7 @@ export function durabilityFor(fsync: boolean, method: 'batch' | 'file', thread?:
 async function isEmptyDir(dir: string): Promise<boolean> {
   try {
     const names = await readdir(dir);
-    return names.every((n) => n === '.resourcesync');
+    return names.every((n) => n === STATE_DIR);
   } catch {
     return true;
   }
@@ -143,7 +150,8 @@ async function isEmptyDir(dir: string): Promise<boolean> {
  * Synchronizes a destination directory with a Source: a baseline from the Resource List when the destination
  * has no state for a capability set (or when changes were missed), incremental from the Change List afterwards.
  * Every resource is verified (length, hashes) while it streams to a temporary file and renamed into place;
- * the state (SQLite) records what is held and where incremental sync stands; a lock keeps a second sync out.
+ * the state (SQLite unless `state` is given) records what is held and where incremental sync stands; its lease
+ * keeps a second sync out.
  * Problems with single resources are collected in `failed`; problems that stop the sync throw.
  * @see Z39.99 §5.2
  * @example
@@ -158,18 +166,20 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
   const connection = connect({ ...options, concurrency });
   const { authority, http, documents, mapper } = connection;
 
-  let lock: SyncLock | undefined;
-  let store: StateStore | undefined;
+  let lock: HeldLease | undefined;
+  let store: DestinationState | undefined = options.state;
+  const ownsState = options.state === undefined;
   const root = new DestinationRoot(dest);
   const undo = dryRun ? undefined : undoFirstRun(dest);
   try {
     if (!dryRun) {
       makeDestination(dest);
-      lock = acquireLock(dest);
+      store ??= await openSqliteDestinationState(dest);
+      lock = await holdLease(store);
       await root.cleanTemp();
     }
-    store = StateStore.open(dest, { readonly: dryRun });
-    const fresh = store.count() === 0 && (await isEmptyDir(dest));
+    store ??= await openSqliteDestinationState(dest, { readonly: dryRun });
+    const fresh = (await store.count()) === 0 && (await isEmptyDir(dest));
     const durability = options.durability ?? durabilityFor(options.fsync ?? true, options.fsyncMethod ?? 'batch');
     const pendingUrls = new Set<string>();
     const planned = emptyPlanSummary();
@@ -239,7 +249,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
       ...(options.signal ? { signal: options.signal } : {}),
       onResource: (r) => {
         seen?.add(r.loc);
-        applier.recordExternal({
+        return applier.recordExternal({
           url: r.loc,
           relPath: r.relPath,
           change: r.change,
@@ -263,12 +273,12 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
 
     for (const set of sets) {
       applier.setKey = set.key;
-      const pendingBefore = st.pending(set.key);
+      const pendingBefore = await st.pending(set.key);
       pendingUrls.clear();
       for (const e of pendingBefore) pendingUrls.add(e.loc);
       const metaKey = `baseline:${set.key}`;
-      const baselineAt = options.baseline === true ? undefined : st.getMeta(metaKey);
-      const cursor = st.getCursor(set.key);
+      const baselineAt = options.baseline === true ? undefined : await st.getMeta(metaKey);
+      const cursor = await st.getCursor(set.key);
       let mode: 'baseline' | 'incremental' | undefined;
       const documents: string[] = [];
       // Dumps are used when asked for, or when the set offers no list for that purpose (§11, §13).
@@ -286,7 +296,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
           const rep = await applyChangeDump(dumpOptions(url, from));
           if (rep.gap === undefined) {
             absorb(rep);
-            applier.flush();
+            await applier.flush();
             documents.push(url);
           }
           return rep;
@@ -305,7 +315,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
             const r = await apply(resolveLoc(p.loc, archive.finalUrl), from);
             if (r.gap !== undefined || r.failures.length > 0) return r.gap !== undefined ? { gap: r.gap } : {};
             from = r.until ?? p.md?.until ?? from;
-            st.setCursor(set.key, { datetime: from });
+            await st.setCursor(set.key, { datetime: from });
           }
           rep = await apply(set.changeDump!, from);
         }
@@ -317,7 +327,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
           return {};
         }
         const until = rep.until ?? from;
-        st.setCursor(set.key, { datetime: until });
+        await st.setCursor(set.key, { datetime: until });
         return { until };
       };
 
@@ -338,12 +348,12 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
           if (got.gap === undefined) {
             mode = 'incremental';
             // resources that failed in earlier runs and that no change mentioned since: try them again
-            applier.flush();
-            const still = dryRun ? pendingBefore : st.pending(set.key).filter((e) => pendingUrls.has(e.loc));
+            await applier.flush();
+            const still = dryRun ? pendingBefore : (await st.pending(set.key)).filter((e) => pendingUrls.has(e.loc));
             if (still.length > 0) {
               applier.phase('incremental', still.length, 'resources that failed before');
               await runPool(still, concurrency, (e, release) => applier.apply(e, release));
-              applier.flush();
+              await applier.flush();
             }
             // deletions earlier runs skipped (without `delete`) and that no change took back since
             if (options.delete === true) await applySkippedDeletions(applier, st, set.key, concurrency);
@@ -357,12 +367,12 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
       let snapshotAt: string | undefined;
       if (mode === undefined && dumpBaseline && !dryRun) {
         // §11: baseline from the Resource Dump's packages
-        st.clearPending(set.key);
+        await st.clearPending(set.key);
         applier.phase('baseline', undefined, set.resourceDump);
         const head = await loadDocument(ctx, set.resourceDump!);
         const rep = await applyResourceDump(dumpOptions(set.resourceDump!, undefined, seenAll));
         absorb(rep);
-        applier.flush();
+        await applier.flush();
         mode = 'baseline';
         documents.push(set.resourceDump!);
         if (rep.failures.length > 0) baselineComplete = false;
@@ -373,7 +383,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
         applier.warn(note('dry-run-without-dumps', { set: set.key, planned: true }));
       }
       if (mode === undefined && set.resourceList !== undefined) {
-        if (!dryRun) st.clearPending(set.key);
+        if (!dryRun) await st.clearPending(set.key);
         const b = await baseline({ ...ctx, applier, concurrency, onDocument, seen: seenAll }, set.resourceList);
         mode = 'baseline';
         documents.push(...b.documents);
@@ -383,9 +393,9 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
       if (mode === 'baseline') {
         anyBaseline = true;
         if (!dryRun) {
-          applier.flush();
-          st.setMeta(metaKey, snapshotAt);
-          st.setCursor(set.key, { datetime: snapshotAt! });
+          await applier.flush();
+          await st.setMeta(metaKey, snapshotAt);
+          await st.setCursor(set.key, { datetime: snapshotAt! });
         }
         // The snapshot is as of its `at` (§10, §11); the changes since then bring the mirror to the Source's present,
         // once deletions have been inferred from every snapshot read (resources created since are in no snapshot).
@@ -437,16 +447,16 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
         applier.warn(note('deletions-not-inferred', {}));
       } else if (report.sets.every((s) => s.mode === 'baseline')) {
         const gone: string[] = [];
-        if (!fresh) for (const u of st.urls()) if (!seenAll.has(u)) gone.push(u); // fresh: every record is from the lists just read
+        if (!fresh) for await (const u of st.urls()) if (!seenAll.has(u)) gone.push(u); // fresh: every record is from the lists just read
         applier.phase('baseline', gone.length);
         await runPool(gone, concurrency, (u) => applier.remove(u));
       }
     }
-    if (anyBaseline && !dryRun) applier.endBaseline(seenAll);
+    if (anyBaseline && !dryRun) await applier.endBaseline(seenAll);
     for (const catchUp of catchUps) await catchUp();
     await durability.settle();
-    applier.flush();
-    if (!dryRun) await rm(`${dest}/.resourcesync/tmp`, { recursive: true, force: true });
+    await applier.flush();
+    if (!dryRun) await rm(`${dest}/${STATE_DIR}/tmp`, { recursive: true, force: true });
     const c = applier.counts;
     applier.progress(true);
     Object.assign(report, c, { mode: anyBaseline ? 'baseline' : report.sets.length > 0 ? 'incremental' : 'none', durationMs: Date.now() - started });
@@ -454,16 +464,17 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
     return report;
   } catch (err) {
     // a run that fails holding nothing (a first run, or one whose state was empty) leaves dest as it found it
-    if (undo !== undefined && lock !== undefined && (store === undefined || store.count() === 0)) {
-      store?.close();
+    if (undo !== undefined && lock !== undefined && ownsState && (store === undefined || (await store.count()) === 0)) {
+      await lock.release();
+      lock = undefined;
+      await store?.close();
       store = undefined;
-      lock.release();
       await undo();
     }
     throw err;
   } finally {
-    store?.close();
-    lock?.release();
+    await lock?.release();
+    if (ownsState) await store?.close();
     await connection.close();
   }
 }

@@ -15,7 +15,7 @@ export interface StoreOptions {
 }
 
 /** Creates the folder `dir` readable by the owner only (0700), its missing parents as usual; one that exists is left as it is. */
-export function makePrivateFolder(dir: string): void {
+function makePrivateFolder(dir: string): void {
   mkdirSync(dirname(dir), { recursive: true });
   try {
     mkdirSync(dir, { mode: 0o700 });

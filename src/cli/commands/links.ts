@@ -43,12 +43,12 @@ function describe(r: ResourceLinks): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** `resourcesync links`: reads the state synchronously, as the command has nothing else to wait for. */
+/** `resourcesync links`: reads the state and prints the links kept. */
 export function run(args: string[]): Promise<number> {
-  return Promise.resolve(links(args));
+  return links(args);
 }
 
-function links(args: string[]): number {
+async function links(args: string[]): Promise<number> {
   const parsed = parseCommandArgs(
     'links',
     args,
@@ -65,7 +65,7 @@ function links(args: string[]): number {
     return usageError('links', `--rel '${unknown}' is not one of ${KEPT_RELATIONS.join(', ')}`);
   let shown = 0;
   try {
-    for (const found of keptLinks(dest, select)) {
+    for await (const found of keptLinks(dest, select)) {
       const r =
         rels.length === 0
           ? found
