@@ -22,15 +22,15 @@ export { createHttpClient, authFromEnv, type HttpClientOptions } from '../client
 export type { HttpGet, HttpResponse, HttpRequestInit } from '../client/http.js';
 export { createAuthority, type Authority } from '../client/authority.js';
 export { createMapper, type Mapper, type Mapping } from './mapper.js';
-export { writeVerified, type WriteVerifiedOptions, type WriteVerifiedResult, type ByteSource } from './verified-write.js';
+export { writeVerified, type WriteVerifiedOptions, type WriteVerifiedResult, type ByteSource, type BufferPool } from './verified-write.js';
 export { RenameOnly, FsyncEach, type Durability, type DurabilityOptions, type SmallFile, type SmallFileCalls } from '../node/durability.js';
 export { SmallFileThread } from '../node/small-file-thread.js';
 export { GroupCommit, type GroupCommitOptions, type FlushFiles } from '../node/group-commit.js';
-export { DestinationRoot } from '../node/destination-root.js';
-export { SyncfsFlush } from '../node/syncfs.js';
 export type { DestinationState, ResourceRecord, SyncCursor, StateBatch, PendingEntry, Lease, LeaseOptions } from './state.js';
 export { openSqliteDestinationState, STATE_DIR, type SqliteDestinationStateOptions } from './sqlite-state.js';
 export { holdLease, DEFAULT_LEASE_TTL_MS, type HeldLease } from './lease.js';
+export { createLocalDirectory, type LocalDirectoryOptions } from './local-directory.js';
+export type { MirrorStorage, StagedWrite, StageOptions, WriteChunkOptions, ReadOptions, StoredFacts, StoredItem, StoredDigests } from './mirror-storage.js';
 export { WindowTracker, type WindowOrder } from './notification-windows.js';
 export { Follower, type FollowerOptions, type FollowBatch } from './follower.js';
 export { readChangeChannel, type ChangeChannel, type ChangeChannelContext } from './change-channel.js';

@@ -1,5 +1,4 @@
 import { makeDestination, undoFirstRun } from './dest-folder.js';
-import { readdir, rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { ResourceSyncError } from '../core/errors.js';
 import type { Entry, ResourceSyncDocument } from '../core/model/types.js';
@@ -20,12 +19,13 @@ import type { HttpGet } from '../client/http.js';
 import type { Mapping } from './mapper.js';
 import { connect } from './connection.js';
 import type { DestinationState, SyncCursor } from './state.js';
-import { openSqliteDestinationState, STATE_DIR } from './sqlite-state.js';
+import { openSqliteDestinationState } from './sqlite-state.js';
 import { holdLease, type HeldLease } from './lease.js';
 
 import { GroupCommit } from '../node/group-commit.js';
 import { FsyncEach, RenameOnly, type Durability, type SmallFileCalls } from '../node/durability.js';
-import { DestinationRoot } from '../node/destination-root.js';
+import { LocalDirectory } from './local-directory.js';
+import type { MirrorStorage } from './mirror-storage.js';
 
 export type { SyncProgress, SyncFailure } from './resource-applier.js';
 
@@ -95,6 +95,12 @@ export interface SyncOptions {
   fsyncMethod?: 'batch' | 'file';
   /** Makes files durable instead of `fsync` and `fsyncMethod`: a `Durability` of the caller's (settled by the sync). */
   durability?: Durability;
+  /**
+   * Where the mirror's copies go, instead of the folder `dest` (whose `.resourcesync` still holds the state):
+   * a {@link MirrorStorage} of the caller's, settled by the sync. `durability`, `fsync` and `fsyncMethod` are
+   * then not used for resources. Default: `createLocalDirectory(dest)` with the durability they choose.
+   */
+  storage?: MirrorStorage;
   /** Authorization header values per origin (see `createHttpClient`). */
   auth?: Record<string, string>;
   /** At most this many requests per second to each origin. Default: no limit. */
@@ -137,13 +143,13 @@ export function durabilityFor(fsync: boolean, method: 'batch' | 'file', thread?:
   return method === 'file' ? new FsyncEach(o) : new GroupCommit(o);
 }
 
-async function isEmptyDir(dir: string): Promise<boolean> {
-  try {
-    const names = await readdir(dir);
-    return names.every((n) => n === STATE_DIR);
-  } catch {
-    return true;
-  }
+/**
+ * The run's mirror: the caller's `storage`, else the folder `dest` as a `LocalDirectory` with the durability
+ * that `durability`, `fsync` and `fsyncMethod` choose.
+ */
+export function storageFor(options: Pick<SyncOptions, 'storage' | 'durability' | 'fsync' | 'fsyncMethod'>, dest: string): MirrorStorage {
+  if (options.storage !== undefined) return options.storage;
+  return new LocalDirectory(dest, { durability: options.durability ?? durabilityFor(options.fsync ?? true, options.fsyncMethod ?? 'batch') });
 }
 
 /**
@@ -169,31 +175,30 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
   let lock: HeldLease | undefined;
   let store: DestinationState | undefined = options.state;
   const ownsState = options.state === undefined;
-  const root = new DestinationRoot(dest);
+  const storage = storageFor(options, dest);
   const undo = dryRun ? undefined : undoFirstRun(dest);
   try {
     if (!dryRun) {
       makeDestination(dest);
       store ??= await openSqliteDestinationState(dest);
       lock = await holdLease(store);
-      await root.cleanTemp();
+      await storage.discardStaged();
     }
     store ??= await openSqliteDestinationState(dest, { readonly: dryRun });
-    const fresh = (await store.count()) === 0 && (await isEmptyDir(dest));
-    const durability = options.durability ?? durabilityFor(options.fsync ?? true, options.fsyncMethod ?? 'batch');
+    const fresh = (await store.count()) === 0 && (await storage.isEmpty());
+    // dumps write to the folder `dest` with this durability (the storage's, for a local folder)
+    const durability = storage instanceof LocalDirectory ? storage.durability : (options.durability ?? durabilityFor(options.fsync ?? true, options.fsyncMethod ?? 'batch'));
     const pendingUrls = new Set<string>();
     const planned = emptyPlanSummary();
     const onPlan = options.onPlan;
     const applier = new ResourceApplier({
-      dest,
       http,
       authority,
       mapper,
       store,
       dryRun,
       applyDeletes: options.delete ?? false,
-      root,
-      durability,
+      storage,
       verifyRetries: options.verifyRetries ?? 2,
       adopt: !fresh,
       fresh,
@@ -208,7 +213,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
             },
           }
         : {}),
-      fetchViaLinks: linkFetcher({ http, authority, dest: dest, durability, signal: options.signal }),
+      fetchViaLinks: linkFetcher({ http, authority, storage, signal: options.signal }),
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     });
@@ -454,9 +459,10 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
     }
     if (anyBaseline && !dryRun) await applier.endBaseline(seenAll);
     for (const catchUp of catchUps) await catchUp();
-    await durability.settle();
+    await storage.settle();
+    if (!(storage instanceof LocalDirectory)) await durability.settle(); // the dumps' writes
     await applier.flush();
-    if (!dryRun) await rm(`${dest}/${STATE_DIR}/tmp`, { recursive: true, force: true });
+    if (!dryRun) await storage.discardStaged();
     const c = applier.counts;
     applier.progress(true);
     Object.assign(report, c, { mode: anyBaseline ? 'baseline' : report.sets.length > 0 ? 'incremental' : 'none', durationMs: Date.now() - started });
