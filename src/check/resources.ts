@@ -4,11 +4,11 @@
  * hashes, lastmod) and with the `Link: rel="resourcesync"` header it is served with.
  * @see Z39.99 §6.3.3, §10.1
  */
-import { createHash } from 'node:crypto';
-import { REL_RESOURCESYNC } from '../core/constants.js';
-import { nodeHashName, parseHashes, parseLength, isKnownHashAlgorithm } from '../core/hash.js';
+import { REL_RESOURCESYNC, type HashAlgorithm } from '../core/constants.js';
+import { parseHashes, parseLength, isKnownHashAlgorithm } from '../core/hash.js';
 import { parseLinkHeader } from '../core/link-header.js';
 import type { HttpResponse } from '../client/http.js';
+import { BodyDigests } from '../node/body-digests.js';
 import { ms, norm, reason, type CheckContext, type SampleItem } from './context.js';
 
 /** Counts a listed resource and keeps it in the sample with the reservoir's chance. */
@@ -63,16 +63,13 @@ async function resource(c: CheckContext, item: SampleItem): Promise<void> {
   let size: number | undefined;
   const digests = new Map<string, string>();
   if (declared.length > 0) {
-    const hashes = declared.map((h) => ({
-      algorithm: h.algorithm,
-      hash: createHash(nodeHashName(h.algorithm as Parameters<typeof nodeHashName>[0])),
-    }));
+    const hashes = new BodyDigests(new Set(declared.map((h) => h.algorithm as HashAlgorithm)));
     size = 0;
     for await (const chunk of res.body) {
       size += chunk.length;
-      for (const { hash } of hashes) hash.update(chunk);
+      hashes.update(chunk);
     }
-    for (const { algorithm, hash } of hashes) digests.set(algorithm, hash.digest('hex'));
+    for (const [algorithm, digest] of Object.entries(hashes.digest())) digests.set(algorithm, digest);
   } else {
     await res.discard();
     const cl = res.headers['content-length'];

@@ -1,16 +1,15 @@
-import { createHash, randomUUID, type Hash } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
+import { randomUUID } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { once as onceEvent } from 'node:events';
 import { isResourceSyncError } from '../core/errors.js';
-import { knownHashes, nodeHashName, parseLength, type HashValue } from '../core/hash.js';
+import { knownHashes, parseLength } from '../core/hash.js';
 import { isPartOf } from '../core/model/document-kinds.js';
 import type { Entry } from '../core/model/types.js';
 import { formatW3CDatetime, parseW3CDatetime } from '../core/w3c-datetime.js';
 import { readDocument } from '../core/xml/read-document.js';
 import { FsyncEach } from '../node/durability.js';
 import { DestinationRoot } from '../node/destination-root.js';
+import { downloadToFile } from '../client/download-to-file.js';
 import { gapNote, note } from './notes.js';
 import {
   DEFAULT_MAX_TOTAL,
@@ -218,10 +217,6 @@ async function applyPackage(run: Run, pkg: Entry): Promise<void> {
   }
 }
 
-function hashers(hashes: HashValue[]): Array<{ h: HashValue; hash: Hash }> {
-  return hashes.map((h) => ({ h, hash: createHash(nodeHashName(h.algorithm as 'md5')) }));
-}
-
 /** Streams a package to `tmp`, checking its `length` and `hash` from the dump. Returns the byte count. */
 async function download(run: Run, pkg: Entry, tmp: string): Promise<number> {
   const { opts } = run;
@@ -234,45 +229,14 @@ async function download(run: Run, pkg: Entry, tmp: string): Promise<number> {
     });
   }
   const length = parseLength(pkg.md?.length);
-  const hs = hashers(knownHashes(pkg.md?.hash));
-  if (length === undefined && hs.length === 0) run.report.notes.push(note('package-unverified', { url: pkg.loc }));
-  const out = createWriteStream(tmp, { flags: 'wx' });
-  let n = 0;
-  try {
-    for await (const chunk of res.body) {
-      n += chunk.byteLength;
-      if (length !== undefined && n > length) {
-        throw rsError('RS_LENGTH_MISMATCH', `Package '${pkg.loc}' is longer than its length '${length}'.`, {
-          url: pkg.loc,
-          expected: length,
-        });
-      }
-      for (const { hash } of hs) hash.update(chunk);
-      if (!out.write(chunk)) await onceEvent(out, 'drain');
-      opts.onProgress?.({ phase: 'download', package: pkg.loc, bytes: n, files: 0 });
-    }
-    out.end();
-    await onceEvent(out, 'finish');
-  } catch (err) {
-    out.destroy();
-    throw err;
-  }
-  if (length !== undefined && n !== length) {
-    throw rsError('RS_LENGTH_MISMATCH', `Package '${pkg.loc}' has ${n} bytes, not '${length}'.`, {
-      url: pkg.loc,
-      expected: length,
-      actual: n,
-    });
-  }
-  for (const { h, hash } of hs) {
-    const actual = hash.digest('hex');
-    if (actual !== h.digest) {
-      throw rsError('RS_HASH_MISMATCH', `Package '${pkg.loc}' has ${h.algorithm} '${actual}', not '${h.digest}'.`, {
-        url: pkg.loc,
-        expected: h.digest,
-        actual,
-      });
-    }
-  }
-  return n;
+  const hashes = knownHashes(pkg.md?.hash);
+  if (length === undefined && hashes.length === 0) run.report.notes.push(note('package-unverified', { url: pkg.loc }));
+  const { bytes } = await downloadToFile(res, tmp, {
+    url: pkg.loc,
+    hashes,
+    ...(length === undefined ? {} : { length }),
+    ...(opts.signal ? { signal: opts.signal } : {}),
+    onBytes: (n) => opts.onProgress?.({ phase: 'download', package: pkg.loc, bytes: n, files: 0 }),
+  });
+  return bytes;
 }
