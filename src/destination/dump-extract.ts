@@ -6,7 +6,7 @@ import type { Entry } from '../core/model/types.js';
 import { parseW3CDatetime } from '../core/w3c-datetime.js';
 import { readDocument } from '../core/xml/read-document.js';
 import { safeJoin, safeRelativePath } from '../node/safe-path.js';
-import { capped, isStored, listEntries, openEntry, openZip, type ZipEntry, type ZipFile } from '../node/zip-read.js';
+import { capped, isStored, listEntries, openEntry, openZip, storedEntrySource, type ZipEntry, type ZipFile } from '../node/zip-read.js';
 import { applyJsonPatchBytes, once, readFileCapped } from './apply-patch.js';
 import { relatedLinks } from './links.js';
 import { writeVerified, type ByteSource } from './verified-write.js';
@@ -27,33 +27,6 @@ import {
  * sizes, caps), then extracted and verified, patched from a change description in the package, or deleted.
  * @see Z39.99 §11.2, §13.2, §14.4
  */
-
-/**
- * A stored entry's bytes as a `ByteSource` over the package's open file: `writeVerified` reads them into its
- * pooled buffers (no allocation, no stream per entry). Exactly the entry's declared size is read.
- */
-async function storedSource(ctx: PackageCtx, entry: ZipEntry, onBytes: (n: number) => void): Promise<ByteSource> {
-  if (entry.compressedSize !== entry.uncompressedSize) {
-    throw rsError('RS_ZIP', `ZIP entry '${entry.fileName}' is stored but its sizes differ.`, { path: entry.fileName });
-  }
-  const { fileDataStart } = await ctx.zip.readLocalFileHeaderPromise(entry, { minimal: true });
-  const file = await ctx.file();
-  let position = fileDataStart;
-  let left = entry.compressedSize;
-  return {
-    async read(into: Uint8Array): Promise<number> {
-      if (left === 0) return 0;
-      const { bytesRead } = await file.read(into, 0, Math.min(into.byteLength, left), position);
-      if (bytesRead === 0) {
-        throw rsError('RS_ZIP', `ZIP entry '${entry.fileName}' is cut short.`, { path: entry.fileName });
-      }
-      position += bytesRead;
-      left -= bytesRead;
-      onBytes(bytesRead);
-      return bytesRead;
-    },
-  };
-}
 
 /** What extracting one manifest entry needs. */
 interface PackageCtx {
@@ -230,7 +203,7 @@ function prepareItem(ctx: PackageCtx, item: Entry): { relPath: string; work: Wor
           opts.onProgress?.({ phase: 'extract', package: pkgUrl, bytes: written, files: progress.files });
         };
         const body = isStored(zipEntry)
-          ? await storedSource(ctx, zipEntry, onBytes)
+          ? await storedEntrySource(zip, zipEntry, await ctx.file(), onBytes)
           : capped(await openEntry(zip, zipEntry, tmp), limit, name, onBytes);
         const expected: { length: number; hashes?: HashValue[] } = {
           length: length ?? zipEntry.uncompressedSize,
