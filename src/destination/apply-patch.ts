@@ -12,12 +12,16 @@ import { isKnownHashAlgorithm, knownHashes, nodeHashName, parseLength, type Hash
 import { applyJsonPatch, type JsonValue } from '../core/json-patch.js';
 import type { Entry, Ln } from '../core/model/types.js';
 import type { HttpGet } from '../client/http.js';
+import type { MirrorStorage } from './mirror-storage.js';
 
 /** What applying a patch link needs: the client, the local copy and the bound on what is read. */
 export interface PatchOptions {
   http: HttpGet;
-  /** Absolute path of the current local copy. */
+  /** Absolute path of the current local copy (without `localKey`). */
   localCopy?: string;
+  /** The key of the current copy in `storage`, read there. */
+  localKey?: string;
+  storage?: MirrorStorage;
   signal?: AbortSignal;
   /** Largest patch document and local copy read, bytes. Default 16 MiB. */
   maxPatchBytes?: number;
@@ -53,6 +57,17 @@ async function readCapped(body: AsyncIterable<Uint8Array>, max: number, url: str
     chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
   }
   return Buffer.concat(chunks, total);
+}
+
+/**
+ * The copy a patch applies to: the storage's copy under `localKey`, else the file `localCopy`, of at most `max`
+ * bytes (`RS_LIMIT_BYTES`); a missing copy is a recoverable `RS_IO`.
+ */
+async function readLocalCopy(options: PatchOptions, max: number): Promise<Uint8Array> {
+  if (options.localKey === undefined || options.storage === undefined) return readFileCapped(options.localCopy!, max);
+  const bytes = await options.storage.read(options.localKey, { maxBytes: max });
+  if (bytes !== undefined) return bytes;
+  throw new ResourceSyncError('RS_IO', `Local copy '${options.localKey}' is missing.`, { data: { path: options.localKey }, recoverable: true });
 }
 
 /** Reads a whole file of at most `max` bytes, else throws `RS_LIMIT_BYTES`. */
@@ -136,7 +151,7 @@ export async function applyPatchLink(
       recoverable: true,
     });
   }
-  const local = await readFileCapped(options.localCopy!, max);
+  const local = await readLocalCopy(options, max);
   return applyJsonPatchBytes(
     local,
     patchBytes,

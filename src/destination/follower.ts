@@ -23,8 +23,7 @@ import type { Entry } from '../core/model/types.js';
 import { notificationWindow, type NotificationWindow } from '../core/model/notification.js';
 import { parseDocument } from '../core/xml/read-document.js';
 import { formatW3CDatetime, parseW3CDatetime } from '../core/w3c-datetime.js';
-import { DestinationRoot } from '../node/destination-root.js';
-import type { Durability } from '../node/durability.js';
+import type { MirrorStorage } from './mirror-storage.js';
 import { connect, type Connection } from './connection.js';
 import { checkDocument, isAbsoluteLoc, kindOf, resolveLoc } from './documents.js';
 import { note, type DestinationNote } from './notes.js';
@@ -33,7 +32,7 @@ import { linkFetcher } from './links.js';
 import { changeTime, lastChangePerResource, orderChanges } from './plan.js';
 import { runPool } from './run-pool.js';
 import { StateStore, acquireLock, type SyncLock } from './state-store.js';
-import { durabilityFor, sync, type SyncOptions, type SyncReport } from './sync.js';
+import { storageFor, sync, type SyncOptions, type SyncReport } from './sync.js';
 import { WindowTracker } from './notification-windows.js';
 import { readChangeChannel, type ChangeChannel } from './change-channel.js';
 import { screenEntries, windowFromFuture } from './notification-screen.js';
@@ -96,9 +95,8 @@ export class Follower {
   readonly #connection: Connection;
   #store: StateStore | undefined;
   #lock: SyncLock | undefined;
-  /** The run's durability: the caller's (`durability`) or the one `fsync`/`fsyncMethod` name, as `sync()` chooses it. */
-  readonly #durability: Durability;
-  readonly #root: DestinationRoot;
+  /** The mirror: the caller's (`storage`), or the folder with the durability `sync()` would choose. */
+  readonly #storage: MirrorStorage;
   #tracker: WindowTracker;
   /** Delivered notifications, with the time each was received (ms). */
   #queue: { bytes: Uint8Array; at: number }[] = [];
@@ -122,8 +120,7 @@ export class Follower {
     this.#dest = resolve(options.dest);
     this.capabilityList = first.sets.map((s) => s.key).find((k) => /^https?:/.test(k));
     this.#connection = connect({ ...options, concurrency: options.concurrency ?? 16 });
-    this.#durability = options.durability ?? durabilityFor(options.fsync ?? true, options.fsyncMethod ?? 'batch');
-    this.#root = new DestinationRoot(this.#dest);
+    this.#storage = storageFor(options, this.#dest);
     this.#tracker = new WindowTracker();
   }
 
@@ -196,7 +193,7 @@ export class Follower {
     const dest = this.#dest;
     this.#lock = acquireLock(dest);
     try {
-      await this.#root.cleanTemp();
+      await this.#storage.discardStaged();
       this.#store = StateStore.open(dest);
     } catch (e) {
       this.#release();
@@ -360,7 +357,7 @@ export class Follower {
       }
       await applier.apply(e, release); // a deletion is planned like a Change List's (deleted-at-source, kept without --delete)
     });
-    await this.#durability.settle();
+    await this.#storage.settle();
     applier.flush();
     const counts = applier.counts;
     if (applier.failedUrls.size > 0) {
@@ -419,22 +416,20 @@ export class Follower {
     const o = this.#o;
     const store = this.#store!;
     const key = this.capabilityList!;
-    const durability = this.#durability;
+    const storage = this.#storage;
     const applier = new ResourceApplier({
-      dest: this.#dest,
       http,
       authority,
       mapper,
       store,
       dryRun: false,
       applyDeletes: o.delete ?? false,
-      root: this.#root,
-      durability,
+      storage,
       verifyRetries: o.verifyRetries ?? 2,
       adopt: true,
       hasPending: (u) => pending.has(u),
       preferMirrors: o.preferMirrors ?? false,
-      fetchViaLinks: linkFetcher({ http, authority, dest: this.#dest, durability, signal: o.signal }),
+      fetchViaLinks: linkFetcher({ http, authority, storage, signal: o.signal }),
       ...(o.signal ? { signal: o.signal } : {}),
     });
     applier.setKey = key;

@@ -26,8 +26,8 @@ export { writeVerified, type WriteVerifiedOptions, type WriteVerifiedResult, typ
 export { RenameOnly, FsyncEach, type Durability, type DurabilityOptions, type SmallFile, type SmallFileCalls } from '../node/durability.js';
 export { SmallFileThread } from '../node/small-file-thread.js';
 export { GroupCommit, type GroupCommitOptions, type FlushFiles } from '../node/group-commit.js';
-export { DestinationRoot } from '../node/destination-root.js';
-export { SyncfsFlush } from '../node/syncfs.js';
+export { createLocalDirectory, type LocalDirectoryOptions } from './local-directory.js';
+export type { MirrorStorage, StagedWrite, StageOptions, WriteChunkOptions, ReadOptions, StoredFacts, StoredItem, StoredDigests } from './mirror-storage.js';
 export { StateStore, acquireLock, STATE_DIR, type ResourceRecord, type SyncCursor, type SyncLock } from './state-store.js';
 export { WindowTracker, type WindowOrder } from './notification-windows.js';
 export { Follower, type FollowerOptions, type FollowBatch } from './follower.js';

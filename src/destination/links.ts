@@ -3,12 +3,13 @@ import { REL_PATCH } from '../core/constants.js';
 import { knownHashes, parseLength, type HashValue } from '../core/hash.js';
 import { isJsonPatchMediaType } from '../core/json-patch.js';
 import type { Entry, Ln } from '../core/model/types.js';
-import { safeJoin } from '../node/safe-path.js';
+import { safeRelativePath } from '../node/safe-path.js';
 import { applyPatchLink, singleChunk } from './apply-patch.js';
 import type { Authority } from '../client/authority.js';
 import type { HttpGet } from '../client/http.js';
 import type { Durability } from '../node/durability.js';
 import { writeVerified } from './verified-write.js';
+import type { MirrorStorage } from './mirror-storage.js';
 
 /**
  * Links to related resources (`rs:ln` of an entry): mirrors to fetch from, patches to apply, and the
@@ -162,12 +163,16 @@ export interface FetchResult {
 export interface FetchResourceOptions {
   http: HttpGet;
   authority: AuthorityCheck;
-  /** The destination root. */
-  dest: string;
-  /** Where the resource goes, relative to `dest` (from the mapper). */
+  /** The destination root (without `storage`: the mirror is this folder). */
+  dest?: string;
+  /** The mirror's storage (settled by the caller); `durability` is then not used. */
+  storage?: MirrorStorage;
+  /** Where the resource goes, relative to `dest`: its key in the storage (from the mapper). */
   relPath: string;
-  /** Absolute path of the current local copy, to which patches apply (absent: no patching). */
+  /** Absolute path of the current local copy, to which patches apply (absent, and no `localKey`: no patching). */
   localCopy?: string;
+  /** The key of the current copy in `storage`, to which patches apply (read there, instead of `localCopy`). */
+  localKey?: string;
   /** Try mirrors before the primary `loc`. Default false: mirrors only when the primary fails. */
   preferMirrors?: boolean;
   /** Apply patch links when possible. Default true. */
@@ -213,10 +218,10 @@ function codeOf(err: unknown): ErrorCode {
  */
 export async function fetchResource(entry: Entry, options: FetchResourceOptions): Promise<FetchResult> {
   const attempts: FetchAttempt[] = [];
-  safeJoin(options.dest, options.relPath); // refuse an unsafe path before any request
+  safeRelativePath(options.relPath); // refuse an unsafe path before any request
   const expected = expectedOf(entry);
   const common = {
-    root: options.dest,
+    ...(options.storage !== undefined ? { storage: options.storage } : options.dest !== undefined ? { root: options.dest } : {}),
     relPath: options.relPath,
     expected,
     ...(options.mtime === undefined ? {} : { mtime: options.mtime }),
@@ -273,7 +278,7 @@ export async function fetchResource(entry: Entry, options: FetchResourceOptions)
         });
         continue;
       }
-      if (options.localCopy === undefined || expected.hashes === undefined) {
+      if ((options.localCopy === undefined && options.localKey === undefined) || expected.hashes === undefined) {
         attempts.push({
           url,
           kind: 'patch',
@@ -336,32 +341,30 @@ export async function fetchResource(entry: Entry, options: FetchResourceOptions)
 
 
 /**
- * The applier's `fetchViaLinks` for one run: {@link fetchResource} with the run's client, authority, destination
- * and durability, answering the length and hashes written.
+ * The applier's `fetchViaLinks` for one run: {@link fetchResource} with the run's client, authority and storage,
+ * answering the length and hashes written; patches apply to the copy under `localKey`.
  */
 export function linkFetcher(run: {
   http: HttpGet;
   authority: AuthorityCheck;
-  dest: string;
-  durability: Durability;
+  storage: MirrorStorage;
   signal?: AbortSignal | undefined;
 }): (
   entry: Entry,
   relPath: string,
-  localCopy: string | undefined,
+  localKey: string | undefined,
   mtime: Date | undefined,
   how: { preferMirrors: boolean; usePatches: boolean },
 ) => Promise<{ length: number; hashes: Record<string, string> }> {
-  return async (entry, relPath, localCopy, mtime, how) => {
+  return async (entry, relPath, localKey, mtime, how) => {
     const r = await fetchResource(entry, {
       http: run.http,
       authority: run.authority,
-      dest: run.dest,
+      storage: run.storage,
       relPath,
       preferMirrors: how.preferMirrors,
       usePatches: how.usePatches,
-      durability: run.durability,
-      ...(localCopy !== undefined ? { localCopy } : {}),
+      ...(localKey !== undefined ? { localKey } : {}),
       ...(mtime !== undefined ? { mtime } : {}),
       ...(run.signal ? { signal: run.signal } : {}),
     });

@@ -1,5 +1,3 @@
-import { rmdir, stat, unlink } from 'node:fs/promises';
-import { dirname } from 'node:path';
 import { ResourceSyncError, isResourceSyncError, type ErrorCode, messageOf, toError } from '../core/errors.js';
 import type { HashValue } from '../core/hash.js';
 import type { Entry, Ln } from '../core/model/types.js';
@@ -10,11 +8,9 @@ import type { Mapper } from './mapper.js';
 import type { DestinationNote } from './notes.js';
 import { planEntry, planGone, sourceFacts, type LocalLookup, type PlanAction, type PlanItem, type SourceFacts } from './plan.js';
 import type { ResourceRecord, StateStore } from './state-store.js';
-import type { Durability } from '../node/durability.js';
-import type { DestinationRoot } from '../node/destination-root.js';
+import type { MirrorStorage } from './mirror-storage.js';
 import { adoptable, localFacts, recordHolds } from './local-copy.js';
 import type { FingerprintSet } from '../core/fingerprint-set.js';
-import { safeJoin } from '../node/safe-path.js';
 import { writeVerified } from './verified-write.js';
 import { CountOnce, emptyCounts, type Counted, type SyncCounts, type SyncFailure, type SyncProgress } from './sync-counts.js';
 
@@ -22,7 +18,6 @@ export { emptyCounts, type SyncCounts, type SyncFailure, type SyncProgress } fro
 
 /** What the applier needs; built by `sync()`. */
 export interface ResourceApplierOptions {
-  dest: string;
   http: HttpGet;
   authority: Authority;
   mapper: Mapper;
@@ -30,10 +25,8 @@ export interface ResourceApplierOptions {
   store: StateStore;
   dryRun: boolean;
   applyDeletes: boolean;
-  /** The destination folder of this run (temporary files, confinement). */
-  root: DestinationRoot;
-  /** Makes written files durable; settled by the caller. */
-  durability: Durability;
+  /** The mirror's copies (keys are the mapper's paths); settled by the caller. */
+  storage: MirrorStorage;
   /** Attempts per resource after a failed verification or a broken body. Default 2 more. */
   verifyRetries: number;
   signal?: AbortSignal;
@@ -50,7 +43,7 @@ export interface ResourceApplierOptions {
   fetchViaLinks?: (
     entry: Entry,
     relPath: string,
-    localCopy: string | undefined,
+    localKey: string | undefined,
     mtime: Date | undefined,
     how: { preferMirrors: boolean; usePatches: boolean },
   ) => Promise<{ length: number; hashes: Record<string, string> }>;
@@ -70,8 +63,6 @@ const MAX_LISTED = 1000;
 /** What the applier found for a resource: the plan's lookup, and what applying the item needs. */
 interface Found extends LocalLookup {
   record?: ResourceRecord;
-  /** The absolute path of the file. */
-  full?: string;
 }
 
 /** The §14 links worth keeping with a resource (everything except the transport ones used right away). */
@@ -264,21 +255,19 @@ export class ResourceApplier {
       if (record !== undefined) found.record = record;
       if (relPath === undefined) return found;
       found.path = relPath;
-      found.full = safeJoin(this.#o.dest, relPath);
-      const st = await stat(found.full).catch(() => undefined);
-      if (st?.isFile() === true) found.local = record !== undefined && record.path === relPath ? localFacts(record) : { length: st.size, hashes: {}, lastmod: st.mtimeMs };
+      const st = await this.#o.storage.stat(relPath);
+      if (st !== undefined) found.local = record !== undefined && record.path === relPath ? localFacts(record) : { length: st.size, hashes: {}, lastmod: st.mtimeMs };
       return found;
     }
     this.#o.authority.check(url);
     const relPath = this.#o.mapper.toPath(url);
-    const full = safeJoin(this.#o.dest, relPath);
-    const found: Found = { path: relPath, full, held: record !== undefined };
+    const found: Found = { path: relPath, held: record !== undefined };
     if (record !== undefined) found.record = record;
     if (record !== undefined && record.path === relPath && this.#o.rehash !== true) {
-      const st = await stat(full).catch(() => undefined);
-      if (st !== undefined && st.isFile() && st.size === record.length) found.local = localFacts(record);
+      const st = await this.#o.storage.stat(relPath);
+      if (st !== undefined && st.size === record.length) found.local = localFacts(record);
     } else if (this.#o.adopt || this.#o.rehash === true) {
-      const local = await adoptable(full, source.hashes, source.length, source.lastmod);
+      const local = await adoptable(this.#o.storage, relPath, source.hashes, source.length, source.lastmod);
       if (local !== undefined) found.local = local;
     }
     return found;
@@ -354,10 +343,7 @@ export class ResourceApplier {
         return action;
       }
       if (!this.#o.dryRun) {
-        if (found.full !== undefined && found.local !== undefined) {
-          await unlink(found.full);
-          await this.#pruneDirs(dirname(found.full));
-        }
+        if (found.path !== undefined && found.local !== undefined) await this.#o.storage.remove(found.path);
         this.#pendingDeletes.push(url);
         if (this.#pendingDeletes.length >= STATE_BATCH) this.flush();
       }
@@ -384,7 +370,7 @@ export class ResourceApplier {
     }
     const present = local !== undefined;
     const etag = present && item.reason !== 'hash' && item.reason !== 'length' ? record?.etag : undefined;
-    const outcome = await this.#fetch(entry!, item.source!, relPath, found.full!, etag, present, release);
+    const outcome = await this.#fetch(entry!, item.source!, relPath, etag, present, release);
     if (outcome === 'not-modified') {
       if (this.#o.hasPending?.(url)) this.#resolved.push(url);
       this.#record({ ...withLinks(record!, entry!), ...(entry!.lastmod !== undefined ? { lastmod: entry!.lastmod } : {}) });
@@ -408,7 +394,6 @@ export class ResourceApplier {
     entry: Entry,
     facts: SourceFacts,
     relPath: string,
-    full: string,
     etag: string | undefined,
     present: boolean,
     release?: () => void,
@@ -423,7 +408,7 @@ export class ResourceApplier {
     const hasPatch = entry.ln?.some((l) => l.rel === REL_PATCH) ?? false;
     if (viaLinks !== undefined && ((hasPatch && present) || (hasMirrors && this.#o.preferMirrors === true))) {
       // §14.4 a patch onto the local copy, or §14.2 mirrors first: the links module tries them, then the primary
-      const got = await viaLinks(entry, relPath, present ? full : undefined, mtime, { preferMirrors: this.#o.preferMirrors === true, usePatches: true });
+      const got = await viaLinks(entry, relPath, present ? relPath : undefined, mtime, { preferMirrors: this.#o.preferMirrors === true, usePatches: true });
       this.counts.bytes += got.length;
       this.#record(this.#toRecord(url, relPath, entry, got));
       return 'written';
@@ -445,11 +430,10 @@ export class ResourceApplier {
           throw new ResourceSyncError('RS_HTTP_STATUS', `URL '${url}' answered HTTP ${res.status}.`, { data: { url, status: res.status }, recoverable: true });
         }
         const written = await writeVerified({
-          root: this.#o.root,
+          storage: this.#o.storage,
           relPath,
           body: res.body,
           expected,
-          durability: this.#o.durability,
           ...(mtime !== undefined ? { mtime } : {}),
           ...(release !== undefined ? { onVerified: release } : {}),
         });
@@ -510,18 +494,6 @@ export class ResourceApplier {
    */
   async holds(url: string, relPath: string, expected: { length?: number; hashes: HashValue[] }): Promise<boolean> {
     const r = this.#fresh ? undefined : this.#o.store.get(url);
-    return r !== undefined && r.path === relPath && recordHolds(r, safeJoin(this.#o.dest, relPath), expected, this.#o.rehash === true);
-  }
-
-  async #pruneDirs(dir: string): Promise<void> {
-    let d = dir;
-    while (d.length > this.#o.dest.length && d.startsWith(this.#o.dest)) {
-      try {
-        await rmdir(d);
-      } catch {
-        return; // not empty
-      }
-      d = dirname(d);
-    }
+    return r !== undefined && r.path === relPath && recordHolds(r, this.#o.storage, relPath, expected, this.#o.rehash === true);
   }
 }

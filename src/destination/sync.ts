@@ -1,5 +1,4 @@
 import { makeDestination, undoFirstRun } from './dest-folder.js';
-import { readdir, rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { ResourceSyncError } from '../core/errors.js';
 import type { Entry, ResourceSyncDocument } from '../core/model/types.js';
@@ -23,7 +22,8 @@ import { StateStore, acquireLock, type SyncCursor, type SyncLock } from './state
 
 import { GroupCommit } from '../node/group-commit.js';
 import { FsyncEach, RenameOnly, type Durability, type SmallFileCalls } from '../node/durability.js';
-import { DestinationRoot } from '../node/destination-root.js';
+import { LocalDirectory } from './local-directory.js';
+import type { MirrorStorage } from './mirror-storage.js';
 
 export type { SyncProgress, SyncFailure } from './resource-applier.js';
 
@@ -93,6 +93,12 @@ export interface SyncOptions {
   fsyncMethod?: 'batch' | 'file';
   /** Makes files durable instead of `fsync` and `fsyncMethod`: a `Durability` of the caller's (settled by the sync). */
   durability?: Durability;
+  /**
+   * Where the mirror's copies go, instead of the folder `dest` (whose `.resourcesync` still holds the state):
+   * a {@link MirrorStorage} of the caller's, settled by the sync. `durability`, `fsync` and `fsyncMethod` are
+   * then not used for resources. Default: `createLocalDirectory(dest)` with the durability they choose.
+   */
+  storage?: MirrorStorage;
   /** Authorization header values per origin (see `createHttpClient`). */
   auth?: Record<string, string>;
   /** At most this many requests per second to each origin. Default: no limit. */
@@ -130,13 +136,13 @@ export function durabilityFor(fsync: boolean, method: 'batch' | 'file', thread?:
   return method === 'file' ? new FsyncEach(o) : new GroupCommit(o);
 }
 
-async function isEmptyDir(dir: string): Promise<boolean> {
-  try {
-    const names = await readdir(dir);
-    return names.every((n) => n === '.resourcesync');
-  } catch {
-    return true;
-  }
+/**
+ * The run's mirror: the caller's `storage`, else the folder `dest` as a `LocalDirectory` with the durability
+ * that `durability`, `fsync` and `fsyncMethod` choose.
+ */
+export function storageFor(options: Pick<SyncOptions, 'storage' | 'durability' | 'fsync' | 'fsyncMethod'>, dest: string): MirrorStorage {
+  if (options.storage !== undefined) return options.storage;
+  return new LocalDirectory(dest, { durability: options.durability ?? durabilityFor(options.fsync ?? true, options.fsyncMethod ?? 'batch') });
 }
 
 /**
@@ -160,30 +166,29 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
 
   let lock: SyncLock | undefined;
   let store: StateStore | undefined;
-  const root = new DestinationRoot(dest);
+  const storage = storageFor(options, dest);
   const undo = dryRun ? undefined : undoFirstRun(dest);
   try {
     if (!dryRun) {
       makeDestination(dest);
       lock = acquireLock(dest);
-      await root.cleanTemp();
+      await storage.discardStaged();
     }
     store = StateStore.open(dest, { readonly: dryRun });
-    const fresh = store.count() === 0 && (await isEmptyDir(dest));
-    const durability = options.durability ?? durabilityFor(options.fsync ?? true, options.fsyncMethod ?? 'batch');
+    const fresh = store.count() === 0 && (await storage.isEmpty());
+    // dumps write to the folder `dest` with this durability (the storage's, for a local folder)
+    const durability = storage instanceof LocalDirectory ? storage.durability : (options.durability ?? durabilityFor(options.fsync ?? true, options.fsyncMethod ?? 'batch'));
     const pendingUrls = new Set<string>();
     const planned = emptyPlanSummary();
     const onPlan = options.onPlan;
     const applier = new ResourceApplier({
-      dest,
       http,
       authority,
       mapper,
       store,
       dryRun,
       applyDeletes: options.delete ?? false,
-      root,
-      durability,
+      storage,
       verifyRetries: options.verifyRetries ?? 2,
       adopt: !fresh,
       fresh,
@@ -198,7 +203,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
             },
           }
         : {}),
-      fetchViaLinks: linkFetcher({ http, authority, dest: dest, durability, signal: options.signal }),
+      fetchViaLinks: linkFetcher({ http, authority, storage, signal: options.signal }),
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     });
@@ -444,9 +449,10 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
     }
     if (anyBaseline && !dryRun) applier.endBaseline(seenAll);
     for (const catchUp of catchUps) await catchUp();
-    await durability.settle();
+    await storage.settle();
+    if (!(storage instanceof LocalDirectory)) await durability.settle(); // the dumps' writes
     applier.flush();
-    if (!dryRun) await rm(`${dest}/.resourcesync/tmp`, { recursive: true, force: true });
+    if (!dryRun) await storage.discardStaged();
     const c = applier.counts;
     applier.progress(true);
     Object.assign(report, c, { mode: anyBaseline ? 'baseline' : report.sets.length > 0 ? 'incremental' : 'none', durationMs: Date.now() - started });

@@ -1,13 +1,12 @@
-import { open, rm, type FileHandle } from 'node:fs/promises';
-import { dirname } from 'node:path';
 import { ResourceSyncError } from '../core/errors.js';
 import { isKnownHashAlgorithm, type HashValue } from '../core/hash.js';
 import type { HashAlgorithm } from '../core/constants.js';
-import { safeJoin } from '../node/safe-path.js';
+import { safeRelativePath } from '../node/safe-path.js';
 import { BodyDigests } from '../node/body-digests.js';
-import { confineDir, DestinationRoot, ioError } from '../node/destination-root.js';
-import { FsyncEach, type Durability, type SmallFile } from '../node/durability.js';
-import { writeSmallFileSync } from '../node/small-file.js';
+import { DestinationRoot, ioError } from '../node/destination-root.js';
+import type { Durability } from '../node/durability.js';
+import { LocalDirectory } from './local-directory.js';
+import type { MirrorStorage, StagedWrite } from './mirror-storage.js';
 
 /**
  * A body that reads into the caller's buffer (like a BYOB reader): no buffer is allocated per chunk, which
@@ -22,18 +21,23 @@ function isByteSource(body: AsyncIterable<Uint8Array> | ByteSource): body is Byt
   return typeof (body as Partial<ByteSource>).read === 'function' && !(Symbol.asyncIterator in body);
 }
 
-async function writeFully(h: FileHandle, data: Uint8Array): Promise<void> {
-  for (let off = 0; off < data.byteLength; ) {
-    const { bytesWritten } = await h.write(data, off, data.byteLength - off);
-    off += bytesWritten;
-  }
+/** Large buffers reused from file to file of a run (a {@link DestinationRoot} is one). */
+export interface BufferPool {
+  /** A 1 MiB buffer. */
+  takeBuffer(): Buffer;
+  giveBack(buffers: readonly Buffer[]): void;
 }
 
 /** Options of {@link writeVerified}. */
 export interface WriteVerifiedOptions {
-  /** The destination: a folder, or the run's {@link DestinationRoot} (temporary files, buffers reused). */
-  root: string | DestinationRoot;
-  /** Untrusted relative path (`a/b.txt`); it goes through `safeJoin`. */
+  /**
+   * Where the verified body goes: the run's {@link MirrorStorage} (settled by the caller). Without it, the
+   * folder `root` as a `LocalDirectory` with `durability`.
+   */
+  storage?: MirrorStorage;
+  /** Without `storage`: the destination, a folder or the run's {@link DestinationRoot} (temporary files, buffers reused). */
+  root?: string | DestinationRoot;
+  /** Untrusted relative path (`a/b.txt`, a manifest's `/a/b.txt`): the key, once checked (`safeRelativePath`). */
   relPath: string;
   /** The bytes: chunks (an HTTP body), or a {@link ByteSource} that reads into pooled buffers. */
   body: AsyncIterable<Uint8Array> | ByteSource;
@@ -42,10 +46,13 @@ export interface WriteVerifiedOptions {
   /** Set as the file's modification (and access) time, e.g. the resource's `lastmod`. */
   mtime?: Date;
   /**
-   * How the verified file is made durable and put in place (`commit`); the caller settles it at the end of its
-   * run. Default: an fsync of the file, and of its folder before this call resolves ({@link FsyncEach}).
+   * Without `storage`: how the verified file is made durable and put in place (`commit`); the caller settles
+   * it at the end of its run. Default: an fsync of the file, and of its folder before this call resolves
+   * (`FsyncEach`).
    */
   durability?: Durability;
+  /** Where a {@link ByteSource} is read into. Default: the `LocalDirectory`'s or `root`'s pool, else two new buffers. */
+  buffers?: BufferPool;
   /**
    * Called once the body is received in full and verified, before it is committed: the caller may start its
    * next download while this file waits for the disk (a group commit's batch).
@@ -55,37 +62,28 @@ export interface WriteVerifiedOptions {
 
 /** What was written. */
 export interface WriteVerifiedResult {
-  /** Absolute path of the file. */
+  /** Absolute path of the file in a local folder; the key in any other storage. */
   path: string;
   length: number;
   /** Digests computed while streaming (`md5` always, plus every known algorithm expected), lower-case hex. */
   hashes: Record<string, string>;
 }
 
-/** Bodies up to this size are kept whole and written with one call. */
+/** A {@link ByteSource} body declared this small is read whole into one buffer. */
 const SMALL = 256 * 1024;
-const WRITE_BATCH = 1024 * 1024;
+const NOTHING = new Uint8Array(0);
 
 /**
- * Puts a verified file in place: the confinement check of its folder, then the commit of its temporary file.
- * A small body (`data`) is written to its temporary file here first, or handed whole to a durability that
- * writes small files itself (`writeSmall`). On failure the temporary file is removed and the promise rejects
- * with a recoverable `RS_IO` (or the `ResourceSyncError` met). Made outside `writeVerified`: a closure made
- * there would hold that call's whole scope (its body chunks, options and digests) for as long as the file
- * waits for its group commit.
+ * Commits a verified body (and settles the storage when this call owns it). Made outside `writeVerified`: a
+ * closure made there would hold that call's whole scope (its body chunks, options and digests) for as long as
+ * the file waits for its group commit.
  */
-async function committed<T>(durability: Durability, own: boolean, file: Omit<SmallFile, 'data'>, data: Uint8Array | undefined, result: T): Promise<T> {
+async function committed<T>(staged: StagedWrite, ownStorage: MirrorStorage | undefined, where: string, result: T): Promise<T> {
   try {
-    if (data !== undefined && durability.writeSmall !== undefined) await durability.writeSmall({ ...file, data });
-    else {
-      if (data !== undefined) writeSmallFileSync({ ...file, data }, false);
-      else confineDir(file.realRoot, dirname(file.finalPath), file.root);
-      await durability.commit(file.tmp, file.finalPath);
-    }
-    if (own) await durability.settle();
+    await staged.commit();
+    if (ownStorage !== undefined) await ownStorage.settle();
   } catch (err) {
-    await rm(file.tmp, { force: true }).catch(() => undefined);
-    throw err instanceof ResourceSyncError ? err : ioError(file.finalPath, 'cannot be written', err);
+    throw err instanceof ResourceSyncError ? err : ioError(where, 'cannot be written', err);
   }
   return result;
 }
@@ -98,152 +96,132 @@ function lengthMismatch(relPath: string, expected: number, actual: number, trunc
   );
 }
 
+/** How a body is received: where it goes, what it must not exceed, what it is hashed with. */
+interface Receiving {
+  staged: StagedWrite;
+  digests: BodyDigests;
+  expectedLength: number | undefined;
+  relPath: string;
+  buffers: BufferPool | undefined;
+}
+
 /**
- * Streams a resource to disk with its fixity checked on the way: the bytes go to a temporary file in
- * `<root>/.resourcesync/tmp/` while md5 (always, for the state) and every other known algorithm the Source
- * declared are computed; length and each declared hash are compared; the file is given `mtime` and handed to
- * `durability`, which makes it durable and renames it into place (`safeJoin(root, relPath)`, parents created).
- * Right before the commit, the target's folder is checked to lie inside the destination once symbolic links
- * are resolved (`RS_UNSAFE_PATH`). A mismatch throws `RS_LENGTH_MISMATCH` or `RS_HASH_MISMATCH` (recoverable)
- * and leaves nothing behind: an unverified copy is never committed. Bodies that fit in 256 KiB are buffered and
- * written with one call; larger ones in batches of about 1 MiB; a {@link ByteSource} is read into two pooled
- * 1 MiB buffers, one written while the other is filled.
+ * Reads a {@link ByteSource} into the stage: a small declared body whole into one buffer (one byte more than
+ * declared, to catch a longer body), a larger one into two pooled 1 MiB buffers, one hashed while the other is
+ * written. Returns the length read.
+ */
+async function receiveBytes(source: ByteSource, into: Receiving): Promise<number> {
+  const { staged, digests, expectedLength, relPath } = into;
+  let length = 0;
+  if (expectedLength !== undefined && expectedLength <= SMALL) {
+    const buf = Buffer.allocUnsafe(expectedLength + 1);
+    while (length < buf.length) {
+      const n = await source.read(buf.subarray(length));
+      if (n === 0) break;
+      length += n;
+    }
+    if (length > expectedLength) throw lengthMismatch(relPath, expectedLength, length, true);
+    const data = buf.subarray(0, length);
+    digests.update(data);
+    await staged.write(data);
+    return length;
+  }
+  const pool = into.buffers;
+  const bufs = pool === undefined ? [Buffer.allocUnsafeSlow(1024 * 1024), Buffer.allocUnsafeSlow(1024 * 1024)] : [pool.takeBuffer(), pool.takeBuffer()];
+  try {
+    for (let k = 0; ; k++) {
+      const buf = bufs[k % 2]!;
+      const n = await source.read(buf);
+      if (n === 0) break;
+      const view = buf.subarray(0, n);
+      length += n;
+      if (expectedLength !== undefined && length > expectedLength) throw lengthMismatch(relPath, expectedLength, length, true);
+      digests.update(view, true); // the pooled buffer is read into again: hashed now
+      await staged.write(view, { reused: true }); // the other buffer's write is done once this resolves
+    }
+  } finally {
+    // an empty write lets go of the last buffer written (and makes the file of an empty body)
+    await staged.write(NOTHING, { reused: true }).catch(() => undefined);
+    pool?.giveBack(bufs);
+  }
+  return length;
+}
+
+/** Reads chunks into the stage; returns the length read. */
+async function receiveChunks(body: AsyncIterable<Uint8Array>, into: Receiving): Promise<number> {
+  const { staged, digests, expectedLength, relPath } = into;
+  let length = 0;
+  for await (const chunk of body) {
+    length += chunk.byteLength;
+    if (expectedLength !== undefined && length > expectedLength) throw lengthMismatch(relPath, expectedLength, length, true);
+    digests.update(chunk);
+    await staged.write(chunk);
+  }
+  return length;
+}
+
+/** Throws `RS_HASH_MISMATCH` for the first declared hash that the body does not have. */
+function checkHashes(relPath: string, expected: readonly HashValue[], hashes: Record<string, string>): void {
+  for (const e of expected) {
+    const actual = hashes[e.algorithm];
+    if (actual !== undefined && actual !== e.digest.toLowerCase()) {
+      throw new ResourceSyncError('RS_HASH_MISMATCH', `Resource '${relPath}' has ${e.algorithm} '${actual}', expected '${e.digest}'.`, {
+        data: { path: relPath, algorithm: e.algorithm, expected: e.digest, actual },
+        recoverable: true,
+      });
+    }
+  }
+}
+
+/** The storage of a call: the caller's, or a `LocalDirectory` of `root` (owned, settled here, without a durability). */
+function storageOf(options: WriteVerifiedOptions): { storage: MirrorStorage; own: boolean } {
+  if (options.storage !== undefined) return { storage: options.storage, own: false };
+  if (options.root === undefined) throw new ResourceSyncError('RS_INVALID_ARGUMENT', 'writeVerified needs a storage or a root.', { data: {} });
+  const durability = options.durability === undefined ? {} : { durability: options.durability };
+  return { storage: new LocalDirectory(options.root, durability), own: options.durability === undefined };
+}
+
+/**
+ * Streams a resource into the mirror's storage with its fixity checked on the way: the bytes are staged
+ * (in a local folder: a temporary file in `<root>/.resourcesync/tmp/`) while md5 (always, for the state) and
+ * every other known algorithm the Source declared are computed; length and each declared hash are compared;
+ * only then is the stage committed, which makes the copy visible under its key (in a local folder: the file
+ * is given `mtime` and handed to the durability, which makes it durable and renames it into place, after a
+ * check that its folder lies inside the destination once symbolic links are resolved, `RS_UNSAFE_PATH`). A
+ * mismatch throws `RS_LENGTH_MISMATCH` or `RS_HASH_MISMATCH` (recoverable) and leaves nothing behind: an
+ * unverified copy is never committed. A {@link ByteSource} is read into two pooled 1 MiB buffers, one written
+ * while the other is filled.
  * @see Z39.99 §7 (`hash`, `length`), §5.2 (audit relies on them)
  * @example
- * const r = await writeVerified({ root: '/mirror', relPath: 'a/b.txt', body: res.body,
+ * const r = await writeVerified({ storage, relPath: 'a/b.txt', body: res.body,
  *   expected: { length: 12, hashes: parseHashes('md5:…') } });
  */
 export async function writeVerified(options: WriteVerifiedOptions): Promise<WriteVerifiedResult> {
   const { relPath } = options;
-  const dest = typeof options.root === 'string' ? new DestinationRoot(options.root) : options.root;
-  const finalPath = safeJoin(dest.path, relPath);
+  const key = safeRelativePath(relPath);
+  const { storage, own } = storageOf(options);
+  const local = storage instanceof LocalDirectory ? storage : undefined;
+  const where = local === undefined ? key : local.pathOf(key);
   const expectedLength = options.expected?.length;
   const algs = new Set<HashAlgorithm>(['md5']);
   for (const h of options.expected?.hashes ?? []) if (isKnownHashAlgorithm(h.algorithm)) algs.add(h.algorithm);
   const digests = new BodyDigests(algs);
-  const own = options.durability === undefined;
-  const durability: Durability = options.durability ?? new FsyncEach();
-  const tmp = await dest.tempPath();
-  const mtime = options.mtime !== undefined && !Number.isNaN(options.mtime.getTime()) ? options.mtime : undefined;
-
-  let length = 0;
-  let handle: FileHandle | undefined;
-  // small bodies are kept whole; larger ones are written in batches of about 1 MiB (one `writev` each), one batch
-  // in flight while the next is received and hashed
-  let small: Uint8Array[] = [];
-  let pending = 0;
-  let inFlight: Promise<void> | undefined;
-  let writeError: unknown;
-  const writeBatch = async (h: FileHandle): Promise<void> => {
-    const batch = small;
-    const bytes = pending;
-    small = [];
-    pending = 0;
-    if (inFlight !== undefined) await inFlight;
-    if (writeError !== undefined) throw ioError(tmp, 'cannot be written', writeError);
-    inFlight = h.writev(batch).then(
-      (r) => {
-        if (r.bytesWritten !== bytes) writeError = new Error(`short write (${r.bytesWritten} of ${bytes} bytes)`);
-      },
-      (e: unknown) => {
-        writeError = e;
-      },
-    );
-  };
-  const openTemp = async (): Promise<FileHandle> =>
-    open(tmp, 'wx', 0o644).catch((e: unknown) => {
-      throw ioError(tmp, 'cannot be created', e);
-    });
+  const mtime = options.mtime !== undefined && !Number.isNaN(options.mtime.getTime()) ? options.mtime.getTime() : undefined;
+  const staged = await storage.stage(key, { mtimeMs: mtime, sizeHint: expectedLength });
+  let result: WriteVerifiedResult;
   try {
-    const source = isByteSource(options.body) ? options.body : undefined;
-    if (source !== undefined && expectedLength !== undefined && expectedLength <= SMALL) {
-      // a small body read whole into one buffer (one byte more than declared, to catch a longer body)
-      const buf = Buffer.allocUnsafe(expectedLength + 1);
-      while (length < buf.length) {
-        const n = await source.read(buf.subarray(length));
-        if (n === 0) break;
-        length += n;
-      }
-      if (length > expectedLength) throw lengthMismatch(relPath, expectedLength, length, true);
-      const data = buf.subarray(0, length);
-      digests.update(data);
-      small.push(data);
-    } else if (source !== undefined) {
-      // two pooled buffers: one is read into and hashed while the other is written; no allocation per chunk
-      const bufs = [dest.takeBuffer(), dest.takeBuffer()] as const;
-      try {
-        for (let k = 0; ; k++) {
-          const buf = k % 2 === 0 ? bufs[0] : bufs[1];
-          const n = await source.read(buf);
-          if (n === 0) break;
-          const view = buf.subarray(0, n);
-          length += n;
-          if (expectedLength !== undefined && length > expectedLength) throw lengthMismatch(relPath, expectedLength, length, true);
-          digests.update(view, true); // the pooled buffer is read into again: hashed now
-          handle ??= await openTemp();
-          if (inFlight !== undefined) await inFlight; // the other buffer's write is done before it is read into again
-          if (writeError !== undefined) throw ioError(tmp, 'cannot be written', writeError);
-          inFlight = writeFully(handle, view).catch((e: unknown) => {
-            writeError = e;
-          });
-        }
-        await inFlight;
-      } finally {
-        if (inFlight !== undefined) await inFlight;
-        inFlight = undefined;
-        dest.giveBack(bufs);
-      }
-      if (writeError !== undefined) throw ioError(tmp, 'cannot be written', writeError);
-      handle ??= await openTemp(); // an empty body
-    }
-    for await (const chunk of source === undefined ? (options.body as AsyncIterable<Uint8Array>) : []) {
-      length += chunk.byteLength;
-      if (expectedLength !== undefined && length > expectedLength) throw lengthMismatch(relPath, expectedLength, length, true);
-      digests.update(chunk);
-      small.push(chunk);
-      pending += chunk.byteLength;
-      if (handle === undefined && length <= SMALL) continue;
-      handle ??= await openTemp();
-      if (pending >= WRITE_BATCH || small.length >= 256) await writeBatch(handle);
-    }
-    if (handle !== undefined) {
-      if (small.length > 0) await writeBatch(handle);
-      await inFlight;
-      inFlight = undefined;
-      if (writeError !== undefined) throw ioError(tmp, 'cannot be written', writeError);
-    }
+    const buffers = options.buffers ?? local?.root;
+    const receiving: Receiving = { staged, digests, expectedLength, relPath, buffers };
+    const length = isByteSource(options.body) ? await receiveBytes(options.body, receiving) : await receiveChunks(options.body, receiving);
     if (expectedLength !== undefined && length !== expectedLength) throw lengthMismatch(relPath, expectedLength, length);
     const hashes = digests.digest();
-    for (const e of options.expected?.hashes ?? []) {
-      const actual = hashes[e.algorithm];
-      if (actual !== undefined && actual !== e.digest.toLowerCase()) {
-        throw new ResourceSyncError('RS_HASH_MISMATCH', `Resource '${relPath}' has ${e.algorithm} '${actual}', expected '${e.digest}'.`, {
-          data: { path: relPath, algorithm: e.algorithm, expected: e.digest, actual },
-          recoverable: true,
-        });
-      }
-    }
-    const result = { path: finalPath, length, hashes };
-    // a small body is written whole (one create, write, time and close) where the durability says, right before
-    // its commit; a larger one is complete in its temporary file
-    let data: Uint8Array | undefined;
-    if (handle === undefined) data = small.length === 1 ? small[0]! : Buffer.concat(small);
-    else {
-      if (mtime !== undefined) await handle.utimes(mtime, mtime);
-      await handle.close();
-      handle = undefined;
-    }
-    small = [];
-    options.onVerified?.();
-    const file = { tmp, mtimeMs: mtime?.getTime(), finalPath, realRoot: dest.realPath, root: dest.path };
-    // returned, not awaited: this call's frame (body, digests, closures) is let go while the file waits
-    return committed(durability, own, file, data, result);
+    checkHashes(relPath, options.expected?.hashes ?? [], hashes);
+    result = { path: where, length, hashes };
   } catch (err) {
-    if (inFlight !== undefined) await inFlight;
-    if (handle !== undefined) await handle.close().catch(() => undefined);
-    await rm(tmp, { force: true }).catch(() => undefined);
+    await staged.abort();
     throw err;
   }
+  options.onVerified?.();
+  // returned, not awaited: this call's frame (body, digests) is let go while the file waits
+  return committed(staged, own ? storage : undefined, where, result);
 }
-
-
