@@ -1,11 +1,12 @@
-import { rm, type FileHandle } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import { knownHashes, parseLength, type HashValue } from '../core/hash.js';
 import type { Entry, Ln } from '../core/model/types.js';
 import { parseW3CDatetime } from '../core/w3c-datetime.js';
-import { safeJoin, safeRelativePath } from '../node/safe-path.js';
+import { safeRelativePath } from '../node/safe-path.js';
 import { capped, isStored, openEntry, storedEntrySource, type ZipEntry, type ZipFile } from '../node/zip-read.js';
-import { applyJsonPatchBytes, readFileCapped, singleChunk } from './apply-patch.js';
+import { applyJsonPatchBytes, singleChunk } from './apply-patch.js';
 import { relatedLinks } from './links.js';
+import type { MirrorStorage } from './mirror-storage.js';
 import type { ItemReport } from './run-pool.js';
 import { writeVerified, type ByteSource } from './verified-write.js';
 import { MAX_PATCH_BYTES, fail, packageName, packagedPatch, rsError, type Run } from './dump-run.js';
@@ -102,11 +103,10 @@ function writeItem(
 ) {
   const lastmod = item.lastmod === undefined ? undefined : parseW3CDatetime(item.lastmod, true);
   return writeVerified({
-    root: ctx.run.root,
+    storage: ctx.run.storage,
     relPath,
     body,
     expected,
-    durability: ctx.run.durability,
     onVerified: staged,
     ...(lastmod ? { mtime: new Date(lastmod.ms) } : {}),
   });
@@ -155,9 +155,7 @@ function patchWork(target: ItemTarget, patchLn: Ln): Work {
     const chunks: Buffer[] = [];
     for await (const c of capped(await openEntry(ctx.zip, patchEntry, ctx.tmp), patchLimit, patchName, () => {}))
       chunks.push(Buffer.from(c));
-    const local = await readFileCapped(safeJoin(run.opts.dest, relPath), MAX_PATCH_BYTES).catch((err: unknown) => {
-      throw rsError('RS_PATCH', `Patch for '${loc}' has no local copy to apply to.`, { loc }, err);
-    });
+    const local = await readPatchBase(run.storage, relPath, loc);
     const bytes = applyJsonPatchBytes(
       local,
       Buffer.concat(chunks),
@@ -174,6 +172,18 @@ function patchWork(target: ItemTarget, patchLn: Ln): Work {
       await applied(target, result);
     };
   };
+}
+
+/** The copy a packaged patch applies to, of at most {@link MAX_PATCH_BYTES}; `RS_PATCH` when there is none to read. */
+async function readPatchBase(storage: MirrorStorage, relPath: string, loc: string): Promise<Uint8Array> {
+  let bytes: Uint8Array | undefined;
+  try {
+    bytes = await storage.read(relPath, { maxBytes: MAX_PATCH_BYTES });
+  } catch (err) {
+    throw rsError('RS_PATCH', `Patch for '${loc}' has no local copy to apply to.`, { loc }, err);
+  }
+  if (bytes === undefined) throw rsError('RS_PATCH', `Patch for '${loc}' has no local copy to apply to.`, { loc });
+  return bytes;
 }
 
 /**
@@ -243,7 +253,7 @@ function extractWork(target: ItemTarget, path: string): Work {
   };
 }
 
-/** Removes a deleted resource's file (only with `delete: true`); returns what to report in its turn. */
+/** Removes a deleted resource's copy from the storage (only with `delete: true`); returns what to report in its turn. */
 async function applyDeletion(run: Run, pkgUrl: string, item: Entry, relPath: string): Promise<ItemReport> {
   const { opts, report } = run;
   const base = {
@@ -260,7 +270,7 @@ async function applyDeletion(run: Run, pkgUrl: string, item: Entry, relPath: str
       await opts.onResource?.({ ...base, applied: false });
     };
   }
-  await rm(safeJoin(opts.dest, relPath), { force: true });
+  await run.storage.remove(relPath);
   return async () => {
     report.deleted++;
     await opts.onResource?.({ ...base, applied: true });

@@ -1,14 +1,10 @@
-import { randomUUID } from 'node:crypto';
-import { mkdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { isResourceSyncError } from '../core/errors.js';
 import { knownHashes, parseLength } from '../core/hash.js';
 import { isPartOf } from '../core/model/document-kinds.js';
 import type { Entry } from '../core/model/types.js';
 import { formatW3CDatetime, parseW3CDatetime } from '../core/w3c-datetime.js';
 import { readDocument } from '../core/xml/read-document.js';
-import { FsyncEach } from '../node/durability.js';
-import { DestinationRoot } from '../node/destination-root.js';
 import { downloadToFile } from '../client/download-to-file.js';
 import { gapNote, note } from './notes.js';
 import {
@@ -28,7 +24,7 @@ import { extractPackage } from './dump-extract.js';
 
 /**
  * Applying Resource Dumps (baseline) and Change Dumps (incremental): download each ZIP package,
- * verify it, check its manifest, and extract every bitstream to the local path of its `loc`.
+ * verify it, check its manifest, and write every bitstream to the mirror's storage under the key of its `loc`.
  * The copy of the manifest a `rel="contents"` link points to is never fetched: the manifest inside
  * the package is the one applied.
  * @see Z39.99 §11, §13
@@ -37,10 +33,10 @@ import { extractPackage } from './dump-extract.js';
 export type { ApplyDumpOptions, DumpFailure, DumpProgress, DumpReport, DumpResource } from './dump-run.js';
 
 /**
- * Applies a Resource Dump: every package's bitstreams are extracted to `mapPath(loc)`, verified
+ * Applies a Resource Dump: every package's bitstreams are written to `storage` under `mapPath(loc)`, verified
  * against the manifest's `length` and `hash`.
  * @example
- * const report = await applyResourceDump({ dumpUrl, http, authority, dest: '/mirror', mapPath: (loc) => mapper.toPath(loc) });
+ * const report = await applyResourceDump({ dumpUrl, http, authority, storage: createLocalDirectory('/mirror'), mapPath: (loc) => mapper.toPath(loc) });
  * @see Z39.99 §11
  */
 export function applyResourceDump(options: ApplyDumpOptions): Promise<DumpReport> {
@@ -51,7 +47,7 @@ export function applyResourceDump(options: ApplyDumpOptions): Promise<DumpReport
  * Applies a Change Dump: packages in forward chronological order, each manifest's changes in order;
  * `created`/`updated` bitstreams are extracted, `deleted` ones removed only with `delete: true`.
  * @example
- * const report = await applyChangeDump({ dumpUrl, http, authority, dest, mapPath, delete: true, after: cursor });
+ * const report = await applyChangeDump({ dumpUrl, http, authority, storage, mapPath, delete: true, after: cursor });
  * @see Z39.99 §13
  */
 export function applyChangeDump(options: ApplyDumpOptions): Promise<DumpReport> {
@@ -81,9 +77,7 @@ async function applyDump(opts: ApplyDumpOptions, flavor: Flavor): Promise<DumpRe
     opts,
     flavor,
     report,
-    tmpDir: join(opts.dest, '.resourcesync', 'tmp'),
-    root: new DestinationRoot(opts.dest),
-    durability: opts.durability ?? new FsyncEach(),
+    storage: opts.storage,
     extractedTotal: 0,
     maxTotal: opts.maxTotalBytes ?? DEFAULT_MAX_TOTAL,
     afterMs: opts.after === undefined ? undefined : parseW3CDatetime(opts.after, true)?.ms,
@@ -107,7 +101,6 @@ async function applyDump(opts: ApplyDumpOptions, flavor: Flavor): Promise<DumpRe
       return report;
     }
   }
-  await mkdir(run.tmpDir, { recursive: true });
   for (const pkg of packages) {
     throwIfAborted(opts.signal);
     if (flavor === 'change' && after !== undefined) {
@@ -119,7 +112,7 @@ async function applyDump(opts: ApplyDumpOptions, flavor: Flavor): Promise<DumpRe
     }
     await applyPackage(run, pkg);
   }
-  if (opts.durability === undefined) await run.durability.settle();
+  await run.storage.settle();
   return report;
 }
 
@@ -178,7 +171,7 @@ function orderChangePackages(run: Run, packages: Entry[]): void {
 
 async function applyPackage(run: Run, pkg: Entry): Promise<void> {
   const { opts, report } = run;
-  const tmp = join(run.tmpDir, `pkg-${randomUUID()}.zip`);
+  const tmp = await run.storage.scratchFile();
   try {
     try {
       checkAuthority(opts.authority, pkg.loc);
