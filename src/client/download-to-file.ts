@@ -4,8 +4,7 @@
  * open it. The file is removed when the download fails.
  * @see Z39.99 §11.2, §13.2 (packages), §12.1 (`length`, `hash`)
  */
-import { createWriteStream } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { open, rm } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import { ResourceSyncError } from '../core/errors.js';
 import type { HashAlgorithm } from '../core/constants.js';
@@ -66,9 +65,14 @@ export async function downloadToFile(response: HttpResponse, file: string, optio
       yield chunk;
     }
   };
+  const handle = await open(file, 'wx').catch(async (err: unknown) => {
+    await response.discard().catch(() => undefined);
+    throw err; // a file that was there already (EEXIST) is not ours to remove
+  });
   try {
-    await pipeline(response.body, counted, createWriteStream(file, { flags: 'wx' }));
+    await pipeline(response.body, counted, handle.createWriteStream());
   } catch (err) {
+    await handle.close().catch(() => undefined);
     await rm(file, { force: true });
     throw err;
   }
