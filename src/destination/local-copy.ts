@@ -38,12 +38,12 @@ export async function adoptable(
   if (length !== undefined && st.size !== length) return undefined;
   if (hashes.length > 0) {
     const got = await storage.hash(key, withMd5(hashes));
-    return got !== undefined && got.length === st.size ? { length: got.length, hashes: got.hashes as Record<string, string> } : undefined;
+    return got !== undefined && got.length === st.size ? { length: got.length, hashes: got.hashes } : undefined;
   }
   // no hash: like rsync, trust size and modification time (set from lastmod when written)
   if (length !== undefined && lastmod !== undefined && Math.abs(st.mtimeMs - lastmod) < 1000) {
     const got = await storage.hash(key, ['md5']);
-    return got === undefined ? undefined : { length: got.length, hashes: got.hashes as Record<string, string>, lastmod };
+    return got === undefined ? undefined : { length: got.length, hashes: got.hashes, lastmod };
   }
   return undefined;
 }

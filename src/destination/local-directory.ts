@@ -6,10 +6,10 @@
  * durable and renames it into place.
  */
 
-import { closeSync, fstatSync, openSync, readSync, readdirSync, statSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync, readdirSync } from 'node:fs';
 import { open, readdir, rmdir, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname, sep } from 'node:path';
-import { ResourceSyncError } from '../core/errors.js';
+import { ResourceSyncError, toError } from '../core/errors.js';
 import type { HashAlgorithm } from '../core/constants.js';
 import { digestHex } from '../node/digest.js';
 import { DestinationRoot } from '../node/destination-root.js';
@@ -105,7 +105,7 @@ export class LocalDirectory implements MirrorStorage {
       if (small !== 'large') return Promise.resolve(small);
       return hashLargeFile(path, algorithms);
     } catch (err) {
-      return Promise.reject(err as Error);
+      return Promise.reject(toError(err));
     }
   }
 
@@ -127,20 +127,8 @@ export class LocalDirectory implements MirrorStorage {
     return true;
   }
 
-  async *list(): AsyncIterable<StoredItem> {
-    for (const key of walkFiles(this.location)) {
-      const full = sep === '/' ? `${this.location}/${key}` : safeJoin(this.location, key);
-      let size = 0;
-      let mtimeMs = 0;
-      try {
-        const st = statSync(full);
-        size = st.size;
-        mtimeMs = st.mtimeMs;
-      } catch {
-        // a dangling symbolic link: listed, as held, with nothing to read
-      }
-      yield { key, size, mtimeMs };
-    }
+  list(): AsyncIterable<StoredItem> {
+    return listed(this.location);
   }
 
   async isEmpty(): Promise<boolean> {
@@ -206,6 +194,14 @@ export function* walkFiles(dest: string): Generator<string> {
     yield* walk(dest, '');
   } catch (err) {
     if ((err as { code?: string }).code !== 'ENOENT') throw err;
+  }
+}
+
+/** The files under `dest` with their size and modification time (a dangling symbolic link: 0 and 0). */
+async function* listed(dest: string): AsyncGenerator<StoredItem> {
+  for (const key of walkFiles(dest)) {
+    const st = await stat(sep === '/' ? `${dest}/${key}` : safeJoin(dest, key)).catch(() => undefined);
+    yield { key, size: st?.size ?? 0, mtimeMs: st?.mtimeMs ?? 0 };
   }
 }
 

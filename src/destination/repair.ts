@@ -1,7 +1,7 @@
-import { unlink } from 'node:fs/promises';
-import { safeJoin } from '../node/safe-path.js';
+import { resolve } from 'node:path';
 import { audit, type AuditOptions, type AuditReport } from './audit.js';
 import { sync, type SyncOptions, type SyncReport } from './sync.js';
+import { LocalDirectory } from './local-directory.js';
 
 /** Options of {@link repair}: those of an audit, and of the sync that repairs. */
 export interface RepairOptions
@@ -16,7 +16,7 @@ export interface RepairReport {
   before: AuditReport;
   /** The sync that fetched what was missing or changed (a baseline that reads every file held); absent when in sync. */
   sync?: SyncReport;
-  /** Extra files deleted (with `delete`), relative to the destination. */
+  /** Extra files deleted (with `delete`; the folders they leave empty go too), relative to the destination. */
   removed: string[];
   /** The audit after the repair: `after.inSync` says whether the mirror is now in sync. */
   after: AuditReport;
@@ -35,19 +35,13 @@ export async function repair(options: RepairOptions): Promise<RepairReport> {
   const { trustState: _trust, onProgress: _progress, ...rest } = options;
   const synced = await sync({ ...rest, baseline: true, delete: options.delete ?? false });
   const removed: string[] = [];
+  const storage = options.storage ?? new LocalDirectory(resolve(options.dest));
   let after = await audit(options);
   // the audit lists up to 1,000 extra files at a time: a round per thousand, bounded
   for (let round = 0; options.delete === true && after.extra.length > 0 && round < 1000; round++) {
     let gone = 0;
     for (const path of after.extra) {
-      const ok = await unlink(safeJoin(options.dest, path)).then(
-        () => true,
-        (err: NodeJS.ErrnoException) => {
-          if (err.code !== 'ENOENT') throw err;
-          return false;
-        },
-      );
-      if (ok) {
+      if (await storage.remove(path)) {
         gone++;
         removed.push(path);
       }

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLocalDirectory, GroupCommit, RenameOnly } from '../../src/destination/index.js';
 import { describeMirrorStorageContract } from './mirror-storage.js';
+import { MemoryStorage } from './memory-storage.js';
 
 describeMirrorStorageContract('LocalDirectory (fsync each)', async () => {
   const dest = await mkdtemp(join(tmpdir(), 'rs-ms-'));
@@ -20,4 +21,13 @@ describeMirrorStorageContract('LocalDirectory (group commit)', async () => {
     cleanup: () => rm(dest, { recursive: true, force: true }),
     reopen: () => Promise.resolve(createLocalDirectory(dest, { durability: new RenameOnly() })),
   };
+});
+
+describeMirrorStorageContract('MemoryStorage (a test double with no local paths)', () => {
+  const copies = new Map<string, { bytes: Buffer; mtimeMs: number }>();
+  return Promise.resolve({
+    impl: new MemoryStorage(copies),
+    cleanup: () => Promise.resolve(copies.clear()),
+    reopen: () => Promise.resolve(new MemoryStorage(copies)),
+  });
 });
