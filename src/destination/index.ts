@@ -22,7 +22,7 @@ export { createHttpClient, authFromEnv, type HttpClientOptions } from '../client
 export type { HttpGet, HttpResponse, HttpRequestInit } from '../client/http.js';
 export { createAuthority, type Authority } from '../client/authority.js';
 export { createMapper, type Mapper, type Mapping } from './mapper.js';
-export { writeVerified, type WriteVerifiedOptions, type WriteVerifiedResult, type ByteSource } from './verified-write.js';
+export { writeVerified, type WriteVerifiedOptions, type WriteVerifiedResult, type ByteSource, type BufferPool } from './verified-write.js';
 export { RenameOnly, FsyncEach, type Durability, type DurabilityOptions, type SmallFile, type SmallFileCalls } from '../node/durability.js';
 export { SmallFileThread } from '../node/small-file-thread.js';
 export { GroupCommit, type GroupCommitOptions, type FlushFiles } from '../node/group-commit.js';
