@@ -101,7 +101,7 @@ async function heldCopy(storage: MirrorStorage, path: string, source: SourceFact
   // with hashes to check, the bytes decide
   const got = await storage.hash(path, algorithms);
   if (got === undefined) return { path };
-  return { path, local: { length: got.length, hashes: got.hashes, lastmod: got.mtimeMs } };
+  return { path, local: { length: got.length, hashes: got.hashes } }; // the hashes decide: no time needed
 }
 
 /** An empty report of an audit of `dest`. */

@@ -6,7 +6,7 @@
  * durable and renames it into place.
  */
 
-import { closeSync, fstatSync, openSync, readSync, readdirSync } from 'node:fs';
+import { closeSync, openSync, readSync, readdirSync, statSync } from 'node:fs';
 import { open, readdir, rmdir, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname, sep } from 'node:path';
 import { ResourceSyncError, toError } from '../core/errors.js';
@@ -197,12 +197,64 @@ export function* walkFiles(dest: string): Generator<string> {
   }
 }
 
-/** The files under `dest` with their size and modification time (a dangling symbolic link: 0 and 0). */
-async function* listed(dest: string): AsyncGenerator<StoredItem> {
-  for (const key of walkFiles(dest)) {
-    const st = await stat(sep === '/' ? `${dest}/${key}` : safeJoin(dest, key)).catch(() => undefined);
-    yield { key, size: st?.size ?? 0, mtimeMs: st?.mtimeMs ?? 0 };
+/**
+ * A file found by {@link listed}: its size and modification time are read when first asked for (an audit that
+ * only needs the keys of 10^5 files makes no `stat` of them); a dangling symbolic link has 0 and 0.
+ */
+class ListedFile implements StoredItem {
+  readonly key: string;
+  readonly #path: string;
+  #facts: StoredFacts | undefined;
+
+  constructor(key: string, path: string) {
+    this.key = key;
+    this.#path = path;
   }
+
+  get size(): number {
+    return this.#stat().size;
+  }
+
+  get mtimeMs(): number {
+    return this.#stat().mtimeMs;
+  }
+
+  #stat(): StoredFacts {
+    if (this.#facts === undefined) {
+      try {
+        const st = statSync(this.#path);
+        this.#facts = { size: st.size, mtimeMs: st.mtimeMs };
+      } catch {
+        this.#facts = { size: 0, mtimeMs: 0 };
+      }
+    }
+    return this.#facts;
+  }
+}
+
+/**
+ * The files under `dest` (see {@link ListedFile}), as an async iterable over synchronous calls: a walk of many
+ * small files costs a few microseconds each this way, where a call through the thread pool for each would cost tens.
+ */
+function listed(dest: string): AsyncIterable<StoredItem> {
+  function* items(): Generator<StoredItem> {
+    for (const key of walkFiles(dest)) yield new ListedFile(key, sep === '/' ? `${dest}/${key}` : safeJoin(dest, key));
+  }
+  return {
+    [Symbol.asyncIterator](): AsyncIterator<StoredItem> {
+      const iterator = items();
+      return {
+        next: () => {
+          try {
+            return Promise.resolve(iterator.next());
+          } catch (err) {
+            return Promise.reject(toError(err));
+          }
+        },
+        return: () => Promise.resolve(iterator.return(undefined)),
+      };
+    },
+  };
 }
 
 async function* readChunks(handle: FileHandle): AsyncGenerator<Uint8Array> {
@@ -220,7 +272,7 @@ async function* readChunks(handle: FileHandle): AsyncGenerator<Uint8Array> {
 
 /**
  * Digests of a file that fits {@link READ_BUFFER}, read with synchronous calls (open, fstat, read, close: the
- * fastest way to hash many small files). Undefined when it is missing or not a file; `'large'` when it does not
+ * fastest way to hash many small files). Undefined when it is missing or a folder; `'large'` when it does not
  * fit (the caller streams it).
  */
 function hashSmallFile(path: string, algorithms: readonly HashAlgorithm[]): StoredDigests | undefined | 'large' {
@@ -231,12 +283,9 @@ function hashSmallFile(path: string, algorithms: readonly HashAlgorithm[]): Stor
     if (isMissing(err) || (err as { code?: string }).code === 'EISDIR') return undefined;
     throw err;
   }
+  let length = 0;
   try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) return undefined;
-    if (st.size >= READ_BUFFER.length) return 'large';
     // a read that returns less than asked for has met the end of a regular file: no second read to see 0
-    let length = 0;
     for (;;) {
       const want = READ_BUFFER.length - length;
       const got = readSync(fd, READ_BUFFER, length, want, null);
@@ -244,12 +293,34 @@ function hashSmallFile(path: string, algorithms: readonly HashAlgorithm[]): Stor
       if (length === READ_BUFFER.length) return 'large';
       if (got === 0 || got < want) break;
     }
-    const data = READ_BUFFER.subarray(0, length);
-    const hashes: Partial<Record<HashAlgorithm, string>> = {};
-    for (const algorithm of algorithms) hashes[algorithm] ??= digestHex(algorithm, data);
-    return { length, hashes, mtimeMs: st.mtimeMs };
+  } catch (err) {
+    if ((err as { code?: string }).code === 'EISDIR') return undefined;
+    throw err;
   } finally {
     closeSync(fd);
+  }
+  const data = READ_BUFFER.subarray(0, length);
+  const hashes: Partial<Record<HashAlgorithm, string>> = {};
+  for (const algorithm of algorithms) hashes[algorithm] ??= digestHex(algorithm, data);
+  return new SmallFileDigests(path, length, hashes);
+}
+
+/** Digests of a small file; its modification time is read when first asked for (an audit with hashes needs none). */
+class SmallFileDigests implements StoredDigests {
+  readonly length: number;
+  readonly hashes: Partial<Record<HashAlgorithm, string>>;
+  readonly #path: string;
+  #mtimeMs: number | undefined;
+
+  constructor(path: string, length: number, hashes: Partial<Record<HashAlgorithm, string>>) {
+    this.#path = path;
+    this.length = length;
+    this.hashes = hashes;
+  }
+
+  get mtimeMs(): number {
+    this.#mtimeMs ??= statSync(this.#path, { throwIfNoEntry: false })?.mtimeMs ?? 0;
+    return this.#mtimeMs;
   }
 }
 

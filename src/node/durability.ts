@@ -1,8 +1,9 @@
 /**
  * How a finished temporary file becomes a durable file under its final name: one small interface,
- * {@link Durability}, and its plain implementations. `writeVerified` writes and verifies a body in a temporary
- * file, then hands it to the run's `Durability` with `commit(tmp, finalPath)`; the run calls `settle()` once
- * at the end, before it reports the work done.
+ * {@link Durability}, and its plain implementations. A local folder's staged write (`LocalDirectory`,
+ * src/destination/local-directory.ts) holds a verified body in a temporary file, then hands it to the folder's
+ * `Durability` with `commit(tmp, finalPath)`; the run settles the storage (`settle()`) once at the end, before it
+ * reports the work done.
  *
  * - {@link RenameOnly}: the file is renamed into place, nothing is flushed (`--no-fsync`).
  * - {@link FsyncEach}: an fsync of the file before its rename (`--fsync-method file`).
