@@ -15,6 +15,7 @@ import { applyResourceDump } from '../dist/src/destination/dump.js';
 import { RenameOnly } from '../dist/src/node/durability.js';
 import { createHttpClient } from '../dist/src/client/http-client.js';
 import { createMapper } from '../dist/src/destination/mapper.js';
+import { createLocalDirectory } from '../dist/src/destination/local-directory.js';
 
 const FILES = Number(process.env.DUMP_BENCH_FILES ?? 300);
 const CONCURRENCY = Number(process.env.DUMP_BENCH_CONCURRENCY ?? 4);
@@ -174,9 +175,8 @@ async function main() {
     dumpUrl: `${origin}/dump.xml`,
     http,
     authority,
-    dest,
+    storage: createLocalDirectory(dest, { durability: new RenameOnly() }),
     mapPath: (loc) => mapper.toPath(loc),
-    durability: new RenameOnly(),
     concurrency: CONCURRENCY,
   });
   const totalMs = performance.now() - t0;

@@ -13,6 +13,7 @@ import { createHttpClient } from '../src/client/http-client.js';
 import { fetchResource } from '../src/destination/links.js';
 import { RenameOnly } from '../src/node/durability.js';
 import { createMapper } from '../src/destination/mapper.js';
+import { createLocalDirectory } from '../src/destination/local-directory.js';
 import { dumpXml, manifestXml, yazlZip } from './helpers/dump-fixtures.js';
 import { rawZip } from './helpers/raw-zip.js';
 import { startTestServer, type TestServer } from './helpers/test-server.js';
@@ -55,7 +56,7 @@ async function env(): Promise<Env> {
       dumpUrl,
       http,
       authority,
-      dest,
+      storage: createLocalDirectory(dest),
       mapPath: (loc) => mapper.toPath(loc),
       fsync: false,
       ...extra,

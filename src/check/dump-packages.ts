@@ -5,17 +5,17 @@
  * List of the same time.
  * @see Z39.99 §11, §13
  */
-import { createHash } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ResourceSyncError } from '../core/errors.js';
-import { nodeHashName, parseHashes, parseLength, isKnownHashAlgorithm } from '../core/hash.js';
+import { parseHashes, parseLength, isKnownHashAlgorithm } from '../core/hash.js';
+import type { Entry } from '../core/model/types.js';
 import { createValidator } from '../core/validate/index.js';
 import { readDocument } from '../core/xml/read-document.js';
 import { kindOf } from '../destination/documents.js';
 import type { HttpResponse } from '../client/http.js';
+import { downloadToFile } from '../client/download-to-file.js';
+import { hashMismatches } from '../node/body-digests.js';
 import { DEFAULTS, ms, norm, reason, type CheckContext, type PackageJob } from './context.js';
 import { expectations } from './crawl.js';
 import { readPackage, type PackageContents } from './package.js';
@@ -50,61 +50,8 @@ async function checkPackage(c: CheckContext, p: PackageJob, dir: string): Promis
     warnings: 0,
   };
   c.documents.push(doc);
-  let res: HttpResponse;
-  try {
-    res = await c.request(p.url);
-  } catch (error) {
-    if (c.o.signal?.aborted === true) throw error;
-    c.issue('package-unreachable', p.url, { from: p.dump, status: reason(error) });
-    return;
-  }
-  if (res.status !== 200) {
-    await res.discard();
-    doc.status = res.status;
-    c.issue('package-unreachable', p.url, { from: p.dump, status: `HTTP ${res.status}` });
-    return;
-  }
   const file = join(dir, `package-${c.documents.length}.zip`);
-  const declared = parseHashes(p.md?.hash).filter((h) => isKnownHashAlgorithm(h.algorithm));
-  const hashes = declared.map((h) => ({
-    h,
-    hash: createHash(nodeHashName(h.algorithm as Parameters<typeof nodeHashName>[0])),
-  }));
-  const max = c.o.maxPackageBytes ?? DEFAULTS.maxPackageBytes;
-  try {
-    const out = createWriteStream(file);
-    try {
-      for await (const chunk of res.body) {
-        doc.bytes += chunk.length;
-        if (doc.bytes > max)
-          throw new ResourceSyncError('RS_LIMIT_BYTES', `Package '${p.url}' is larger than ${max} bytes.`, {
-            data: { url: p.url, max },
-          });
-        for (const { hash } of hashes) hash.update(chunk);
-        if (!out.write(chunk))
-          await new Promise<void>((resolve, reject) => out.once('drain', resolve).once('error', reject));
-      }
-    } finally {
-      await new Promise<void>((resolve) => out.end(resolve));
-    }
-  } catch (error) {
-    if (c.o.signal?.aborted === true) throw error;
-    c.issue('package-unreadable', p.url, { reason: reason(error) });
-    return;
-  }
-  const length = parseLength(p.md?.length);
-  if (length !== undefined && length !== doc.bytes)
-    c.issue('package-length-mismatch', p.url, { from: p.dump, expected: length, actual: doc.bytes });
-  for (const { h, hash } of hashes) {
-    const actual = hash.digest('hex');
-    if (actual !== h.digest)
-      c.issue('package-hash-mismatch', p.url, {
-        from: p.dump,
-        algorithm: h.algorithm,
-        expected: h.digest,
-        actual,
-      });
-  }
+  if (!(await downloadPackage(c, p, doc, file))) return;
   let contents: PackageContents;
   try {
     contents = await readPackage(file);
@@ -113,23 +60,73 @@ async function checkPackage(c: CheckContext, p: PackageJob, dir: string): Promis
     return;
   }
   doc.entries = contents.files.size;
-  const manifestUrl = `${p.url}#manifest.xml`;
   if (contents.manifest === undefined) {
     c.issue('manifest-missing', p.url, {});
     return;
   }
+  await checkManifest(c, p, contents.files, contents.manifest);
+}
+
+/**
+ * Downloads a package to `file` (bounded by `maxPackageBytes`) and compares it with the dump's length and hashes;
+ * false when it could not be read (an issue says why).
+ */
+async function downloadPackage(c: CheckContext, p: PackageJob, doc: CheckedDocument, file: string): Promise<boolean> {
+  let res: HttpResponse;
+  try {
+    res = await c.request(p.url);
+  } catch (error) {
+    if (c.o.signal?.aborted === true) throw error;
+    c.issue('package-unreachable', p.url, { from: p.dump, status: reason(error) });
+    return false;
+  }
+  if (res.status !== 200) {
+    await res.discard();
+    doc.status = res.status;
+    c.issue('package-unreachable', p.url, { from: p.dump, status: `HTTP ${res.status}` });
+    return false;
+  }
+  const declared = parseHashes(p.md?.hash).filter((h) => isKnownHashAlgorithm(h.algorithm));
+  let digests: Record<string, string>;
+  try {
+    ({ digests } = await downloadToFile(res, file, {
+      url: p.url,
+      maxBytes: c.o.maxPackageBytes ?? DEFAULTS.maxPackageBytes,
+      hashes: declared,
+      verify: false,
+      onBytes: (n) => (doc.bytes = n),
+    }));
+  } catch (error) {
+    if (c.o.signal?.aborted === true) throw error;
+    c.issue('package-unreadable', p.url, { reason: reason(error) });
+    return false;
+  }
+  const length = parseLength(p.md?.length);
+  if (length !== undefined && length !== doc.bytes)
+    c.issue('package-length-mismatch', p.url, { from: p.dump, expected: length, actual: doc.bytes });
+  for (const { algorithm, expected, actual } of hashMismatches(declared, digests))
+    c.issue('package-hash-mismatch', p.url, { from: p.dump, algorithm, expected, actual });
+  return true;
+}
+
+/**
+ * Validates a package's manifest, matches its entries with the package's files, and compares a Resource Dump
+ * Manifest with the Resource List of the same time. @see Z39.99 §11.2, §13.2
+ */
+async function checkManifest(c: CheckContext, p: PackageJob, files: Map<string, number>, manifest: Buffer): Promise<void> {
+  const manifestUrl = `${p.url}#manifest.xml`;
   const manifestDoc: CheckedDocument = {
     url: manifestUrl,
     kind: null,
     parent: p.url,
     entries: 0,
-    bytes: contents.manifest.length,
+    bytes: manifest.length,
     errors: 0,
     warnings: 0,
   };
   c.documents.push(manifestDoc);
   try {
-    const reader = await readDocument(contents.manifest);
+    const reader = await readDocument(manifest);
     const kind = kindOf(reader.header);
     manifestDoc.kind = kind?.id ?? null;
     if (reader.header.md?.capability !== undefined) manifestDoc.capability = reader.header.md.capability;
@@ -146,22 +143,12 @@ async function checkPackage(c: CheckContext, p: PackageJob, dir: string): Promis
     );
     const validator = createValidator(reader.header, { spec: '1.1', mode: 'strict' });
     // what the manifest says of each resource, for the Resource List of the same time (bounded by the manifest's size)
-    const claims = new Map<string, { length?: string; hash?: string }>();
+    const claims = new Map<string, Claim>();
     for await (const e of reader.entries) {
       validator.entry(e);
       manifestDoc.entries++;
-      const path = e.md?.path;
       if (e.md?.change === 'deleted') continue;
-      if (path !== undefined) {
-        const name = path.replace(/^\/+/, '');
-        const size = contents.files.get(name);
-        if (size === undefined) c.issue('manifest-bitstream-missing', manifestUrl, { loc: e.loc, path }, e.line);
-        else {
-          const expected = parseLength(e.md?.length);
-          if (expected !== undefined && expected !== size)
-            c.issue('manifest-bitstream-length', manifestUrl, { path, expected, actual: size }, e.line);
-        }
-      }
+      checkBitstream(c, manifestUrl, files, e);
       if (p.manifestCapability === 'resourcedump-manifest')
         claims.set(norm(e.loc, p.url), {
           ...(e.md?.length === undefined ? {} : { length: e.md.length }),
@@ -177,11 +164,30 @@ async function checkPackage(c: CheckContext, p: PackageJob, dir: string): Promis
   }
 }
 
+/** What a Resource Dump Manifest says of one resource. */
+interface Claim {
+  length?: string;
+  hash?: string;
+}
+
+/** The bitstream a manifest entry's `path` names is in the package, of the entry's `length`. @see Z39.99 §11.2 */
+function checkBitstream(c: CheckContext, manifestUrl: string, files: Map<string, number>, e: Entry): void {
+  const path = e.md?.path;
+  if (path === undefined) return;
+  const size = files.get(path.replace(/^\/+/, ''));
+  if (size === undefined) c.issue('manifest-bitstream-missing', manifestUrl, { loc: e.loc, path }, e.line);
+  else {
+    const expected = parseLength(e.md?.length);
+    if (expected !== undefined && expected !== size)
+      c.issue('manifest-bitstream-length', manifestUrl, { path, expected, actual: size }, e.line);
+  }
+}
+
 /** A Resource Dump's manifest and the Resource List of the same `at` describe the same resources alike. @see Z39.99 §11.2 */
 async function compareWithLists(
   c: CheckContext,
   manifest: string,
-  claims: Map<string, { length?: string; hash?: string }>,
+  claims: Map<string, Claim>,
   lists: string[],
 ): Promise<void> {
   for (const list of lists) {

@@ -4,11 +4,11 @@
  * hashes, lastmod) and with the `Link: rel="resourcesync"` header it is served with.
  * @see Z39.99 §6.3.3, §10.1
  */
-import { createHash } from 'node:crypto';
-import { REL_RESOURCESYNC } from '../core/constants.js';
-import { nodeHashName, parseHashes, parseLength, isKnownHashAlgorithm } from '../core/hash.js';
+import { REL_RESOURCESYNC, type HashAlgorithm } from '../core/constants.js';
+import { parseHashes, parseLength, isKnownHashAlgorithm, type HashValue } from '../core/hash.js';
 import { parseLinkHeader } from '../core/link-header.js';
 import type { HttpResponse } from '../client/http.js';
+import { BodyDigests, hashMismatches } from '../node/body-digests.js';
 import { ms, norm, reason, type CheckContext, type SampleItem } from './context.js';
 
 /** Counts a listed resource and keeps it in the sample with the reservoir's chance. */
@@ -60,24 +60,7 @@ async function resource(c: CheckContext, item: SampleItem): Promise<void> {
       if (!ok) c.issue('resource-link-elsewhere', item.loc, { target: t });
     }
   }
-  let size: number | undefined;
-  const digests = new Map<string, string>();
-  if (declared.length > 0) {
-    const hashes = declared.map((h) => ({
-      algorithm: h.algorithm,
-      hash: createHash(nodeHashName(h.algorithm as Parameters<typeof nodeHashName>[0])),
-    }));
-    size = 0;
-    for await (const chunk of res.body) {
-      size += chunk.length;
-      for (const { hash } of hashes) hash.update(chunk);
-    }
-    for (const { algorithm, hash } of hashes) digests.set(algorithm, hash.digest('hex'));
-  } else {
-    await res.discard();
-    const cl = res.headers['content-length'];
-    size = cl === undefined || res.headers['content-encoding'] !== undefined ? undefined : Number(cl);
-  }
+  const { size, digests } = await measureBody(res, declared);
   const lastModified =
     res.headers['last-modified'] === undefined ? undefined : Date.parse(res.headers['last-modified']);
   const listAt = ms(item.listAt);
@@ -88,18 +71,8 @@ async function resource(c: CheckContext, item: SampleItem): Promise<void> {
       c.issue('resource-length-mismatch', item.loc, { list: item.list, expected: length, actual: size }),
     );
   }
-  for (const h of declared) {
-    const actual = digests.get(h.algorithm);
-    if (actual !== undefined && actual !== h.digest) {
-      differences.push(() =>
-        c.issue('resource-hash-mismatch', item.loc, {
-          list: item.list,
-          algorithm: h.algorithm,
-          expected: h.digest,
-          actual,
-        }),
-      );
-    }
+  for (const { algorithm, expected, actual } of hashMismatches(declared, digests)) {
+    differences.push(() => c.issue('resource-hash-mismatch', item.loc, { list: item.list, algorithm, expected, actual }));
   }
   if (differences.length > 0) {
     if (changedSince) {
@@ -121,4 +94,26 @@ async function resource(c: CheckContext, item: SampleItem): Promise<void> {
       });
     }
   }
+}
+
+/**
+ * The size and digests of a resource's body, read whole when hashes are declared (a GET); else the
+ * `Content-Length` of the HEAD answer (none for an encoded body).
+ */
+async function measureBody(
+  res: HttpResponse,
+  declared: readonly HashValue[],
+): Promise<{ size: number | undefined; digests: Record<string, string> }> {
+  if (declared.length === 0) {
+    await res.discard();
+    const cl = res.headers['content-length'];
+    return { size: cl === undefined || res.headers['content-encoding'] !== undefined ? undefined : Number(cl), digests: {} };
+  }
+  const hashes = new BodyDigests(new Set(declared.map((h) => h.algorithm as HashAlgorithm)));
+  let size = 0;
+  for await (const chunk of res.body) {
+    size += chunk.length;
+    hashes.update(chunk);
+  }
+  return { size, digests: hashes.digest() };
 }

@@ -28,7 +28,7 @@ export interface PatchOptions {
 }
 
 /** One buffer as an async iterable body (for `writeVerified`). */
-export function once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
+export function singleChunk(bytes: Uint8Array): AsyncIterable<Uint8Array> {
   return {
     [Symbol.asyncIterator]() {
       let done = false;

@@ -7,8 +7,7 @@ import { readManifestPath } from '../core/manifest-path.js';
 import type { HttpGet } from '../client/http.js';
 import { patchLinks, type AuthorityCheck, type RelatedLinks } from './links.js';
 import { isJsonPatchMediaType } from '../core/json-patch.js';
-import { type Durability } from '../node/durability.js';
-import { DestinationRoot } from '../node/destination-root.js';
+import type { MirrorStorage } from './mirror-storage.js';
 import { type DestinationNote, type GapNote } from './notes.js';
 
 /**
@@ -32,10 +31,10 @@ export interface DumpFailure {
 /** One bitstream written or one deletion seen, passed to `onResource` so the sync can record it. */
 export interface DumpResource {
   loc: string;
-  /** Local path relative to `dest`, from `mapPath`. */
+  /** The key in `storage` (local path relative to the folder), from `mapPath`. */
   relPath: string;
   change: 'created' | 'updated' | 'deleted';
-  /** For deletions: whether the local file was removed (`delete: true`). */
+  /** For deletions: whether the copy was removed (`delete: true`). */
   applied: boolean;
   /** The destination held these bytes already (see `current`): nothing was written. */
   unchanged?: true;
@@ -104,9 +103,13 @@ export interface ApplyDumpOptions {
   /** The client for the dump documents (the packages are read with `http`); default `http`. */
   documents?: HttpGet;
   authority: AuthorityCheck;
-  /** The destination root. Packages are downloaded to `<dest>/.resourcesync/tmp/`. */
-  dest: string;
-  /** The mapper: a resource URI (`loc`) → its path relative to `dest`; throws `RS_UNSAFE_PATH` to refuse. */
+  /**
+   * Where the bitstreams go (`createLocalDirectory(dest)` for a folder): written through its staged writes,
+   * deletions removed from it, patch bases read from it; packages are downloaded to its scratch files. Settled
+   * before the call resolves.
+   */
+  storage: MirrorStorage;
+  /** The mapper: a resource URI (`loc`) → its key in `storage` (its relative path); throws `RS_UNSAFE_PATH` to refuse. */
   mapPath: (loc: string) => string;
   /** Apply deletions of Change Dump Manifests. Default false: reported only. */
   delete?: boolean;
@@ -118,11 +121,6 @@ export interface ApplyDumpOptions {
   maxTotalBytes?: number;
   /** Cap on the ZIP entries of one package. Default 1,000,000. */
   maxEntries?: number;
-  /**
-   * Makes each file written durable (passed to `writeVerified`; a given one is settled by the caller). Default:
-   * an fsync of each file, and of the folders that received files before the call resolves.
-   */
-  durability?: Durability;
   /** Change Dumps: skip packages whose `until` is at or before this W3C Datetime (the cursor), and the changes at or before it in the others. */
   after?: string;
   /**
@@ -159,10 +157,8 @@ export interface Run {
   opts: ApplyDumpOptions;
   flavor: Flavor;
   report: DumpReport;
-  tmpDir: string;
-  /** The destination folder as this run sees it (temporary files, confinement, pooled buffers). */
-  root: DestinationRoot;
-  durability: Durability;
+  /** Where the bitstreams go (`opts.storage`). */
+  storage: MirrorStorage;
   extractedTotal: number;
   maxTotal: number;
   /** The cursor (`after`) in ms since the epoch. */

@@ -9,6 +9,7 @@ import { dumpXml, manifestXml, yazlZip } from '../../test/helpers/dump-fixtures.
 import { createAuthority } from '../client/authority.js';
 import { createHttpClient } from '../client/http-client.js';
 import { createMapper } from './mapper.js';
+import { createLocalDirectory } from './local-directory.js';
 import { applyChangeDump, applyResourceDump, type ApplyDumpOptions, type DumpResource } from './dump.js';
 import { GroupCommit } from '../node/group-commit.js';
 import { RenameOnly } from '../node/durability.js';
@@ -36,9 +37,8 @@ async function env(): Promise<Env> {
       dumpUrl,
       http,
       authority,
-      dest,
+      storage: createLocalDirectory(dest, { durability: new RenameOnly() }),
       mapPath: (loc) => mapper.toPath(loc),
-      durability: new RenameOnly(),
       ...extra,
     }),
     async close() {
@@ -160,7 +160,7 @@ void test('Resource Dump in ZIP64 format: stored entries larger than the read bu
     e.s.set('/resourcedump.xml', dumpXml('resourcedump', [{ loc: `${o}/p.zip`, zip }]));
     // durable, as a sync writes by default: every file through a group commit
     const groupCommit = new GroupCommit();
-    const report = await applyResourceDump(e.opts(`${o}/resourcedump.xml`, { durability: groupCommit }));
+    const report = await applyResourceDump(e.opts(`${o}/resourcedump.xml`, { storage: createLocalDirectory(e.dest, { durability: groupCommit }) }));
     await groupCommit.settle();
     assert.deepEqual(report.failures, []);
     assert.equal(report.extracted, 3);

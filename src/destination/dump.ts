@@ -1,16 +1,11 @@
-import { createHash, randomUUID, type Hash } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
-import { once as onceEvent } from 'node:events';
+import { rm } from 'node:fs/promises';
 import { isResourceSyncError } from '../core/errors.js';
-import { knownHashes, nodeHashName, parseLength, type HashValue } from '../core/hash.js';
+import { knownHashes, parseLength } from '../core/hash.js';
 import { isPartOf } from '../core/model/document-kinds.js';
 import type { Entry } from '../core/model/types.js';
 import { formatW3CDatetime, parseW3CDatetime } from '../core/w3c-datetime.js';
 import { readDocument } from '../core/xml/read-document.js';
-import { FsyncEach } from '../node/durability.js';
-import { DestinationRoot } from '../node/destination-root.js';
+import { downloadToFile } from '../client/download-to-file.js';
 import { gapNote, note } from './notes.js';
 import {
   DEFAULT_MAX_TOTAL,
@@ -29,7 +24,7 @@ import { extractPackage } from './dump-extract.js';
 
 /**
  * Applying Resource Dumps (baseline) and Change Dumps (incremental): download each ZIP package,
- * verify it, check its manifest, and extract every bitstream to the local path of its `loc`.
+ * verify it, check its manifest, and write every bitstream to the mirror's storage under the key of its `loc`.
  * The copy of the manifest a `rel="contents"` link points to is never fetched: the manifest inside
  * the package is the one applied.
  * @see Z39.99 §11, §13
@@ -38,10 +33,10 @@ import { extractPackage } from './dump-extract.js';
 export type { ApplyDumpOptions, DumpFailure, DumpProgress, DumpReport, DumpResource } from './dump-run.js';
 
 /**
- * Applies a Resource Dump: every package's bitstreams are extracted to `mapPath(loc)`, verified
+ * Applies a Resource Dump: every package's bitstreams are written to `storage` under `mapPath(loc)`, verified
  * against the manifest's `length` and `hash`.
  * @example
- * const report = await applyResourceDump({ dumpUrl, http, authority, dest: '/mirror', mapPath: (loc) => mapper.toPath(loc) });
+ * const report = await applyResourceDump({ dumpUrl, http, authority, storage: createLocalDirectory('/mirror'), mapPath: (loc) => mapper.toPath(loc) });
  * @see Z39.99 §11
  */
 export function applyResourceDump(options: ApplyDumpOptions): Promise<DumpReport> {
@@ -52,7 +47,7 @@ export function applyResourceDump(options: ApplyDumpOptions): Promise<DumpReport
  * Applies a Change Dump: packages in forward chronological order, each manifest's changes in order;
  * `created`/`updated` bitstreams are extracted, `deleted` ones removed only with `delete: true`.
  * @example
- * const report = await applyChangeDump({ dumpUrl, http, authority, dest, mapPath, delete: true, after: cursor });
+ * const report = await applyChangeDump({ dumpUrl, http, authority, storage, mapPath, delete: true, after: cursor });
  * @see Z39.99 §13
  */
 export function applyChangeDump(options: ApplyDumpOptions): Promise<DumpReport> {
@@ -82,9 +77,7 @@ async function applyDump(opts: ApplyDumpOptions, flavor: Flavor): Promise<DumpRe
     opts,
     flavor,
     report,
-    tmpDir: join(opts.dest, '.resourcesync', 'tmp'),
-    root: new DestinationRoot(opts.dest),
-    durability: opts.durability ?? new FsyncEach(),
+    storage: opts.storage,
     extractedTotal: 0,
     maxTotal: opts.maxTotalBytes ?? DEFAULT_MAX_TOTAL,
     afterMs: opts.after === undefined ? undefined : parseW3CDatetime(opts.after, true)?.ms,
@@ -108,7 +101,6 @@ async function applyDump(opts: ApplyDumpOptions, flavor: Flavor): Promise<DumpRe
       return report;
     }
   }
-  await mkdir(run.tmpDir, { recursive: true });
   for (const pkg of packages) {
     throwIfAborted(opts.signal);
     if (flavor === 'change' && after !== undefined) {
@@ -120,7 +112,7 @@ async function applyDump(opts: ApplyDumpOptions, flavor: Flavor): Promise<DumpRe
     }
     await applyPackage(run, pkg);
   }
-  if (opts.durability === undefined) await run.durability.settle();
+  await run.storage.settle();
   return report;
 }
 
@@ -179,7 +171,7 @@ function orderChangePackages(run: Run, packages: Entry[]): void {
 
 async function applyPackage(run: Run, pkg: Entry): Promise<void> {
   const { opts, report } = run;
-  const tmp = join(run.tmpDir, `pkg-${randomUUID()}.zip`);
+  const tmp = await run.storage.scratchFile();
   try {
     try {
       checkAuthority(opts.authority, pkg.loc);
@@ -218,10 +210,6 @@ async function applyPackage(run: Run, pkg: Entry): Promise<void> {
   }
 }
 
-function hashers(hashes: HashValue[]): Array<{ h: HashValue; hash: Hash }> {
-  return hashes.map((h) => ({ h, hash: createHash(nodeHashName(h.algorithm as 'md5')) }));
-}
-
 /** Streams a package to `tmp`, checking its `length` and `hash` from the dump. Returns the byte count. */
 async function download(run: Run, pkg: Entry, tmp: string): Promise<number> {
   const { opts } = run;
@@ -234,45 +222,14 @@ async function download(run: Run, pkg: Entry, tmp: string): Promise<number> {
     });
   }
   const length = parseLength(pkg.md?.length);
-  const hs = hashers(knownHashes(pkg.md?.hash));
-  if (length === undefined && hs.length === 0) run.report.notes.push(note('package-unverified', { url: pkg.loc }));
-  const out = createWriteStream(tmp, { flags: 'wx' });
-  let n = 0;
-  try {
-    for await (const chunk of res.body) {
-      n += chunk.byteLength;
-      if (length !== undefined && n > length) {
-        throw rsError('RS_LENGTH_MISMATCH', `Package '${pkg.loc}' is longer than its length '${length}'.`, {
-          url: pkg.loc,
-          expected: length,
-        });
-      }
-      for (const { hash } of hs) hash.update(chunk);
-      if (!out.write(chunk)) await onceEvent(out, 'drain');
-      opts.onProgress?.({ phase: 'download', package: pkg.loc, bytes: n, files: 0 });
-    }
-    out.end();
-    await onceEvent(out, 'finish');
-  } catch (err) {
-    out.destroy();
-    throw err;
-  }
-  if (length !== undefined && n !== length) {
-    throw rsError('RS_LENGTH_MISMATCH', `Package '${pkg.loc}' has ${n} bytes, not '${length}'.`, {
-      url: pkg.loc,
-      expected: length,
-      actual: n,
-    });
-  }
-  for (const { h, hash } of hs) {
-    const actual = hash.digest('hex');
-    if (actual !== h.digest) {
-      throw rsError('RS_HASH_MISMATCH', `Package '${pkg.loc}' has ${h.algorithm} '${actual}', not '${h.digest}'.`, {
-        url: pkg.loc,
-        expected: h.digest,
-        actual,
-      });
-    }
-  }
-  return n;
+  const hashes = knownHashes(pkg.md?.hash);
+  if (length === undefined && hashes.length === 0) run.report.notes.push(note('package-unverified', { url: pkg.loc }));
+  const { bytes } = await downloadToFile(res, tmp, {
+    url: pkg.loc,
+    hashes,
+    ...(length === undefined ? {} : { length }),
+    ...(opts.signal ? { signal: opts.signal } : {}),
+    onBytes: (n) => opts.onProgress?.({ phase: 'download', package: pkg.loc, bytes: n, files: 0 }),
+  });
+  return bytes;
 }

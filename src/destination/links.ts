@@ -4,7 +4,7 @@ import { knownHashes, parseLength, type HashValue } from '../core/hash.js';
 import { isJsonPatchMediaType } from '../core/json-patch.js';
 import type { Entry, Ln } from '../core/model/types.js';
 import { safeRelativePath } from '../node/safe-path.js';
-import { applyPatchLink, once } from './apply-patch.js';
+import { applyPatchLink, singleChunk } from './apply-patch.js';
 import type { Authority } from '../client/authority.js';
 import type { HttpGet } from '../client/http.js';
 import type { Durability } from '../node/durability.js';
@@ -291,7 +291,7 @@ export async function fetchResource(entry: Entry, options: FetchResourceOptions)
       if (!allowed(url, 'patch')) continue;
       try {
         const result = await applyPatchLink(url, ln, entry, options, expected.hashes);
-        const written = await writeVerified({ ...common, body: once(result) });
+        const written = await writeVerified({ ...common, body: singleChunk(result) });
         attempts.push({ url, kind: 'patch', outcome: 'ok' });
         return { path: written.path, length: written.length, hashes: written.hashes, via: 'patch', url, attempts };
       } catch (err) {

@@ -1,4 +1,4 @@
-/** The Destination's bounded-concurrency scheduler, shared by baseline, incremental sync and retries. */
+/** The Destination's bounded-concurrency schedulers: {@link runPool} (baseline, incremental sync, retries) and {@link orderedPool} (dumps). */
 import { toError } from '../core/errors.js';
 
 /**
@@ -64,4 +64,58 @@ export async function runPool<T>(
     await Promise.resolve(it.return?.()).catch(() => undefined);
     throw toError(failed);
   }
+}
+
+/** What an item of {@link orderedPool} reports once its work is done; called in item order. */
+export type ItemReport = () => void | Promise<void>;
+
+/** Options of {@link orderedPool}. */
+export interface OrderedPoolOptions<T> {
+  /** Most unfinished items at once (see {@link runPool}). Default `concurrency * 64`. */
+  maxOutstanding?: number;
+  /** Items of one key run one after another: an item's work starts once the previous one of its key has reported. */
+  keyOf?: (item: T) => string | undefined;
+}
+
+/**
+ * {@link runPool} whose results come out in order: `work(item, release)` runs concurrently (called in item order,
+ * at most `concurrency` unreleased) and resolves with the item's report; the reports are called one at a time in
+ * item order, each once the previous one has finished. A rejection of `work` or of a report stops the pulling of
+ * items; the items under way still finish and report in order, then the first error rejects.
+ * @example
+ * await orderedPool(entries, 4, async (e, release) => { const r = await extract(e, release); return () => log(r); });
+ */
+export async function orderedPool<T>(
+  items: AsyncIterable<T> | Iterable<T>,
+  concurrency: number,
+  work: (item: T, release: () => void) => Promise<ItemReport>,
+  options: OrderedPoolOptions<T> = {},
+): Promise<void> {
+  let previousReported: Promise<void> = Promise.resolve();
+  /** The last item started of each key, settled once it has reported. */
+  const lastOfKey = new Map<string, Promise<void>>();
+  await runPool(
+    items,
+    concurrency,
+    async (item, release) => {
+      const myTurn = previousReported;
+      let reported!: () => void;
+      const done = new Promise<void>((resolve) => (reported = resolve));
+      previousReported = done;
+      const key = options.keyOf?.(item);
+      const before = key === undefined ? undefined : lastOfKey.get(key);
+      if (key !== undefined) lastOfKey.set(key, done);
+      try {
+        await before;
+        const report = await work(item, release);
+        await myTurn;
+        await report();
+      } finally {
+        await myTurn;
+        reported();
+        if (key !== undefined && lastOfKey.get(key) === done) lastOfKey.delete(key);
+      }
+    },
+    options.maxOutstanding,
+  );
 }

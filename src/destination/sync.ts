@@ -186,8 +186,6 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
     }
     store ??= await openSqliteDestinationState(dest, { readonly: dryRun });
     const fresh = (await store.count()) === 0 && (await storage.isEmpty());
-    // dumps write to the folder `dest` with this durability (the storage's, for a local folder)
-    const durability = storage instanceof LocalDirectory ? storage.durability : (options.durability ?? durabilityFor(options.fsync ?? true, options.fsyncMethod ?? 'batch'));
     const pendingUrls = new Set<string>();
     const planned = emptyPlanSummary();
     const onPlan = options.onPlan;
@@ -245,10 +243,9 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
       http,
       documents,
       authority,
-      dest,
+      storage,
       mapPath: (loc) => mapper.toPath(loc),
       delete: options.delete ?? false,
-      durability,
       current: (loc, relPath, expected) => applier.holds(loc, relPath, expected),
       ...(after !== undefined ? { after } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
@@ -460,7 +457,6 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
     if (anyBaseline && !dryRun) await applier.endBaseline(seenAll);
     for (const catchUp of catchUps) await catchUp();
     await storage.settle();
-    if (!(storage instanceof LocalDirectory)) await durability.settle(); // the dumps' writes
     await applier.flush();
     if (!dryRun) await storage.discardStaged();
     const c = applier.counts;

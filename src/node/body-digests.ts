@@ -1,6 +1,7 @@
 import { createHash, type Hash } from 'node:crypto';
 import { nodeHashName } from '../core/hash.js';
 import type { HashAlgorithm } from '../core/constants.js';
+import type { HashValue } from '../core/hash.js';
 import { digestHex } from './digest.js';
 
 const EMPTY = new Uint8Array(0);
@@ -47,4 +48,25 @@ export class BodyDigests {
     }
     return out;
   }
+}
+
+/** A declared hash that the body's digest does not match. */
+export interface HashMismatch {
+  algorithm: string;
+  expected: string;
+  actual: string;
+}
+
+/**
+ * The declared hashes that `digests` (from {@link BodyDigests.digest}) contradict, in declared order; an algorithm
+ * that was not digested is passed over.
+ * @example hashMismatches([{ algorithm: 'md5', digest: 'abc' }], d.digest()) // [{ algorithm: 'md5', expected: 'abc', actual: '…' }]
+ */
+export function hashMismatches(declared: readonly HashValue[], digests: Record<string, string>): HashMismatch[] {
+  const out: HashMismatch[] = [];
+  for (const h of declared) {
+    const actual = digests[h.algorithm];
+    if (actual !== undefined && actual !== h.digest) out.push({ algorithm: h.algorithm, expected: h.digest, actual });
+  }
+  return out;
 }

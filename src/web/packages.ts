@@ -4,8 +4,6 @@
  * removed once read; the last few packages' manifests are kept so that paging does not download again.
  * @see Z39.99 §11.2 (Resource Dump package, `manifest.xml`), §13.2 (Change Dump package)
  */
-import { once } from 'node:events';
-import { createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +11,7 @@ import { ResourceSyncError } from '../core/errors.js';
 import { readDocument } from '../core/xml/read-document.js';
 import { readPackage } from '../check/package.js';
 import type { HttpGet } from '../client/http.js';
+import { downloadToFile } from '../client/download-to-file.js';
 import { PAGED_READ, pageOfEntries, type EntriesPage } from './entries.js';
 
 /** A package and one page of its manifest. */
@@ -79,22 +78,12 @@ export class PackageReader {
     }
     const dir = await mkdtemp(join(this.#tmpDir, 'rs-web-'));
     const file = join(dir, 'package.zip');
-    let bytes = 0;
     try {
-      const out = createWriteStream(file);
-      try {
-        for await (const chunk of res.body) {
-          bytes += chunk.length;
-          if (bytes > this.#maxBytes)
-            throw new ResourceSyncError('RS_LIMIT_BYTES', `Package '${url}' is larger than ${this.#maxBytes} bytes.`, {
-              data: { url, max: this.#maxBytes },
-            });
-          if (!out.write(chunk)) await once(out, 'drain');
-        }
-      } finally {
-        out.end();
-        await once(out, 'close');
-      }
+      const { bytes } = await downloadToFile(res, file, {
+        url,
+        maxBytes: this.#maxBytes,
+        ...(signal === undefined ? {} : { signal }),
+      });
       const contents = await readPackage(file);
       let uncompressed = 0;
       for (const size of contents.files.values()) uncompressed += size;
