@@ -7,7 +7,7 @@ import { isIndex, type DocumentKind, type DocumentKindId } from '../core/model/d
 import type { Entry, Ln } from '../core/model/types.js';
 import { readDocument } from '../core/xml/read-document.js';
 import type { HttpGet, HttpResponse } from '../client/http.js';
-import { unavailableStatus } from '../client/http-client.js';
+import { unavailableStatus } from '../client/http-failure.js';
 import type { AuthorityCheck } from './links.js';
 import { note, type DestinationNote, type NoteCode, type NoteData } from './notes.js';
 
