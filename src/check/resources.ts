@@ -32,34 +32,58 @@ export async function checkResources(c: CheckContext): Promise<void> {
   }
 }
 
+/** Fetches one sampled resource and compares it with its list: the Link header, length, hashes, lastmod. */
 async function resource(c: CheckContext, item: SampleItem): Promise<void> {
   const declared = parseHashes(item.md?.hash).filter((h) => isKnownHashAlgorithm(h.algorithm));
-  const length = parseLength(item.md?.length);
+  const res = await fetchResource(c, item, declared.length > 0 ? 'GET' : 'HEAD');
+  if (res === undefined) return;
+  checkLinkHeader(c, item, res);
+  const measured = await measure(res, declared);
+  compareWithList(c, item, res, declared, measured);
+}
+
+/** The resource's response when it answered 200; otherwise `resource-unreachable` is noted. */
+async function fetchResource(c: CheckContext, item: SampleItem, method: 'GET' | 'HEAD'): Promise<HttpResponse | undefined> {
   let res: HttpResponse;
   try {
-    res = await c.request(item.loc, declared.length > 0 ? 'GET' : 'HEAD');
+    res = await c.request(item.loc, method);
   } catch (error) {
     if (c.o.signal?.aborted === true) throw error;
     c.issue('resource-unreachable', item.loc, { list: item.list, status: reason(error) });
-    return;
+    return undefined;
   }
   if (res.status !== 200) {
     await res.discard();
     c.issue('resource-unreachable', item.loc, { list: item.list, status: `HTTP ${res.status}` });
-    return;
+    return undefined;
   }
-  // Link: rel="resourcesync" names a Capability List of this Source
+  return res;
+}
+
+/** `Link: rel="resourcesync"` names a Capability List of this Source (the resource's own set, when known). */
+function checkLinkHeader(c: CheckContext, item: SampleItem, res: HttpResponse): void {
   const link = res.headers.link;
-  if (link !== undefined) {
-    const targets = parseLinkHeader(link)
-      .filter((l) => l.rel.includes(REL_RESOURCESYNC))
-      .map((l) => norm(l.target, res.url));
-    if (targets.length > 0) c.linkHeaders++;
-    for (const t of targets) {
-      const ok = item.set === undefined ? c.capabilityLists.includes(t) : t === item.set;
-      if (!ok) c.issue('resource-link-elsewhere', item.loc, { target: t });
-    }
+  if (link === undefined) return;
+  const targets = parseLinkHeader(link)
+    .filter((l) => l.rel.includes(REL_RESOURCESYNC))
+    .map((l) => norm(l.target, res.url));
+  if (targets.length > 0) c.linkHeaders++;
+  for (const t of targets) {
+    const ok = item.set === undefined ? c.capabilityLists.includes(t) : t === item.set;
+    if (!ok) c.issue('resource-link-elsewhere', item.loc, { target: t });
   }
+}
+
+/** What was served: the size, and the digests of the body for the hashes the list declares. */
+interface Measured {
+  size: number | undefined;
+  digests: Map<string, string>;
+}
+
+type DeclaredHash = ReturnType<typeof parseHashes>[number];
+
+/** Reads the body to hash it when the list declares hashes; otherwise the size is the `Content-Length` (if not encoded). */
+async function measure(res: HttpResponse, declared: DeclaredHash[]): Promise<Measured> {
   let size: number | undefined;
   const digests = new Map<string, string>();
   if (declared.length > 0) {
@@ -78,6 +102,16 @@ async function resource(c: CheckContext, item: SampleItem): Promise<void> {
     const cl = res.headers['content-length'];
     size = cl === undefined || res.headers['content-encoding'] !== undefined ? undefined : Number(cl);
   }
+  return { size, digests };
+}
+
+/**
+ * Length and hashes against the list (a difference on a resource changed since the list was made is one
+ * `resource-changed-since-list`), then lastmod against `Last-Modified`.
+ */
+function compareWithList(c: CheckContext, item: SampleItem, res: HttpResponse, declared: DeclaredHash[], measured: Measured): void {
+  const { size, digests } = measured;
+  const length = parseLength(item.md?.length);
   const lastModified =
     res.headers['last-modified'] === undefined ? undefined : Date.parse(res.headers['last-modified']);
   const listAt = ms(item.listAt);
