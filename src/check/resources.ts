@@ -32,35 +32,77 @@ export async function checkResources(c: CheckContext): Promise<void> {
   }
 }
 
+/** Fetches one sampled resource and compares it with its list: the Link header, length, hashes, lastmod. */
 async function resource(c: CheckContext, item: SampleItem): Promise<void> {
   const declared = parseHashes(item.md?.hash).filter((h) => isKnownHashAlgorithm(h.algorithm));
-  const length = parseLength(item.md?.length);
+  const res = await fetchResource(c, item, declared.length > 0 ? 'GET' : 'HEAD');
+  if (res === undefined) return;
+  checkLinkHeader(c, item, res);
+  const measured = await measureBody(res, declared);
+  compareWithList(c, item, res, declared, measured);
+}
+
+/** The resource's response when it answered 200; otherwise `resource-unreachable` is noted. */
+async function fetchResource(c: CheckContext, item: SampleItem, method: 'GET' | 'HEAD'): Promise<HttpResponse | undefined> {
   let res: HttpResponse;
   try {
-    res = await c.request(item.loc, declared.length > 0 ? 'GET' : 'HEAD');
+    res = await c.request(item.loc, method);
   } catch (error) {
     if (c.o.signal?.aborted === true) throw error;
     c.issue('resource-unreachable', item.loc, { list: item.list, status: reason(error) });
-    return;
+    return undefined;
   }
   if (res.status !== 200) {
     await res.discard();
     c.issue('resource-unreachable', item.loc, { list: item.list, status: `HTTP ${res.status}` });
-    return;
+    return undefined;
   }
-  // Link: rel="resourcesync" names a Capability List of this Source
+  return res;
+}
+
+/** `Link: rel="resourcesync"` names a Capability List of this Source (the resource's own set, when known). */
+function checkLinkHeader(c: CheckContext, item: SampleItem, res: HttpResponse): void {
   const link = res.headers.link;
-  if (link !== undefined) {
-    const targets = parseLinkHeader(link)
-      .filter((l) => l.rel.includes(REL_RESOURCESYNC))
-      .map((l) => norm(l.target, res.url));
-    if (targets.length > 0) c.linkHeaders++;
-    for (const t of targets) {
-      const ok = item.set === undefined ? c.capabilityLists.includes(t) : t === item.set;
-      if (!ok) c.issue('resource-link-elsewhere', item.loc, { target: t });
-    }
+  if (link === undefined) return;
+  const targets = parseLinkHeader(link)
+    .filter((l) => l.rel.includes(REL_RESOURCESYNC))
+    .map((l) => norm(l.target, res.url));
+  if (targets.length > 0) c.linkHeaders++;
+  for (const t of targets) {
+    const ok = item.set === undefined ? c.capabilityLists.includes(t) : t === item.set;
+    if (!ok) c.issue('resource-link-elsewhere', item.loc, { target: t });
   }
-  const { size, digests } = await measureBody(res, declared);
+}
+
+/**
+ * The size and digests of a resource's body, read whole when hashes are declared (a GET); else the
+ * `Content-Length` of the HEAD answer (none for an encoded body).
+ */
+async function measureBody(
+  res: HttpResponse,
+  declared: readonly HashValue[],
+): Promise<{ size: number | undefined; digests: Record<string, string> }> {
+  if (declared.length === 0) {
+    await res.discard();
+    const cl = res.headers['content-length'];
+    return { size: cl === undefined || res.headers['content-encoding'] !== undefined ? undefined : Number(cl), digests: {} };
+  }
+  const hashes = new BodyDigests(new Set(declared.map((h) => h.algorithm as HashAlgorithm)));
+  let size = 0;
+  for await (const chunk of res.body) {
+    size += chunk.length;
+    hashes.update(chunk);
+  }
+  return { size, digests: hashes.digest() };
+}
+
+/**
+ * Length and hashes against the list (a difference on a resource changed since the list was made is one
+ * `resource-changed-since-list`), then lastmod against `Last-Modified`.
+ */
+function compareWithList(c: CheckContext, item: SampleItem, res: HttpResponse, declared: readonly HashValue[], measured: { size: number | undefined; digests: Record<string, string> }): void {
+  const { size, digests } = measured;
+  const length = parseLength(item.md?.length);
   const lastModified =
     res.headers['last-modified'] === undefined ? undefined : Date.parse(res.headers['last-modified']);
   const listAt = ms(item.listAt);
@@ -94,26 +136,4 @@ async function resource(c: CheckContext, item: SampleItem): Promise<void> {
       });
     }
   }
-}
-
-/**
- * The size and digests of a resource's body, read whole when hashes are declared (a GET); else the
- * `Content-Length` of the HEAD answer (none for an encoded body).
- */
-async function measureBody(
-  res: HttpResponse,
-  declared: readonly HashValue[],
-): Promise<{ size: number | undefined; digests: Record<string, string> }> {
-  if (declared.length === 0) {
-    await res.discard();
-    const cl = res.headers['content-length'];
-    return { size: cl === undefined || res.headers['content-encoding'] !== undefined ? undefined : Number(cl), digests: {} };
-  }
-  const hashes = new BodyDigests(new Set(declared.map((h) => h.algorithm as HashAlgorithm)));
-  let size = 0;
-  for await (const chunk of res.body) {
-    size += chunk.length;
-    hashes.update(chunk);
-  }
-  return { size, digests: hashes.digest() };
 }

@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer } from '../../test/helpers/test-server.js';
 import { createAuthority } from './authority.js';
-import { authFromEnv, createHttpClient, retryAfterMs } from './http-client.js';
+import { authFromEnv, createHttpClient } from './http-client.js';
+import { retryAfterMs } from './http-failure.js';
 import { isResourceSyncError } from '../core/errors.js';
 
 async function text(body: AsyncIterable<Uint8Array>): Promise<string> {

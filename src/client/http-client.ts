@@ -1,13 +1,14 @@
 import { createRequire } from 'node:module';
 import { env as processEnv } from 'node:process';
-import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
-import { Readable, type Transform } from 'node:stream';
 import { Pool } from 'undici';
-import { Download, EndGuard } from './download.js';
-import { ResourceSyncError, isResourceSyncError, messageOf } from '../core/errors.js';
+import { Download, EndGuard, type ResponseHead } from './download.js';
+import { ResourceSyncError } from '../core/errors.js';
 import { parseLength } from '../core/hash.js';
 import { originOf, type Authority } from './authority.js';
 import type { HttpGet, HttpRequestInit, HttpResponse } from './http.js';
+import { retryAfterMs, retryableStatus, wrapError } from './http-failure.js';
+import { OriginPace, waits, type Waits } from './origin-pace.js';
+import { WHOLE_BODY, bodyOf, decodedBody, decoder } from './response-body.js';
 
 /** Options of {@link createHttpClient}. */
 export interface HttpClientOptions {
@@ -85,179 +86,6 @@ export function authFromEnv(origins: readonly string[], env: Record<string, stri
   return out;
 }
 
-/** A status worth retrying: 5xx except 501/505, and 429. */
-function retryableStatus(status: number): boolean {
-  return status === 429 || status === 408 || (status >= 500 && status !== 501 && status !== 505);
-}
-
-/**
- * A status by which a server says it cannot answer now (any 5xx, and 429 Too Many Requests): the Source is
- * unavailable and may answer later, which is not the same as a Source that holds no ResourceSync document.
- */
-export function unavailableStatus(status: number): boolean {
-  return status === 429 || (status >= 500 && status <= 599);
-}
-
-/** Milliseconds asked for by a `Retry-After` header (seconds or HTTP-date), if any. */
-export function retryAfterMs(value: string | undefined, now = Date.now()): number | undefined {
-  if (value === undefined) return undefined;
-  const v = value.trim();
-  if (/^\d+$/.test(v)) return Number(v) * 1000;
-  const t = Date.parse(v);
-  return Number.isNaN(t) ? undefined : Math.max(0, t - now);
-}
-
-function isTimeout(err: unknown): boolean {
-  const code = (err as { code?: string } | null)?.code;
-  return code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'ETIMEDOUT';
-}
-
-function isAbort(err: unknown): boolean {
-  const e = err as { name?: string; code?: string } | null;
-  return e?.name === 'AbortError' || e?.code === 'UND_ERR_ABORTED' || e?.code === 'ABORT_ERR';
-}
-
-function wrapError(err: unknown, url: string, phase: 'request' | 'body'): ResourceSyncError {
-  if (isResourceSyncError(err)) return err;
-  if (isAbort(err)) return new ResourceSyncError('RS_ABORTED', `URL '${url}' was not fetched: aborted.`, { data: { url }, cause: err });
-  const code = (err as { code?: string } | null)?.code;
-  if (isTimeout(err)) {
-    return new ResourceSyncError('RS_HTTP_TIMEOUT', `URL '${url}' timed out (${phase}${code ? `, ${code}` : ''}).`, { data: { url, phase }, cause: err, recoverable: true });
-  }
-  return new ResourceSyncError('RS_NETWORK', `URL '${url}' failed (${phase}): ${causeOf(err)}.`, { data: { url, phase, code }, cause: err, recoverable: true });
-}
-
-/**
- * A body decoded from its Content-Encoding. A reader that stops early (a parse error, a limit) aborts the request:
- * the raw body it leaves behind is read by no one, so its download would stay paused with the connection, and
- * the pool would never close (a paused socket holds no event-loop reference, so the process would drain before).
- */
-async function* decodedBody(d: Download, url: string, dec: Transform): AsyncGenerator<Uint8Array> {
-  const raw = Readable.from(bodyOf(d, url, false), { objectMode: false });
-  raw.on('error', (e) => dec.destroy(e));
-  let complete = false;
-  try {
-    for await (const chunk of raw.pipe(dec) as AsyncIterable<Uint8Array>) yield chunk;
-    complete = true;
-  } catch (err) {
-    throw wrapError(err, url, 'body');
-  } finally {
-    if (!complete) {
-      d.abort(new Error('response body discarded'));
-      raw.destroy();
-      dec.destroy();
-    }
-  }
-}
-
-/** Bodies with a declared Content-Length up to this size are handed out as one chunk (no stream per response). */
-const WHOLE_BODY = 256 * 1024;
-
-/** The body of a {@link Download} as an async iterable; a failure reads as a `ResourceSyncError` of phase 'body'. */
-async function* bodyOf(d: Download, url: string, whole: boolean): AsyncGenerator<Uint8Array> {
-  try {
-    if (whole) {
-      const all = await d.all();
-      if (all.length > 0) yield all;
-      return;
-    }
-    for (let chunk = await d.next(); chunk !== undefined; chunk = await d.next()) yield chunk;
-  } catch (err) {
-    throw wrapError(err, url, 'body');
-  } finally {
-    void d.discard(0); // a reader that stopped early gives the connection up
-  }
-}
-
-function decoder(encoding: string | undefined): Transform | undefined {
-  switch (encoding?.trim().toLowerCase()) {
-    case 'gzip':
-    case 'x-gzip':
-      return createGunzip();
-    case 'deflate':
-      return createInflate();
-    case 'br':
-      return createBrotliDecompress();
-    default:
-      return undefined;
-  }
-}
-
-/** An abortable wait that adds no listener to `signal` (the client keeps one listener per signal). */
-interface Waits {
-  sleep(ms: number): Promise<void>;
-  abortAll(reason: Error): void;
-}
-
-function waits(): Waits {
-  const pending = new Set<{ timer: NodeJS.Timeout; reject: (e: Error) => void }>();
-  return {
-    sleep: (ms) =>
-      new Promise<void>((resolve, reject) => {
-        const w = {
-          timer: setTimeout(() => {
-            pending.delete(w);
-            resolve();
-          }, ms),
-          reject,
-        };
-        pending.add(w);
-      }),
-    abortAll: (reason) => {
-      for (const w of pending) {
-        clearTimeout(w.timer);
-        w.reject(reason);
-      }
-      pending.clear();
-    },
-  };
-}
-
-/**
- * When the next request to one origin may start: a pace of `rate` requests per second (none when undefined) and a
- * pause that a `Retry-After` on a 429 or 503 imposes on every request to the origin, not just the one answered.
- */
-class OriginPace {
-  #next = 0;
-  #blockedUntil = 0;
-  readonly #interval: number;
-
-  constructor(rate: number | undefined) {
-    this.#interval = rate !== undefined && rate > 0 ? 1000 / rate : 0;
-  }
-
-  /** Milliseconds to wait before this request may go (and reserves its place in the pace). */
-  delay(now: number): number {
-    const start = Math.max(now, this.#blockedUntil, this.#next);
-    if (this.#interval > 0) this.#next = start + this.#interval;
-    return start - now;
-  }
-
-  block(until: number): void {
-    if (until > this.#blockedUntil) this.#blockedUntil = until;
-  }
-}
-
-/** A one-line cause for a transport failure, for messages a person reads. */
-function causeOf(err: unknown): string {
-  const code = (err as { code?: string } | null)?.code;
-  switch (code) {
-    case 'ECONNREFUSED':
-      return 'connection refused';
-    case 'ENOTFOUND':
-    case 'EAI_AGAIN':
-      return 'host not found (DNS)';
-    case 'ECONNRESET':
-    case 'UND_ERR_SOCKET':
-      return 'connection closed by the server';
-    case 'EHOSTUNREACH':
-    case 'ENETUNREACH':
-      return 'host unreachable';
-    default:
-      return messageOf(err);
-  }
-}
-
 /**
  * The Destination's HTTP client: an undici `Pool` per origin (keep-alive, `concurrency` connections),
  * connect/headers/body timeouts, retries with jittered exponential backoff on 5xx/429/408 and network
@@ -276,165 +104,62 @@ function causeOf(err: unknown): string {
  * await http.close();
  */
 export function createHttpClient(options: HttpClientOptions): HttpGet & { close(): Promise<void> } {
-  const timeoutMs = options.timeoutMs ?? 30_000;
-  const retries = options.retries ?? 3;
-  const connections = options.concurrency ?? 16;
-  const maxDelay = options.maxRetryDelayMs ?? 10_000;
-  const baseDelay = options.retryBaseMs ?? 200;
-  const userAgent = options.userAgent ?? `resourcesync/${packageVersion()}`;
-  const auth: Record<string, string> = { ...authFromEnv(options.authority.origins, options.env ?? processEnv) };
-  for (const [o, v] of Object.entries(options.auth ?? {})) {
-    const norm = originOf(o);
-    if (norm !== undefined) auth[norm] = v;
-  }
-  const pools = new Map<string, { pool: Pool; guard: EndGuard; pace: OriginPace }>();
-  const prefixes = options.authority.origins.map((o) => `${o}/`);
-  /** Origin and request target; URLs written with an allowed origin as normalised skip the URL parser. */
-  const split = (url: string): { origin: string; path: string } => {
-    for (const p of prefixes) {
-      if (url.startsWith(p) && PLAIN_TARGET.test(url) && !url.includes('/.')) return { origin: p.slice(0, -1), path: url.slice(p.length - 1) };
-    }
-    const u = new URL(url);
-    return { origin: u.origin, path: `${u.pathname}${u.search}` };
-  };
-  let closed = false;
+  const client = new HttpClient(options);
+  return Object.assign((url: string, init?: HttpRequestInit) => client.get(url, init), { close: () => client.close() });
+}
+
+/** The connections to one origin: its pool, the guard of its sockets and its pace. */
+interface OriginConnection {
+  pool: Pool;
+  guard: EndGuard;
+  pace: OriginPace;
+}
+
+const abortError = (): Error => Object.assign(new Error('aborted'), { name: 'AbortError' });
+
+/** The state behind {@link createHttpClient}: pools per origin, requests under way, timers, credentials. */
+class HttpClient {
+  readonly #options: HttpClientOptions;
+  readonly #timeoutMs: number;
+  readonly #retries: number;
+  readonly #connections: number;
+  readonly #maxRetryDelayMs: number;
+  readonly #retryBaseMs: number;
+  readonly #userAgent: string;
+  /** `Authorization` values by normalised origin. */
+  readonly #credentials: Record<string, string>;
+  readonly #origins = new Map<string, OriginConnection>();
+  /** `<origin>/` of each allowed origin, to split a URL written as normalised without the URL parser. */
+  readonly #originPrefixes: string[];
   /** Requests under way, aborted together when a signal fires: one listener per signal, not one per request. */
-  const inflight = new Map<AbortSignal | undefined, Set<Download>>();
-  const wait = waits();
-  const abortError = (): Error => Object.assign(new Error('aborted'), { name: 'AbortError' });
-  const listening = new WeakSet<AbortSignal>();
-  const watch = (signal: AbortSignal): void => {
-    if (listening.has(signal)) return;
-    listening.add(signal);
-    signal.addEventListener(
-      'abort',
-      () => {
-        for (const d of inflight.get(signal) ?? []) d.abort(abortError());
-        if (signal === options.signal) wait.abortAll(abortError());
-      },
-      { once: true },
-    );
-  };
-  if (options.signal !== undefined) watch(options.signal);
+  readonly #inflight = new Map<AbortSignal | undefined, Set<Download>>();
+  readonly #listening = new WeakSet<AbortSignal>();
+  readonly #waits: Waits = waits();
+  #closed = false;
 
-  const originFor = (origin: string): { pool: Pool; guard: EndGuard; pace: OriginPace } => {
-    let p = pools.get(origin);
-    if (p === undefined) {
-      const guard = new EndGuard();
-      const pool = new Pool(origin, {
-        connections,
-        pipelining: 1,
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
-        keepAliveTimeout: 10_000,
-        connect: guard.connector({ timeout: timeoutMs }),
-      });
-      p = { pool, guard, pace: new OriginPace(options.rate) };
-      pools.set(origin, p);
+  constructor(options: HttpClientOptions) {
+    this.#options = options;
+    this.#timeoutMs = options.timeoutMs ?? 30_000;
+    this.#retries = options.retries ?? 3;
+    this.#connections = options.concurrency ?? 16;
+    this.#maxRetryDelayMs = options.maxRetryDelayMs ?? 10_000;
+    this.#retryBaseMs = options.retryBaseMs ?? 200;
+    this.#userAgent = options.userAgent ?? `resourcesync/${packageVersion()}`;
+    this.#credentials = { ...authFromEnv(options.authority.origins, options.env ?? processEnv) };
+    for (const [origin, value] of Object.entries(options.auth ?? {})) {
+      const normalised = originOf(origin);
+      if (normalised !== undefined) this.#credentials[normalised] = value;
     }
-    return p;
-  };
+    this.#originPrefixes = options.authority.origins.map((origin) => `${origin}/`);
+    if (options.signal !== undefined) this.#watch(options.signal);
+  }
 
-  const sleepFor = async (ms: number, signal: AbortSignal | undefined, url: string): Promise<void> => {
-    if (ms <= 0) return;
-    if (signal !== undefined && signal !== options.signal) {
-      // a signal of this request only: the wait below is ended by the client's signal, this one is polled
-      for (let left = ms; left > 0; left -= 100) {
-        if (signal.aborted) throw wrapError(abortError(), url, 'request');
-        await wait.sleep(Math.min(100, left));
-      }
-      return;
-    }
-    try {
-      await wait.sleep(ms);
-    } catch (err) {
-      throw wrapError(err, url, 'request');
-    }
-  };
-
-  const once = async (url: string, init: HttpRequestInit | undefined, signal: AbortSignal | undefined): Promise<HttpResponse> => {
-    const { origin, path } = split(url);
-    const o = originFor(origin);
-    await sleepFor(o.pace.delay(Date.now()), signal, url);
-    if (signal?.aborted === true) throw wrapError(abortError(), url, 'request');
-    const headers: Record<string, string> = {
-      'user-agent': userAgent,
-      'accept-encoding': 'gzip, deflate, br',
-      ...init?.headers,
-    };
-    const a = auth[origin];
-    if (a !== undefined && headers['authorization'] === undefined) headers['authorization'] = a;
-    if (signal !== undefined) watch(signal);
-    let set = inflight.get(signal);
-    if (set === undefined) inflight.set(signal, (set = new Set()));
-    const group = set;
-    const d = new Download(o.guard, (done) => {
-      group.delete(done);
-      if (group.size === 0 && inflight.get(signal) === group) inflight.delete(signal);
-    });
-    group.add(d);
-    o.pool.dispatch({ origin, path, method: init?.method ?? 'GET', headers }, d);
-    let head;
-    try {
-      head = await d.head;
-    } catch (err) {
-      throw wrapError(err, url, 'request');
-    }
-    const h = head.headers;
-    const method = init?.method ?? 'GET';
-    const bodyless = method === 'HEAD' || head.status === 204 || head.status === 304;
-    const dec = bodyless ? undefined : decoder(h['content-encoding']);
-    let body: AsyncIterable<Uint8Array>;
-    if (dec !== undefined) {
-      delete h['content-length'];
-      body = decodedBody(d, url, dec);
-    } else {
-      const declared = parseLength(h['content-length']);
-      body = bodyOf(d, url, declared !== undefined && declared <= WHOLE_BODY);
-    }
-    if (head.status === 429 || head.status === 503) {
-      const after = retryAfterMs(h['retry-after']);
-      if (after !== undefined) o.pace.block(Date.now() + Math.min(after, maxDelay));
-    }
-    return {
-      url,
-      status: head.status,
-      headers: h,
-      body,
-      discard: async () => {
-        dec?.destroy();
-        await d.discard();
-      },
-    };
-  };
-
-  const withRetries = async (url: string, init: HttpRequestInit | undefined): Promise<HttpResponse> => {
-    const signal = init?.signal ?? options.signal;
-    if (options.signal !== undefined && init?.signal !== undefined && init.signal !== options.signal && options.signal.aborted) {
-      throw wrapError(abortError(), url, 'request');
-    }
-    for (let attempt = 0; ; attempt++) {
-      if (closed) throw new ResourceSyncError('RS_ABORTED', `URL '${url}' was not fetched: the client is closed.`, { data: { url } });
-      let asked: number | undefined;
-      try {
-        const res = await once(url, init, signal);
-        if (!retryableStatus(res.status) || attempt >= retries) return res;
-        asked = retryAfterMs(res.headers['retry-after']);
-        await res.discard();
-      } catch (err) {
-        const e = wrapError(err, url, 'request');
-        if (e.code === 'RS_ABORTED' || e.code === 'RS_AUTHORITY' || attempt >= retries || signal?.aborted) throw e;
-      }
-      const backoff = baseDelay * 2 ** attempt * (0.5 + Math.random());
-      await sleepFor(Math.min(maxDelay, Math.max(asked ?? 0, backoff)), signal, url);
-    }
-  };
-
-  const get = async (url: string, init?: HttpRequestInit): Promise<HttpResponse> => {
+  /** Follows redirects by hand (at most {@link MAX_REDIRECTS}), each target checked against the authority. */
+  async get(url: string, init?: HttpRequestInit): Promise<HttpResponse> {
     let current = url;
     for (let hop = 0; ; hop++) {
-      options.authority.check(current);
-      const res = await withRetries(current, init);
+      this.#options.authority.check(current);
+      const res = await this.#withRetries(current, init);
       const location = res.headers['location'];
       if (!REDIRECTS.has(res.status) || location === undefined) return res;
       await res.discard();
@@ -449,15 +174,163 @@ export function createHttpClient(options: HttpClientOptions): HttpGet & { close(
       }
       current = next;
     }
-  };
+  }
 
-  return Object.assign(get, {
-    async close(): Promise<void> {
-      closed = true;
-      wait.abortAll(abortError());
-      const all = [...pools.values()];
-      pools.clear();
-      await Promise.all(all.map(({ pool }) => pool.close().catch(() => pool.destroy())));
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#waits.abortAll(abortError());
+    const all = [...this.#origins.values()];
+    this.#origins.clear();
+    await Promise.all(all.map(({ pool }) => pool.close().catch(() => pool.destroy())));
+  }
+
+  /** Retries on a retryable status or a network failure, with jittered exponential backoff or the `Retry-After` asked for. */
+  async #withRetries(url: string, init: HttpRequestInit | undefined): Promise<HttpResponse> {
+    const clientSignal = this.#options.signal;
+    const signal = init?.signal ?? clientSignal;
+    if (clientSignal !== undefined && init?.signal !== undefined && init.signal !== clientSignal && clientSignal.aborted) {
+      throw wrapError(abortError(), url, 'request');
+    }
+    for (let attempt = 0; ; attempt++) {
+      if (this.#closed) throw new ResourceSyncError('RS_ABORTED', `URL '${url}' was not fetched: the client is closed.`, { data: { url } });
+      let asked: number | undefined;
+      try {
+        const res = await this.#requestOnce(url, init, signal);
+        if (!retryableStatus(res.status) || attempt >= this.#retries) return res;
+        asked = retryAfterMs(res.headers['retry-after']);
+        await res.discard();
+      } catch (err) {
+        const e = wrapError(err, url, 'request');
+        if (e.code === 'RS_ABORTED' || e.code === 'RS_AUTHORITY' || attempt >= this.#retries || signal?.aborted) throw e;
+      }
+      const backoff = this.#retryBaseMs * 2 ** attempt * (0.5 + Math.random());
+      await this.#sleepFor(Math.min(this.#maxRetryDelayMs, Math.max(asked ?? 0, backoff)), signal, url);
+    }
+  }
+
+  /** One request to the origin's pool, after the origin's pace allows it; the response as the caller reads it. */
+  async #requestOnce(url: string, init: HttpRequestInit | undefined, signal: AbortSignal | undefined): Promise<HttpResponse> {
+    const { origin, path } = this.#splitTarget(url);
+    const connection = this.#originFor(origin);
+    await this.#sleepFor(connection.pace.delay(Date.now()), signal, url);
+    if (signal?.aborted === true) throw wrapError(abortError(), url, 'request');
+    const headers: Record<string, string> = {
+      'user-agent': this.#userAgent,
+      'accept-encoding': 'gzip, deflate, br',
+      ...init?.headers,
+    };
+    const credential = this.#credentials[origin];
+    if (credential !== undefined && headers['authorization'] === undefined) headers['authorization'] = credential;
+    const method = init?.method ?? 'GET';
+    const download = this.#track(signal, connection.guard);
+    connection.pool.dispatch({ origin, path, method, headers }, download);
+    let head;
+    try {
+      head = await download.head;
+    } catch (err) {
+      throw wrapError(err, url, 'request');
+    }
+    if (head.status === 429 || head.status === 503) {
+      const after = retryAfterMs(head.headers['retry-after']);
+      if (after !== undefined) connection.pace.block(Date.now() + Math.min(after, this.#maxRetryDelayMs));
+    }
+    return responseOf(url, method, head, download);
+  }
+
+  /** A new download, registered under `signal` until it is done so the signal's abort reaches it. */
+  #track(signal: AbortSignal | undefined, guard: EndGuard): Download {
+    if (signal !== undefined) this.#watch(signal);
+    let group = this.#inflight.get(signal);
+    if (group === undefined) this.#inflight.set(signal, (group = new Set()));
+    const downloads = group;
+    const download = new Download(guard, (done) => {
+      downloads.delete(done);
+      if (downloads.size === 0 && this.#inflight.get(signal) === downloads) this.#inflight.delete(signal);
+    });
+    downloads.add(download);
+    return download;
+  }
+
+  /** Origin and request target; URLs written with an allowed origin as normalised skip the URL parser. */
+  #splitTarget(url: string): { origin: string; path: string } {
+    for (const prefix of this.#originPrefixes) {
+      if (url.startsWith(prefix) && PLAIN_TARGET.test(url) && !url.includes('/.')) return { origin: prefix.slice(0, -1), path: url.slice(prefix.length - 1) };
+    }
+    const u = new URL(url);
+    return { origin: u.origin, path: `${u.pathname}${u.search}` };
+  }
+
+  /** Aborts the requests under way for `signal` when it fires (and the client's waits, for the client's signal). */
+  #watch(signal: AbortSignal): void {
+    if (this.#listening.has(signal)) return;
+    this.#listening.add(signal);
+    signal.addEventListener(
+      'abort',
+      () => {
+        for (const download of this.#inflight.get(signal) ?? []) download.abort(abortError());
+        if (signal === this.#options.signal) this.#waits.abortAll(abortError());
+      },
+      { once: true },
+    );
+  }
+
+  #originFor(origin: string): OriginConnection {
+    let connection = this.#origins.get(origin);
+    if (connection === undefined) {
+      const guard = new EndGuard();
+      const pool = new Pool(origin, {
+        connections: this.#connections,
+        pipelining: 1,
+        headersTimeout: this.#timeoutMs,
+        bodyTimeout: this.#timeoutMs,
+        keepAliveTimeout: 10_000,
+        connect: guard.connector({ timeout: this.#timeoutMs }),
+      });
+      connection = { pool, guard, pace: new OriginPace(this.#options.rate) };
+      this.#origins.set(origin, connection);
+    }
+    return connection;
+  }
+
+  async #sleepFor(ms: number, signal: AbortSignal | undefined, url: string): Promise<void> {
+    if (ms <= 0) return;
+    if (signal !== undefined && signal !== this.#options.signal) {
+      // a signal of this request only: the wait below is ended by the client's signal, this one is polled
+      for (let left = ms; left > 0; left -= 100) {
+        if (signal.aborted) throw wrapError(abortError(), url, 'request');
+        await this.#waits.sleep(Math.min(100, left));
+      }
+      return;
+    }
+    try {
+      await this.#waits.sleep(ms);
+    } catch (err) {
+      throw wrapError(err, url, 'request');
+    }
+  }
+}
+
+/** The response handed to the caller: its body decoded, whole or streamed. */
+function responseOf(url: string, method: string, head: ResponseHead, download: Download): HttpResponse {
+  const headers = head.headers;
+  const bodyless = method === 'HEAD' || head.status === 204 || head.status === 304;
+  const dec = bodyless ? undefined : decoder(headers['content-encoding']);
+  let body: AsyncIterable<Uint8Array>;
+  if (dec !== undefined) {
+    delete headers['content-length'];
+    body = decodedBody(download, url, dec);
+  } else {
+    const declared = parseLength(headers['content-length']);
+    body = bodyOf(download, url, declared !== undefined && declared <= WHOLE_BODY);
+  }
+  return {
+    url,
+    status: head.status,
+    headers,
+    body,
+    discard: async () => {
+      dec?.destroy();
+      await download.discard();
     },
-  });
+  };
 }

@@ -23,86 +23,90 @@ const TOKEN = /[!#$%&'*+\-.^_`|~0-9A-Za-z]/;
  */
 export function parseLinkHeader(value: string): WebLink[] {
   const out: WebLink[] = [];
-  const s = value;
-  let i = 0;
-  const n = s.length;
-  const skipWs = () => {
-    while (i < n && (s[i] === ' ' || s[i] === '\t' || s[i] === '\r' || s[i] === '\n')) i++;
-  };
+  const scanner = new LinkScanner(value);
+  while (!scanner.atEnd) {
+    scanner.skipWhitespace();
+    if (scanner.peek() === ',') {
+      scanner.position++;
+      continue;
+    }
+    if (scanner.atEnd) break;
+    if (scanner.peek() !== '<') {
+      scanner.skipToComma();
+      continue;
+    }
+    const close = value.indexOf('>', scanner.position + 1);
+    if (close < 0) break;
+    const target = value.slice(scanner.position + 1, close).trim();
+    scanner.position = close + 1;
+    const params = scanner.readParams();
+    if (params !== undefined) {
+      const rel = (params.rel ?? '')
+        .split(/\s+/)
+        .filter((r) => r !== '')
+        .map((r) => r.toLowerCase());
+      out.push({ target, rel, params });
+    } else {
+      scanner.skipToComma();
+    }
+  }
+  return out;
+}
+
+/** A position in a Link header value, and the steps of reading it. */
+class LinkScanner {
+  position = 0;
+  readonly #text: string;
+  readonly #length: number;
+
+  constructor(text: string) {
+    this.#text = text;
+    this.#length = text.length;
+  }
+
+  get atEnd(): boolean {
+    return this.position >= this.#length;
+  }
+
+  /** The character at the position (undefined at the end). */
+  peek(): string | undefined {
+    return this.#text[this.position];
+  }
+
+  skipWhitespace(): void {
+    const s = this.#text;
+    while (this.position < this.#length && (s[this.position] === ' ' || s[this.position] === '\t' || s[this.position] === '\r' || s[this.position] === '\n')) this.position++;
+  }
+
   /** Skips to just past the next top-level comma (outside quotes and angle brackets). */
-  const skipToComma = () => {
+  skipToComma(): void {
+    const s = this.#text;
     let inQuote = false;
-    while (i < n) {
-      const c = s[i]!;
+    while (this.position < this.#length) {
+      const c = s[this.position]!;
       if (inQuote) {
-        if (c === '\\') i++;
+        if (c === '\\') this.position++;
         else if (c === '"') inQuote = false;
       } else if (c === '"') inQuote = true;
       else if (c === ',') {
-        i++;
+        this.position++;
         return;
       }
-      i++;
+      this.position++;
     }
-  };
-  while (i < n) {
-    skipWs();
-    if (s[i] === ',') {
-      i++;
-      continue;
-    }
-    if (i >= n) break;
-    if (s[i] !== '<') {
-      skipToComma();
-      continue;
-    }
-    const close = s.indexOf('>', i + 1);
-    if (close < 0) break;
-    const target = s.slice(i + 1, close).trim();
-    i = close + 1;
+  }
+
+  /** The `; name=value` parameters up to the next `,` or the end; undefined when they are malformed. */
+  readParams(): Record<string, string> | undefined {
     const params: Record<string, string> = {};
-    let ok = true;
     for (;;) {
-      skipWs();
-      if (i >= n || s[i] === ',') break;
-      if (s[i] !== ';') {
-        ok = false;
-        break;
-      }
-      i++;
-      skipWs();
-      let name = '';
-      while (i < n && TOKEN.test(s[i]!)) name += s[i++];
-      if (name === '') {
-        ok = false;
-        break;
-      }
-      name = name.toLowerCase();
-      skipWs();
-      let val = '';
-      if (s[i] === '=') {
-        i++;
-        skipWs();
-        if (s[i] === '"') {
-          i++;
-          let closed = false;
-          while (i < n) {
-            const c = s[i++]!;
-            if (c === '\\' && i < n) val += s[i++];
-            else if (c === '"') {
-              closed = true;
-              break;
-            } else val += c;
-          }
-          if (!closed) {
-            ok = false;
-            break;
-          }
-        } else {
-          // A token; tolerate other visible characters (e.g. `type=application/xml`) up to `;`, `,` or space.
-          while (i < n && !/[;,\s"]/.test(s[i]!)) val += s[i++];
-        }
-      }
+      this.skipWhitespace();
+      if (this.atEnd || this.peek() === ',') return params;
+      if (this.peek() !== ';') return undefined;
+      this.position++;
+      const param = this.#readParam();
+      if (param === undefined) return undefined;
+      let [name, val] = param;
       if (name.endsWith('*')) {
         const decoded = decodeExtValue(val);
         if (decoded !== undefined) {
@@ -112,17 +116,46 @@ export function parseLinkHeader(value: string): WebLink[] {
       }
       if (!Object.hasOwn(params, name)) params[name] = val;
     }
-    if (ok) {
-      const rel = (params.rel ?? '')
-        .split(/\s+/)
-        .filter((r) => r !== '')
-        .map((r) => r.toLowerCase());
-      out.push({ target, rel, params });
-    } else {
-      skipToComma();
-    }
   }
-  return out;
+
+  /** One parameter after its `;`: the lower-cased name and the value (empty when there is none). */
+  #readParam(): [string, string] | undefined {
+    const s = this.#text;
+    this.skipWhitespace();
+    let name = '';
+    while (this.position < this.#length && TOKEN.test(s[this.position]!)) name += s[this.position++];
+    if (name === '') return undefined;
+    name = name.toLowerCase();
+    this.skipWhitespace();
+    let val = '';
+    if (s[this.position] === '=') {
+      this.position++;
+      this.skipWhitespace();
+      if (s[this.position] === '"') {
+        this.position++;
+        const quoted = this.#readQuoted();
+        if (quoted === undefined) return undefined;
+        val = quoted;
+      } else {
+        // A token; tolerate other visible characters (e.g. `type=application/xml`) up to `;`, `,` or space.
+        while (this.position < this.#length && !/[;,\s"]/.test(s[this.position]!)) val += s[this.position++];
+      }
+    }
+    return [name, val];
+  }
+
+  /** A quoted string after its opening `"`, unescaped; undefined when it is not closed. */
+  #readQuoted(): string | undefined {
+    const s = this.#text;
+    let val = '';
+    while (this.position < this.#length) {
+      const c = s[this.position++]!;
+      if (c === '\\' && this.position < this.#length) val += s[this.position++];
+      else if (c === '"') return val;
+      else val += c;
+    }
+    return undefined;
+  }
 }
 
 /** RFC 8187 ext-value: `charset'lang'pct-encoded`. */

@@ -7,18 +7,17 @@
  *   XEP-0199 (ping)
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { connect as netConnect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { connect as tlsConnect, type ConnectionOptions, type TLSSocket } from 'node:tls';
 import { ResourceSyncError, messageOf } from '../core/errors.js';
 import { XMPP_CLIENT_PORT } from '../core/xmpp-uri.js';
 import { isLoopbackHost } from './callback-policy.js';
-import { Scram, b64, unb64 } from './xmpp-scram.js';
+import { NS_SASL, aborted, authenticate, connectSocket, xmppError } from './xmpp-negotiation.js';
 import { attr, element, elements, StanzaReader, textOf, xml, type Raw, type XmppElement } from './xmpp-xml.js';
 
 const NS_CLIENT = 'jabber:client';
 const NS_STREAM = 'http://etherx.jabber.org/streams';
 const NS_TLS = 'urn:ietf:params:xml:ns:xmpp-tls';
-const NS_SASL = 'urn:ietf:params:xml:ns:xmpp-sasl';
 const NS_BIND = 'urn:ietf:params:xml:ns:xmpp-bind';
 const NS_SESSION = 'urn:ietf:params:xml:ns:xmpp-session';
 const NS_STANZAS = 'urn:ietf:params:xml:ns:xmpp-stanzas';
@@ -79,14 +78,6 @@ function sameJid(a: string, b: string): boolean {
   return bareA.toLowerCase() === bareB.toLowerCase() && (slashA < 0 ? '' : a.slice(slashA)) === (slashB < 0 ? '' : b.slice(slashB));
 }
 
-function aborted(cause?: unknown): ResourceSyncError {
-  return new ResourceSyncError('RS_ABORTED', 'Connecting to the XMPP server was aborted.', cause === undefined ? {} : { cause });
-}
-
-function xmppError(message: string, condition: string, data: Record<string, unknown> = {}, cause?: unknown): ResourceSyncError {
-  return new ResourceSyncError('RS_XMPP', message, { data: { condition, ...data }, ...(cause === undefined ? {} : { cause }), recoverable: true });
-}
-
 function socketError(cause: Error): ResourceSyncError {
   return new ResourceSyncError('RS_NETWORK', `The connection to the XMPP server failed: ${cause.message}`, { cause, recoverable: true });
 }
@@ -110,7 +101,7 @@ export class XmppConnection {
   jid = '';
   /** Whether the stream is encrypted (STARTTLS). */
   secure = false;
-  readonly #o: XmppConnectOptions;
+  readonly #options: XmppConnectOptions;
   readonly #domain: string;
   #socket: Socket | TLSSocket;
   #reader: StanzaReader | undefined;
@@ -126,9 +117,9 @@ export class XmppConnection {
   readonly #ended$: Promise<void>;
   #endedResolve!: () => void;
 
-  private constructor(o: XmppConnectOptions, socket: Socket) {
-    this.#o = o;
-    this.#domain = o.jid.slice(o.jid.indexOf('@') + 1);
+  private constructor(options: XmppConnectOptions, socket: Socket) {
+    this.#options = options;
+    this.#domain = options.jid.slice(options.jid.indexOf('@') + 1);
     this.#socket = socket;
     this.#ended$ = new Promise((r) => (this.#endedResolve = r));
   }
@@ -138,50 +129,30 @@ export class XmppConnection {
    * @throws ResourceSyncError RS_NETWORK (cannot connect), RS_XMPP (negotiation refused: `data.condition`, e.g.
    *   `not-authorized` for wrong credentials, `encryption-required` when TLS is needed and not offered), RS_ABORTED
    */
-  static async connect(o: XmppConnectOptions): Promise<XmppConnection> {
-    const at = o.jid.indexOf('@');
-    if (at <= 0 || at === o.jid.length - 1 || o.jid.includes('/')) throw new ResourceSyncError('RS_INVALID_ARGUMENT', `'${o.jid}' is not a bare JID (user@domain).`);
-    const host = o.host ?? o.jid.slice(at + 1);
-    const port = o.port ?? XMPP_CLIENT_PORT;
-    const timeout = o.timeoutMs ?? XMPP_LIMITS.timeoutMs;
-    const isAborted = (): boolean => o.signal?.aborted === true;
+  static async connect(options: XmppConnectOptions): Promise<XmppConnection> {
+    const at = options.jid.indexOf('@');
+    if (at <= 0 || at === options.jid.length - 1 || options.jid.includes('/')) throw new ResourceSyncError('RS_INVALID_ARGUMENT', `'${options.jid}' is not a bare JID (user@domain).`);
+    const host = options.host ?? options.jid.slice(at + 1);
+    const port = options.port ?? XMPP_CLIENT_PORT;
+    const timeout = options.timeoutMs ?? XMPP_LIMITS.timeoutMs;
+    const isAborted = (): boolean => options.signal?.aborted === true;
     if (isAborted()) throw aborted();
-    const socket = await new Promise<Socket>((resolve, reject) => {
-      const s = netConnect({ host, port, timeout });
-      const onAbort = (): void => {
-        s.destroy();
-        reject(aborted());
-      };
-      const fail = (cause: unknown): void => {
-        o.signal?.removeEventListener('abort', onAbort);
-        s.destroy();
-        reject(new ResourceSyncError('RS_NETWORK', `XMPP server ${host}:${port} could not be reached.`, { data: { url: `xmpp://${host}:${port}` }, cause, recoverable: true }));
-      };
-      o.signal?.addEventListener('abort', onAbort, { once: true });
-      s.once('connect', () => {
-        o.signal?.removeEventListener('abort', onAbort);
-        s.setTimeout(0);
-        s.off('error', fail);
-        resolve(s);
-      });
-      s.once('timeout', () => fail(new Error('connect timeout')));
-      s.once('error', fail);
-    });
-    const c = new XmppConnection(o, socket);
-    const abort = (): void => c.#destroy(aborted());
-    o.signal?.addEventListener('abort', abort, { once: true });
+    const socket = await connectSocket(host, port, timeout, options.signal);
+    const connection = new XmppConnection(options, socket);
+    const abort = (): void => connection.#destroy(aborted());
+    options.signal?.addEventListener('abort', abort, { once: true });
     try {
       if (isAborted()) abort();
-      await c.#negotiate(host, timeout);
+      await connection.#negotiate(host, timeout);
     } catch (e) {
-      c.#destroy(e instanceof Error ? e : new Error(String(e)));
+      connection.#destroy(e instanceof Error ? e : new Error(String(e)));
       // aborted: whatever step was under way failed because of it
       if (isAborted() && !(e instanceof ResourceSyncError && e.code === 'RS_ABORTED')) throw aborted(e);
       throw e;
     } finally {
-      o.signal?.removeEventListener('abort', abort);
+      options.signal?.removeEventListener('abort', abort);
     }
-    return c;
+    return connection;
   }
 
   /** Whether the session is up. */
@@ -202,7 +173,7 @@ export class XmppConnection {
   iq(type: 'get' | 'set', to: string | undefined, payload: Raw): Promise<XmppElement> {
     // not guessable: an answer must name the id (and come from `to`) to be taken. @see RFC 6120 §8.1.3, §13.12
     const id = randomUUID();
-    const timeout = this.#o.timeoutMs ?? XMPP_LIMITS.timeoutMs;
+    const timeout = this.#options.timeoutMs ?? XMPP_LIMITS.timeoutMs;
     return new Promise<XmppElement>((resolve, reject) => {
       if (this.#ended) {
         reject(xmppError('The XMPP connection is closed.', 'disconnected'));
@@ -248,21 +219,22 @@ export class XmppConnection {
       await this.#startTls(timeout);
       features = await this.#restart(timeout);
     }
-    const requireTls = this.#o.requireTls ?? !isLoopbackHost(host);
+    const requireTls = this.#options.requireTls ?? !isLoopbackHost(host);
     if (requireTls && !this.secure) {
       throw xmppError(`XMPP server ${host} does not offer STARTTLS; the password is not sent over an unencrypted connection.`, 'encryption-required');
     }
     // SASL. @see RFC 6120 §6.4
     const offered = elements(element(features, 'mechanisms', NS_SASL) ?? features, 'mechanism', NS_SASL).map(textOf);
-    await this.#authenticate(offered, host, timeout);
+    const dialogue = { write: (text: string) => this.#write(text), next: () => this.#next(timeout) };
+    await authenticate(dialogue, offered, { jid: this.#options.jid, password: this.#options.password, host, secure: this.secure });
     features = await this.#restart(timeout);
     // Resource binding. @see RFC 6120 §7
     if (element(features, 'bind', NS_BIND) === undefined) throw xmppError(`XMPP server ${host} offers no resource binding.`, 'unsupported-feature');
     this.#ready = true; // IQs go through #pending from here
-    const resource = this.#o.resource ?? `resourcesync-${randomBytes(6).toString('hex')}`;
+    const resource = this.#options.resource ?? `resourcesync-${randomBytes(6).toString('hex')}`;
     const bound = await this.iq('set', undefined, xml('bind', { xmlns: NS_BIND }, xml('resource', {}, resource)));
     const jidEl = element(element(bound, 'bind', NS_BIND) ?? bound, 'jid', NS_BIND);
-    this.jid = jidEl === undefined ? `${this.#o.jid}/${resource}` : textOf(jidEl);
+    this.jid = jidEl === undefined ? `${this.#options.jid}/${resource}` : textOf(jidEl);
     // A legacy session establishment, when a server still requires it. @see RFC 3921 §3
     const session = element(features, 'session', NS_SESSION);
     if (session !== undefined && element(session, 'optional', NS_SESSION) === undefined) {
@@ -271,54 +243,18 @@ export class XmppConnection {
     this.#schedulePing();
   }
 
-  async #authenticate(offered: string[], host: string, timeout: number): Promise<void> {
-    const mechanism = ['SCRAM-SHA-256', 'SCRAM-SHA-1', ...(this.secure ? ['PLAIN'] : [])].find((m) => offered.includes(m));
-    if (mechanism === undefined) {
-      throw xmppError(`XMPP server ${host} offers no SASL mechanism this client supports (offered: ${offered.join(', ') || 'none'}).`, 'invalid-mechanism');
-    }
-    const local = this.#o.jid.slice(0, this.#o.jid.indexOf('@'));
-    const password = this.#o.password;
-    let outcome: XmppElement;
-    if (mechanism === 'PLAIN') {
-      this.#write(xml('auth', { xmlns: NS_SASL, mechanism }, Buffer.from(`\0${local}\0${password}`).toString('base64')).xml);
-      outcome = await this.#next(timeout);
-    } else {
-      const scram = new Scram(mechanism === 'SCRAM-SHA-256' ? 'sha256' : 'sha1', local, password);
-      this.#write(xml('auth', { xmlns: NS_SASL, mechanism }, b64(scram.first())).xml);
-      outcome = await this.#next(timeout);
-      if (outcome.name.local === 'challenge') {
-        this.#write(xml('response', { xmlns: NS_SASL }, b64(await scram.final(unb64(textOf(outcome))))).xml);
-        outcome = await this.#next(timeout);
-      }
-      let serverFinal = outcome.name.local === 'success' ? unb64(textOf(outcome)) : '';
-      if (outcome.name.local === 'challenge') {
-        // the server's final message as a challenge, answered by an empty response. @see RFC 6120 §6.4.6
-        serverFinal = unb64(textOf(outcome));
-        this.#write(xml('response', { xmlns: NS_SASL }).xml);
-        outcome = await this.#next(timeout);
-      }
-      if (outcome.name.local === 'success' && !scram.verify(serverFinal)) {
-        throw xmppError(`XMPP server ${host} could not prove that it knows the password (SCRAM).`, 'not-authorized');
-      }
-    }
-    if (outcome.name.local !== 'success') {
-      const condition = elements(outcome).find((c) => c.name.ns === NS_SASL)?.name.local ?? 'not-authorized';
-      throw xmppError(`XMPP server ${host} refused to authenticate '${this.#o.jid}' (${condition}).`, condition, { jid: this.#o.jid });
-    }
-  }
-
   /** Opens a (new) stream and resolves with the server's features. @see RFC 6120 §4.3 */
   async #restart(timeout: number): Promise<XmppElement> {
     this.#reader = new StanzaReader(
       {
         stanza: (el) => this.#stanza(el),
-        oversized: (name, bytes) => this.#o.onEvent?.({ type: 'oversized', element: name.qname, bytes }),
+        oversized: (name, bytes) => this.#options.onEvent?.({ type: 'oversized', element: name.qname, bytes }),
         close: () => {
           if (this.#closeWait !== undefined) this.#closeWait(); // the answer to our own end of stream
           else this.#destroy(xmppError('The XMPP server ended the stream.', 'disconnected'));
         },
       },
-      this.#o.maxStanzaBytes ?? XMPP_LIMITS.maxStanzaBytes,
+      this.#options.maxStanzaBytes ?? XMPP_LIMITS.maxStanzaBytes,
     );
     const features = this.#next(timeout);
     this.#write(
@@ -337,7 +273,7 @@ export class XmppConnection {
     plain.removeAllListeners('error');
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(xmppError('TLS negotiation timed out.', 'tls-failure')), timeout);
-      const t = tlsConnect({ ...this.#o.tls, socket: plain, servername: this.#domain });
+      const t = tlsConnect({ ...this.#options.tls, socket: plain, servername: this.#domain });
       this.#socket = t;
       // ended meanwhile (aborted, or the socket closed)
       const closed = (): void => {
@@ -410,7 +346,7 @@ export class XmppConnection {
     if (el.name.local === 'iq') this.#iq(el);
     else if (el.name.local === 'message') {
       try {
-        this.#o.onMessage?.(el);
+        this.#options.onMessage?.(el);
       } catch (e) {
         setImmediate(() => {
           throw e; // the handler's error, not the stream's: it surfaces as an uncaught exception
@@ -454,13 +390,13 @@ export class XmppConnection {
    */
   #answersFrom(to: string | undefined, from: string | undefined): boolean {
     const own = (j: string): boolean =>
-      sameJid(j, this.#domain) || (this.jid === '' ? sameJid(j.replace(/\/.*$/s, ''), this.#o.jid) : sameJid(j, this.#o.jid) || sameJid(j, this.jid));
+      sameJid(j, this.#domain) || (this.jid === '' ? sameJid(j.replace(/\/.*$/s, ''), this.#options.jid) : sameJid(j, this.#options.jid) || sameJid(j, this.jid));
     if (to === undefined || own(to)) return from === undefined || (to !== undefined && sameJid(from, to)) || own(from);
     return from !== undefined && sameJid(from, to);
   }
 
   #schedulePing(): void {
-    const every = this.#o.pingIntervalMs ?? XMPP_LIMITS.pingIntervalMs;
+    const every = this.#options.pingIntervalMs ?? XMPP_LIMITS.pingIntervalMs;
     if (every <= 0) return;
     this.#pingTimer = setInterval(() => {
       this.iq('get', this.#domain, xml('ping', { xmlns: NS_PING })).catch((e: unknown) => {
@@ -494,7 +430,7 @@ export class XmppConnection {
       p.reject(reason);
     }
     this.#pending.clear();
-    this.#o.onEvent?.({ type: 'closed', ...(error === undefined ? {} : { error }) });
+    this.#options.onEvent?.({ type: 'closed', ...(error === undefined ? {} : { error }) });
     this.#endedResolve();
   }
 }

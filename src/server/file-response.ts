@@ -78,26 +78,8 @@ export function respond(
   const etag = gzip ? gzipTag(info.etag) : info.etag;
   headers.etag = etag;
 
-  if (
-    h['if-match'] !== undefined ||
-    h['if-none-match'] !== undefined ||
-    h['if-modified-since'] !== undefined ||
-    h['if-unmodified-since'] !== undefined
-  ) {
-    const conditional: ConditionalHeaders = {
-      'if-match': header(h, 'if-match'),
-      'if-none-match': header(h, 'if-none-match'),
-      'if-modified-since': header(h, 'if-modified-since'),
-      'if-unmodified-since': header(h, 'if-unmodified-since'),
-    };
-    const pre = evaluatePreconditions(conditional, etag, info.mtimeSeconds);
-    if (pre === 'failed') return statusResponse(412, 'Precondition Failed', { etag });
-    if (pre === 'not-modified') {
-      delete headers['content-type'];
-      delete headers['accept-ranges'];
-      return { status: 304, headers };
-    }
-  }
+  const conditional = conditionalResponse(h, headers, etag, info);
+  if (conditional !== undefined) return conditional;
 
   let status = 200;
   let start = 0;
@@ -118,26 +100,69 @@ export function respond(
     }
   }
   const head = req.method === 'HEAD';
-  if (info.bytes !== undefined) {
-    let bytes: Buffer = info.bytes;
-    if (gzip) {
-      if (info.gz === undefined) {
-        info.gz = gzipSync(info.bytes);
-        r.weight += info.gz.length;
-        options.onHeld(info.gz.length);
-      }
-      bytes = info.gz;
-      headers['content-encoding'] = 'gzip';
-    } else if (status === 206) {
-      bytes = bytes.subarray(start, end);
-    }
-    headers['content-length'] = String(bytes.length);
-    return head ? { status, headers } : { status, headers, body: { type: 'bytes', bytes } };
-  }
+  if (info.bytes !== undefined) return memoryResponse(r, info, info.bytes, { status, headers, start, end, gzip, head }, options);
   if (gzip) headers['content-encoding'] = 'gzip';
   else headers['content-length'] = String(end - start);
   if (head || handle === undefined) return { status, headers };
   return { status, headers, body: { type: 'file', handle, start, end, gzip } };
+}
+
+/**
+ * The answer to a conditional request (RFC 9110 §13): 412 when a precondition fails, 304 when not modified;
+ * undefined when the request is not conditional or its conditions hold.
+ */
+function conditionalResponse(h: ResponderRequest['headers'], headers: Record<string, string>, etag: string, info: FileInfo): ResponderResponse | undefined {
+  if (
+    h['if-match'] === undefined &&
+    h['if-none-match'] === undefined &&
+    h['if-modified-since'] === undefined &&
+    h['if-unmodified-since'] === undefined
+  ) {
+    return undefined;
+  }
+  const conditional: ConditionalHeaders = {
+    'if-match': header(h, 'if-match'),
+    'if-none-match': header(h, 'if-none-match'),
+    'if-modified-since': header(h, 'if-modified-since'),
+    'if-unmodified-since': header(h, 'if-unmodified-since'),
+  };
+  const pre = evaluatePreconditions(conditional, etag, info.mtimeSeconds);
+  if (pre === 'failed') return statusResponse(412, 'Precondition Failed', { etag });
+  if (pre === 'not-modified') {
+    delete headers['content-type'];
+    delete headers['accept-ranges'];
+    return { status: 304, headers };
+  }
+  return undefined;
+}
+
+/** The response being made: its status and header fields, the byte range, gzip, and whether it is for HEAD. */
+interface ResponsePlan {
+  status: number;
+  headers: Record<string, string>;
+  start: number;
+  end: number;
+  gzip: boolean;
+  head: boolean;
+}
+
+/** A response from bytes held in memory: the gzip copy (made once and kept in `info.gz`), the range, or all. */
+function memoryResponse(r: Resolution, info: FileInfo, held: Buffer, plan: ResponsePlan, options: ResponseOptions): ResponderResponse {
+  const { status, headers } = plan;
+  let bytes: Buffer = held;
+  if (plan.gzip) {
+    if (info.gz === undefined) {
+      info.gz = gzipSync(held);
+      r.weight += info.gz.length;
+      options.onHeld(info.gz.length);
+    }
+    bytes = info.gz;
+    headers['content-encoding'] = 'gzip';
+  } else if (status === 206) {
+    bytes = bytes.subarray(plan.start, plan.end);
+  }
+  headers['content-length'] = String(bytes.length);
+  return plan.head ? { status, headers } : { status, headers, body: { type: 'bytes', bytes } };
 }
 
 /** Serves a file without bytes in memory through a descriptor, with metadata from that descriptor. */

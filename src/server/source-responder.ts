@@ -95,20 +95,7 @@ const ALLOW = 'GET, HEAD';
  * @see Z39.99 §6.3 (discovery)
  */
 export function createSourceResponder(options: SourceServerOptions): SourceResponder {
-  if (options.sets.length === 0) {
-    throw new ResourceSyncError('RS_INVALID_ARGUMENT', 'Server options: at least one set of resources is needed.');
-  }
-  const names = new Set<string>();
-  for (const s of options.sets) {
-    if (s.name === '' || s.name.startsWith('.') || s.name.includes('/') || names.has(s.name)) {
-      throw new ResourceSyncError(
-        'RS_INVALID_ARGUMENT',
-        `Server options: set name '${s.name}' is empty, hidden, contains '/' or is repeated.`,
-        { data: { name: s.name } },
-      );
-    }
-    names.add(s.name);
-  }
+  checkSetNames(options.sets);
   const cacheMs = options.cacheMs ?? 1000;
   const clock = options.now ?? (() => performance.now());
   const onError = options.onError;
@@ -117,15 +104,7 @@ export function createSourceResponder(options: SourceServerOptions): SourceRespo
   const resolutions = new ResolutionCache(options.cacheBytes ?? 16 * 1024 * 1024);
   const responses: ResponseOptions = { gzip: options.gzip ?? true, onHeld: (bytes) => resolutions.grow(bytes) };
 
-  function fail(error: unknown): ResponderResponse {
-    const code = (error as NodeJS.ErrnoException | undefined)?.code;
-    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP' || code === 'ENAMETOOLONG' || code === 'EISDIR') {
-      return statusResponse(404, 'Not Found');
-    }
-    if (code === 'EACCES' || code === 'EPERM') return statusResponse(403, 'Forbidden');
-    onError?.(error);
-    return statusResponse(500, 'Internal Server Error');
-  }
+  const fail = (error: unknown): ResponderResponse => failureResponse(error, onError);
 
   function handle(req: ResponderRequest): ResponderResponse | Promise<ResponderResponse> {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -143,16 +122,7 @@ export function createSourceResponder(options: SourceServerOptions): SourceRespo
     }
     if (r.info === undefined) return statusResponse(404, 'Not Found');
     if (r.info.bytes !== undefined) {
-      const h = req.headers;
-      if (
-        req.method === 'GET' &&
-        h.range === undefined &&
-        h['if-none-match'] === undefined &&
-        h['if-modified-since'] === undefined &&
-        h['if-match'] === undefined &&
-        h['if-unmodified-since'] === undefined &&
-        (h['accept-encoding'] === undefined || !isCompressible(r.contentType))
-      ) {
+      if (isPlainGet(req, r.contentType)) {
         // the hot path: one response object per resolution, written as is by the adapter
         return (r.plain ??= respond(req, r, r.info, undefined, responses));
       }
@@ -174,4 +144,50 @@ export function createSourceResponder(options: SourceServerOptions): SourceRespo
     for (const root of router.roots) root.real = undefined;
   };
   return core;
+}
+
+/** Set names are unique, not empty, not hidden and without '/'; at least one set. */
+function checkSetNames(sets: SourceServerOptions['sets']): void {
+  if (sets.length === 0) {
+    throw new ResourceSyncError('RS_INVALID_ARGUMENT', 'Server options: at least one set of resources is needed.');
+  }
+  const names = new Set<string>();
+  for (const s of sets) {
+    if (s.name === '' || s.name.startsWith('.') || s.name.includes('/') || names.has(s.name)) {
+      throw new ResourceSyncError(
+        'RS_INVALID_ARGUMENT',
+        `Server options: set name '${s.name}' is empty, hidden, contains '/' or is repeated.`,
+        { data: { name: s.name } },
+      );
+    }
+    names.add(s.name);
+  }
+}
+
+/** A file system failure as a response: 404 for a missing path, 403 for one refused, else 500 (reported). */
+function failureResponse(error: unknown, onError: ((error: unknown) => void) | undefined): ResponderResponse {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP' || code === 'ENAMETOOLONG' || code === 'EISDIR') {
+    return statusResponse(404, 'Not Found');
+  }
+  if (code === 'EACCES' || code === 'EPERM') return statusResponse(403, 'Forbidden');
+  onError?.(error);
+  return statusResponse(500, 'Internal Server Error');
+}
+
+/**
+ * A GET without range, conditions or a gzip choice to make: answered by the one response object kept with the
+ * resolution.
+ */
+function isPlainGet(req: ResponderRequest, contentType: string): boolean {
+  const h = req.headers;
+  return (
+    req.method === 'GET' &&
+    h.range === undefined &&
+    h['if-none-match'] === undefined &&
+    h['if-modified-since'] === undefined &&
+    h['if-match'] === undefined &&
+    h['if-unmodified-since'] === undefined &&
+    (h['accept-encoding'] === undefined || !isCompressible(contentType))
+  );
 }

@@ -13,7 +13,7 @@
  */
 import { isResourceSyncError, messageOf } from '../core/errors.js';
 import { check, type CheckReport } from '../check/check.js';
-import { explore, type ExploreResult, type TreeNode } from '../check/explore.js';
+import { explore, type ExploreOptions, type ExploreResult, type TreeNode } from '../check/explore.js';
 import { originOf, type Authority } from '../client/authority.js';
 import type { HttpGet } from '../client/http.js';
 import { APP_CSS, APP_JS, INDEX_HTML } from './assets.js';
@@ -148,110 +148,52 @@ function queryParam(params: URLSearchParams): string {
  * const res = await handler(new Request('http://127.0.0.1:8090/api/tree'));
  */
 export function createExplorerHandler(options: ExplorerOptions): ExplorerHandler {
-  const basePath = options.basePath ?? '/';
-  if (!basePath.startsWith('/') || !basePath.endsWith('/')) throw new TypeError(`basePath '${basePath}' must start and end with '/'.`);
-  const pageSize = Math.min(Math.max(options.pageSize ?? 100, 1), MAX_PAGE_SIZE);
-  const scanLimit = Math.max(options.scanLimit ?? 50_000, 1);
-  const maxDocuments = options.maxDocuments ?? 1000;
-  const rate = options.rate ?? 20;
-  const { http, authority, signal } = options;
-  const packages = new PackageReader({
-    http,
-    maxBytes: options.maxPackageBytes ?? 256 * 1024 * 1024,
-    ...(options.tmpDir === undefined ? {} : { tmpDir: options.tmpDir }),
-  });
-  const crawl = { url: options.source, http, authority, maxDocuments, rate, ...(signal === undefined ? {} : { signal }) };
+  const explorer = new Explorer(options);
+  return (request) => explorer.handle(request);
+}
 
-  let tree: { at: number; result: Promise<ExploreResult> } | undefined;
+/** A crawl of the tree under way or done, and when it started. */
+interface TreeRead {
+  at: number;
+  result: Promise<ExploreResult>;
+}
+
+/** The explorer of one Source: its settings, the last tree read, the check under way, and the routes. */
+class Explorer {
+  readonly #options: ExplorerOptions;
+  readonly #basePath: string;
+  readonly #pageSize: number;
+  readonly #scanLimit: number;
+  readonly #packages: PackageReader;
+  /** What the tree's crawl and `check` are given: the Source, the client, the authority and the bounds. */
+  readonly #crawl: ExploreOptions;
+  #tree: TreeRead | undefined;
   /** Entries of each document of the last tree read (as many as the crawl's documents). */
-  let counts = new Map<string, number>();
-  const readTree = (refresh: boolean): { at: number; result: Promise<ExploreResult> } => {
-    const maxAge = options.treeMaxAgeMs ?? Infinity;
-    if (tree === undefined || refresh || Date.now() - tree.at > maxAge) {
-      const entry = { at: Date.now(), result: explore(crawl) };
-      tree = entry;
-      entry.result.then(
-        (r) => {
-          const next = new Map<string, number>();
-          const walk = (n: TreeNode): void => {
-            if (n.kind !== 'package' && n.status === undefined) next.set(n.url, n.entries);
-            n.children.forEach(walk);
-          };
-          r.roots.forEach(walk);
-          if (tree === entry) counts = next;
-        },
-        () => {
-          if (tree === entry) tree = undefined;
-        },
-      );
-    }
-    return tree;
-  };
-  let checking: { done: boolean; report: Promise<CheckReport> } | undefined;
-  const runCheck = (refresh: boolean): Promise<CheckReport> => {
-    // A check in flight is shared by the requests that arrive meanwhile, even those asking for a new one.
-    if (checking === undefined || (refresh && checking.done)) {
-      const entry = {
-        done: false,
-        report: check({ ...crawl, sample: options.checkSample ?? 50, ...(options.tmpDir === undefined ? {} : { tmpDir: options.tmpDir }) }),
-      };
-      entry.report.then(
-        () => (entry.done = true),
-        () => {
-          if (checking === entry) checking = undefined;
-        },
-      );
-      checking = entry;
-    }
-    return checking.report;
-  };
+  #counts = new Map<string, number>();
+  #checking: { done: boolean; report: Promise<CheckReport> } | undefined;
 
-  /** The `doc` parameter: an http(s) URL on the Source's authority. */
-  const docParam = (params: URLSearchParams): string => {
-    const doc = params.get('doc');
-    if (doc === null || doc === '') throw new Refusal(400, 'RS_INVALID_ARGUMENT', 'the doc parameter (a document URL) is missing.');
-    if (originOf(doc) === undefined) throw new Refusal(400, 'RS_INVALID_ARGUMENT', 'doc is not an absolute http(s) URL.');
-    const url = new URL(doc).href;
-    if (!authority.allows(url))
-      throw new Refusal(403, 'RS_AUTHORITY', `doc '${url}' is outside the explored Source (${authority.origins.join(', ')}).`);
-    return url;
-  };
+  constructor(options: ExplorerOptions) {
+    const basePath = options.basePath ?? '/';
+    if (!basePath.startsWith('/') || !basePath.endsWith('/')) throw new TypeError(`basePath '${basePath}' must start and end with '/'.`);
+    this.#options = options;
+    this.#basePath = basePath;
+    this.#pageSize = Math.min(Math.max(options.pageSize ?? 100, 1), MAX_PAGE_SIZE);
+    this.#scanLimit = Math.max(options.scanLimit ?? 50_000, 1);
+    const maxDocuments = options.maxDocuments ?? 1000;
+    const rate = options.rate ?? 20;
+    const { http, authority, signal } = options;
+    this.#packages = new PackageReader({
+      http,
+      maxBytes: options.maxPackageBytes ?? 256 * 1024 * 1024,
+      ...(options.tmpDir === undefined ? {} : { tmpDir: options.tmpDir }),
+    });
+    this.#crawl = { url: options.source, http, authority, maxDocuments, rate, ...(signal === undefined ? {} : { signal }) };
+  }
 
-  const api = async (route: string, params: URLSearchParams): Promise<Response> => {
-    switch (route) {
-      case 'tree': {
-        const { at, result } = readTree(params.get('refresh') === '1');
-        return json({ source: options.source, crawledAt: at, channels: options.channels !== undefined, ...(await result) });
-      }
-      case 'entries': {
-        const doc = docParam(params);
-        const page = pageParam(params);
-        const q = queryParam(params);
-        const result = await readEntriesPage(http, doc, { page, pageSize, scanLimit, q, ...(signal === undefined ? {} : { signal }) });
-        const listed = counts.get(doc);
-        return json(listed === undefined ? result : { ...result, listed });
-      }
-      case 'changes': {
-        const page = pageParam(params);
-        const { roots } = await readTree(false).result;
-        return json(await readTimeline(http, roots, page, pageSize, signal));
-      }
-      case 'package': {
-        const doc = docParam(params);
-        const page = pageParam(params);
-        const q = queryParam(params);
-        return json(await packages.read(doc, page, pageSize, scanLimit, q, signal));
-      }
-      case 'check':
-        return json(await runCheck(params.get('refresh') === '1'));
-      case 'channels':
-        if (options.channels === undefined) break;
-        return json(options.channels());
-    }
-    return json({ error: { code: 'RS_NOT_FOUND', message: `no endpoint api/${route}.` } }, 404);
-  };
-
-  return async (request) => {
+  /** The page, its assets, or an endpoint under `api/`; a refused request answers with its status. */
+  async handle(request: Request): Promise<Response> {
+    const options = this.#options;
+    const basePath = this.#basePath;
     if (options.allowHost !== undefined && !options.allowHost(request.headers.get('host')))
       return respond(421, 'Misdirected Request: this page answers only requests addressed to its own host.\n', 'text/plain; charset=utf-8');
     const url = new URL(request.url);
@@ -267,11 +209,110 @@ export function createExplorerHandler(options: ExplorerOptions): ExplorerHandler
     if (rest === 'app.css') return respond(200, APP_CSS, 'text/css; charset=utf-8');
     if (rest.startsWith('api/')) {
       try {
-        return await api(rest.slice(4), url.searchParams);
+        return await this.#api(rest.slice(4), url.searchParams);
       } catch (error) {
         return errorResponse(error);
       }
     }
     return respond(404, 'Not Found\n', 'text/plain; charset=utf-8');
+  }
+
+  /** The JSON endpoints. */
+  async #api(route: string, params: URLSearchParams): Promise<Response> {
+    const { http, signal } = this.#options;
+    const pageSize = this.#pageSize;
+    const scanLimit = this.#scanLimit;
+    switch (route) {
+      case 'tree': {
+        const { at, result } = this.#readTree(params.get('refresh') === '1');
+        return json({ source: this.#options.source, crawledAt: at, channels: this.#options.channels !== undefined, ...(await result) });
+      }
+      case 'entries': {
+        const doc = this.#docParam(params);
+        const page = pageParam(params);
+        const q = queryParam(params);
+        const result = await readEntriesPage(http, doc, { page, pageSize, scanLimit, q, ...(signal === undefined ? {} : { signal }) });
+        const listed = this.#counts.get(doc);
+        return json(listed === undefined ? result : { ...result, listed });
+      }
+      case 'changes': {
+        const page = pageParam(params);
+        const { roots } = await this.#readTree(false).result;
+        return json(await readTimeline(http, roots, page, pageSize, signal));
+      }
+      case 'package': {
+        const doc = this.#docParam(params);
+        const page = pageParam(params);
+        const q = queryParam(params);
+        return json(await this.#packages.read(doc, page, pageSize, scanLimit, q, signal));
+      }
+      case 'check':
+        return json(await this.#runCheck(params.get('refresh') === '1'));
+      case 'channels':
+        if (this.#options.channels === undefined) break;
+        return json(this.#options.channels());
+    }
+    return json({ error: { code: 'RS_NOT_FOUND', message: `no endpoint api/${route}.` } }, 404);
+  }
+
+  /** The tree of the last crawl, or a new crawl when asked, when none succeeded, or when it is older than allowed. */
+  #readTree(refresh: boolean): TreeRead {
+    const maxAge = this.#options.treeMaxAgeMs ?? Infinity;
+    if (this.#tree === undefined || refresh || Date.now() - this.#tree.at > maxAge) {
+      const entry = { at: Date.now(), result: explore(this.#crawl) };
+      this.#tree = entry;
+      entry.result.then(
+        (r) => {
+          if (this.#tree === entry) this.#counts = entriesByDocument(r);
+        },
+        () => {
+          if (this.#tree === entry) this.#tree = undefined;
+        },
+      );
+    }
+    return this.#tree;
+  }
+
+  /** The report of the check under way or last done; a new one when asked and the last is done. */
+  #runCheck(refresh: boolean): Promise<CheckReport> {
+    // A check in flight is shared by the requests that arrive meanwhile, even those asking for a new one.
+    if (this.#checking === undefined || (refresh && this.#checking.done)) {
+      const options = this.#options;
+      const entry = {
+        done: false,
+        report: check({ ...this.#crawl, sample: options.checkSample ?? 50, ...(options.tmpDir === undefined ? {} : { tmpDir: options.tmpDir }) }),
+      };
+      entry.report.then(
+        () => (entry.done = true),
+        () => {
+          if (this.#checking === entry) this.#checking = undefined;
+        },
+      );
+      this.#checking = entry;
+    }
+    return this.#checking.report;
+  }
+
+  /** The `doc` parameter: an http(s) URL on the Source's authority. */
+  #docParam(params: URLSearchParams): string {
+    const authority = this.#options.authority;
+    const doc = params.get('doc');
+    if (doc === null || doc === '') throw new Refusal(400, 'RS_INVALID_ARGUMENT', 'the doc parameter (a document URL) is missing.');
+    if (originOf(doc) === undefined) throw new Refusal(400, 'RS_INVALID_ARGUMENT', 'doc is not an absolute http(s) URL.');
+    const url = new URL(doc).href;
+    if (!authority.allows(url))
+      throw new Refusal(403, 'RS_AUTHORITY', `doc '${url}' is outside the explored Source (${authority.origins.join(', ')}).`);
+    return url;
+  }
+}
+
+/** Entries of each document of a tree that was read (packages and failed documents left out). */
+function entriesByDocument(result: ExploreResult): Map<string, number> {
+  const counts = new Map<string, number>();
+  const walk = (n: TreeNode): void => {
+    if (n.kind !== 'package' && n.status === undefined) counts.set(n.url, n.entries);
+    n.children.forEach(walk);
   };
+  result.roots.forEach(walk);
+  return counts;
 }

@@ -136,24 +136,8 @@ class StreamingValidator extends HeaderRules implements Validator {
     const index = ++this.index;
     this.at = index;
     const line = e.line;
-    const loc = e.loc;
-    if (loc === undefined || loc.length === 0) {
-      this.report('loc-missing', {}, '/loc', line);
-    } else {
-      // The Sitemaps protocol: a URL begins with its protocol. Lenient: resolved against the document's URL.
-      if (!ABSOLUTE_URI.test(loc)) this.report(this.lenient ? 'tolerated-loc-relative' : 'loc-not-absolute', { value: loc }, '/loc', line);
-      if (this.locs?.seen(loc) === true) this.report('loc-duplicate', { value: loc }, '/loc', line);
-    }
-
-    let lastmod: W3CDatetime | undefined;
-    if (e.lastmod !== undefined) {
-      lastmod = this.time(e.lastmod, 'lastmod', '/lastmod', line);
-      if (this.rules?.lastmod === 'discouraged') this.report('lastmod-discouraged', { kind: this.name }, '/lastmod', line, this.section);
-    } else if (this.lastmodRequired) {
-      // Lenient: 1.0 producers leave <lastmod> off deletions (the time of a deletion is often unknown).
-      const code = this.lenient && e.md?.change === 'deleted' ? 'tolerated-lastmod-missing' : 'lastmod-missing';
-      this.report(code, { kind: this.name }, '/lastmod', line, this.section);
-    }
+    this.entryLoc(e.loc, line);
+    const lastmod = this.entryLastmod(e, line);
     if (e.changefreq !== undefined && !CHANGEFREQ_SET.has(e.changefreq)) {
       this.report('changefreq-invalid', { value: e.changefreq }, '/changefreq', line);
     }
@@ -165,69 +149,108 @@ class StreamingValidator extends HeaderRules implements Validator {
     let datetime: W3CDatetime | undefined;
     let from: W3CDatetime | undefined;
     if (md !== undefined) {
-      const mdPath = '/rs:md';
-      this.checkMdAttributes(md, line, false);
-      if (md.type === undefined && this.rules?.typeRecommended === true && md.change !== 'deleted') {
-        this.report('type-missing', { kind: this.name }, '/rs:md/@type', line, this.section);
-      }
-      if (this.rules?.packageMetadata === true && (md.type === undefined || md.length === undefined)) {
-        this.report('package-metadata-missing', { kind: this.name }, mdPath, line, this.section);
-      }
-      datetime = this.entryTimes(md, mdPath, line);
+      datetime = this.entryMd(md, line);
       from = md.from !== undefined ? parseW3CDatetime(md.from, true) : undefined;
-      this.entryChange(md, mdPath, line);
-      this.entryPath(md, mdPath, line);
-      if (this.rules?.capability !== undefined) this.entryCapability(md.capability, mdPath, line);
-      if (this.rules?.capability === 'framework') this.entryFrameworkChange(md, line);
     } else {
-      const mdPath = '/rs:md';
-      if (this.rules?.change === 'required') this.report('change-missing', { kind: this.name }, mdPath, line, this.section);
-      if (this.pathRule !== 'forbidden') this.report('path-missing', { kind: this.name, expected: '' }, mdPath, line, this.section);
-      if (this.rules?.typeRecommended === true) this.report('type-missing', { kind: this.name }, mdPath, line, this.section);
-      if (this.rules?.packageMetadata === true) this.report('package-metadata-missing', { kind: this.name }, mdPath, line, this.section);
-      if (this.rules?.from === 'recommended') this.report('entry-from-missing', { kind: this.name }, mdPath, line, this.section);
-      if (this.rules?.capability === 'advertised' || this.rules?.capability === 'framework') {
-        this.report('entry-capability-missing', { kind: this.name }, mdPath, line, this.section);
-      }
+      this.entryMdMissing(line);
     }
 
     const ln = e.ln;
     if (ln !== undefined) {
       for (let i = 0; i < ln.length; i++) this.checkLn(ln[i]!, i + 1, line);
     }
-
-    // Interval and order: 1.0 changes are timed by <lastmod>; 1.1 by the datetime attribute.
-    if (this.order !== undefined) {
-      let key: W3CDatetime | undefined;
-      let keyName: string;
-      let keyText: string | undefined;
-      if (this.order === 'change') {
-        if (this.v11 || this.rules?.lastmod !== 'required-1.0') {
-          // 1.0 changes are timed by <lastmod>, notifications by datetime in both versions
-          key = datetime;
-          keyName = 'datetime';
-          keyText = md?.datetime;
-        } else {
-          key = lastmod;
-          keyName = 'lastmod';
-          keyText = e.lastmod;
-        }
-      } else if (this.order === 'package') {
-        key = from ?? lastmod;
-        keyName = from ? 'from' : 'lastmod';
-        keyText = from ? md?.from : e.lastmod;
-      } else {
-        key = from;
-        keyName = 'from';
-        keyText = md?.from;
-      }
-      if (key !== undefined) this.checkOrder(key.ms, keyName, keyText ?? '', '', line);
-    }
+    if (this.order !== undefined) this.entryOrder(e, lastmod, datetime, from, line);
     if (!this.v11 && lastmod !== undefined && this.lastmodRequired) {
       if ((this.fromMs !== undefined && lastmod.ms < this.fromMs) || (this.untilMs !== undefined && lastmod.ms > this.untilMs)) {
         this.report('lastmod-outside-interval', { value: e.lastmod, from: this.fromText, until: this.untilText }, '/lastmod', line, this.section);
       }
     }
+  }
+
+  /** `<loc>`: present, absolute, and (where the kind asks) not listed twice. */
+  private entryLoc(loc: string | undefined, line: number | undefined): void {
+    if (loc === undefined || loc.length === 0) {
+      this.report('loc-missing', {}, '/loc', line);
+      return;
+    }
+    // The Sitemaps protocol: a URL begins with its protocol. Lenient: resolved against the document's URL.
+    if (!ABSOLUTE_URI.test(loc)) this.report(this.lenient ? 'tolerated-loc-relative' : 'loc-not-absolute', { value: loc }, '/loc', line);
+    if (this.locs?.seen(loc) === true) this.report('loc-duplicate', { value: loc }, '/loc', line);
+  }
+
+  /** `<lastmod>`: a valid time where given, present where the kind requires it; returns the time. */
+  private entryLastmod(e: Entry, line: number | undefined): W3CDatetime | undefined {
+    if (e.lastmod !== undefined) {
+      const lastmod = this.time(e.lastmod, 'lastmod', '/lastmod', line);
+      if (this.rules?.lastmod === 'discouraged') this.report('lastmod-discouraged', { kind: this.name }, '/lastmod', line, this.section);
+      return lastmod;
+    }
+    if (this.lastmodRequired) {
+      // Lenient: 1.0 producers leave <lastmod> off deletions (the time of a deletion is often unknown).
+      const code = this.lenient && e.md?.change === 'deleted' ? 'tolerated-lastmod-missing' : 'lastmod-missing';
+      this.report(code, { kind: this.name }, '/lastmod', line, this.section);
+    }
+    return undefined;
+  }
+
+  /** An entry's `<rs:md>`: its attributes, times, change, path and capability; returns its datetime. */
+  private entryMd(md: Md, line: number | undefined): W3CDatetime | undefined {
+    const mdPath = '/rs:md';
+    this.checkMdAttributes(md, line, false);
+    if (md.type === undefined && this.rules?.typeRecommended === true && md.change !== 'deleted') {
+      this.report('type-missing', { kind: this.name }, '/rs:md/@type', line, this.section);
+    }
+    if (this.rules?.packageMetadata === true && (md.type === undefined || md.length === undefined)) {
+      this.report('package-metadata-missing', { kind: this.name }, mdPath, line, this.section);
+    }
+    const datetime = this.entryTimes(md, mdPath, line);
+    this.entryChange(md, mdPath, line);
+    this.entryPath(md, mdPath, line);
+    if (this.rules?.capability !== undefined) this.entryCapability(md.capability, mdPath, line);
+    if (this.rules?.capability === 'framework') this.entryFrameworkChange(md, line);
+    return datetime;
+  }
+
+  /** An entry without `<rs:md>`: each attribute the kind requires or recommends is missing. */
+  private entryMdMissing(line: number | undefined): void {
+    const mdPath = '/rs:md';
+    if (this.rules?.change === 'required') this.report('change-missing', { kind: this.name }, mdPath, line, this.section);
+    if (this.pathRule !== 'forbidden') this.report('path-missing', { kind: this.name, expected: '' }, mdPath, line, this.section);
+    if (this.rules?.typeRecommended === true) this.report('type-missing', { kind: this.name }, mdPath, line, this.section);
+    if (this.rules?.packageMetadata === true) this.report('package-metadata-missing', { kind: this.name }, mdPath, line, this.section);
+    if (this.rules?.from === 'recommended') this.report('entry-from-missing', { kind: this.name }, mdPath, line, this.section);
+    if (this.rules?.capability === 'advertised' || this.rules?.capability === 'framework') {
+      this.report('entry-capability-missing', { kind: this.name }, mdPath, line, this.section);
+    }
+  }
+
+  /** Order of the entries by their time: 1.0 changes are timed by `<lastmod>`; 1.1 by the datetime attribute. */
+  private entryOrder(e: Entry, lastmod: W3CDatetime | undefined, datetime: W3CDatetime | undefined, from: W3CDatetime | undefined, line: number | undefined): void {
+    const md = e.md;
+    let key: W3CDatetime | undefined;
+    let keyName: string;
+    let keyText: string | undefined;
+    if (this.order === 'change') {
+      if (this.v11 || this.rules?.lastmod !== 'required-1.0') {
+        // 1.0 changes are timed by <lastmod>, notifications by datetime in both versions
+        key = datetime;
+        keyName = 'datetime';
+        keyText = md?.datetime;
+      } else {
+        key = lastmod;
+        keyName = 'lastmod';
+        keyText = e.lastmod;
+      }
+    } else if (this.order === 'package') {
+      key = from ?? lastmod;
+      keyName = from ? 'from' : 'lastmod';
+      keyText = from ? md?.from : e.lastmod;
+    } else {
+      key = from;
+      keyName = 'from';
+      keyText = md?.from;
+    }
+    if (key !== undefined) this.checkOrder(key.ms, keyName, keyText ?? '', '', line);
   }
 
   private entryTimes(md: Md, mdPath: string, line: number | undefined): W3CDatetime | undefined {

@@ -133,6 +133,50 @@ export async function writeDocumentSet(
   entries: Iterable<Entry> | AsyncIterable<Entry>,
   options: DocumentSetOptions,
 ): Promise<DocumentSetResult> {
+  const limits = setLimits(options);
+  const { indexUrl } = options;
+  const indexLn: Ln = { rel: 'index', href: indexUrl };
+  const partOpen = openDocument(header, [indexLn]);
+  const parts = new PartFiller(entryStrings(entries, partOpen), limits, byteLength(partOpen.text) + byteLength(partOpen.close), options.signal);
+  let partNo = 1;
+  if (!options.alwaysIndex) {
+    const split = await writeFirstPart(header, options, parts, partOpen);
+    if (!split) return { indexed: false, parts: [parts.single(indexUrl, openDocument(header))] };
+    partNo = 2;
+  }
+  for (;;) {
+    if (partNo > 1 && !(await parts.hasMore())) break;
+    if (partNo > limits.maxParts) {
+      throw new ResourceSyncError(
+        'RS_LIMIT_ENTRIES',
+        `Document set ${JSON.stringify(indexUrl)} needs more than ${limits.maxParts} parts, more than its index may list.`,
+        { data: { indexUrl, maxParts: limits.maxParts } },
+      );
+    }
+    const stats = parts.newPart(partNo, options.partUrl(partNo));
+    await toSink(options, { index: partNo, url: stats.url, role: 'part' }, partChunks(partOpen, parts.fill(stats)));
+    parts.written.push(stats);
+    partNo++;
+  }
+  const indexHeader: DocumentHeader = { ...header, root: 'sitemapindex' };
+  const indexEntries = parts.written.map((p): Entry => ({ ...(options.partEntry?.(p) ?? {}), loc: p.url }));
+  await toSink(
+    options,
+    { index: 0, url: indexUrl, role: 'index' },
+    documentChunks(indexHeader, indexEntries, limits.batchBytes),
+  );
+  return { indexed: true, parts: parts.written, indexUrl };
+}
+
+/** The bounds of a set, checked: entries and bytes per part, parts per index, bytes per batch. */
+interface SetLimits {
+  maxEntries: number;
+  maxBytes: number;
+  maxParts: number;
+  batchBytes: number;
+}
+
+function setLimits(options: DocumentSetOptions): SetLimits {
   const maxEntries = options.maxEntries ?? LIMITS.maxEntries;
   const maxBytes = options.maxBytes ?? LIMITS.maxBytes;
   if (!Number.isSafeInteger(maxEntries) || maxEntries < 1) {
@@ -145,33 +189,81 @@ export async function writeDocumentSet(
   if (!Number.isSafeInteger(maxParts) || maxParts < 1) {
     throw invalid(`Option maxParts ${JSON.stringify(maxParts)} is not a positive integer.`, { maxParts });
   }
-  const batchBytes = checkBatchBytes(options.batchBytes);
-  const { indexUrl, signal } = options;
-  const indexLn: Ln = { rel: 'index', href: indexUrl };
-  const partOpen = openDocument(header, [indexLn]);
-  const singleOpen = openDocument(header);
-  const partOverhead = byteLength(partOpen.text) + byteLength(partOpen.close);
+  return { maxEntries, maxBytes, maxParts, batchBytes: checkBatchBytes(options.batchBytes) };
+}
 
-  const source = entryStrings(entries, partOpen);
-  let pending: SerializedEntry | undefined;
-  let ended = false;
-  const next = async (): Promise<SerializedEntry | undefined> => {
-    if (pending) {
-      const p = pending;
-      pending = undefined;
-      return p;
-    }
-    if (ended) return undefined;
-    const e = await source.next();
-    if (e === undefined) ended = true;
-    return e;
-  };
+/**
+ * Writes the first part when it may be the only one: its bytes are held until it is known whether a second part is
+ * needed. Returns false when the entries fit in one document, which is then written at the index URL without an
+ * index link (its summary is `parts.single`); true when the set is split, the first part written as part 1.
+ */
+async function writeFirstPart(header: DocumentHeader, options: DocumentSetOptions, parts: PartFiller, partOpen: OpenDocument): Promise<boolean> {
+  const stats = parts.newPart(1, options.partUrl(1));
+  const held: Uint8Array[] = [];
+  for await (const chunk of parts.fill(stats)) held.push(chunk);
+  if (!(await parts.hasMore())) {
+    const singleOpen = openDocument(header);
+    parts.written.push(stats);
+    await toSink(options, { index: 0, url: options.indexUrl, role: 'single' }, [
+      Buffer.from(singleOpen.text, 'utf8'),
+      ...held,
+      Buffer.from(singleOpen.close, 'utf8'),
+    ]);
+    return false;
+  }
+  await toSink(options, { index: 1, url: stats.url, role: 'part' }, [
+    Buffer.from(partOpen.text, 'utf8'),
+    ...held,
+    Buffer.from(partOpen.close, 'utf8'),
+  ]);
+  held.length = 0;
+  parts.written.push(stats);
+  return true;
+}
+
+/** The serialized entries of a set, dealt out part by part within the limits; keeps the parts written. */
+class PartFiller {
+  /** The summaries of the parts written, in order. */
+  readonly written: PartSummary[] = [];
+  readonly #source: EntrySource;
+  readonly #limits: SetLimits;
+  /** Bytes of a part's opening and closing (with its index link). */
+  readonly #partOverhead: number;
+  readonly #signal: AbortSignal | undefined;
+  /** An entry read that did not fit in the part before: the first of the next part. */
+  #pending: SerializedEntry | undefined;
+  #ended = false;
+
+  constructor(source: EntrySource, limits: SetLimits, partOverhead: number, signal: AbortSignal | undefined) {
+    this.#source = source;
+    this.#limits = limits;
+    this.#partOverhead = partOverhead;
+    this.#signal = signal;
+  }
+
+  /** The summary of an empty part. */
+  newPart(index: number, url: string): PartSummary {
+    return { index, url, entries: 0, bytes: this.#partOverhead, first: undefined, last: undefined };
+  }
+
+  /** The summary of the first part written as the single document at `url` (its own opening, no index link). */
+  single(url: string, singleOpen: OpenDocument): PartSummary {
+    const stats = this.written[0]!;
+    return { ...stats, index: 0, url, bytes: stats.bytes - this.#partOverhead + byteLength(singleOpen.text) + byteLength(singleOpen.close) };
+  }
+
+  /** Whether an entry is left for another part. */
+  async hasMore(): Promise<boolean> {
+    this.#pending ??= await this.#next();
+    return this.#pending !== undefined;
+  }
 
   /** Pulls entries for one part, yields encoded batches of their text, fills `stats`. */
-  async function* fillPart(stats: PartSummary): AsyncGenerator<Uint8Array, void, undefined> {
+  async *fill(stats: PartSummary): AsyncGenerator<Uint8Array, void, undefined> {
+    const { maxEntries, maxBytes, batchBytes } = this.#limits;
     let buf = '';
     for (;;) {
-      const e = await next();
+      const e = await this.#next();
       if (e === undefined) break;
       if (stats.entries >= maxEntries || stats.bytes + e.bytes > maxBytes) {
         if (stats.entries === 0) {
@@ -181,7 +273,7 @@ export async function writeDocumentSet(
             { data: { loc: e.entry.loc, bytes: e.bytes, maxBytes } },
           );
         }
-        pending = e;
+        this.#pending = e;
         break;
       }
       stats.entries++;
@@ -190,7 +282,7 @@ export async function writeDocumentSet(
       stats.last = e.entry;
       buf += e.text;
       if (buf.length >= batchBytes) {
-        if (signal?.aborted) throw aborted(signal);
+        if (this.#signal?.aborted) throw aborted(this.#signal);
         yield Buffer.from(buf, 'utf8');
         buf = '';
       }
@@ -198,72 +290,17 @@ export async function writeDocumentSet(
     if (buf !== '') yield Buffer.from(buf, 'utf8');
   }
 
-  const newStats = (index: number, url: string): PartSummary => ({
-    index,
-    url,
-    entries: 0,
-    bytes: partOverhead,
-    first: undefined,
-    last: undefined,
-  });
-
-  const parts: PartSummary[] = [];
-  let partNo = 1;
-  if (!options.alwaysIndex) {
-    // Hold the first part until we know whether it is the only one.
-    const stats = newStats(1, options.partUrl(1));
-    const held: Uint8Array[] = [];
-    for await (const chunk of fillPart(stats)) held.push(chunk);
-    pending ??= await next();
-    if (pending === undefined) {
-      // One document: no index, no index link, written at the index URL.
-      const single: PartSummary = {
-        ...stats,
-        index: 0,
-        url: indexUrl,
-        bytes: stats.bytes - partOverhead + byteLength(singleOpen.text) + byteLength(singleOpen.close),
-      };
-      await toSink(options, { index: 0, url: indexUrl, role: 'single' }, [
-        Buffer.from(singleOpen.text, 'utf8'),
-        ...held,
-        Buffer.from(singleOpen.close, 'utf8'),
-      ]);
-      return { indexed: false, parts: [single] };
+  async #next(): Promise<SerializedEntry | undefined> {
+    if (this.#pending) {
+      const p = this.#pending;
+      this.#pending = undefined;
+      return p;
     }
-    await toSink(options, { index: 1, url: stats.url, role: 'part' }, [
-      Buffer.from(partOpen.text, 'utf8'),
-      ...held,
-      Buffer.from(partOpen.close, 'utf8'),
-    ]);
-    held.length = 0;
-    parts.push(stats);
-    partNo = 2;
+    if (this.#ended) return undefined;
+    const e = await this.#source.next();
+    if (e === undefined) this.#ended = true;
+    return e;
   }
-  for (;;) {
-    if (partNo > 1) {
-      pending ??= await next();
-      if (pending === undefined) break;
-    }
-    if (partNo > maxParts) {
-      throw new ResourceSyncError(
-        'RS_LIMIT_ENTRIES',
-        `Document set ${JSON.stringify(indexUrl)} needs more than ${maxParts} parts, more than its index may list.`,
-        { data: { indexUrl, maxParts } },
-      );
-    }
-    const stats = newStats(partNo, options.partUrl(partNo));
-    await toSink(options, { index: partNo, url: stats.url, role: 'part' }, partChunks(partOpen, fillPart(stats)));
-    parts.push(stats);
-    partNo++;
-  }
-  const indexHeader: DocumentHeader = { ...header, root: 'sitemapindex' };
-  const indexEntries = parts.map((p): Entry => ({ ...(options.partEntry?.(p) ?? {}), loc: p.url }));
-  await toSink(
-    options,
-    { index: 0, url: indexUrl, role: 'index' },
-    documentChunks(indexHeader, indexEntries, batchBytes),
-  );
-  return { indexed: true, parts, indexUrl };
 }
 
 async function* partChunks(
@@ -305,11 +342,13 @@ interface SerializedEntry {
   bytes: number;
 }
 
-/** Serializes entries one at a time; `next()` returns undefined at the end. */
-function entryStrings(
-  entries: Iterable<Entry> | AsyncIterable<Entry>,
-  open: OpenDocument,
-): { next(): SerializedEntry | undefined | Promise<SerializedEntry | undefined> } {
+/** Serialized entries, one at a time; `next()` returns undefined at the end. */
+interface EntrySource {
+  next(): SerializedEntry | undefined | Promise<SerializedEntry | undefined>;
+}
+
+/** Serializes entries one at a time. */
+function entryStrings(entries: Iterable<Entry> | AsyncIterable<Entry>, open: OpenDocument): EntrySource {
   let n = 0;
   const wrap = (r: IteratorResult<Entry>): SerializedEntry | undefined => {
     if (r.done) return undefined;

@@ -388,36 +388,60 @@ export class XmlReader {
       i = this.skipSpace(an);
       if (buf.charCodeAt(i) !== EQ) this.malformedAt(i, `attribute '${aname}' has no value`);
       i = this.skipSpace(i + 1);
-      const q = buf.charCodeAt(i);
-      if (q !== QUOT && q !== APOS) this.malformedAt(i, `value of attribute '${aname}' is not quoted`);
-      // Native searches rather than a character loop: they are fast before the JIT warms up too.
-      const close = buf.indexOf(q === QUOT ? '"' : "'", i + 1);
-      if (close < 0 || close - i - 1 > this.limits.maxValueLength) {
-        if (close >= 0 || buf.length - i > this.limits.maxValueLength) {
-          this.fail('RS_LIMIT_VALUE', `attribute '${aname}' longer than ${this.limits.maxValueLength} characters`);
-        }
-        throw NEED_MORE;
-      }
+      const close = this.quotedValueEnd(i, aname);
       let value = buf.slice(i + 1, close);
       if (ATTR_SPECIAL.test(value)) value = this.attrValue(value, i);
       if (aname.charCodeAt(0) === 120 /* x */ && (aname === 'xmlns' || aname.startsWith('xmlns:'))) {
-        const prefix = aname === 'xmlns' ? '' : aname.slice(6);
-        const problem = NamespaceScope.declarationProblem(prefix, value);
-        if (problem) this.malformedAt(i, problem);
-        if (decls?.some((d) => d[0] === prefix)) this.malformedAt(i, `duplicate attribute '${aname}' on <${qname}>`);
-        (decls ??= []).push([prefix, value]);
+        decls = this.addDeclaration(decls, aname, value, qname, i);
       } else {
-        if (attrs === NO_ATTRIBUTES) attrs = [];
-        for (let k = 0; k < attrs.length; k++) {
-          if (attrs[k]!.qname === aname) this.malformedAt(i, `duplicate attribute '${aname}' on <${qname}>`);
-        }
-        if (attrs.length >= this.limits.maxAttributes) this.fail('RS_LIMIT_ATTRIBUTES', `more than ${this.limits.maxAttributes} attributes on <${qname}>`);
-        attrs.push({ qname: aname, prefix: '', local: aname, ns: '', value });
+        attrs = this.addAttribute(attrs, aname, value, qname, i);
         if (aname.includes(':')) prefixed = true;
       }
       i = close + 1;
     }
-    // The whole tag is in the buffer: now it is safe to act on it.
+    this.openElement(qname, attrs, decls, prefixed, p, selfClosing);
+    return i;
+  }
+
+  /** Where the quoted value that starts at `i` ends (its closing quote), within the value length limit. */
+  private quotedValueEnd(i: number, aname: string): number {
+    const buf = this.buf;
+    const q = buf.charCodeAt(i);
+    if (q !== QUOT && q !== APOS) this.malformedAt(i, `value of attribute '${aname}' is not quoted`);
+    // Native searches rather than a character loop: they are fast before the JIT warms up too.
+    const close = buf.indexOf(q === QUOT ? '"' : "'", i + 1);
+    if (close < 0 || close - i - 1 > this.limits.maxValueLength) {
+      if (close >= 0 || buf.length - i > this.limits.maxValueLength) {
+        this.fail('RS_LIMIT_VALUE', `attribute '${aname}' longer than ${this.limits.maxValueLength} characters`);
+      }
+      throw NEED_MORE;
+    }
+    return close;
+  }
+
+  /** A namespace declaration (`xmlns`, `xmlns:prefix`) of the tag, checked, added to `decls`. */
+  private addDeclaration(decls: [string, string][] | undefined, aname: string, value: string, qname: string, i: number): [string, string][] {
+    const prefix = aname === 'xmlns' ? '' : aname.slice(6);
+    const problem = NamespaceScope.declarationProblem(prefix, value);
+    if (problem) this.malformedAt(i, problem);
+    if (decls?.some((d) => d[0] === prefix)) this.malformedAt(i, `duplicate attribute '${aname}' on <${qname}>`);
+    (decls ??= []).push([prefix, value]);
+    return decls;
+  }
+
+  /** An attribute of the tag, not repeated and within the limit, added to `attrs` (its namespace resolved later). */
+  private addAttribute(attrs: XmlAttribute[], aname: string, value: string, qname: string, i: number): XmlAttribute[] {
+    if (attrs === NO_ATTRIBUTES) attrs = [];
+    for (let k = 0; k < attrs.length; k++) {
+      if (attrs[k]!.qname === aname) this.malformedAt(i, `duplicate attribute '${aname}' on <${qname}>`);
+    }
+    if (attrs.length >= this.limits.maxAttributes) this.fail('RS_LIMIT_ATTRIBUTES', `more than ${this.limits.maxAttributes} attributes on <${qname}>`);
+    attrs.push({ qname: aname, prefix: '', local: aname, ns: '', value });
+    return attrs;
+  }
+
+  /** The whole tag is in the buffer: resolves its names, opens the element (and closes a self-closing one). */
+  private openElement(qname: string, attrs: XmlAttribute[], decls: [string, string][] | undefined, prefixed: boolean, p: number, selfClosing: boolean): void {
     let scope = this.scopes.length > 0 ? this.scopes[this.scopes.length - 1]! : this.rootScope;
     if (decls) scope = scope.with(decls);
     if (prefixed) this.resolveAttributes(attrs, scope, p);
@@ -435,7 +459,6 @@ export class XmlReader {
       if (this.stack.length === 0) this.rootClosed = true;
       this.handler.end(name);
     }
-    return i;
   }
 
   private malformedAt(i: number, what: string): never {
