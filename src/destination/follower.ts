@@ -28,12 +28,13 @@ import type { Durability } from '../node/durability.js';
 import { connect, type Connection } from './connection.js';
 import { checkDocument, isAbsoluteLoc, kindOf, resolveLoc } from './documents.js';
 import { note, type DestinationNote } from './notes.js';
-import { ResourceApplier, type SyncCounts } from './resource-applier.js';
-import { linkFetcher } from './links.js';
+import type { ResourceApplier, SyncCounts } from './resource-applier.js';
 import { changeTime, lastChangePerResource, orderChanges } from './plan.js';
 import { runPool } from './run-pool.js';
 import { StateStore, acquireLock, type SyncLock } from './state-store.js';
-import { durabilityFor, sync, type SyncOptions, type SyncReport } from './sync.js';
+import { sync, type SyncOptions, type SyncReport } from './sync.js';
+import { applierFor } from './sync-run.js';
+import { durabilityFor } from '../node/durability-for.js';
 import { WindowTracker } from './notification-windows.js';
 import { readChangeChannel, type ChangeChannel } from './change-channel.js';
 import { screenEntries, windowFromFuture } from './notification-screen.js';
@@ -96,7 +97,7 @@ export class Follower {
   readonly #connection: Connection;
   #store: StateStore | undefined;
   #lock: SyncLock | undefined;
-  /** The run's durability: the caller's (`durability`) or the one `fsync`/`fsyncMethod` name, as `sync()` chooses it. */
+  /** The run's durability: the caller's (`durability`), or the default one, as `sync()` chooses it. */
   readonly #durability: Durability;
   readonly #root: DestinationRoot;
   #tracker: WindowTracker;
@@ -122,7 +123,7 @@ export class Follower {
     this.#dest = resolve(options.dest);
     this.capabilityList = first.sets.map((s) => s.key).find((k) => /^https?:/.test(k));
     this.#connection = connect({ ...options, concurrency: options.concurrency ?? 16 });
-    this.#durability = options.durability ?? durabilityFor(options.fsync ?? true, options.fsyncMethod ?? 'batch');
+    this.#durability = options.durability ?? durabilityFor();
     this.#root = new DestinationRoot(this.#dest);
     this.#tracker = new WindowTracker();
   }
@@ -415,29 +416,9 @@ export class Follower {
 
   /** A fresh applier (its counters are the batch's) over the open store and HTTP client. */
   #applier(pending: ReadonlySet<string>): ResourceApplier {
-    const { http, authority, mapper } = this.#connection;
-    const o = this.#o;
-    const store = this.#store!;
-    const key = this.capabilityList!;
-    const durability = this.#durability;
-    const applier = new ResourceApplier({
-      dest: this.#dest,
-      http,
-      authority,
-      mapper,
-      store,
-      dryRun: false,
-      applyDeletes: o.delete ?? false,
-      root: this.#root,
-      durability,
-      verifyRetries: o.verifyRetries ?? 2,
-      adopt: true,
-      hasPending: (u) => pending.has(u),
-      preferMirrors: o.preferMirrors ?? false,
-      fetchViaLinks: linkFetcher({ http, authority, dest: this.#dest, durability, signal: o.signal }),
-      ...(o.signal ? { signal: o.signal } : {}),
-    });
-    applier.setKey = key;
+    const parts = { dest: this.#dest, connection: this.#connection, store: this.#store!, root: this.#root, durability: this.#durability, options: this.#o };
+    const applier = applierFor(parts, { dryRun: false, adopt: true, hasPending: (u) => pending.has(u) });
+    applier.setKey = this.capabilityList!;
     return applier;
   }
 }

@@ -1,0 +1,241 @@
+/**
+ * One run of `sync()` as data: what it holds on the mirror ({@link RunHold}: the connection, the lock, the state
+ * store) and what its steps share ({@link SyncRun}: the applier, the report, the resources seen by every baseline,
+ * the catch-ups owed). The steps themselves are functions over a run (`sync-steps.ts`, `sync-changes.ts`).
+ */
+import { resolve } from 'node:path';
+import type { Entry, ResourceSyncDocument } from '../core/model/types.js';
+import { FingerprintSet } from '../core/fingerprint-set.js';
+import { DestinationRoot } from '../node/destination-root.js';
+import type { Durability } from '../node/durability.js';
+import { durabilityFor } from '../node/durability-for.js';
+import type { CapabilitySet } from './capability-sets.js';
+import { connect, type Connection } from './connection.js';
+import { undoFirstRun } from './dest-folder.js';
+import { checkDocument, validating, type DocumentContext, type RemoteDocument } from './documents.js';
+import { linkFetcher } from './links.js';
+import { countPlanItem, emptyPlanSummary, type PlanItem, type PlanSummary } from './plan.js';
+import { ResourceApplier, emptyCounts, type ResourceApplierOptions } from './resource-applier.js';
+import { StateStore, type SyncCursor, type SyncLock } from './state-store.js';
+import { holdsNothing, prepareMirrorFolder } from './sync-folder.js';
+import type { SyncOptions, SyncReport } from './sync-options.js';
+
+/**
+ * The state store as a run calls it: any answer may come later, so the run awaits every call and relies on none
+ * answering at once.
+ */
+export type StateCalls = {
+  [K in keyof StateStore]: StateStore[K] extends (...args: infer A) => infer R ? (...args: A) => R | Promise<R> : StateStore[K];
+};
+
+/** What an applier is made of: the run's connection, state, folder and durability, and the options they share. */
+export interface ApplierParts {
+  dest: string;
+  connection: Pick<Connection, 'http' | 'authority' | 'mapper'>;
+  store: StateStore;
+  root: DestinationRoot;
+  durability: Durability;
+  options: Pick<SyncOptions, 'delete' | 'verifyRetries' | 'preferMirrors' | 'signal'>;
+}
+
+/** What differs between the applier of a sync and the one of a follower's batch. */
+export type ApplierOverrides = Pick<ResourceApplierOptions, 'dryRun' | 'adopt'> &
+  Partial<Pick<ResourceApplierOptions, 'fresh' | 'rehash' | 'hasPending' | 'onPlan' | 'onProgress'>>;
+
+/** The applier of a sync or a follower's batch: the parts of the run, with the options that differ between them. */
+export function applierFor(parts: ApplierParts, overrides: ApplierOverrides): ResourceApplier {
+  const { http, authority, mapper } = parts.connection;
+  const { dest, durability, options } = parts;
+  return new ResourceApplier({
+    dest,
+    http,
+    authority,
+    mapper,
+    store: parts.store,
+    root: parts.root,
+    durability,
+    applyDeletes: options.delete ?? false,
+    verifyRetries: options.verifyRetries ?? 2,
+    preferMirrors: options.preferMirrors ?? false,
+    fetchViaLinks: linkFetcher({ http, authority, dest, durability, signal: options.signal }),
+    ...(options.signal ? { signal: options.signal } : {}),
+    ...overrides,
+  });
+}
+
+/**
+ * What a run takes on the mirror and gives back: the connection to the Source (made at once), then, once opened,
+ * the lock and the state store. A run that fails holding nothing is undone ({@link RunHold.abandon}).
+ */
+export class RunHold {
+  readonly dest: string;
+  readonly dryRun: boolean;
+  readonly concurrency: number;
+  readonly connection: Connection;
+  readonly root: DestinationRoot;
+  lock: SyncLock | undefined;
+  store: StateStore | undefined;
+  readonly #undo: (() => Promise<void>) | undefined;
+
+  /** @throws ResourceSyncError RS_INVALID_ARGUMENT when `source` is not an http(s) URL */
+  constructor(options: SyncOptions) {
+    this.dest = resolve(options.dest);
+    this.dryRun = options.dryRun ?? false;
+    this.concurrency = options.concurrency ?? 16;
+    this.connection = connect({ ...options, concurrency: this.concurrency });
+    this.root = new DestinationRoot(this.dest);
+    this.#undo = this.dryRun ? undefined : undoFirstRun(this.dest);
+  }
+
+  /** The state store as the run calls it (every answer awaited). */
+  get state(): StateCalls | undefined {
+    return this.store;
+  }
+
+  /** After a failure: a run that holds nothing (a first run, or one whose state was empty) leaves dest as it found it. */
+  async abandon(): Promise<void> {
+    const state = this.state;
+    if (this.#undo === undefined || this.lock === undefined) return;
+    if (state !== undefined && (await state.count()) !== 0) return;
+    await state?.close();
+    this.store = undefined;
+    this.lock.release();
+    await this.#undo();
+  }
+
+  /** Lets go of the state store, the lock and the connection. */
+  async release(): Promise<void> {
+    await this.state?.close();
+    this.store = undefined;
+    this.lock?.release();
+    await this.connection.close();
+  }
+}
+
+/** Catching up a capability set from its snapshot to the Source's present, owed once deletions are inferred. */
+export interface CatchUp {
+  set: SetRun;
+  /** The snapshot's time (`at`), where the changes start. */
+  snapshot: string;
+}
+
+/** One capability set within a run: what the state says of it, and what the run did with it so far. */
+export interface SetRun {
+  readonly set: CapabilitySet;
+  /** The resources that failed in earlier runs. */
+  readonly pendingBefore: Entry[];
+  /** The state's key of the set's baseline time. */
+  readonly metaKey: string;
+  /** The time of the set's last baseline; undefined when there is none or a new one is asked for. */
+  readonly baselineAt: string | undefined;
+  readonly cursor: SyncCursor | undefined;
+  /** Documents read for the set, in order (the report's). */
+  readonly documents: string[];
+  /** A Resource Dump is the baseline: asked for, or no Resource List on offer (§11). */
+  readonly dumpBaseline: boolean;
+  /** Change Dumps bring the changes: asked for, or no Change List on offer (§13). */
+  readonly dumpChanges: boolean;
+  mode: 'baseline' | 'incremental' | undefined;
+  /** The time of the snapshot a baseline of this run took. */
+  snapshotAt: string | undefined;
+}
+
+/**
+ * What the steps of one sync share. Each step is a function over a run (`discover`, then per capability set
+ * `syncSet`, then `requireUsableSets`, `inferDeletions`, `catchUp`, `settle`); the units a job queue could run on
+ * their own are the per-set steps (`changesFromCursor`, `baselineFromList`, `baselineFromDump`, `recordBaseline`,
+ * `changesFromList`, `changesFromDumps`) and a catch-up, each of which leaves the state consistent when it returns.
+ */
+export class SyncRun {
+  readonly options: SyncOptions;
+  /** When the run started (ms): the snapshot time of a list without `at`. */
+  readonly started: number;
+  readonly dest: string;
+  readonly dryRun: boolean;
+  readonly concurrency: number;
+  readonly connection: Connection;
+  /** The state store, for the parts that take it whole (the applier, converging on changes). */
+  readonly store: StateStore;
+  /** The same store as the steps call it. */
+  readonly state: StateCalls;
+  readonly durability: Durability;
+  readonly applier: ResourceApplier;
+  readonly context: DocumentContext;
+  /** The destination held nothing when the run started. */
+  readonly fresh: boolean;
+  readonly report: SyncReport;
+  /** A dry run's plan in figures. */
+  readonly planned: PlanSummary = emptyPlanSummary();
+  /** The resources that failed before in the set at hand (their state record says so). */
+  readonly pendingUrls = new Set<string>();
+  /** The resources on offer in every Resource List read in full, to infer deletions (fingerprints: see baseline). */
+  readonly seenAll = new FingerprintSet();
+  /** False once a baseline could not read its whole list: then no deletion is inferred. */
+  baselineComplete = true;
+  anyBaseline = false;
+  /** Capability sets that offer nothing this run can use. */
+  readonly unusable: { set: string; offered: string[] }[] = [];
+  readonly catchUps: CatchUp[] = [];
+
+  constructor(hold: RunHold, options: SyncOptions, started: number, store: StateStore, fresh: boolean) {
+    this.options = options;
+    this.started = started;
+    this.dest = hold.dest;
+    this.dryRun = hold.dryRun;
+    this.concurrency = hold.concurrency;
+    this.connection = hold.connection;
+    this.store = store;
+    this.state = store;
+    this.fresh = fresh;
+    this.durability = options.durability ?? durabilityFor();
+    this.applier = applierFor({ dest: hold.dest, connection: hold.connection, store, root: hold.root, durability: this.durability, options }, this.#overrides());
+    const { documents, authority } = hold.connection;
+    this.context = { http: documents, authority, ...(options.signal ? { signal: options.signal } : {}) };
+    this.report = { mode: 'incremental', source: options.source, dest: hold.dest, dryRun: this.dryRun, ...emptyCounts(), sets: [], durationMs: 0 };
+  }
+
+  #overrides(): ApplierOverrides {
+    const { options, dryRun, fresh, planned } = this;
+    const onPlan = options.onPlan;
+    const pendingUrls = this.pendingUrls;
+    return {
+      dryRun,
+      adopt: !fresh,
+      fresh,
+      rehash: options.baseline === true && !fresh,
+      hasPending: (u) => pendingUrls.has(u),
+      ...(dryRun || onPlan !== undefined
+        ? {
+            onPlan: (item: PlanItem) => {
+              if (dryRun) countPlanItem(planned, item);
+              return onPlan?.(item);
+            },
+          }
+        : {}),
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    };
+  }
+
+  /** Writes what the applier holds back to the state. */
+  flush(): Promise<void> {
+    return Promise.resolve(this.applier.flush());
+  }
+
+  /** Each document opened for streaming, validated leniently; its issues become notes. */
+  readonly onDocument = (doc: RemoteDocument): AsyncIterable<Entry> => validating(doc, (w) => this.applier.warn(w));
+  /** Each document read whole, checked leniently; its issues become notes. */
+  readonly onWholeDocument = (url: string, doc: ResourceSyncDocument): void => checkDocument(url, doc, (w) => this.applier.warn(w));
+}
+
+/**
+ * Opens a run on what `hold` holds: the folder made ready and locked (not for a dry run), the state store opened
+ * (read-only for a dry run), and whether the destination holds anything yet.
+ */
+export async function openRun(hold: RunHold, options: SyncOptions, started: number): Promise<SyncRun> {
+  if (!hold.dryRun) await prepareMirrorFolder(hold);
+  const store = StateStore.open(hold.dest, { readonly: hold.dryRun });
+  hold.store = store;
+  const state: StateCalls = store;
+  const fresh = (await state.count()) === 0 && (await holdsNothing(hold.dest));
+  return new SyncRun(hold, options, started, store, fresh);
+}
