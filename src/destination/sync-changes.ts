@@ -67,7 +67,7 @@ export function absorbDump(run: SyncRun, report: DumpReport): void {
   for (const n of report.notes) applier.warn(n);
 }
 
-/** Applies the Change Dump at `url` after `from`; unless it leaves a gap, its outcome is the run's and it is a document read. */
+/** Applies the Change Dump at `url` after `from`; unless it leaves a gap it is the run's (a read document). */
 async function applyChangeDumpAt(run: SyncRun, setRun: SetRun, url: string, from: string | undefined): Promise<DumpReport> {
   const report = await applyChangeDump(dumpOptionsFor(run, url, from));
   if (report.gap === undefined) {

@@ -92,7 +92,7 @@ export class RunHold {
     return this.store;
   }
 
-  /** After a failure: a run that holds nothing (a first run, or one whose state was empty) leaves dest as it found it. */
+  /** After a failure: a run that holds nothing (a first run, or one whose state was empty) leaves dest as found. */
   async abandon(): Promise<void> {
     const state = this.state;
     if (this.#undo === undefined || this.lock === undefined) return;
@@ -141,10 +141,14 @@ export interface SetRun {
 }
 
 /**
- * What the steps of one sync share. Each step is a function over a run (`discover`, then per capability set
- * `syncSet`, then `requireUsableSets`, `inferDeletions`, `catchUp`, `settle`); the units a job queue could run on
- * their own are the per-set steps (`changesFromCursor`, `baselineFromList`, `baselineFromDump`, `recordBaseline`,
- * `changesFromList`, `changesFromDumps`) and a catch-up, each of which leaves the state consistent when it returns.
+ * What the steps of one sync share. Each step is a function over a run: `openRun`, `discover`, then per capability
+ * set `syncSet`, then `requireUsableSets`, `inferDeletions`, `catchUpSet` for each of `catchUps`, `settle`. The units
+ * a job queue can run one by one are the steps of a set, between `beginSet` and `endSet`: `changesFromCursor`
+ * (changes since the cursor, then earlier failures retried), `baselineFromList` (or `baselineFromDump`, beside it),
+ * then `recordBaseline` (`sync-steps.ts`), and `changesFromList`, `changesFromDumps` (`sync-changes.ts`); and each
+ * catch-up. Each leaves the state consistent when it returns (what the applier holds back is flushed by the next
+ * step that records a cursor, and by `settle`). What every baseline saw (`seenAll`) is held here, in memory:
+ * deletions are inferred from it once every set is done.
  */
 export class SyncRun {
   readonly options: SyncOptions;

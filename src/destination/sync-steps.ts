@@ -26,7 +26,7 @@ export async function discover(run: SyncRun): Promise<CapabilitySet[]> {
 }
 
 /** Starts on a capability set: what the state says of it (failures before, baseline time, cursor). */
-async function beginSet(run: SyncRun, set: CapabilitySet): Promise<SetRun> {
+export async function beginSet(run: SyncRun, set: CapabilitySet): Promise<SetRun> {
   const { options, state } = run;
   run.applier.setKey = set.key;
   const pendingBefore = await state.pending(set.key);
@@ -61,18 +61,21 @@ export async function syncSet(run: SyncRun, set: CapabilitySet): Promise<void> {
   if (setRun.mode === undefined) await takeBaseline(run, setRun);
   if (setRun.mode === 'baseline') await recordBaseline(run, setRun);
   if (setRun.mode === undefined) await changesWithoutBaseline(run, setRun);
-  if (setRun.mode === undefined) {
-    run.unusable.push({ set: set.key, offered: set.offered });
-    return;
-  }
-  run.report.sets.push({ key: set.key, mode: setRun.mode, documents: setRun.documents });
+  endSet(run, setRun);
+}
+
+/** Ends a capability set: in the report with what was done, or remembered as offering nothing usable. */
+export function endSet(run: SyncRun, setRun: SetRun): void {
+  const { set, mode } = setRun;
+  if (mode === undefined) run.unusable.push({ set: set.key, offered: set.offered });
+  else run.report.sets.push({ key: set.key, mode, documents: setRun.documents });
 }
 
 /**
  * The changes since the set's cursor (or its baseline time), from Change Dumps and then the Change List; when no
  * change was missed, the set is incremental and the failures and skipped deletions of earlier runs are retried.
  */
-async function changesFromCursor(run: SyncRun, setRun: SetRun): Promise<void> {
+export async function changesFromCursor(run: SyncRun, setRun: SetRun): Promise<void> {
   const { set, cursor } = setRun;
   const { applier } = run;
   let at: string | undefined = cursor?.datetime ?? setRun.baselineAt;
@@ -116,7 +119,7 @@ async function retryEarlierFailures(run: SyncRun, setRun: SetRun): Promise<void>
   if (run.options.delete === true) await applySkippedDeletions(applier, run.store, key, concurrency);
 }
 
-/** A new baseline of the set: from its Resource Dump when that is the way (not in a dry run), else its Resource List. */
+/** A new baseline of the set: from its Resource Dump when that is the way (not in a dry run), else its list. */
 async function takeBaseline(run: SyncRun, setRun: SetRun): Promise<void> {
   const { set } = setRun;
   if (setRun.dumpBaseline && !run.dryRun) await baselineFromDump(run, setRun);
@@ -145,7 +148,7 @@ async function baselineFromDump(run: SyncRun, setRun: SetRun): Promise<void> {
 }
 
 /** §5.2: a baseline from the Resource List (or Index), as of the list's `at`. */
-async function baselineFromList(run: SyncRun, setRun: SetRun): Promise<void> {
+export async function baselineFromList(run: SyncRun, setRun: SetRun): Promise<void> {
   const { applier, concurrency } = run;
   if (!run.dryRun) await run.state.clearPending(setRun.set.key);
   const got = await baseline({ ...run.context, applier, concurrency, onDocument: run.onDocument, seen: run.seenAll }, setRun.set.resourceList!);
@@ -160,7 +163,7 @@ async function baselineFromList(run: SyncRun, setRun: SetRun): Promise<void> {
  * its `at` (§10, §11); the changes since bring the mirror to the Source's present, once deletions have been
  * inferred from every snapshot read (resources created since are in no snapshot).
  */
-async function recordBaseline(run: SyncRun, setRun: SetRun): Promise<void> {
+export async function recordBaseline(run: SyncRun, setRun: SetRun): Promise<void> {
   run.anyBaseline = true;
   if (run.dryRun) return;
   const snapshot = setRun.snapshotAt!;
@@ -237,7 +240,7 @@ export async function catchUpSet(run: SyncRun, catchUp: CatchUp): Promise<void> 
   }
 }
 
-/** Settles the run: the written files made durable, the state written, the temporary files removed, the report filled. */
+/** Settles the run: the files made durable, the state written, the temporary files removed, the report filled. */
 export async function settle(run: SyncRun): Promise<SyncReport> {
   const { applier, report } = run;
   await run.durability.settle();
