@@ -94,12 +94,13 @@ export class RunHold {
 
   /** After a failure: a run that holds nothing (a first run, or one whose state was empty) leaves dest as found. */
   async abandon(): Promise<void> {
-    const state = this.state;
-    if (this.#undo === undefined || this.lock === undefined) return;
+    const { state, lock } = this;
+    if (this.#undo === undefined || lock === undefined) return;
     if (state !== undefined && (await state.count()) !== 0) return;
     await state?.close();
     this.store = undefined;
-    this.lock.release();
+    lock.release();
+    this.lock = undefined;
     await this.#undo();
   }
 
@@ -114,7 +115,7 @@ export class RunHold {
 
 /** Catching up a capability set from its snapshot to the Source's present, owed once deletions are inferred. */
 export interface CatchUp {
-  set: SetRun;
+  setRun: SetRun;
   /** The snapshot's time (`at`), where the changes start. */
   snapshot: string;
 }

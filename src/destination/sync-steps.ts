@@ -170,7 +170,7 @@ export async function recordBaseline(run: SyncRun, setRun: SetRun): Promise<void
   await run.flush();
   await run.state.setMeta(setRun.metaKey, snapshot);
   await run.state.setCursor(setRun.set.key, { datetime: snapshot });
-  run.catchUps.push({ set: setRun, snapshot });
+  run.catchUps.push({ setRun, snapshot });
 }
 
 /** A set without Resource List or Resource Dump: its changes alone, from the cursor (from the start without one). */
@@ -225,7 +225,7 @@ export async function inferDeletions(run: SyncRun): Promise<void> {
 
 /** A set's changes since its snapshot, from Change Dumps and then the Change List; a gap is noted as lag. */
 export async function catchUpSet(run: SyncRun, catchUp: CatchUp): Promise<void> {
-  const { set: setRun, snapshot } = catchUp;
+  const { setRun, snapshot } = catchUp;
   const { set } = setRun;
   let at: string | undefined = snapshot;
   if (setRun.dumpChanges) {
