@@ -73,6 +73,7 @@ const ROUNDS = 6;
 const { sync } = await import(join(ROOT, 'dist/src/destination/sync.js'));
 const { audit } = await import(join(ROOT, 'dist/src/destination/audit.js'));
 const { cliDurability } = await import(join(ROOT, 'dist/src/cli/commands/sync.js'));
+const { RenameOnly } = await import(join(ROOT, 'dist/src/node/durability.js'));
 
 /**
  * The durability the CLI builds for `mode` (`--no-fsync`; the default `--fsync-method batch`: a group commit
@@ -359,7 +360,7 @@ try {
   }
   const mineFile = (await cli('file', `${origin}/small-list.xml`, runDir('mirror-file'))).seconds;
   const minePlain = (await ours(`${origin}/small-list.xml`, runDir('mirror-plain'), {})).seconds;
-  const minePlainNoFsync = (await ours(`${origin}/small-list.xml`, runDir('mirror-plain-nofsync'), { fsync: false })).seconds;
+  const minePlainNoFsync = (await ours(`${origin}/small-list.xml`, runDir('mirror-plain-nofsync'), { durability: new RenameOnly() })).seconds;
   const bare = Math.min(...rounds.bare);
   const mine = Math.min(...rounds.nofsync);
   const mineFsync = Math.min(...rounds.durable);
@@ -390,9 +391,9 @@ try {
   const bareLarge = await bareLoop(origin, large, runDir('bare-large'));
   const bestOf = (a, b) => (a.seconds <= b.seconds ? a : b);
   let mineLarge = await ours(`${origin}/large-list.xml`, runDir('mirror-large-0'), {});
-  let mineLargeNoFsync = await ours(`${origin}/large-list.xml`, runDir('mirror-large-nofsync-0'), { fsync: false });
+  let mineLargeNoFsync = await ours(`${origin}/large-list.xml`, runDir('mirror-large-nofsync-0'), { durability: new RenameOnly() });
   mineLarge = bestOf(mineLarge, await ours(`${origin}/large-list.xml`, runDir('mirror-large-1'), {}));
-  mineLargeNoFsync = bestOf(mineLargeNoFsync, await ours(`${origin}/large-list.xml`, runDir('mirror-large-nofsync-1'), { fsync: false }));
+  mineLargeNoFsync = bestOf(mineLargeNoFsync, await ours(`${origin}/large-list.xml`, runDir('mirror-large-nofsync-1'), { durability: new RenameOnly() }));
   const mbBare = bareLarge.bytes / 1048576 / bareLarge.seconds;
   const mb = mineLarge.bytes / 1048576 / mineLarge.seconds;
   const mbNoFsync = mineLargeNoFsync.bytes / 1048576 / mineLargeNoFsync.seconds;

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { startTestServer, type TestServer } from './helpers/test-server.js';
 import { FakeSource, urlPath } from './helpers/fake-source.js';
 import { sync } from '../src/destination/sync.js';
+import { RenameOnly } from '../src/node/durability.js';
 import { audit, listFiles } from '../src/destination/audit.js';
 import { isResourceSyncError } from '../src/core/errors.js';
 
@@ -57,7 +58,7 @@ void test('a baseline taken while the Source changes ends equal to the Source: c
       }
       return false;
     };
-    const r = await sync({ source: src.capabilityList, dest, fsync: false, delete: true });
+    const r = await sync({ source: src.capabilityList, dest, durability: new RenameOnly(), delete: true });
     assert.equal(seen >= 40, true);
     assert.deepEqual(r.failed, [], JSON.stringify(r.failed.slice(0, 3)));
     assert.equal(r.mode, 'baseline');
@@ -67,7 +68,7 @@ void test('a baseline taken while the Source changes ends equal to the Source: c
 
     // the next run: nothing to do, exit-0 report
     server.fault = undefined;
-    const again = await sync({ source: src.capabilityList, dest, fsync: false, delete: true });
+    const again = await sync({ source: src.capabilityList, dest, durability: new RenameOnly(), delete: true });
     assert.equal(again.mode, 'incremental');
     assert.deepEqual(again.failed, []);
     assert.deepEqual(await tree(dest), current(src));
@@ -78,12 +79,12 @@ void test('an incremental run without --delete: a resource created and deleted s
   await withSource(async (src, dest) => {
     src.put('a.txt', 'a');
     src.publish();
-    await sync({ source: src.capabilityList, dest, fsync: false });
+    await sync({ source: src.capabilityList, dest, durability: new RenameOnly() });
     src.put('brief.txt', 'here and gone');
     src.remove('brief.txt');
     src.put('b.txt', 'b');
     src.publish();
-    const r = await sync({ source: src.capabilityList, dest, fsync: false });
+    const r = await sync({ source: src.capabilityList, dest, durability: new RenameOnly() });
     assert.equal(r.mode, 'incremental');
     assert.deepEqual(r.failed, []);
     assert.equal(r.deletionsSkippedCount, 0);
@@ -100,7 +101,7 @@ void test('a failed baseline resource that the Source deleted afterwards is reso
     // the list still names gone.txt, but the resource is already deleted and the Change List says so
     src.remove('gone.txt');
     publishChangesOnly(src, server);
-    const r = await sync({ source: src.capabilityList, dest, fsync: false });
+    const r = await sync({ source: src.capabilityList, dest, durability: new RenameOnly() });
     assert.deepEqual(r.failed, []);
     assert.deepEqual(await tree(dest), { 'keep.txt': 'keep' });
   });
@@ -112,7 +113,7 @@ void test('a 404 that no change explains stays a failure (exit 1), with its HTTP
     src.put('b.txt', 'b');
     src.publish();
     server.delete(urlPath('b.txt'));
-    const r = await sync({ source: src.capabilityList, dest, fsync: false });
+    const r = await sync({ source: src.capabilityList, dest, durability: new RenameOnly() });
     assert.deepEqual(
       r.failed.map((f) => [f.url, f.code, f.status]),
       [[`${src.origin}/b.txt`, 'RS_HTTP_STATUS', 404]],
@@ -137,7 +138,7 @@ void test('base64 digests (tolerated) are compared as the bytes they stand for; 
     server.set('/changelist-index.xml', `<sitemapindex ${ns}><rs:md capability="changelistindex" from="2020-01-01T00:00:00Z"/>
 <sitemap><loc>${src.origin}/changelist-1.xml</loc></sitemap></sitemapindex>`);
     server.set('/changelist-1.xml', `<urlset ${ns}><rs:md capability="changelist" from="2020-01-01T00:00:00Z"/></urlset>`);
-    const first = await sync({ source: src.capabilityList, dest, fsync: false });
+    const first = await sync({ source: src.capabilityList, dest, durability: new RenameOnly() });
     assert.deepEqual(first.failed, []);
     assert.equal(first.created, 2);
     assert.deepEqual(await tree(dest), files);
@@ -145,7 +146,7 @@ void test('base64 digests (tolerated) are compared as the bytes they stand for; 
     server.set('/changelist-1.xml', `<urlset ${ns}><rs:md capability="changelist" from="2020-01-01T00:00:00Z"/>
 <url><loc>${src.origin}/w.txt</loc><rs:md change="created" datetime="2020-01-02T00:00:00Z" hash="md5:${b64('md5', 'new')}" length="3"/></url></urlset>`);
     server.set('/w.txt', 'new');
-    const second = await sync({ source: src.capabilityList, dest, fsync: false });
+    const second = await sync({ source: src.capabilityList, dest, durability: new RenameOnly() });
     assert.equal(second.mode, 'incremental');
     assert.deepEqual(second.failed, []);
     assert.equal(second.created, 1);
@@ -157,7 +158,7 @@ void test('a Source that offers nothing to synchronize from is an error naming w
     const ns = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/"';
     server.set('/capabilitylist.xml', `<urlset ${ns}><rs:md capability="capabilitylist"/>
 <url><loc>${src.origin}/rl-archive.xml</loc><rs:md capability="resourcelist-archive"/></url></urlset>`);
-    await assert.rejects(sync({ source: src.capabilityList, dest, fsync: false }), (e: unknown) => {
+    await assert.rejects(sync({ source: src.capabilityList, dest, durability: new RenameOnly() }), (e: unknown) => {
       assert.ok(isResourceSyncError(e, 'RS_NOT_RESOURCESYNC'));
       assert.match(e.message, /resourcelist-archive/);
       return true;
@@ -172,7 +173,7 @@ void test('a Source that offers nothing to synchronize from is an error naming w
 async function awayThenArchived(src: FakeSource, server: TestServer, dest: string) {
   src.put('a.txt', 'a');
   src.publish();
-  await sync({ source: src.capabilityList, dest, fsync: false, delete: true });
+  await sync({ source: src.capabilityList, dest, durability: new RenameOnly(), delete: true });
   src.put('b.txt', 'b');
   src.remove('a.txt');
   const archived = [...src.changes]; // every change since tracking began, the ones while away last
@@ -196,7 +197,7 @@ void test('a Destination away longer than the Change Lists reach back catches up
     server.set('/capabilitylist.xml', String(cl.body).replace('</urlset>', `<url><loc>${src.origin}/changelist-archive.xml</loc><rs:md capability="changelist-archive"/></url></urlset>`));
     // the Resource List is gone stale on purpose: a new baseline would not give the right answer
     server.set('/resourcelist.xml', src.resourceListXml(Date.UTC(2019, 0, 1)).replace(/<url>.*<\/url>/gs, ''));
-    const r = await sync({ source: src.capabilityList, dest, fsync: false, delete: true });
+    const r = await sync({ source: src.capabilityList, dest, durability: new RenameOnly(), delete: true });
     assert.equal(r.mode, 'incremental', JSON.stringify([r.warnings, r.sets]));
     assert.deepEqual(r.failed, []);
     assert.ok(r.warnings.some((w) => w.code === 'changes-missed' && w.data.remedy === 'archive' && w.data.archive === `${src.origin}/changelist-archive.xml` && w.data.dumps === undefined), JSON.stringify(r.warnings));
@@ -216,7 +217,7 @@ void test('a changelist-archive split into an index of Change List Archives: eac
     const cl = server.routes.get('/capabilitylist.xml')!;
     server.set('/capabilitylist.xml', String(cl.body).replace('</urlset>', `<url><loc>${src.origin}/changelist-archive.xml</loc><rs:md capability="changelist-archive"/></url></urlset>`));
     server.set('/resourcelist.xml', src.resourceListXml(Date.UTC(2019, 0, 1)).replace(/<url>.*<\/url>/gs, ''));
-    const r = await sync({ source: src.capabilityList, dest, fsync: false, delete: true });
+    const r = await sync({ source: src.capabilityList, dest, durability: new RenameOnly(), delete: true });
     assert.equal(r.mode, 'incremental', JSON.stringify([r.warnings, r.sets]));
     assert.deepEqual(r.failed, []);
     const skipped = r.warnings.find((w) => w.code === 'index-part-unexpected');
@@ -240,7 +241,7 @@ void test('audit reads only Resource Lists from a Resource List Index and only C
     src.put('a.txt', 'a');
     src.put('b.txt', 'b');
     src.publish();
-    await sync({ source: src.capabilityList, dest, fsync: false });
+    await sync({ source: src.capabilityList, dest, durability: new RenameOnly() });
     const ns = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/"';
     const at = '2030-01-01T00:00:00Z';
     const capabilityList = `<urlset ${ns}><rs:md capability="capabilitylist"/>
@@ -277,7 +278,7 @@ void test('a Change List that cannot be read while a failure waits for it to mov
       res.destroy(); // every look after the first: the connection is reset
       return Promise.resolve(true);
     };
-    const r = await sync({ source: src.capabilityList, dest, fsync: false, retries: 0 });
+    const r = await sync({ source: src.capabilityList, dest, durability: new RenameOnly(), retries: 0 });
     assert.ok(reads > 1, 'the Change List was watched');
     assert.deepEqual(
       r.failed.map((f) => [f.url, f.status]),

@@ -6,6 +6,7 @@ import { startTestServer } from './helpers/test-server.js';
 import { dumpXml, manifestXml, yazlZip } from './helpers/dump-fixtures.js';
 import { tempDir } from './helpers/tmp.js';
 import { sync } from '../src/destination/sync.js';
+import { RenameOnly } from '../src/node/durability.js';
 import { audit } from '../src/destination/audit.js';
 
 const NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/"';
@@ -49,11 +50,11 @@ void test('a Source whose only inventory is its Change Dumps: a second sync writ
     );
 
     const dest = join(tmp.dir, 'mirror');
-    const first = await sync({ source: cap, dest, fsync: false, delete: true });
+    const first = await sync({ source: cap, dest, durability: new RenameOnly(), delete: true });
     assert.deepEqual(first.failed, [], JSON.stringify(first));
     assert.ok(first.created > 0, JSON.stringify(first));
     const ino = (await stat(join(dest, 'a.txt'))).ino;
-    const second = await sync({ source: cap, dest, fsync: false, delete: true });
+    const second = await sync({ source: cap, dest, durability: new RenameOnly(), delete: true });
     assert.deepEqual([second.created, second.updated, second.failed.length], [0, 0, 0]);
     assert.equal((await stat(join(dest, 'a.txt'))).ino, ino, 'not written again');
 

@@ -8,6 +8,7 @@ import { startTestServer } from './helpers/test-server.js';
 import { urlPath } from './helpers/fake-source.js';
 import { CLI, nothingCorrupt, runCli, withSource } from './helpers/mirror-check.js';
 import { sync } from '../src/destination/sync.js';
+import { RenameOnly } from '../src/node/durability.js';
 import { listFiles } from '../src/destination/audit.js';
 
 const md5 = (b: Buffer | string): string => createHash('md5').update(b).digest('hex');
@@ -44,7 +45,7 @@ void test('500s, resets, truncated bodies, wrong content and slow answers: every
       }
       return false;
     };
-    const r = await sync({ source: src.capabilityList, dest, fsync: false, timeoutMs: 5000, retries: 1, concurrency: 8 }); // a timeout that a busy machine's answers stay well within
+    const r = await sync({ source: src.capabilityList, dest, durability: new RenameOnly(), timeoutMs: 5000, retries: 1, concurrency: 8 }); // a timeout that a busy machine's answers stay well within
     const failed = Object.fromEntries(r.failed.map((f) => [f.url.slice(src.origin.length), f.code]));
     assert.deepEqual(failed, {
       [p(0)]: 'RS_HTTP_STATUS',
@@ -59,7 +60,7 @@ void test('500s, resets, truncated bodies, wrong content and slow answers: every
 
     // the server heals: the next run completes what failed
     server.fault = undefined;
-    const again = await sync({ source: src.capabilityList, dest, fsync: false });
+    const again = await sync({ source: src.capabilityList, dest, durability: new RenameOnly() });
     assert.deepEqual(again.failed, []);
     assert.equal((await nothingCorrupt(src, dest)).length, 20);
   });
@@ -157,7 +158,7 @@ void test('hostile documents: nothing written outside the destination, nothing f
       // the destination sits alone in a box: anything written beside it would show
       const box = join(dest, 'box');
       const inner = join(box, 'dest');
-      const r = await sync({ source: src.capabilityList, dest: inner, fsync: false });
+      const r = await sync({ source: src.capabilityList, dest: inner, durability: new RenameOnly() });
       assert.equal(r.created, 1);
       assert.equal(r.failed.length, hostile.length, JSON.stringify(r.failed));
       for (const f of r.failed) assert.ok(['RS_UNSAFE_PATH', 'RS_AUTHORITY'].includes(f.code), `${f.url}: ${f.code}`);

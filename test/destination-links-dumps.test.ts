@@ -8,6 +8,7 @@ import { startTestServer, type TestServer } from './helpers/test-server.js';
 import { FakeSource, urlPath } from './helpers/fake-source.js';
 import { dumpXml, manifestXml, yazlZip } from './helpers/dump-fixtures.js';
 import { sync } from '../src/destination/sync.js';
+import { RenameOnly } from '../src/node/durability.js';
 import { audit, listFiles } from '../src/destination/audit.js';
 
 const md5 = (b: Buffer | string): string => createHash('md5').update(b).digest('hex');
@@ -39,7 +40,7 @@ void test('baseline via a Resource Dump when preferred: packages verified and ex
       '/capabilitylist.xml',
       server.routes.get('/capabilitylist.xml')!.body!.toString().replace('</urlset>', `<url><loc>${src.origin}/resourcedump.xml</loc><rs:md capability="resourcedump"/></url>\n</urlset>`),
     );
-    const r = await sync({ source: src.capabilityList, dest, preferDump: true, fsync: false });
+    const r = await sync({ source: src.capabilityList, dest, preferDump: true, durability: new RenameOnly() });
     assert.equal(r.mode, 'baseline');
     assert.deepEqual(r.failed, []);
     assert.equal(r.created, 9);
@@ -73,7 +74,7 @@ void test('a Source whose only capability is a Resource Dump: baseline from it w
           .replace(/<url><loc>[^<]*resourcelist\.xml<\/loc><rs:md capability="resourcelist"\/><\/url>/, `<url><loc>${src.origin}/resourcedump.xml</loc><rs:md capability="resourcedump"/></url>`),
       );
     onlyDump();
-    const r = await sync({ source: src.capabilityList, dest, fsync: false });
+    const r = await sync({ source: src.capabilityList, dest, durability: new RenameOnly() });
     assert.equal(r.mode, 'baseline');
     assert.deepEqual(r.failed, []);
     assert.equal(r.created, 5);
@@ -82,7 +83,7 @@ void test('a Source whose only capability is a Resource Dump: baseline from it w
     src.put('d/new.txt', 'new');
     src.publish();
     onlyDump();
-    const inc = await sync({ source: src.capabilityList, dest, fsync: false });
+    const inc = await sync({ source: src.capabilityList, dest, durability: new RenameOnly() });
     assert.equal(inc.mode, 'incremental');
     assert.deepEqual([inc.failed, inc.created], [[], 1]);
     assert.equal(await readFile(join(dest, 'd', 'new.txt'), 'utf8'), 'new');
@@ -94,7 +95,7 @@ void test('Change Dumps that start after the cursor are caught up from the chang
     src.withChangeList = false;
     src.put('a.txt', 'a');
     src.publish();
-    const first = await sync({ source: src.capabilityList, dest, fsync: false });
+    const first = await sync({ source: src.capabilityList, dest, durability: new RenameOnly() });
     assert.equal(first.mode, 'baseline');
     const t = (s: number): string => new Date(src.clock + s * 1000).toISOString();
     const pkg = async (name: string, file: string, body: string, lastmod: string, from: string, until: string): Promise<{ loc: string; zip: Buffer; from: string; until: string }> => {
@@ -125,15 +126,15 @@ ${archive ? `<url><loc>${src.origin}/changedump-archive.xml</loc><rs:md capabili
 
     // without the archive the gap is seen: a new baseline, not a silent skip of b.txt
     const other = `${dest}-other`;
-    await sync({ source: src.capabilityList, dest: other, fsync: false });
+    await sync({ source: src.capabilityList, dest: other, durability: new RenameOnly() });
     server.set('/capabilitylist.xml', cap(false));
-    const noArchive = await sync({ source: src.capabilityList, dest: other, fsync: false });
+    const noArchive = await sync({ source: src.capabilityList, dest: other, durability: new RenameOnly() });
     assert.ok(noArchive.warnings.some((w) => w.code === 'changes-missed' && w.data.remedy === 'baseline' && w.data.dumps === true), JSON.stringify(noArchive.warnings));
     assert.equal(noArchive.mode, 'baseline');
     await rm(other, { recursive: true, force: true });
 
     server.set('/capabilitylist.xml', cap(true));
-    const r = await sync({ source: src.capabilityList, dest, fsync: false });
+    const r = await sync({ source: src.capabilityList, dest, durability: new RenameOnly() });
     assert.equal(r.mode, 'incremental', JSON.stringify(r.warnings));
     assert.deepEqual(r.failed, []);
     assert.ok(r.warnings.some((w) => w.code === 'changes-missed' && w.data.remedy === 'archive' && w.data.dumps === true), JSON.stringify(r.warnings));
@@ -160,11 +161,11 @@ void test('duplicate mirrors (§14.2) are tried in pri order when the primary fa
       server.set('/resourcelist.xml', withLinks);
       server.fault = (req, res) => (req.url === '/m.txt' ? (res.writeHead(404).end(), true) : false);
       // not allowed: the mirrors are never contacted
-      const denied = await sync({ source: src.capabilityList, dest, fsync: false, retries: 0 });
+      const denied = await sync({ source: src.capabilityList, dest, durability: new RenameOnly(), retries: 0 });
       assert.equal(denied.failed.length, 1);
       assert.equal(mirror.requests.length + other.requests.length, 0);
       // allowed: the pri=1 mirror serves it
-      const r = await sync({ source: src.capabilityList, dest, fsync: false, retries: 0, allowOrigins: [mirror.origin] });
+      const r = await sync({ source: src.capabilityList, dest, durability: new RenameOnly(), retries: 0, allowOrigins: [mirror.origin] });
       assert.deepEqual(r.failed, []);
       assert.equal(await readFile(join(dest, 'm.txt'), 'utf8'), 'mirrored content');
       assert.deepEqual(mirror.requests.map((q) => q.url), ['/copy/m.txt']);
@@ -188,7 +189,7 @@ void test('discovery from the origin: /.well-known/resourcesync → Source Descr
 <url><loc>${src.capabilityList}</loc><rs:md capability="capabilitylist"/></url>
 </urlset>`,
     );
-    const r = await sync({ source: `${src.origin}/`, dest, fsync: false });
+    const r = await sync({ source: `${src.origin}/`, dest, durability: new RenameOnly() });
     assert.equal(r.created, 1);
     assert.deepEqual(r.sets.map((s) => s.key), [src.capabilityList]);
     assert.deepEqual(listFiles(dest), ['a/b.txt']);

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { startTestServer } from './helpers/test-server.js';
 import { FakeSource } from './helpers/fake-source.js';
 import { sync } from '../src/destination/sync.js';
+import { FsyncEach, RenameOnly } from '../src/node/durability.js';
 
 /** The threads of this process (Linux), or undefined where /proc does not tell. */
 function threads(): number | undefined {
@@ -38,8 +39,8 @@ void test('sync() starts no thread and no child process, whatever its durability
     const resourcesBefore = process.getActiveResourcesInfo().filter((r) => r === 'ProcessWrap' || r === 'Worker').length;
     for (const [name, options] of [
       ['default', {}],
-      ['file', { fsyncMethod: 'file' as const }],
-      ['no fsync', { fsync: false }],
+      ['file', { durability: new FsyncEach() }],
+      ['no fsync', { durability: new RenameOnly() }],
     ] as const) {
       const dest = join(base, name);
       const report = await sync({ source: src.capabilityList, dest, ...options });

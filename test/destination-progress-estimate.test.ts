@@ -6,6 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sync, type SyncProgress } from '../src/destination/sync.js';
+import { RenameOnly } from '../src/node/durability.js';
 
 const NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/"';
 const N = 400;
@@ -38,7 +39,7 @@ void test('baseline progress: a Resource List that streams in is estimated from 
   const dir = await mkdtemp(join(tmpdir(), 'rs-estimate-'));
   try {
     const seen: SyncProgress[] = [];
-    const report = await sync({ source: `${origin}/resourcelist.xml`, dest: join(dir, 'm'), fsync: false, concurrency: 2, onProgress: (p) => seen.push({ ...p }) });
+    const report = await sync({ source: `${origin}/resourcelist.xml`, dest: join(dir, 'm'), durability: new RenameOnly(), concurrency: 2, onProgress: (p) => seen.push({ ...p }) });
     assert.equal(report.created, N);
     const estimated = seen.filter((p) => p.phase === 'baseline' && p.total === undefined && p.estimate !== undefined);
     assert.ok(estimated.length > 0, 'an estimate before the list was read through');

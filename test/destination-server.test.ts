@@ -13,6 +13,7 @@ import type { ResponderHandler } from '../src/server/request-response.js';
 import { createSourceResponder, type SourceResponder } from '../src/server/source-responder.js';
 import { serve } from '../src/server/node-adapter.js';
 import { sync } from '../src/destination/sync.js';
+import { RenameOnly } from '../src/node/durability.js';
 import { audit, listFiles } from '../src/destination/audit.js';
 
 interface Env {
@@ -82,7 +83,7 @@ async function sameTree(a: string, b: string): Promise<void> {
 
 void test('the project Source: baseline from the origin, byte for byte, with modification times', async () => {
   await withSource({}, async ({ src, mirror, base }) => {
-    const r = await sync({ source: base, dest: mirror, fsync: false });
+    const r = await sync({ source: base, dest: mirror, durability: new RenameOnly() });
     assert.equal(r.mode, 'baseline');
     assert.equal(r.created, 6);
     assert.deepEqual(r.failed, []);
@@ -96,13 +97,13 @@ void test('the project Source: baseline from the origin, byte for byte, with mod
 
 void test('the project Source: incremental over a rolling Change List Index, deletions applied', async () => {
   await withSource({ changeList: { maxEntries: 2 }, maxEntries: 3 }, async ({ src, mirror, base, republish }) => {
-    await sync({ source: base, dest: mirror, fsync: false });
+    await sync({ source: base, dest: mirror, durability: new RenameOnly() });
     for (let round = 0; round < 3; round++) {
       await writeFile(join(src, `new-${round}.txt`), `new ${round}\n`);
       await writeFile(join(src, 'a.txt'), `alpha ${round}\n`);
       if (round === 1) await unlink(join(src, 'dir', 'b.txt'));
       await republish();
-      const r = await sync({ source: base, dest: mirror, delete: true, fsync: false });
+      const r = await sync({ source: base, dest: mirror, delete: true, durability: new RenameOnly() });
       assert.equal(r.mode, 'incremental', JSON.stringify(r.warnings));
       assert.deepEqual(r.failed, []);
       assert.equal(r.created, 1);
@@ -120,7 +121,7 @@ void test('the project Source: incremental over a rolling Change List Index, del
 
 void test('the project Source: baseline from its Resource Dump when preferred', async () => {
   await withSource({ dumps: true }, async ({ src, mirror, base }) => {
-    const r = await sync({ source: base, dest: mirror, preferDump: true, fsync: false });
+    const r = await sync({ source: base, dest: mirror, preferDump: true, durability: new RenameOnly() });
     assert.equal(r.mode, 'baseline');
     assert.deepEqual(r.failed, []);
     assert.equal(r.created, 6);
@@ -152,14 +153,14 @@ void test('the project Source with HTML discovery links: sync verifies the HTML 
           assert.equal(await res.text(), expected, p);
         }
       };
-      const r = await sync({ source: base, dest: mirror, fsync: false });
+      const r = await sync({ source: base, dest: mirror, durability: new RenameOnly() });
       assert.deepEqual(r.failed, []);
       assert.equal(r.created, 10);
       await check(mirror);
       assert.equal((await audit({ source: base, dest: mirror })).inSync, true);
       // from the Resource Dump: its packages hold the HTML as served
       const fromDump = `${mirror}-dump`;
-      const d = await sync({ source: base, dest: fromDump, preferDump: true, fsync: false });
+      const d = await sync({ source: base, dest: fromDump, preferDump: true, durability: new RenameOnly() });
       assert.deepEqual(d.failed, []);
       assert.ok(d.sets[0]?.documents.some((u) => /resourcedump/.test(u)), JSON.stringify(d.sets));
       await check(fromDump);
@@ -167,11 +168,11 @@ void test('the project Source with HTML discovery links: sync verifies the HTML 
       html['index.html'] = '<html><head></head><body>edited</body></html>';
       await writeFile(join(src, 'index.html'), html['index.html']);
       await republish();
-      const inc = await sync({ source: base, dest: mirror, fsync: false });
+      const inc = await sync({ source: base, dest: mirror, durability: new RenameOnly() });
       assert.equal(inc.mode, 'incremental');
       assert.deepEqual([inc.failed, inc.updated], [[], 1]);
       await check(mirror);
-      const dumpInc = await sync({ source: base, dest: fromDump, preferDump: true, fsync: false });
+      const dumpInc = await sync({ source: base, dest: fromDump, preferDump: true, durability: new RenameOnly() });
       assert.deepEqual([dumpInc.failed, dumpInc.updated], [[], 1]);
       // applied from the Change Dump's package (the open Change List closed at its first change); the Change Lists
       // are read after it for changes in no package yet, and find none newer

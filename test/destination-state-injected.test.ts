@@ -10,6 +10,7 @@ import { FakeSource } from './helpers/fake-source.js';
 import { sync } from '../src/destination/sync.js';
 import { audit } from '../src/destination/audit.js';
 import { openSqliteDestinationState } from '../src/destination/sqlite-state.js';
+import { RenameOnly } from '../src/node/durability.js';
 import { isResourceSyncError } from '../src/core/errors.js';
 
 void test('sync and audit work on the state they are given, take its lease and leave it open', async () => {
@@ -23,7 +24,7 @@ void test('sync and audit work on the state they are given, take its lease and l
     src.put('a.txt', 'alpha');
     src.put('b/c.txt', 'gamma');
     src.publish();
-    const first = await sync({ source: src.capabilityList, dest, fsync: false, state });
+    const first = await sync({ source: src.capabilityList, dest, durability: new RenameOnly(), state });
     assert.equal(first.created, 2);
     assert.equal(await state.count(), 2, 'the records are in the state given, which is still open');
     const local = await openSqliteDestinationState(dest, { readonly: true });
@@ -33,11 +34,11 @@ void test('sync and audit work on the state they are given, take its lease and l
     assert.equal(audited.inSync, true);
 
     const lease = await state.acquireLease({ ttlMs: 60_000 });
-    await assert.rejects(sync({ source: src.capabilityList, dest, fsync: false, state }), (e: unknown) => isResourceSyncError(e, 'RS_LOCKED'));
+    await assert.rejects(sync({ source: src.capabilityList, dest, durability: new RenameOnly(), state }), (e: unknown) => isResourceSyncError(e, 'RS_LOCKED'));
     await lease.release();
     src.put('d.txt', 'delta');
     src.publish();
-    const second = await sync({ source: src.capabilityList, dest, fsync: false, state });
+    const second = await sync({ source: src.capabilityList, dest, durability: new RenameOnly(), state });
     assert.equal(second.mode, 'incremental');
     assert.equal(second.created, 1);
     assert.equal(await state.count(), 3);

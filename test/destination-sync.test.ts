@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { startTestServer, type TestServer } from './helpers/test-server.js';
 import { FakeSource, urlPath } from './helpers/fake-source.js';
 import { sync } from '../src/destination/sync.js';
+import { RenameOnly } from '../src/node/durability.js';
 import { audit, listFiles } from '../src/destination/audit.js';
 import { openSqliteDestinationState } from '../src/destination/sqlite-state.js';
 
@@ -44,7 +45,7 @@ void test('baseline from a Capability List: every resource verified, written wit
   await withSource(async (src, dest, server) => {
     seed(src);
     src.publish();
-    const r = await sync({ source: src.capabilityList, dest, fsync: false });
+    const r = await sync({ source: src.capabilityList, dest, durability: new RenameOnly() });
     assert.equal(r.mode, 'baseline');
     assert.equal(r.created, 14);
     assert.deepEqual([r.updated, r.deleted, r.unchanged, r.failed.length], [0, 0, 0, 0]);
@@ -61,7 +62,7 @@ void test('baseline from a Capability List: every resource verified, written wit
 
     // run again: incremental, nothing to fetch
     const before = server.requests.length;
-    const again = await sync({ source: src.capabilityList, dest, fsync: false });
+    const again = await sync({ source: src.capabilityList, dest, durability: new RenameOnly() });
     assert.equal(again.mode, 'incremental');
     assert.deepEqual([again.created, again.updated, again.deleted, again.failed.length], [0, 0, 0, 0]);
     const fetched = server.requests.slice(before).filter((q) => !q.url.endsWith('.xml'));
@@ -74,7 +75,7 @@ void test('incremental over a Change List Index that rolls over: creates, update
     src.rollover = 3;
     seed(src, 6);
     src.publish();
-    const first = await sync({ source: src.capabilityList, dest, fsync: false });
+    const first = await sync({ source: src.capabilityList, dest, durability: new RenameOnly() });
     assert.equal(first.mode, 'baseline');
     src.put('new/created.txt', 'fresh');
     src.put('dir0/file-0.txt', 'updated once');
@@ -84,7 +85,7 @@ void test('incremental over a Change List Index that rolls over: creates, update
     src.put('temp.txt', 'short-lived');
     src.remove('temp.txt');
     src.publish();
-    const r = await sync({ source: src.capabilityList, dest, delete: true, fsync: false });
+    const r = await sync({ source: src.capabilityList, dest, delete: true, durability: new RenameOnly() });
     assert.equal(r.mode, 'incremental', JSON.stringify(r.warnings));
     assert.equal(r.created, 1);
     assert.equal(r.updated, 2);
@@ -96,7 +97,7 @@ void test('incremental over a Change List Index that rolls over: creates, update
     src.put('later.txt', 'later');
     src.publish();
     const before = server.requests.length;
-    const r3 = await sync({ source: src.capabilityList, dest, delete: true, fsync: false });
+    const r3 = await sync({ source: src.capabilityList, dest, delete: true, durability: new RenameOnly() });
     assert.equal(r3.created, 1);
     const lists = server.requests.slice(before).map((q) => q.url).filter((u) => /changelist-\d+/.test(u));
     assert.ok(!lists.includes('/changelist-0.xml'), `closed lists skipped: ${lists.join(', ')}`);
@@ -109,13 +110,13 @@ void test('1.0 change lists (lastmod as change time) and a reverse-ordered list 
     src.spec = '1.0';
     seed(src, 4);
     src.publish();
-    await sync({ source: src.capabilityList, dest, fsync: false });
+    await sync({ source: src.capabilityList, dest, durability: new RenameOnly() });
     src.reverse = true;
     src.put('dir0/file-0.txt', 'v2');
     src.put('dir0/file-0.txt', 'v3');
     src.put('b.txt', 'b');
     src.publish();
-    const r = await sync({ source: src.capabilityList, dest, fsync: false });
+    const r = await sync({ source: src.capabilityList, dest, durability: new RenameOnly() });
     assert.equal(r.mode, 'incremental');
     assert.ok(r.warnings.some((w) => w.code === 'changes-out-of-order'), JSON.stringify(r.warnings));
     assert.equal(await readFile(join(dest, 'dir0', 'file-0.txt'), 'utf8'), 'v3');
@@ -128,10 +129,10 @@ void test('deletions are reported, not applied, without --delete; a gap falls ba
   await withSource(async (src, dest) => {
     seed(src, 3);
     src.publish();
-    await sync({ source: src.capabilityList, dest, fsync: false });
+    await sync({ source: src.capabilityList, dest, durability: new RenameOnly() });
     src.remove('dir0/file-0.txt');
     src.publish();
-    const r = await sync({ source: src.capabilityList, dest, fsync: false });
+    const r = await sync({ source: src.capabilityList, dest, durability: new RenameOnly() });
     assert.equal(r.deleted, 0);
     assert.equal(r.deletionsSkippedCount, 1);
     assert.deepEqual(r.deletionsSkipped, [`${src.origin}/dir0/file-0.txt`]);
@@ -142,7 +143,7 @@ void test('deletions are reported, not applied, without --delete; a gap falls ba
     src.changes.length = 0;
     src.since = src.tick();
     src.publish();
-    const g = await sync({ source: src.capabilityList, dest, delete: true, fsync: false });
+    const g = await sync({ source: src.capabilityList, dest, delete: true, durability: new RenameOnly() });
     assert.equal(g.mode, 'baseline');
     assert.ok(g.warnings.some((w) => w.code === 'changes-missed' && w.data.remedy === 'baseline' && w.data.cursor !== '' && w.data.start > w.data.cursor), JSON.stringify(g.warnings));
     assert.equal(g.created, 1);
@@ -173,7 +174,7 @@ void test('a dry run of changes plans updates and deletions (kept without delete
   await withSource(async (src, dest, server) => {
     seed(src, 4);
     src.publish();
-    await sync({ source: src.capabilityList, dest, fsync: false });
+    await sync({ source: src.capabilityList, dest, durability: new RenameOnly() });
     src.put('dir0/file-0.txt', 'changed at the Source');
     src.put('dir2/new.txt', 'new');
     src.remove('dir1/file-1.txt');
@@ -200,7 +201,7 @@ void test('a dry run of changes plans updates and deletions (kept without delete
     assert.deepEqual([planned.deleted, planned.deletionsSkippedCount], [1, 0]);
 
     const done: string[] = [];
-    const r = await sync({ source: src.capabilityList, dest, delete: true, fsync: false, onPlan: (i) => void done.push(`${i.action} ${i.url}`) });
+    const r = await sync({ source: src.capabilityList, dest, delete: true, durability: new RenameOnly(), onPlan: (i) => void done.push(`${i.action} ${i.url}`) });
     assert.equal(r.plan, undefined, 'only a dry run lists the plan in the report');
     assert.deepEqual(done.sort(), summary(planned.plan?.items).map((l) => l.split(' ').slice(0, 2).join(' ')));
     assert.deepEqual([r.created, r.updated, r.deleted], [1, 1, 1]);
@@ -212,7 +213,7 @@ void test('audit both ways: in sync, then missing, extra and changed files', asy
   await withSource(async (src, dest) => {
     seed(src, 6);
     src.publish();
-    await sync({ source: src.capabilityList, dest, fsync: false });
+    await sync({ source: src.capabilityList, dest, durability: new RenameOnly() });
     const ok = await audit({ source: src.capabilityList, dest });
     assert.equal(ok.inSync, true, JSON.stringify(ok));
     assert.equal(ok.unchanged, 8);
@@ -226,7 +227,7 @@ void test('audit both ways: in sync, then missing, extra and changed files', asy
     assert.deepEqual(behind.changed.map((c) => c.path), ['dir0/file-0.txt']);
     assert.deepEqual(behind.plan.items.map((i) => `${i.action} ${i.path} ${i.reason} ${i.change}`), ['update dir0/file-0.txt length updated']);
 
-    await sync({ source: src.capabilityList, dest, fsync: false });
+    await sync({ source: src.capabilityList, dest, durability: new RenameOnly() });
     await writeFile(join(dest, 'dir1', 'file-1.txt'), 'tampered!');
     await unlink(join(dest, 'dir2', 'file-2.txt'));
     await writeFile(join(dest, 'stray.txt'), 'extra');
@@ -255,9 +256,9 @@ void test('resources without hashes or lengths: conditional GET with the stored 
     src.withChangeList = false;
     seed(src, 3);
     src.publish();
-    await sync({ source: `${src.origin}/resourcelist.xml`, dest, fsync: false });
+    await sync({ source: `${src.origin}/resourcelist.xml`, dest, durability: new RenameOnly() });
     const before = server.requests.length;
-    const r = await sync({ source: `${src.origin}/resourcelist.xml`, dest, fsync: false });
+    const r = await sync({ source: `${src.origin}/resourcelist.xml`, dest, durability: new RenameOnly() });
     assert.equal(r.mode, 'baseline');
     assert.equal(r.unchanged, 5);
     const conditional = server.requests.slice(before).filter((q) => q.headers['if-none-match'] !== undefined);
@@ -265,7 +266,7 @@ void test('resources without hashes or lengths: conditional GET with the stored 
     // without lastmod either, the ETag decides
     src.server.set('/resourcelist.xml', src.resourceListXml().replace(/<lastmod>[^<]*<\/lastmod>/g, ''));
     const b2 = server.requests.length;
-    const r2 = await sync({ source: `${src.origin}/resourcelist.xml`, dest, fsync: false });
+    const r2 = await sync({ source: `${src.origin}/resourcelist.xml`, dest, durability: new RenameOnly() });
     assert.equal(r2.unchanged, 5);
     assert.equal(server.requests.slice(b2).filter((q) => q.headers['if-none-match'] !== undefined).length, 5);
     void urlPath;

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { Follower, type FollowBatch } from '../src/destination/follower.js';
 import { openSqliteDestinationState } from '../src/destination/sqlite-state.js';
 import { sync } from '../src/destination/sync.js';
+import { RenameOnly } from '../src/node/durability.js';
 import { FakeSource } from './helpers/fake-source.js';
 import { startTestServer } from './helpers/test-server.js';
 import { tempDir } from './helpers/tmp.js';
@@ -42,7 +43,7 @@ test('Follower: forged notifications change nothing, leave their entries as note
       source: src.capabilityList,
       dest,
       delete: true,
-      fsync: false,
+      durability: new RenameOnly(),
       onBatch: (b) => batches.push(b),
     });
     follower = started.follower;
@@ -111,7 +112,7 @@ test('Follower: forged notifications change nothing, leave their entries as note
     follower = undefined;
 
     // 4. a plain sync --delete afterwards: nothing failed, nothing to fix
-    const plain = await sync({ source: src.capabilityList, dest, delete: true, fsync: false });
+    const plain = await sync({ source: src.capabilityList, dest, delete: true, durability: new RenameOnly() });
     assert.deepEqual(plain.failed, []);
     assert.equal(plain.deleted, 0);
   } finally {

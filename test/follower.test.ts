@@ -14,6 +14,7 @@ import { publish, type PublishOptions } from '../src/source/publish.js';
 import { recordChanges } from '../src/source/record-changes.js';
 import { openSqliteDestinationState } from '../src/destination/sqlite-state.js';
 import { sync } from '../src/destination/sync.js';
+import { RenameOnly } from '../src/node/durability.js';
 import { writeDocumentString } from '../src/core/xml/write-document.js';
 import { tempDir } from './helpers/tmp.js';
 
@@ -69,7 +70,7 @@ test('Follower: notifications applied from their entries; stale skipped; a gap a
 
     const dest = join(dir, 'mirror');
     const batches: FollowBatch[] = [];
-    const started = await Follower.start({ source: `${source.url}/`, dest, delete: true, fsync: false, onBatch: (b) => batches.push(b) });
+    const started = await Follower.start({ source: `${source.url}/`, dest, delete: true, durability: new RenameOnly(), onBatch: (b) => batches.push(b) });
     follower = started.follower;
     assert.equal(started.first.mode, 'baseline');
     assert.equal(readFileSync(join(dest, 'a.txt'), 'utf8'), 'a1');
@@ -121,7 +122,7 @@ test('Follower: notifications applied from their entries; stale skipped; a gap a
     await follower.close();
     follower = undefined;
     // the state is what a plain sync expects: nothing new, nothing pending
-    const plain = await sync({ source: `${source.url}/`, dest, delete: true, fsync: false });
+    const plain = await sync({ source: `${source.url}/`, dest, delete: true, durability: new RenameOnly() });
     assert.deepEqual([plain.mode, plain.created, plain.updated, plain.deleted, plain.failed.length], ['incremental', 0, 0, 0, 0]);
   } finally {
     await follower?.close();
@@ -166,7 +167,7 @@ test('Follower: a Change List that lags its notifications: entries after a gap w
 
     const dest = join(dir, 'mirror');
     const batches: FollowBatch[] = [];
-    const started = await Follower.start({ source: `${source.url}/`, dest, fsync: false, holdMs: 800, onBatch: (b) => batches.push(b) });
+    const started = await Follower.start({ source: `${source.url}/`, dest, durability: new RenameOnly(), holdMs: 800, onBatch: (b) => batches.push(b) });
     follower = started.follower;
 
     // 1. a lost notification, then the next one: the Change List holds neither change yet, so the newer entry
@@ -203,7 +204,7 @@ test('Follower: a Change List that lags its notifications: entries after a gap w
 
     await follower.close();
     follower = undefined;
-    const plain = await sync({ source: `${source.url}/`, dest, fsync: false });
+    const plain = await sync({ source: `${source.url}/`, dest, durability: new RenameOnly() });
     assert.deepEqual([plain.mode, plain.created, plain.updated, plain.deleted, plain.failed.length], ['incremental', 0, 0, 0, 0]);
   } finally {
     await follower?.close();

@@ -6,9 +6,9 @@ import { documentKindById, isPartOf } from '../core/model/document-kinds.js';
 import { parseW3CDatetime } from '../core/w3c-datetime.js';
 import { FingerprintSet } from '../core/fingerprint-set.js';
 import { loadDocument, openDocument, resolveLoc, type DocumentContext, type RemoteDocument } from './documents.js';
-import type { HttpGet } from '../client/http.js';
-import type { Mapper, Mapping } from './mapper.js';
-import { connect } from './connection.js';
+import type { Mapper } from './mapper.js';
+import { connect, type ConnectionOptions } from './connection.js';
+import type { MirrorTarget } from './sync-options.js';
 import { changeTime, countPlanItem, emptyPlanSummary, orderChanges, planBatches, planGone, type LocalFacts, type LocalLookup, type PlanItem, type PlanSummary, type SourceFacts } from './plan.js';
 import type { Entry } from '../core/model/types.js';
 import { requireFolderOrNothing } from '../node/folder.js';
@@ -30,30 +30,18 @@ async function recorded(store: DestinationState, url: string): Promise<LocalLook
   return { path: r.path, local };
 }
 
-/** Options of {@link audit}. */
-export interface AuditOptions {
-  source: string;
-  dest: string;
-  /** Where the mirror's copies are, instead of the folder `dest` (whose `.resourcesync` holds the state). */
-  storage?: MirrorStorage;
+/** What an audit does, beyond reaching the Source and naming the mirror. */
+export interface AuditBehaviour {
   /** Compare with the state store instead of reading and hashing the local files. */
   trustState?: boolean;
-  http?: HttpGet;
-  signal?: AbortSignal;
-  allowOrigins?: string[];
+  /** With a Source Description (or several Capability Lists), audit only this Capability List. */
   capabilityList?: string;
-  base?: string;
-  maps?: Mapping[];
-  timeoutMs?: number;
-  /** Most time for one ResourceSync document, ms (see `SyncOptions.deadlineMs`). Default 600,000. */
-  deadlineMs?: number;
-  retries?: number;
-  auth?: Record<string, string>;
   /** Called every few hundred resources. */
   onProgress?: (p: { checked: number }) => void;
-  /** The Destination's state; default the SQLite state in `<dest>/.resourcesync/`, read only. The caller owns a state it passes. */
-  state?: DestinationState;
 }
+
+/** Options of {@link audit}: how to reach the Source (as for `sync`, `rate` included), the mirror, and what to do. */
+export type AuditOptions = ConnectionOptions & MirrorTarget & AuditBehaviour;
 
 /** A resource whose local copy differs. */
 export interface AuditDifference {

@@ -7,7 +7,10 @@ import { createMapper, type Mapper, type Mapping } from './mapper.js';
 
 /** What `sync` and `audit` need to reach a Source: the injected or default HTTP client and the URL rules. */
 export interface ConnectionOptions {
-  /** Starting URL of the Source (its origin is the one authority allowed by default). */
+  /**
+   * Where to start: a Capability List, Resource List (Index), Change List (Index) or Source Description URL (its
+   * origin is the one authority allowed by default).
+   */
   source: string;
   /** Further origins that may be contacted (mirrors, patches). */
   allowOrigins?: string[];
@@ -17,17 +20,22 @@ export interface ConnectionOptions {
   base?: string;
   /** An HTTP effect to use instead of the default undici client. */
   http?: HttpGet;
+  /** Requests at once (for `sync`, resources fetched at once: default 16). */
   concurrency?: number;
+  /** HTTP timeout (connect, headers, body idle), ms. Default 30,000. */
   timeoutMs?: number;
   /**
    * Most time for one ResourceSync document (head and whole body, spent waiting on the Source), ms; past it the read
    * ends with `RS_HTTP_TIMEOUT`. Resource bodies and dump packages are not bound by it. Default 600,000.
    */
   deadlineMs?: number;
+  /** HTTP retries on 5xx/429/network errors. Default 3. */
   retries?: number;
+  /** Authorization header values per origin (see `createHttpClient`). */
   auth?: Record<string, string>;
-  /** Requests per second per origin. */
+  /** At most this many requests per second to each origin. Default: no limit. */
   rate?: number;
+  /** Aborts the call: every request, and the run between them. */
   signal?: AbortSignal;
 }
 

@@ -13,10 +13,11 @@ import { join, resolve } from 'node:path';
 import { isResourceSyncError, ResourceSyncError, type ErrorCode, messageOf } from '../core/errors.js';
 import { knownHashes, parseLength } from '../core/hash.js';
 import { hashFile } from '../node/hash-file.js';
-import { FsyncEach, RenameOnly } from '../node/durability.js';
+import { FsyncEach, type Durability } from '../node/durability.js';
 import { safeJoin } from '../node/safe-path.js';
 import { listFiles } from './audit.js';
 import { connect, type ConnectionOptions } from './connection.js';
+import type { MirrorTarget } from './sync-options.js';
 import { relatedLinks, type LinkRef } from './links.js';
 import { runPool } from './run-pool.js';
 import { openSqliteDestinationState, STATE_DIR } from './sqlite-state.js';
@@ -31,11 +32,11 @@ export function describedByTree(n: number): string {
 const TREE = /^\.resourcesync-describedby(?:-([2-9]|[1-9]\d+))?$/;
 
 /** Options of {@link mirrorDescribedBy}: how to reach the Source (as for `sync`) and the mirror. */
-export interface DescribedByOptions extends ConnectionOptions {
-  dest: string;
-  /** fsync each file before its rename (default true). */
-  fsync?: boolean;
-}
+export type DescribedByOptions = ConnectionOptions &
+  MirrorTarget & {
+    /** Makes each file durable before its rename; settled by the call. Default an fsync of each file (`FsyncEach`). */
+    durability?: Durability;
+  };
 
 /** One `describedby` target that could not be mirrored. */
 export interface DescribedByFailure {
@@ -82,7 +83,7 @@ export async function mirrorDescribedBy(options: DescribedByOptions): Promise<De
     throw err;
   }
   const connection = connect(options);
-  const durability = options.fsync === false ? new RenameOnly() : new FsyncEach();
+  const durability = options.durability ?? new FsyncEach();
   try {
     const targets: Target[] = [];
     for await (const r of store.records()) {
@@ -118,7 +119,7 @@ async function fetchTarget(
   t: Target,
   dest: string,
   c: ReturnType<typeof connect>,
-  durability: FsyncEach | RenameOnly,
+  durability: Durability,
   signal: AbortSignal | undefined,
 ): Promise<boolean> {
   const root = join(dest, t.tree);

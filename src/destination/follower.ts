@@ -27,14 +27,14 @@ import type { MirrorStorage } from './mirror-storage.js';
 import { connect, type Connection } from './connection.js';
 import { checkDocument, isAbsoluteLoc, kindOf, resolveLoc } from './documents.js';
 import { note, type DestinationNote } from './notes.js';
-import { ResourceApplier, type SyncCounts } from './resource-applier.js';
-import { linkFetcher } from './links.js';
+import type { ResourceApplier, SyncCounts } from './resource-applier.js';
 import { changeTime, lastChangePerResource, orderChanges } from './plan.js';
 import { runPool } from './run-pool.js';
 import type { DestinationState } from './state.js';
 import { openSqliteDestinationState } from './sqlite-state.js';
 import { holdLease, type HeldLease } from './lease.js';
-import { storageFor, sync, type SyncOptions, type SyncReport } from './sync.js';
+import { sync, type SyncOptions, type SyncReport } from './sync.js';
+import { applierFor, storageFor } from './sync-run.js';
 import { WindowTracker } from './notification-windows.js';
 import { readChangeChannel, type ChangeChannel } from './change-channel.js';
 import { screenEntries, windowFromFuture } from './notification-screen.js';
@@ -421,27 +421,9 @@ export class Follower {
 
   /** A fresh applier (its counters are the batch's) over the open store and HTTP client. */
   #applier(pending: ReadonlySet<string>): ResourceApplier {
-    const { http, authority, mapper } = this.#connection;
-    const o = this.#o;
-    const store = this.#store!;
-    const key = this.capabilityList!;
-    const storage = this.#storage;
-    const applier = new ResourceApplier({
-      http,
-      authority,
-      mapper,
-      store,
-      dryRun: false,
-      applyDeletes: o.delete ?? false,
-      storage,
-      verifyRetries: o.verifyRetries ?? 2,
-      adopt: true,
-      hasPending: (u) => pending.has(u),
-      preferMirrors: o.preferMirrors ?? false,
-      fetchViaLinks: linkFetcher({ http, authority, storage, signal: o.signal }),
-      ...(o.signal ? { signal: o.signal } : {}),
-    });
-    applier.setKey = key;
+    const parts = { connection: this.#connection, store: this.#store!, storage: this.#storage, options: this.#o };
+    const applier = applierFor(parts, { dryRun: false, adopt: true, hasPending: (u) => pending.has(u) });
+    applier.setKey = this.capabilityList!;
     return applier;
   }
 }

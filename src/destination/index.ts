@@ -7,8 +7,9 @@
  * const report = await sync({ source: 'https://example.org/', dest: './mirror', delete: true });
  * const check = await audit({ source: 'https://example.org/', dest: './mirror' });
  */
-export { sync, type SyncOptions, type SyncReport, type SyncProgress, type SyncFailure } from './sync.js';
-export { audit, type AuditOptions, type AuditReport, type AuditDifference, type AuditPlan } from './audit.js';
+export { sync, type SyncOptions, type SyncReport, type SyncProgress, type SyncFailure, type MirrorTarget, type SyncBehaviour } from './sync.js';
+export type { ConnectionOptions } from './connection.js';
+export { audit, type AuditOptions, type AuditBehaviour, type AuditReport, type AuditDifference, type AuditPlan } from './audit.js';
 export { repair, type RepairOptions, type RepairReport } from './repair.js';
 export { discover, type Discovery, type DiscoverOptions, type DiscoveredCapabilityList, type StartKind, type CapabilityName } from './discover.js';
 export { plan, planBatches, planEntry, planGone, decide, sourceFacts, PLAN_ITEMS_LISTED, type PlanSummary, type PlanItem, type PlanAction, type PlanReason, type PlanDecision, type PlanOptions, type SourceFacts, type LocalFacts, type LocalLookup, type LocalLookupFn } from './plan.js';

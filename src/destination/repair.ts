@@ -4,11 +4,11 @@ import { sync, type SyncOptions, type SyncReport } from './sync.js';
 import { LocalDirectory } from './local-directory.js';
 
 /** Options of {@link repair}: those of an audit, and of the sync that repairs. */
-export interface RepairOptions
-  extends AuditOptions, Pick<SyncOptions, 'concurrency' | 'fsync' | 'durability' | 'rate' | 'verifyRetries'> {
-  /** Also delete what the audit finds extra (files the Source does not offer). Default false. */
-  delete?: boolean;
-}
+export type RepairOptions = AuditOptions &
+  Pick<SyncOptions, 'durability' | 'verifyRetries'> & {
+    /** Also delete what the audit finds extra (files the Source does not offer). Default false. */
+    delete?: boolean;
+  };
 
 /** What a repair found and did. */
 export interface RepairReport {

@@ -1,15 +1,16 @@
 import { stderr, stdout } from 'node:process';
-import { durabilityFor, sync, type SyncReport } from '../../destination/sync.js';
+import { sync, type SyncOptions, type SyncReport } from '../../destination/sync.js';
 import { mirrorDescribedBy, type DescribedByReport } from '../../destination/described-by.js';
 import type { PlanItem, PlanSummary } from '../../destination/plan.js';
 import { ProgressBar } from '../progress.js';
 import { EXIT, MIRROR_OPTIONS, describeNotes, exitCodeOf, integerOption, mirrorOptions, reportFailure, sourceAndDest, type MirrorOptions } from '../mirror-options.js';
-import { parseCommandArgs, usageError } from '../command-args.js';
-import { follow } from '../follow.js';
-import { XMPP_PASSWORD_ENV, xmppAccount } from '../xmpp-options.js';
+import { parseCommandArgs, usageError, type ParsedCommandArgs } from '../command-args.js';
+import { follow, type FollowOptions } from '../follow.js';
+import { XMPP_PASSWORD_ENV, xmppAccount, type XmppArgs } from '../xmpp-options.js';
 import { GroupCommit } from '../../node/group-commit.js';
 import { SyncfsFlush } from '../../node/syncfs.js';
-import type { Durability } from '../../node/durability.js';
+import { FsyncEach, RenameOnly, type Durability } from '../../node/durability.js';
+import { durabilityFor } from '../../node/durability-for.js';
 import { SmallFileThread } from '../../node/small-file-thread.js';
 
 /**
@@ -20,7 +21,7 @@ import { SmallFileThread } from '../../node/small-file-thread.js';
 export function cliDurability(fsync: boolean, method: 'batch' | 'file'): { durability: Durability; close: () => Promise<void> } {
   const thread = new SmallFileThread();
   const syncfs = fsync && method === 'batch' ? new SyncfsFlush() : undefined;
-  const durability = syncfs !== undefined ? new GroupCommit({ flush: syncfs.flush, thread }) : durabilityFor(fsync, method, thread);
+  const durability = syncfs !== undefined ? new GroupCommit({ flush: syncfs.flush, thread }) : durabilityFor({ fsync, method, thread });
   return {
     durability,
     close: async () => {
@@ -177,155 +178,213 @@ function describeDescribedBy(d: DescribedByReport): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** `resourcesync sync`. */
-export async function run(args: string[]): Promise<number> {
-  const parsed = parseCommandArgs(
-    'sync',
-    args,
-    {
-      ...MIRROR_OPTIONS,
-      delete: { type: 'boolean' },
-      baseline: { type: 'boolean' },
-      concurrency: { type: 'string' },
-      'dry-run': { type: 'boolean' },
-      'prefer-dump': { type: 'boolean' },
-      'prefer-mirrors': { type: 'boolean' },
-      retries: { type: 'string' },
-      'no-fsync': { type: 'boolean' },
-      'fsync-method': { type: 'string' },
-      follow: { type: 'boolean' },
-      listen: { type: 'string' },
-      'callback-url': { type: 'string' },
-      interval: { type: 'string' },
-      'reconcile-interval': { type: 'string' },
-      xmpp: { type: 'string' },
-      with: { type: 'string', multiple: true },
-    },
-    HELP,
-  );
+const SYNC_FLAGS = {
+  ...MIRROR_OPTIONS,
+  delete: { type: 'boolean' },
+  baseline: { type: 'boolean' },
+  concurrency: { type: 'string' },
+  'dry-run': { type: 'boolean' },
+  'prefer-dump': { type: 'boolean' },
+  'prefer-mirrors': { type: 'boolean' },
+  retries: { type: 'string' },
+  'no-fsync': { type: 'boolean' },
+  'fsync-method': { type: 'string' },
+  follow: { type: 'boolean' },
+  listen: { type: 'string' },
+  'callback-url': { type: 'string' },
+  interval: { type: 'string' },
+  'reconcile-interval': { type: 'string' },
+  xmpp: { type: 'string' },
+  with: { type: 'string', multiple: true },
+} as const;
+
+type SyncFlags = ParsedCommandArgs<typeof SYNC_FLAGS>['values'];
+
+/** What the command line asks for, checked. */
+interface SyncCommand {
+  source: string;
+  dest: string;
+  flags: SyncFlags;
+  common: MirrorOptions;
+  concurrency: number | undefined;
+  retries: number | undefined;
+  /** What `--no-fsync` and `--fsync-method` name. */
+  fsync: boolean;
+  fsyncMethod: 'batch' | 'file';
+  xmpp: XmppArgs | undefined;
+  withDescribedBy: boolean;
+}
+
+/** The arguments parsed and checked, or the exit code after the help or a usage error. */
+function parseSync(args: string[]): SyncCommand | number {
+  const parsed = parseCommandArgs('sync', args, SYNC_FLAGS, HELP);
   if (typeof parsed === 'number') return parsed;
-  const v = parsed.values;
+  const flags = parsed.values;
   const positionals = sourceAndDest('sync', parsed.positionals);
   if (typeof positionals === 'number') return positionals;
   const [source, dest] = positionals;
   let concurrency: number | undefined, retries: number | undefined, common: MirrorOptions;
   try {
-    concurrency = integerOption('concurrency', v.concurrency, 1);
-    retries = integerOption('retries', v.retries, 0);
-    common = mirrorOptions(v);
-    if (v['fsync-method'] !== undefined && v['fsync-method'] !== 'batch' && v['fsync-method'] !== 'file') {
-      throw new Error(`--fsync-method must be 'batch' or 'file', not '${v['fsync-method']}'`);
+    concurrency = integerOption('concurrency', flags.concurrency, 1);
+    retries = integerOption('retries', flags.retries, 0);
+    common = mirrorOptions(flags);
+    if (flags['fsync-method'] !== undefined && flags['fsync-method'] !== 'batch' && flags['fsync-method'] !== 'file') {
+      throw new Error(`--fsync-method must be 'batch' or 'file', not '${flags['fsync-method']}'`);
     }
   } catch (err) {
     return usageError('sync', err);
   }
-  if (v.xmpp !== undefined && v.follow !== true) return usageError('sync', '--xmpp goes with --follow.');
-  const unknownWith = (v.with ?? []).find((w) => w !== 'describedby');
+  if (flags.xmpp !== undefined && flags.follow !== true) return usageError('sync', '--xmpp goes with --follow.');
+  const unknownWith = (flags.with ?? []).find((w) => w !== 'describedby');
   if (unknownWith !== undefined) return usageError('sync', `--with '${unknownWith}' is not a relation this sync mirrors (describedby).`);
-  const withDescribedBy = (v.with ?? []).length > 0;
-  if (withDescribedBy && (v['dry-run'] === true || v.follow === true)) return usageError('sync', '--with goes without --dry-run and --follow.');
-  const xmpp = v.xmpp === undefined ? undefined : xmppAccount(v.xmpp, 'destination');
+  const withDescribedBy = (flags.with ?? []).length > 0;
+  if (withDescribedBy && (flags['dry-run'] === true || flags.follow === true)) return usageError('sync', '--with goes without --dry-run and --follow.');
+  const xmpp = flags.xmpp === undefined ? undefined : xmppAccount(flags.xmpp, 'destination');
   if (typeof xmpp === 'string') return usageError('sync', xmpp);
-  const fsyncMethod = v['fsync-method'];
-  // the thread and the syncfs shell, once the arguments are known good (and not for a dry run, which writes nothing)
-  const durableFor = (): ReturnType<typeof cliDurability> => cliDurability(!(v['no-fsync'] ?? false), fsyncMethod === 'file' ? 'file' : 'batch');
-  if (v.follow === true) {
-    const m = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(v.listen ?? '127.0.0.1:0');
-    if (m === null || Number(m[2]) > 65535) return usageError('sync', `--listen '${v.listen}' is not HOST:PORT.`);
-    const interval = Number(v.interval ?? '60');
-    if (!(interval > 0)) return usageError('sync', `--interval '${v.interval}' is not a positive number of seconds.`);
-    const reconcile = Number(v['reconcile-interval'] ?? '300');
-    if (!(reconcile > 0 && reconcile * 1000 < 2 ** 31)) {
-      const given = v['reconcile-interval'];
-      return usageError('sync', `--reconcile-interval '${given}' is not a positive number of seconds.`);
-    }
-    if (v['callback-url'] !== undefined && !URL.canParse(v['callback-url'])) return usageError('sync', `--callback-url '${v['callback-url']}' is not a URL.`);
-    const durable = durableFor();
-    const controller = new AbortController();
-    const onSignal = (): void => controller.abort();
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
-    try {
-      return await follow({
-        syncOptions: {
-          source,
-          dest,
-          delete: v.delete ?? false,
-          preferDump: v['prefer-dump'] ?? false,
-          preferMirrors: v['prefer-mirrors'] ?? false,
-          fsync: !(v['no-fsync'] ?? false),
-          ...(fsyncMethod !== undefined ? { fsyncMethod } : {}),
-          durability: durable.durability,
-          ...common,
-          ...(concurrency !== undefined ? { concurrency } : {}),
-          ...(retries !== undefined ? { retries } : {}),
-        },
-        listen: { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) },
-        ...(v['callback-url'] !== undefined ? { callbackUrl: v['callback-url'] } : {}),
-        intervalMs: interval * 1000,
-        reconcileMs: reconcile * 1000,
-        ...(xmpp === undefined ? {} : { xmpp }),
-        json: v.json ?? false,
-        signal: controller.signal,
-        log: (line) => void stderr.write(`${line}\n`),
-      });
-    } catch (err) {
-      reportFailure('sync', err, v.json);
-      return controller.signal.aborted ? 0 : exitCodeOf(err);
-    } finally {
-      await durable.close();
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-    }
-  }
+  const fsync = !(flags['no-fsync'] ?? false);
+  const fsyncMethod = flags['fsync-method'] === 'file' ? 'file' : 'batch';
+  return { source, dest, flags, common, concurrency, retries, fsync, fsyncMethod, xmpp, withDescribedBy };
+}
+
+/** The library options of a sync and of following alike. */
+function baseSyncOptions(command: SyncCommand): SyncOptions {
+  const { source, dest, flags, common, concurrency, retries } = command;
+  return {
+    source,
+    dest,
+    delete: flags.delete ?? false,
+    preferDump: flags['prefer-dump'] ?? false,
+    preferMirrors: flags['prefer-mirrors'] ?? false,
+    ...common,
+    ...(concurrency !== undefined ? { concurrency } : {}),
+    ...(retries !== undefined ? { retries } : {}),
+  };
+}
+
+/**
+ * Runs `work` with SIGINT and SIGTERM aborting the signal it is given; `cleanup` runs when it is done, before the
+ * signals are let go.
+ */
+async function interruptible(work: (signal: AbortSignal) => Promise<number>, cleanup: () => Promise<void>): Promise<number> {
   const controller = new AbortController();
   const onSignal = (): void => controller.abort();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
-  const bar = new ProgressBar(stderr, !(v.json ?? false));
-  const dryRun = v['dry-run'] ?? false;
-  const durable = dryRun ? undefined : durableFor();
+  try {
+    return await work(controller.signal);
+  } finally {
+    await cleanup();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+/** Where `--follow` listens, how often it polls and reconciles, or the exit code of a usage error. */
+function followSettings(flags: SyncFlags): Pick<FollowOptions, 'listen' | 'callbackUrl' | 'intervalMs' | 'reconcileMs'> | number {
+  const m = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(flags.listen ?? '127.0.0.1:0');
+  if (m === null || Number(m[2]) > 65535) return usageError('sync', `--listen '${flags.listen}' is not HOST:PORT.`);
+  const interval = Number(flags.interval ?? '60');
+  if (!(interval > 0)) return usageError('sync', `--interval '${flags.interval}' is not a positive number of seconds.`);
+  const reconcile = Number(flags['reconcile-interval'] ?? '300');
+  if (!(reconcile > 0 && reconcile * 1000 < 2 ** 31)) {
+    const given = flags['reconcile-interval'];
+    return usageError('sync', `--reconcile-interval '${given}' is not a positive number of seconds.`);
+  }
+  const callbackUrl = flags['callback-url'];
+  if (callbackUrl !== undefined && !URL.canParse(callbackUrl)) return usageError('sync', `--callback-url '${callbackUrl}' is not a URL.`);
+  return {
+    listen: { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) },
+    ...(callbackUrl !== undefined ? { callbackUrl } : {}),
+    intervalMs: interval * 1000,
+    reconcileMs: reconcile * 1000,
+  };
+}
+
+/** `sync --follow`: the first sync, then the changes as they are announced, until SIGINT or SIGTERM (exit 0). */
+async function runFollow(command: SyncCommand): Promise<number> {
+  const settings = followSettings(command.flags);
+  if (typeof settings === 'number') return settings;
+  const { flags, xmpp } = command;
+  // the thread and the syncfs shell, once the arguments are known good
+  const durable = cliDurability(command.fsync, command.fsyncMethod);
+  const work = async (signal: AbortSignal): Promise<number> => {
+    try {
+      return await follow({
+        syncOptions: { ...baseSyncOptions(command), durability: durable.durability },
+        ...settings,
+        ...(xmpp === undefined ? {} : { xmpp }),
+        json: flags.json ?? false,
+        signal,
+        log: (line) => void stderr.write(`${line}\n`),
+      });
+    } catch (err) {
+      reportFailure('sync', err, flags.json);
+      return signal.aborted ? 0 : exitCodeOf(err);
+    }
+  };
+  return interruptible(work, () => durable.close());
+}
+
+/** The options of one sync: a dry run prints its plan as it is decided, a run that writes shows its progress. */
+function onceOptions(command: SyncCommand, durability: Durability, bar: ProgressBar, signal: AbortSignal): SyncOptions {
+  const { flags } = command;
+  const dryRun = flags['dry-run'] ?? false;
   // a dry run prints its plan as it is decided: JSON Lines (every item) with --json, else a line per change
   const print = lineWriter(stdout);
   const onPlan = (item: PlanItem): Promise<void> | undefined => {
-    if (v.json === true) return print(JSON.stringify(item));
+    if (flags.json === true) return print(JSON.stringify(item));
     if (item.action === 'unchanged') return undefined;
     bar.done();
     return print(planLine(item));
   };
-  try {
-    const report = await sync({
-      source,
-      dest,
-      delete: v.delete ?? false,
-      baseline: v.baseline ?? false,
-      dryRun,
-      ...(dryRun ? { onPlan } : {}),
-      preferDump: v['prefer-dump'] ?? false,
-      preferMirrors: v['prefer-mirrors'] ?? false,
-      fsync: !(v['no-fsync'] ?? false),
-      ...(fsyncMethod !== undefined ? { fsyncMethod } : {}),
-      ...(durable !== undefined ? { durability: durable.durability } : {}),
-      signal: controller.signal,
-      ...common,
-      ...(concurrency !== undefined ? { concurrency } : {}),
-      ...(retries !== undefined ? { retries } : {}),
-      onProgress: (p) => bar.update({ label: p.phase, done: p.done, ...(p.total !== undefined ? { total: p.total } : {}), ...(p.estimate !== undefined ? { estimate: p.estimate } : {}), bytes: p.bytes, failed: p.failed }),
-    });
-    bar.done();
-    const described = withDescribedBy
-      ? await mirrorDescribedBy({ source, dest, ...common, fsync: !(v['no-fsync'] ?? false), signal: controller.signal, ...(retries !== undefined ? { retries } : {}) })
-      : undefined;
-    if (v.json) stdout.write(`${JSON.stringify(described === undefined ? report : { ...report, describedby: described })}\n`);
-    else stdout.write(describeSync(report) + (described === undefined ? '' : describeDescribedBy(described)));
-    return report.failed.length > 0 || (described?.failed.length ?? 0) > 0 ? EXIT.INCOMPLETE : EXIT.OK;
-  } catch (err) {
-    bar.done();
-    reportFailure('sync', err, v.json);
-    return controller.signal.aborted ? EXIT.ABORTED : exitCodeOf(err);
-  } finally {
+  return {
+    ...baseSyncOptions(command),
+    baseline: flags.baseline ?? false,
+    dryRun,
+    ...(dryRun ? { onPlan } : {}),
+    durability,
+    signal,
+    onProgress: (p) => bar.update({ label: p.phase, done: p.done, ...(p.total !== undefined ? { total: p.total } : {}), ...(p.estimate !== undefined ? { estimate: p.estimate } : {}), bytes: p.bytes, failed: p.failed }),
+  };
+}
+
+/** Prints the report (and the describedby targets' one); the exit code says whether everything arrived. */
+function printSync(command: SyncCommand, report: SyncReport, described: DescribedByReport | undefined): number {
+  if (command.flags.json) stdout.write(`${JSON.stringify(described === undefined ? report : { ...report, describedby: described })}\n`);
+  else stdout.write(describeSync(report) + (described === undefined ? '' : describeDescribedBy(described)));
+  return report.failed.length > 0 || (described?.failed.length ?? 0) > 0 ? EXIT.INCOMPLETE : EXIT.OK;
+}
+
+/** One sync (and, with `--with describedby`, the describedby targets), its report printed. */
+async function runOnce(command: SyncCommand): Promise<number> {
+  const { source, dest, flags, common, retries } = command;
+  const bar = new ProgressBar(stderr, !(flags.json ?? false));
+  // the thread and the syncfs shell, not for a dry run (which writes nothing)
+  const durable = flags['dry-run'] === true ? undefined : cliDurability(command.fsync, command.fsyncMethod);
+  const durability = durable?.durability ?? durabilityFor({ fsync: command.fsync, method: command.fsyncMethod });
+  const work = async (signal: AbortSignal): Promise<number> => {
+    try {
+      const report = await sync(onceOptions(command, durability, bar, signal));
+      bar.done();
+      const describedDurability = command.fsync ? new FsyncEach() : new RenameOnly();
+      const described = command.withDescribedBy
+        ? await mirrorDescribedBy({ source, dest, ...common, durability: describedDurability, signal, ...(retries !== undefined ? { retries } : {}) })
+        : undefined;
+      return printSync(command, report, described);
+    } catch (err) {
+      bar.done();
+      reportFailure('sync', err, flags.json);
+      return signal.aborted ? EXIT.ABORTED : exitCodeOf(err);
+    }
+  };
+  return interruptible(work, async () => {
     await durable?.close();
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-  }
+  });
+}
+
+/** `resourcesync sync`. */
+export async function run(args: string[]): Promise<number> {
+  const command = parseSync(args);
+  if (typeof command === 'number') return command;
+  return command.flags.follow === true ? runFollow(command) : runOnce(command);
 }

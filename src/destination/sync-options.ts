@@ -1,0 +1,92 @@
+/**
+ * The options and the report of `sync()`, composed from the parts other Destination calls share: how to reach the
+ * Source ({@link ConnectionOptions}), the mirror it writes ({@link MirrorTarget}) and what the sync does
+ * ({@link SyncBehaviour}).
+ */
+import type { Durability } from '../node/durability.js';
+import type { ConnectionOptions } from './connection.js';
+import type { MirrorStorage } from './mirror-storage.js';
+import type { DestinationState } from './state.js';
+import type { PlanItem, PlanSummary } from './plan.js';
+import type { SyncCounts, SyncProgress } from './resource-applier.js';
+
+/** The mirror a Destination call works on. */
+export interface MirrorTarget {
+  /** The destination directory (created if needed). */
+  dest: string;
+  /**
+   * Where the mirror's copies go, instead of the folder `dest` (whose `.resourcesync` still holds the state unless
+   * `state` is given): a {@link MirrorStorage} of the caller's, settled by the run. Default:
+   * `createLocalDirectory(dest, { durability })`.
+   */
+  storage?: MirrorStorage;
+  /**
+   * The Destination's state; default the SQLite state in `<dest>/.resourcesync/`. The caller owns a state it
+   * passes (the run does not close it); the run takes its lease either way.
+   */
+  state?: DestinationState;
+}
+
+/** What a sync does, beyond reaching the Source and naming the mirror. */
+export interface SyncBehaviour {
+  /** Apply deletions (otherwise they are only reported). Default false. */
+  delete?: boolean;
+  /**
+   * Take a new baseline even when the state could go on incrementally: every file held is read and kept when it
+   * matches the Resource List, the rest fetched again, and the cursor starts over at the list's `at`. Default false.
+   */
+  baseline?: boolean;
+  /**
+   * Plan only: nothing is fetched but documents, nothing is written, state included. The report's `plan` counts
+   * the items by action and reason and lists the first 1,000 that change something; `onPlan` hears every item.
+   */
+  dryRun?: boolean;
+  /**
+   * Called with each plan item (create, update, delete or unchanged, with its reason) as it is decided. A promise
+   * it returns holds that resource until it settles, so that a slow consumer (a pipe, a file) slows the sync down
+   * instead of letting items pile up in memory.
+   */
+  onPlan?: (item: PlanItem) => void | Promise<void>;
+  onProgress?: (p: SyncProgress) => void;
+  /** With a Source Description (or several Capability Lists), sync only this Capability List. */
+  capabilityList?: string;
+  /** Use a Resource Dump / Change Dump when offered. Default false. */
+  preferDump?: boolean;
+  /** Try `duplicate` mirrors before the primary URL. Default false (mirrors only when the primary fails). */
+  preferMirrors?: boolean;
+  /** Extra attempts after a failed verification or a broken body. Default 2. */
+  verifyRetries?: number;
+  /**
+   * Makes each file durable before it is renamed into place; settled by the sync. Default a group commit (the files
+   * of about 50 ms fsynced together, then renamed); `new FsyncEach()` fsyncs each file, `new RenameOnly()` none.
+   */
+  durability?: Durability;
+}
+
+/**
+ * Options of `sync()`: the Source (`source`, the HTTP client and its limits: `concurrency` resources fetched at
+ * once, default 16; `timeoutMs` default 30,000; `deadlineMs` default 600,000; `retries` default 3), the mirror
+ * (`dest`) and what to do.
+ */
+export type SyncOptions = ConnectionOptions & MirrorTarget & SyncBehaviour;
+
+/** The outcome of a sync. */
+export interface SyncReport extends SyncCounts {
+  /**
+   * 'baseline' when any capability set was (re)built from a Resource List or Resource Dump, 'incremental' when
+   * every set was brought up to date from changes, 'none' when nothing was done.
+   */
+  mode: 'baseline' | 'incremental' | 'none';
+  source: string;
+  dest: string;
+  dryRun: boolean;
+  /** Capability sets processed, with what was done for each. */
+  sets: { key: string; mode: 'baseline' | 'incremental'; documents: string[] }[];
+  /**
+   * A dry run: the plan in figures, the count of each action and reason and the first 1,000 items that change
+   * something, in the order decided. Its size does not grow with the number of resources: every item goes to
+   * `onPlan`.
+   */
+  plan?: PlanSummary;
+  durationMs: number;
+}
