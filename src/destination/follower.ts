@@ -18,14 +18,12 @@
  * @see Change Notification §3 (payload, from/until), §4 (delivery); Z39.99 §5.2 (incremental synchronization)
  */
 import { resolve } from 'node:path';
-import { ResourceSyncError, messageOf } from '../core/errors.js';
+import { ResourceSyncError } from '../core/errors.js';
 import type { Entry } from '../core/model/types.js';
-import { notificationWindow, type NotificationWindow } from '../core/model/notification.js';
-import { parseDocument } from '../core/xml/read-document.js';
+import type { NotificationWindow } from '../core/model/notification.js';
 import { formatW3CDatetime, parseW3CDatetime } from '../core/w3c-datetime.js';
 import type { MirrorStorage } from './mirror-storage.js';
 import { connect, type Connection } from './connection.js';
-import { checkDocument, isAbsoluteLoc, kindOf, resolveLoc } from './documents.js';
 import { note, type DestinationNote } from './notes.js';
 import type { ResourceApplier, SyncCounts } from './resource-applier.js';
 import { changeTime, lastChangePerResource, orderChanges } from './plan.js';
@@ -37,7 +35,7 @@ import { sync, type SyncOptions, type SyncReport } from './sync.js';
 import { applierFor, storageFor } from './sync-run.js';
 import { WindowTracker } from './notification-windows.js';
 import { readChangeChannel, type ChangeChannel } from './change-channel.js';
-import { screenEntries, windowFromFuture } from './notification-screen.js';
+import { readNotifications, type FollowReason } from './notification-batch.js';
 
 /** What one applied batch did. */
 export interface FollowBatch extends SyncCounts {
@@ -48,7 +46,7 @@ export interface FollowBatch extends SyncCounts {
    */
   mode: 'notification' | SyncReport['mode'];
   /** Why the Change List was read, when it was. */
-  reason?: 'gap' | 'failed' | 'unreadable' | 'requested';
+  reason?: FollowReason;
   /** Notifications in the batch (several arrive together while one is applied). */
   notifications: number;
   /** The span of their windows. */
@@ -263,88 +261,55 @@ export class Follower {
   async #batch(payloads: { bytes: Uint8Array; at: number }[], wanted: FollowBatch['reason']): Promise<void> {
     const started = Date.now();
     if (this.#lock === undefined) await this.#open(); // a catch-up that failed left the destination
-    const warnings: DestinationNote[] = [];
-    const entries: Entry[] = [];
-    let reason: FollowBatch['reason'] = wanted;
-    let gaps = 0;
-    let window: NotificationWindow | undefined;
-    let count = 0;
-    const base = this.capabilityList ?? this.#o.source;
-    for (const { bytes, at } of payloads) {
-      let doc;
-      try {
-        doc = await parseDocument(bytes);
-      } catch (e) {
-        warnings.push(note('notification-unreadable', { error: messageOf(e) }));
-        reason ??= 'unreadable';
-        continue;
-      }
-      const kind = kindOf(doc);
-      if (kind?.id !== 'change-notification') {
-        warnings.push(note('notification-not-change', { kind: kind?.name ?? 'unknown' }));
-        continue;
-      }
-      checkDocument('a Change Notification', doc, (w) => warnings.push(w));
-      const w = notificationWindow(doc);
-      if (windowFromFuture(w?.until, at)) {
-        // not what the Source can have said (a forged or broken window): it moves nothing, the Change List is read
-        const claimed = { ...(w?.from !== undefined ? { from: w.from } : {}), until: w!.until };
-        warnings.push(note('notification-window-future', { ...claimed, received: formatW3CDatetime(at) }));
-        reason ??= 'unreadable';
-        continue;
-      }
-      const before = this.#tracker.until;
-      const order = this.#tracker.accept(w?.from, w?.until);
-      count++;
-      if (order === 'stale') continue; // a redelivery or a window already read from the Change List
-      if (w !== undefined) window = { from: window?.from ?? w.from, until: w.until };
-      if (order === 'invalid') {
-        warnings.push(note('notification-window-invalid', {}));
-        reason ??= 'unreadable';
-        continue;
-      }
-      if (order === 'gap' || order === 'overlap') gaps++;
-      if (order === 'gap') {
-        // the missed notifications' changes are in the Change List once it reaches this one's `from`
-        const from = ms(w!.from)!;
+    const read = await readNotifications(payloads, wanted, {
+      tracker: this.#tracker,
+      connection: this.#connection,
+      base: this.capabilityList ?? this.#o.source,
+      onGap: (from) => {
         this.#needed = Math.max(this.#needed ?? from, from);
-        reason ??= 'gap';
-      }
-      const absolute = doc.entries.map((x) => (isAbsoluteLoc(x.loc) ? x : { ...x, loc: resolveLoc(x.loc, base) }));
-      for (const e of screenEntries(absolute, this.#connection, (n) => warnings.push(n))) {
-        // an overlapping window repeats changes already applied: only the later ones count
-        if (order === 'overlap' && before !== undefined && (changeTime(e) ?? Infinity) <= before) continue;
-        entries.push(e);
-      }
-    }
-    const common = { notifications: count, gaps, ...(window ? { window } : {}) };
-    if (reason !== undefined || this.#needed !== undefined || this.capabilityList === undefined) {
-      // the Change List first; then the notifications' own entries that it does not hold yet
-      const cursor = await this.#changeList(started, reason ?? 'gap', common, warnings);
-      if (this.capabilityList === undefined) return;
-      this.#held.push(...entries);
-      if (this.#held.length > MAX_HELD) this.#held.splice(0, this.#held.length - MAX_HELD);
-      const filled = this.#needed === undefined || (cursor !== undefined && cursor >= this.#needed);
-      const later: DestinationNote[] = [];
-      if (filled) {
-        this.#needed = undefined;
-        this.#retryDelay = RETRY_FIRST_MS;
-      } else {
-        this.#heldSince ??= started;
-        if (started - this.#heldSince < (this.#o.holdMs ?? HOLD_MS)) {
-          this.#retryLater();
-          return;
-        }
-        later.push(note('change-list-behind', { needed: formatW3CDatetime(this.#needed!), ...(cursor !== undefined ? { cursor: formatW3CDatetime(cursor) } : {}), heldMs: started - this.#heldSince }));
-        this.#retryLater();
-      }
-      const held = this.#held.filter((e) => cursor === undefined || (changeTime(e) ?? Infinity) > cursor);
-      this.#held = [];
-      this.#heldSince = undefined;
-      if (held.length > 0 || later.length > 0) await this.#apply(held, Date.now(), { notifications: 0, gaps: 0 }, later);
+      },
+    });
+    const common = { notifications: read.notifications, gaps: read.gaps, ...(read.window ? { window: read.window } : {}) };
+    if (read.reason !== undefined || this.#needed !== undefined || this.capabilityList === undefined) {
+      await this.#changeListThenHeld(started, read.reason ?? 'gap', common, read.warnings, read.entries);
       return;
     }
-    await this.#apply(entries, started, common, warnings);
+    await this.#apply(read.entries, started, common, read.warnings);
+  }
+
+  /**
+   * The Change List first; then the notifications' own `entries` that it does not hold yet, with those held
+   * before. While a gap is not filled they are held (up to `holdMs`) and the Change List is read again later.
+   */
+  async #changeListThenHeld(
+    started: number,
+    reason: NonNullable<FollowBatch['reason']>,
+    common: Pick<FollowBatch, 'notifications' | 'gaps' | 'window'>,
+    warnings: DestinationNote[],
+    entries: Entry[],
+  ): Promise<void> {
+    const cursor = await this.#changeList(started, reason, common, warnings);
+    if (this.capabilityList === undefined) return;
+    this.#held.push(...entries);
+    if (this.#held.length > MAX_HELD) this.#held.splice(0, this.#held.length - MAX_HELD);
+    const filled = this.#needed === undefined || (cursor !== undefined && cursor >= this.#needed);
+    const later: DestinationNote[] = [];
+    if (filled) {
+      this.#needed = undefined;
+      this.#retryDelay = RETRY_FIRST_MS;
+    } else {
+      this.#heldSince ??= started;
+      if (started - this.#heldSince < (this.#o.holdMs ?? HOLD_MS)) {
+        this.#retryLater();
+        return;
+      }
+      later.push(note('change-list-behind', { needed: formatW3CDatetime(this.#needed!), ...(cursor !== undefined ? { cursor: formatW3CDatetime(cursor) } : {}), heldMs: started - this.#heldSince }));
+      this.#retryLater();
+    }
+    const held = this.#held.filter((e) => cursor === undefined || (changeTime(e) ?? Infinity) > cursor);
+    this.#held = [];
+    this.#heldSince = undefined;
+    if (held.length > 0 || later.length > 0) await this.#apply(held, Date.now(), { notifications: 0, gaps: 0 }, later);
   }
 
   /**

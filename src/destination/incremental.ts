@@ -111,6 +111,126 @@ function done(cursor: SyncCursor | undefined, cursorMs: number | undefined, time
 }
 
 /**
+ * The Change Lists a document offers, in `from` order (a list out of order is sorted with a warning): itself for a
+ * Change List (then `first` is the document, not read again), the entries of an index or archive of Change Lists,
+ * or the Change Lists of the archives an index of Change List Archives lists.
+ */
+async function changeListsOf(options: IncrementalOptions, url: string, top: LoadedDocument): Promise<{ lists: ListRef[]; first?: LoadedDocument }> {
+  const kind = top.kind;
+  const archives = kind === undefined ? undefined : indexedKind(kind);
+  let lists: ListRef[];
+  let first: LoadedDocument | undefined;
+  if (kind?.id === CHANGE_LIST.id) {
+    const r: ListRef = { url };
+    // a Change List without `from` (tolerated) is read as starting at the earliest change it lists
+    const f = ms(top.md?.from) ?? earliestChange(top.entries);
+    const u = ms(top.md?.until);
+    if (f !== undefined) r.from = f;
+    if (u !== undefined) r.until = u;
+    lists = [r];
+    first = top;
+  } else if (listsChangeLists(kind)) {
+    // an index of Change Lists, or an archive of them (ResourceSync Archives §5: same entries, `from`/`until` each)
+    lists = listRefs(top);
+  } else if (kind !== undefined && archives !== undefined && listsChangeLists(archives)) {
+    // an index of Change List Archives: each archive read for its Change Lists
+    lists = await archivedLists(options, url, top, kind, archives);
+  } else {
+    throw new ResourceSyncError('RS_INVALID_DOCUMENT', `Document '${url}' is not a Change List or Change List Index (${top.kind?.name ?? 'unknown kind'}).`, { data: { url } });
+  }
+  if (lists.some((l, i) => i > 0 && l.from !== undefined && lists[i - 1]!.from !== undefined && l.from < lists[i - 1]!.from!)) {
+    options.applier.warn(note('change-lists-out-of-order', { url }));
+    lists = [...lists].sort((a, b) => (a.from ?? 0) - (b.from ?? 0));
+  }
+  return first === undefined ? { lists } : { lists, first };
+}
+
+/** The gap when the earliest change on offer starts after the cursor (§12.1 from/until semantics), else undefined. */
+function gapBefore(options: IncrementalOptions, url: string, top: LoadedDocument, lists: readonly ListRef[], cursorMs: number): GapNote | undefined {
+  // the period the document itself covers (`from` of a Change List Index, §12.2), then its lists'
+  const froms = [isPartOf(CHANGE_LIST, top.kind) ? ms(top.md?.from) : undefined, ...lists.map((l) => l.from)].filter((x): x is number => x !== undefined);
+  const earliest = froms.length > 0 ? Math.min(...froms) : undefined;
+  if (earliest === undefined || earliest <= cursorMs) return undefined;
+  return gapNote({ url, start: formatW3CDatetime(earliest), cursor: options.cursor!.datetime });
+}
+
+/**
+ * Reads one Change List an index or archive lists, filling its `from` when the entry gave none. `failed` when it
+ * cannot be read (reported to the applier), `not-change-list` when it is another kind (warned).
+ */
+async function readChangeList(options: IncrementalOptions, url: string, list: ListRef): Promise<LoadedDocument | 'failed' | 'not-change-list'> {
+  let doc: LoadedDocument;
+  try {
+    doc = await loadDocument(options, list.url);
+    options.onDocument?.(list.url, doc);
+  } catch (err) {
+    if (isResourceSyncError(err, 'RS_ABORTED') || options.signal?.aborted) throw err;
+    options.applier.fail(list.url, err);
+    return 'failed';
+  }
+  if (doc.kind?.id !== CHANGE_LIST.id) {
+    options.applier.warn(note('index-part-not-change-list', { url, part: list.url }));
+    return 'not-change-list';
+  }
+  if (list.from === undefined) {
+    const f = ms(doc.md?.from) ?? earliestChange(doc.entries);
+    if (f !== undefined) list.from = f;
+  }
+  return doc;
+}
+
+/** What applying one Change List did. */
+interface ListApplied {
+  /** Its changes in change order, absolute. */
+  ordered: Entry[];
+  /** Changes applied after de-duplication. */
+  changes: number;
+  /** The earliest change (by position) that failed: where the cursor stops. */
+  firstFailed?: { index: number; time: number | undefined };
+}
+
+/**
+ * Applies the changes of one Change List not processed before (per the cursor), each resource's last change, through
+ * the applier's pool; resolves once the applier has flushed.
+ */
+async function applyChangeList(options: IncrementalOptions, list: ListRef, doc: LoadedDocument, cursorMs: number | undefined): Promise<ListApplied> {
+  const { applier } = options;
+  const base = doc.finalUrl;
+  const { entries: ordered, sorted } = orderChanges(doc.entries.map((e) => (isAbsoluteLoc(e.loc) ? e : { ...e, loc: resolveLoc(e.loc, base) })));
+  if (sorted) applier.warn(note('changes-out-of-order', { url: list.url }));
+  const pending: { entry: Entry; index: number; time: number | undefined }[] = [];
+  ordered.forEach((entry, index) => {
+    const time = changeTime(entry);
+    if (time === undefined) applier.warn(note('change-time-missing', { url: list.url, loc: entry.loc }));
+    if (!done(options.cursor, cursorMs, time, list.url, index)) pending.push({ entry, index, time });
+  });
+  const last = lastChangePerResource(pending.map((p) => ({ loc: p.entry.loc, p })));
+  applier.phase('incremental', last.length, list.url);
+  let firstFailed: ListApplied['firstFailed'];
+  await runPool(last, options.concurrency ?? 16, async ({ p }, release) => {
+    const change = p.entry.md?.change;
+    const ok = (await applier.apply(p.entry, release)) !== undefined; // a deletion too: the plan item says delete
+    if (change !== undefined && change !== 'created' && change !== 'updated' && change !== 'deleted') {
+      applier.warn(note('change-unknown', { url: list.url, loc: p.entry.loc, change }));
+    }
+    if (!ok && (firstFailed === undefined || p.index < firstFailed.index)) firstFailed = { index: p.index, time: p.time };
+  });
+  await applier.flush();
+  return firstFailed === undefined ? { ordered, changes: last.length } : { ordered, changes: last.length, firstFailed };
+}
+
+/**
+ * Where the cursor stands after every change of a list: its latest change time or, for a closed list, its `until`
+ * when later (a closed list covers every change up to it, §12.1); undefined when before the cursor or unknown.
+ */
+function listEnd(list: ListRef, ordered: readonly Entry[], cursorMs: number | undefined): SyncCursor | undefined {
+  const times = ordered.map(changeTime).filter((t): t is number => t !== undefined);
+  if (list.until !== undefined) times.push(list.until);
+  const lastTime = times.length > 0 ? Math.max(...times) : list.from;
+  return lastTime !== undefined && (cursorMs === undefined || lastTime >= cursorMs) ? { datetime: formatW3CDatetime(lastTime), changeList: list.url, position: ordered.length } : undefined;
+}
+
+/**
  * Incremental synchronization from a Change List, a Change List Index, or a Change List Archive (or an index of
  * archives, when catching up after a gap): closed lists whose `until` lies before
  * the cursor are skipped unfetched; the others are processed from their first unprocessed change (by change
@@ -122,48 +242,15 @@ function done(cursor: SyncCursor | undefined, cursorMs: number | undefined, time
  * @see Z39.99 §5.2 (Incremental Synchronization), §12.1, §12.2; ResourceSync Archives §5
  */
 export async function incremental(options: IncrementalOptions, url: string): Promise<IncrementalResult> {
-  const { applier } = options;
-  const concurrency = options.concurrency ?? 16;
   const result: IncrementalResult = { cursor: options.cursor, processed: [], skipped: [], changes: 0 };
   const cursorMs = ms(options.cursor?.datetime);
   const top = await loadDocument(options, url);
   options.onDocument?.(url, top);
-  let lists: ListRef[];
-  let firstDoc: typeof top | undefined;
-  const kind = top.kind;
-  const archives = kind === undefined ? undefined : indexedKind(kind);
-  if (kind?.id === CHANGE_LIST.id) {
-    const r: ListRef = { url };
-    // a Change List without `from` (tolerated) is read as starting at the earliest change it lists
-    const f = ms(top.md?.from) ?? earliestChange(top.entries);
-    const u = ms(top.md?.until);
-    if (f !== undefined) r.from = f;
-    if (u !== undefined) r.until = u;
-    lists = [r];
-    firstDoc = top;
-  } else if (listsChangeLists(kind)) {
-    // an index of Change Lists, or an archive of them (ResourceSync Archives §5: same entries, `from`/`until` each)
-    lists = listRefs(top);
-  } else if (kind !== undefined && archives !== undefined && listsChangeLists(archives)) {
-    // an index of Change List Archives: each archive read for its Change Lists
-    lists = await archivedLists(options, url, top, kind, archives);
-  } else {
-    throw new ResourceSyncError('RS_INVALID_DOCUMENT', `Document '${url}' is not a Change List or Change List Index (${top.kind?.name ?? 'unknown kind'}).`, { data: { url } });
-  }
-  if (lists.some((l, i) => i > 0 && l.from !== undefined && lists[i - 1]!.from !== undefined && l.from < lists[i - 1]!.from!)) {
-    applier.warn(note('change-lists-out-of-order', { url }));
-    lists = [...lists].sort((a, b) => (a.from ?? 0) - (b.from ?? 0));
-  }
-
-  // Gap: the earliest change on offer starts after the cursor (§12.1 from/until semantics).
-  if (cursorMs !== undefined) {
-    // the period the document itself covers (`from` of a Change List Index, §12.2), then its lists'
-    const froms = [isPartOf(CHANGE_LIST, kind) ? ms(top.md?.from) : undefined, ...lists.map((l) => l.from)].filter((x): x is number => x !== undefined);
-    const earliest = froms.length > 0 ? Math.min(...froms) : undefined;
-    if (earliest !== undefined && earliest > cursorMs) {
-      result.gap = gapNote({ url, start: formatW3CDatetime(earliest), cursor: options.cursor!.datetime });
-      return result;
-    }
+  const { lists, first } = await changeListsOf(options, url, top);
+  const gap = cursorMs === undefined ? undefined : gapBefore(options, url, top, lists, cursorMs);
+  if (gap !== undefined) {
+    result.gap = gap;
+    return result;
   }
 
   let cursor = options.cursor;
@@ -173,60 +260,20 @@ export async function incremental(options: IncrementalOptions, url: string): Pro
       result.skipped.push(list.url);
       continue;
     }
-    let doc = firstDoc;
-    if (doc === undefined) {
-      try {
-        doc = await loadDocument(options, list.url);
-        options.onDocument?.(list.url, doc);
-      } catch (err) {
-        if (isResourceSyncError(err, 'RS_ABORTED') || options.signal?.aborted) throw err;
-        applier.fail(list.url, err);
-        break; // later lists would move the cursor past what this one holds
-      }
-      if (doc.kind?.id !== CHANGE_LIST.id) {
-        applier.warn(note('index-part-not-change-list', { url, part: list.url }));
-        continue;
-      }
-      if (list.from === undefined) {
-        const f = ms(doc.md?.from) ?? earliestChange(doc.entries);
-        if (f !== undefined) list.from = f;
-      }
-    }
+    const doc = first ?? (await readChangeList(options, url, list));
+    if (doc === 'failed') break; // later lists would move the cursor past what this one holds
+    if (doc === 'not-change-list') continue;
     result.processed.push(list.url);
-    const base = doc.finalUrl;
-    const { entries: ordered, sorted } = orderChanges(doc.entries.map((e) => (isAbsoluteLoc(e.loc) ? e : { ...e, loc: resolveLoc(e.loc, base) })));
-    if (sorted) applier.warn(note('changes-out-of-order', { url: list.url }));
-    const pending: { entry: Entry; index: number; time: number | undefined }[] = [];
-    ordered.forEach((entry, index) => {
-      const time = changeTime(entry);
-      if (time === undefined) applier.warn(note('change-time-missing', { url: list.url, loc: entry.loc }));
-      if (!done(options.cursor, cursorMs, time, list.url, index)) pending.push({ entry, index, time });
-    });
-    result.newest = { url: list.url, base, doc };
-    const last = lastChangePerResource(pending.map((p) => ({ loc: p.entry.loc, p })));
-    applier.phase('incremental', last.length, list.url);
-    let firstFailed: { index: number; time: number | undefined } | undefined;
-    await runPool(last, concurrency, async ({ p }, release) => {
-      const change = p.entry.md?.change;
-      const ok = (await applier.apply(p.entry, release)) !== undefined; // a deletion too: the plan item says delete
-      if (change !== undefined && change !== 'created' && change !== 'updated' && change !== 'deleted') {
-        applier.warn(note('change-unknown', { url: list.url, loc: p.entry.loc, change }));
-      }
-      if (!ok && (firstFailed === undefined || p.index < firstFailed.index)) firstFailed = { index: p.index, time: p.time };
-    });
-    await applier.flush();
-    result.changes += last.length;
-    // a closed list covers every change up to its `until` (§12.1): the cursor may go that far
-    const times = ordered.map(changeTime).filter((t): t is number => t !== undefined);
-    if (list.until !== undefined) times.push(list.until);
-    const lastTime = times.length > 0 ? Math.max(...times) : list.from;
-    const listEnd = lastTime !== undefined && (cursorMs === undefined || lastTime >= cursorMs) ? { datetime: formatW3CDatetime(lastTime), changeList: list.url, position: ordered.length } : undefined;
-    if (listEnd !== undefined) result.end = listEnd;
+    result.newest = { url: list.url, base: doc.finalUrl, doc };
+    const { ordered, changes, firstFailed } = await applyChangeList(options, list, doc, cursorMs);
+    result.changes += changes;
+    const end = listEnd(list, ordered, cursorMs);
+    if (end !== undefined) result.end = end;
     if (!blocked) {
       if (firstFailed !== undefined) {
         blocked = true;
         if (firstFailed.time !== undefined) cursor = { datetime: formatW3CDatetime(firstFailed.time), changeList: list.url, position: firstFailed.index };
-      } else if (listEnd !== undefined) cursor = listEnd;
+      } else if (end !== undefined) cursor = end;
       if (cursor !== undefined && cursor !== options.cursor) await options.saveCursor?.(cursor);
     }
   }

@@ -8,7 +8,7 @@ import { applyPatchLink, singleChunk } from './apply-patch.js';
 import type { Authority } from '../client/authority.js';
 import type { HttpGet } from '../client/http.js';
 import type { Durability } from '../node/durability.js';
-import { writeVerified } from './verified-write.js';
+import { writeVerified, type WriteVerifiedOptions } from './verified-write.js';
 import type { MirrorStorage } from './mirror-storage.js';
 
 /**
@@ -204,109 +204,122 @@ function codeOf(err: unknown): ErrorCode {
   return isResourceSyncError(err) ? err.code : 'RS_IO';
 }
 
-/**
- * Obtains an entry's resource and writes it through `writeVerified` at `dest/relPath`, trying in order:
- * a JSON Patch link applied to `localCopy` (accepted only when the result matches the entry's hash and
- * length), then the primary `loc`, then the `duplicate` mirrors in `pri` order (mirrors first with
- * `preferMirrors`). Every URL must pass the authority check: an off-authority mirror or patch link is
- * skipped and reported in `attempts`, never requested. Throws a recoverable `ResourceSyncError` (the
- * last failure's code, `data.attempts`) when no candidate yields verified bytes.
- * @example
- * const r = await fetchResource(entry, { http, authority, dest, relPath: 'a/b.json', localCopy: '/mirror/a/b.json' });
- * r.via // 'patch' | 'primary' | 'mirror'
- * @see Z39.99 §14.2, §14.4
- */
-export async function fetchResource(entry: Entry, options: FetchResourceOptions): Promise<FetchResult> {
-  const attempts: FetchAttempt[] = [];
-  safeRelativePath(options.relPath); // refuse an unsafe path before any request
-  const expected = expectedOf(entry);
-  const common = {
+/** What the steps of one {@link fetchResource} share: the entry, its options, what it must match, the attempts so far. */
+interface FetchRun {
+  entry: Entry;
+  options: FetchResourceOptions;
+  expected: { length?: number; hashes?: HashValue[] };
+  /** The arguments of `writeVerified` but the body. */
+  target: Omit<WriteVerifiedOptions, 'body'>;
+  attempts: FetchAttempt[];
+}
+
+/** The arguments of `writeVerified` but the body: where the bytes go, what they must match, the mtime and durability. */
+function writeTarget(options: FetchResourceOptions, expected: FetchRun['expected']): FetchRun['target'] {
+  return {
     ...(options.storage !== undefined ? { storage: options.storage } : options.dest !== undefined ? { root: options.dest } : {}),
     relPath: options.relPath,
     expected,
     ...(options.mtime === undefined ? {} : { mtime: options.mtime }),
     ...(options.durability === undefined ? {} : { durability: options.durability }),
   };
-  const allowed = (url: string, kind: FetchAttempt['kind']): boolean => {
-    let scheme: string;
-    try {
-      scheme = new URL(url).protocol;
-    } catch {
-      attempts.push({
-        url,
-        kind,
-        outcome: 'skipped',
-        code: 'RS_INVALID_ARGUMENT',
-        message: `URL '${url}' is not valid.`,
-      });
-      return false;
-    }
-    if (scheme !== 'http:' && scheme !== 'https:') {
-      attempts.push({
-        url,
-        kind,
-        outcome: 'skipped',
-        code: 'RS_INVALID_ARGUMENT',
-        message: `URL '${url}' uses an unsupported scheme.`,
-      });
-      return false;
-    }
-    try {
-      if (!options.authority.allows(url))
-        throw new ResourceSyncError('RS_AUTHORITY', `URL '${url}' is outside the Source's authority.`, {
-          data: { url },
-        });
-      options.authority.check(url);
-    } catch (err) {
-      attempts.push({ url, kind, outcome: 'skipped', code: codeOf(err), message: messageOf(err) });
-      return false;
-    }
-    return true;
-  };
+}
 
-  // 1. Patches (Z39.99 §14.4): only JSON Patch, only onto an existing local copy, only verifiable by hash.
-  if (options.usePatches !== false) {
-    for (const ln of patchLinks(entry)) {
-      const url = ln.href!;
-      if (!isJsonPatchMediaType(ln.type)) {
-        attempts.push({
-          url,
-          kind: 'patch',
-          outcome: 'skipped',
-          code: 'RS_PATCH',
-          message: `Patch '${url}' has media type '${ln.type ?? ''}', not JSON Patch.`,
-        });
-        continue;
-      }
-      if ((options.localCopy === undefined && options.localKey === undefined) || expected.hashes === undefined) {
-        attempts.push({
-          url,
-          kind: 'patch',
-          outcome: 'skipped',
-          code: 'RS_PATCH',
-          message: `Patch '${url}' cannot be verified or has no local copy to apply to.`,
-        });
-        continue;
-      }
-      if (!allowed(url, 'patch')) continue;
-      try {
-        const result = await applyPatchLink(url, ln, entry, options, expected.hashes);
-        const written = await writeVerified({ ...common, body: singleChunk(result) });
-        attempts.push({ url, kind: 'patch', outcome: 'ok' });
-        return { path: written.path, length: written.length, hashes: written.hashes, via: 'patch', url, attempts };
-      } catch (err) {
-        if (isResourceSyncError(err, 'RS_ABORTED') || options.signal?.aborted) throw err;
-        attempts.push({ url, kind: 'patch', outcome: 'failed', code: codeOf(err), message: messageOf(err) });
-      }
+/**
+ * True when `url` may be requested: a valid http(s) URL within the authority. Otherwise the candidate is recorded
+ * in `attempts` as skipped, with why.
+ */
+function candidateAllowed(run: FetchRun, url: string, kind: FetchAttempt['kind']): boolean {
+  const { attempts, options } = run;
+  let scheme: string;
+  try {
+    scheme = new URL(url).protocol;
+  } catch {
+    attempts.push({
+      url,
+      kind,
+      outcome: 'skipped',
+      code: 'RS_INVALID_ARGUMENT',
+      message: `URL '${url}' is not valid.`,
+    });
+    return false;
+  }
+  if (scheme !== 'http:' && scheme !== 'https:') {
+    attempts.push({
+      url,
+      kind,
+      outcome: 'skipped',
+      code: 'RS_INVALID_ARGUMENT',
+      message: `URL '${url}' uses an unsupported scheme.`,
+    });
+    return false;
+  }
+  try {
+    if (!options.authority.allows(url))
+      throw new ResourceSyncError('RS_AUTHORITY', `URL '${url}' is outside the Source's authority.`, {
+        data: { url },
+      });
+    options.authority.check(url);
+  } catch (err) {
+    attempts.push({ url, kind, outcome: 'skipped', code: codeOf(err), message: messageOf(err) });
+    return false;
+  }
+  return true;
+}
+
+/**
+ * The entry's patch links tried in order (Z39.99 §14.4): only JSON Patch, only onto an existing local copy, only
+ * verifiable by hash. Resolves with the first result written, undefined when no patch yields verified bytes.
+ */
+async function fetchByPatch(run: FetchRun): Promise<FetchResult | undefined> {
+  const { entry, options, expected, attempts } = run;
+  for (const ln of patchLinks(entry)) {
+    const url = ln.href!;
+    if (!isJsonPatchMediaType(ln.type)) {
+      attempts.push({
+        url,
+        kind: 'patch',
+        outcome: 'skipped',
+        code: 'RS_PATCH',
+        message: `Patch '${url}' has media type '${ln.type ?? ''}', not JSON Patch.`,
+      });
+      continue;
+    }
+    if ((options.localCopy === undefined && options.localKey === undefined) || expected.hashes === undefined) {
+      attempts.push({
+        url,
+        kind: 'patch',
+        outcome: 'skipped',
+        code: 'RS_PATCH',
+        message: `Patch '${url}' cannot be verified or has no local copy to apply to.`,
+      });
+      continue;
+    }
+    if (!candidateAllowed(run, url, 'patch')) continue;
+    try {
+      const result = await applyPatchLink(url, ln, entry, options, expected.hashes);
+      const written = await writeVerified({ ...run.target, body: singleChunk(result) });
+      attempts.push({ url, kind: 'patch', outcome: 'ok' });
+      return { path: written.path, length: written.length, hashes: written.hashes, via: 'patch', url, attempts };
+    } catch (err) {
+      if (isResourceSyncError(err, 'RS_ABORTED') || options.signal?.aborted) throw err;
+      attempts.push({ url, kind: 'patch', outcome: 'failed', code: codeOf(err), message: messageOf(err) });
     }
   }
+  return undefined;
+}
 
-  // 2. Primary and mirrors (Z39.99 §14.2).
+/**
+ * The primary `loc` and the `duplicate` mirrors tried in order (Z39.99 §14.2; mirrors first with `preferMirrors`).
+ * Resolves with the first result written, undefined when none yields verified bytes.
+ */
+async function fetchByLocation(run: FetchRun): Promise<FetchResult | undefined> {
+  const { entry, options, attempts } = run;
   const mirrors = mirrorLinks(entry).map((ln) => ({ url: ln.href!, kind: 'mirror' as const }));
   const primary = { url: entry.loc, kind: 'primary' as const };
   const order = options.preferMirrors ? [...mirrors, primary] : [primary, ...mirrors];
   for (const { url, kind } of order) {
-    if (!allowed(url, kind)) continue;
+    if (!candidateAllowed(run, url, kind)) continue;
     try {
       const init = {
         ...(options.signal ? { signal: options.signal } : {}),
@@ -320,7 +333,7 @@ export async function fetchResource(entry: Entry, options: FetchResourceOptions)
           recoverable: true,
         });
       }
-      const written = await writeVerified({ ...common, body: res.body });
+      const written = await writeVerified({ ...run.target, body: res.body });
       attempts.push({ url, kind, outcome: 'ok' });
       return { path: written.path, length: written.length, hashes: written.hashes, via: kind, url, attempts };
     } catch (err) {
@@ -328,8 +341,13 @@ export async function fetchResource(entry: Entry, options: FetchResourceOptions)
       attempts.push({ url, kind, outcome: 'failed', code: codeOf(err), message: messageOf(err) });
     }
   }
+  return undefined;
+}
+
+/** The error when no candidate yielded verified bytes: the last failure's code, every attempt in `data`. */
+function notObtained(entry: Entry, attempts: FetchAttempt[]): ResourceSyncError {
   const last = attempts.filter((a) => a.outcome === 'failed').at(-1) ?? attempts.at(-1);
-  throw new ResourceSyncError(
+  return new ResourceSyncError(
     last?.code ?? 'RS_NETWORK',
     `Resource '${entry.loc}' could not be obtained from ${attempts.length} candidate(s).`,
     {
@@ -337,6 +355,27 @@ export async function fetchResource(entry: Entry, options: FetchResourceOptions)
       recoverable: true,
     },
   );
+}
+
+/**
+ * Obtains an entry's resource and writes it through `writeVerified` at `dest/relPath`, trying in order:
+ * a JSON Patch link applied to `localCopy` (accepted only when the result matches the entry's hash and
+ * length), then the primary `loc`, then the `duplicate` mirrors in `pri` order (mirrors first with
+ * `preferMirrors`). Every URL must pass the authority check: an off-authority mirror or patch link is
+ * skipped and reported in `attempts`, never requested. Throws a recoverable `ResourceSyncError` (the
+ * last failure's code, `data.attempts`) when no candidate yields verified bytes.
+ * @example
+ * const r = await fetchResource(entry, { http, authority, dest, relPath: 'a/b.json', localCopy: '/mirror/a/b.json' });
+ * r.via // 'patch' | 'primary' | 'mirror'
+ * @see Z39.99 §14.2, §14.4
+ */
+export async function fetchResource(entry: Entry, options: FetchResourceOptions): Promise<FetchResult> {
+  safeRelativePath(options.relPath); // refuse an unsafe path before any request
+  const expected = expectedOf(entry);
+  const run: FetchRun = { entry, options, expected, target: writeTarget(options, expected), attempts: [] };
+  const result = (options.usePatches !== false ? await fetchByPatch(run) : undefined) ?? (await fetchByLocation(run));
+  if (result !== undefined) return result;
+  throw notObtained(entry, run.attempts);
 }
 
 
