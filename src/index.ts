@@ -9,4 +9,3 @@ export * from './core/index.js';
 export { openInput, type OpenInputOptions } from './node/open-input.js';
 export { gzipChunks } from './node/gzip.js';
 export { fileSink, writeFileAtomic, type FileSinkOptions, type FileSink } from './node/file-sink.js';
-export { safeJoin, safeRelativePath } from './node/safe-path.js';

@@ -47,15 +47,6 @@ export function isKnownHashAlgorithm(alg: string): alg is HashAlgorithm {
   return Object.hasOwn(HASH_ALGORITHMS, alg);
 }
 
-/** Problem with one hash value, or undefined when it is well-formed (unknown algorithms are accepted). */
-export function hashProblem(h: HashValue): 'syntax' | 'not-hex' | 'digest-length' | undefined {
-  if (h.algorithm === '' || h.digest === '') return 'syntax';
-  if (!isKnownHashAlgorithm(h.algorithm)) return undefined;
-  if (!HEX.test(h.digest)) return 'not-hex';
-  if (h.digest.length !== HASH_ALGORITHMS[h.algorithm]) return 'digest-length';
-  return undefined;
-}
-
 const BASE64 = /^[A-Za-z0-9+/_-]+={0,2}$/;
 
 /**
@@ -64,7 +55,7 @@ const BASE64 = /^[A-Za-z0-9+/_-]+={0,2}$/;
  * unknown algorithm or a digest that is neither.
  * @example hexDigest({ algorithm: 'md5', digest: 'XUFAKrxLKna5cZ2REBfFkg==' }) // '5d41402abc4b2a76b9719d911017c592'
  */
-export function hexDigest(h: HashValue): string | undefined {
+function hexDigest(h: HashValue): string | undefined {
   if (!isKnownHashAlgorithm(h.algorithm)) return undefined;
   const hexLength = HASH_ALGORITHMS[h.algorithm];
   if (h.digest.length === hexLength && HEX.test(h.digest)) return h.digest.toLowerCase();

@@ -208,7 +208,7 @@ export function sourceFacts(entry: Entry): SourceFacts {
  * compared: the resource is planned as an update to be fetched conditionally.
  * @example decide({ url, hashes: [{ algorithm: 'md5', digest: 'ab…' }] }, undefined) // { action: 'create', reason: 'missing' }
  */
-export function decide(source: SourceFacts, local: LocalFacts | undefined): PlanDecision {
+function decide(source: SourceFacts, local: LocalFacts | undefined): PlanDecision {
   if (local === undefined) return { action: 'create', reason: 'missing' };
   if (source.length !== undefined && source.length !== local.length) return { action: 'update', reason: 'length' };
   let compared = source.length !== undefined;

@@ -36,7 +36,7 @@ import {
 import type { HubStore, Subscription } from './hub-store.js';
 import { MAX_SECRET_BYTES, SIGNATURE_METHODS, type SignatureMethod } from './signature.js';
 
-export { withQuery, type HubTimers, type GiveUp } from './hub-delivery.js';
+export { type HubTimers, type GiveUp } from './hub-delivery.js';
 
 export {
   LEASE,

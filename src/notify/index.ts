@@ -11,7 +11,6 @@
  */
 export {
   createHub,
-  withQuery,
   LEASE,
   HUB_LIMITS,
   HUB_DEFAULT_LIMITS,
@@ -40,19 +39,7 @@ export { Subscriber, type SubscriberOptions, type SubscriberEvent } from './subs
 export { publishNotification, type Notification, type SendRequest } from './publisher.js';
 export { signBody, verifySignature, SIGNATURE_METHODS, MAX_SECRET_BYTES, type SignatureMethod } from './signature.js';
 export { createUrlPolicy, isLoopbackHost, type UrlPolicy } from './callback-policy.js';
-export { XmppConnection, XMPP_LIMITS, errorCondition, type XmppConnectOptions, type XmppConnectionEvent } from './xmpp-client.js';
-export {
-  XMPP_MAX_PAYLOAD_BYTES,
-  publishItem,
-  createNode,
-  subscribeNode,
-  unsubscribeNode,
-  nodeSubscriptions,
-  eventPayloads,
-  notificationPayloads,
-  payloadMarkup,
-  type XmppAccount,
-} from './xmpp-pubsub.js';
+export { XmppConnection, XMPP_LIMITS, type XmppConnectOptions, type XmppConnectionEvent } from './xmpp-client.js';
+export type { XmppAccount } from './xmpp-pubsub.js';
 export { XmppPublisher, type XmppPublisherOptions, type XmppPublisherEvent } from './xmpp-publisher.js';
 export { XmppSubscriber, type XmppSubscriberOptions, type XmppSubscriberEvent } from './xmpp-subscriber.js';
-export { xml, raw, attr, element, elements, textOf, elementDocument, StanzaReader, type XmppElement, type Raw, type StanzaHandler } from './xmpp-xml.js';

@@ -83,7 +83,7 @@ function socketError(cause: Error): ResourceSyncError {
 }
 
 /** The defined condition of an error stanza or stream error, e.g. `item-not-found`. @see RFC 6120 §8.3.3, §4.9.3 */
-export function errorCondition(el: XmppElement): string {
+function errorCondition(el: XmppElement): string {
   const error = el.name.local === 'error' ? el : element(el, 'error');
   const condition = error === undefined ? undefined : elements(error).find((c) => c.name.ns === NS_STANZAS || c.name.ns === 'urn:ietf:params:xml:ns:xmpp-streams');
   return condition?.name.local ?? 'undefined-condition';

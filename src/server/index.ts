@@ -10,14 +10,3 @@ export { createSourceResponder, type SourceResponder, type SourceServerOptions, 
 export type { ResponderBody, ResponderHandler, ResponderRequest, ResponderResponse } from './request-response.js';
 export { createSourceHandler, toWebHandler, toWebResponse, type SourceHandler } from './handler.js';
 export { serve, type RunningServer, type ServeOptions } from './node-adapter.js';
-export { parseTarget, type ParsedTarget } from './target.js';
-export {
-  acceptsEncoding,
-  evaluatePreconditions,
-  ifRangeHolds,
-  isCompressible,
-  parseRange,
-  type ByteRange,
-  type ConditionalHeaders,
-  type Precondition,
-} from './http-semantics.js';

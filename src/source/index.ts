@@ -14,28 +14,22 @@ export {
   resolveResource,
   pathToUrl,
   urlToPath,
-  decodeUrlPath,
-  encodeSegment,
   normalizeBaseUrl,
   setBaseUrl,
   setDocumentsPath,
   isValidSetName,
-  DOCUMENTS_PREFIX,
   type ResourceSet,
   type ResolvedResource,
 } from './url-path.js';
-export { mediaType, DEFAULT_MEDIA_TYPE } from '../core/media-type.js';
-export { compareSorted, type Comparison } from './compare.js';
-export {
-  sameContent,
-  type StoredResource,
-  type ListedResource,
-  type ChangeRecord,
-  type ChangePeriod,
-  type DumpRecord,
-  type ChangeListBoundary,
-  type RebuildOptions,
-  type RebuildResult,
+export type {
+  StoredResource,
+  ListedResource,
+  ChangeRecord,
+  ChangePeriod,
+  DumpRecord,
+  ChangeListBoundary,
+  RebuildOptions,
+  RebuildResult,
 } from './snapshot-rows.js';
 export {
   holdingLease,
@@ -48,6 +42,6 @@ export {
   type SnapshotsOpener,
 } from './source-snapshots.js';
 export { openSqliteSnapshots } from './sqlite-snapshots.js';
-export { writeZipPackage, splitPackages, type PackageItem, type PackageResult } from './zip-package.js';
+export { writeZipPackage, type PackageItem, type PackageResult } from './zip-package.js';
 export { inventory, type InventoryEntry, type InventoryOptions, type InventoryProgress, type PreviousState, type Hashes } from '../node/inventory.js';
 export { watchSources, type SourceWatcher, type WatchOptions, type WatchAction } from './watch/watch.js';
