@@ -2,8 +2,10 @@
  * The layers of src/ and what each may import (see the table in CONTRIBUTING.md):
  *
  *   core ← node ← client ← notify ← destination ← check ← web
- *                      ↖ source       server ← core, node
- *   live ← source, server, notify, web, client    cli ← everything
+ *   core ← node ← source
+ *   core ← node ← server
+ *   live  imports source, server, notify, check, web, client
+ *   cli   imports everything
  *
  * A module imports only from its own folder and the folders its row names. `source` and `destination`
  * never import each other; `core` is pure: no file system, network or process module, and no npm package.

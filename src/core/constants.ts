@@ -14,6 +14,13 @@ export const REL_RESOURCESYNC = 'resourcesync';
 /** @see Z39.99 §6.3.2 */
 export const WELL_KNOWN_PATH = '/.well-known/resourcesync';
 
+/**
+ * The folder name this package keeps to itself: a Source's documents are published under `/.resourcesync/` (beside
+ * its resources), a Destination keeps its state and staged files in `<dest>/.resourcesync/`, and no resource may be
+ * written under it.
+ */
+export const RESOURCESYNC_DIR = '.resourcesync';
+
 /** Capability values of the documents themselves (top-level `rs:md capability`). @see Z39.99 §7 */
 export const DOCUMENT_CAPABILITIES = [
   'description',

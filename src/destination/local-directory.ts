@@ -10,7 +10,7 @@ import { closeSync, openSync, readSync, readdirSync, statSync } from 'node:fs';
 import { open, readdir, rmdir, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname, sep } from 'node:path';
 import { ResourceSyncError, toError } from '../core/errors.js';
-import type { HashAlgorithm } from '../core/constants.js';
+import { RESOURCESYNC_DIR, type HashAlgorithm } from '../core/constants.js';
 import { digestHex } from '../node/digest.js';
 import { DestinationRoot } from '../node/destination-root.js';
 import { FsyncEach, type Durability } from '../node/durability.js';
@@ -21,7 +21,7 @@ import { LocalStagedWrite } from './local-staged-write.js';
 import type { MirrorStorage, ReadOptions, StageOptions, StagedWrite, StoredDigests, StoredFacts, StoredItem } from './mirror-storage.js';
 
 /** The tool's own folder in the destination (and trees beside it, such as `.resourcesync-describedby`). */
-const STATE_PREFIX = '.resourcesync';
+const STATE_PREFIX = RESOURCESYNC_DIR;
 /** Files that fit are hashed with synchronous calls into one reused buffer; larger ones are streamed. */
 const READ_BUFFER = Buffer.allocUnsafe(1024 * 1024);
 const READ_CHUNK = 1024 * 1024;

@@ -12,9 +12,10 @@ import type { Entry, Ln } from '../core/model/types.js';
 import { preparePrivateStore } from '../node/sqlite.js';
 import { LEASE_SCHEMA, SqliteLeases } from './sqlite-lease.js';
 import type { DestinationState, Lease, LeaseOptions, ResourceRecord, StateBatch, SyncCursor } from './state.js';
+import { RESOURCESYNC_DIR } from '../core/constants.js';
 
 /** Name of the state folder inside a destination. */
-export const STATE_DIR = '.resourcesync';
+export const STATE_DIR = RESOURCESYNC_DIR;
 
 /** Records read from the database at once while iterating (no statement stays open across an `await`). */
 const PAGE = 1000;

@@ -23,6 +23,7 @@ import type { XmppPublisher } from '../notify/xmpp-publisher.js';
 import { startPush, type Push, type PushEvent, type PushOptions } from './push.js';
 import { mountExplorer, type ExplorerMount } from './explorer-mount.js';
 import { LivePublication, SETTLE_MS } from './publication.js';
+import { RESOURCESYNC_DIR } from '../core/constants.js';
 
 /** The publication options a live Source takes as they are (the rest it sets itself). */
 export type LivePublishOptions = Omit<
@@ -193,7 +194,7 @@ class RunningLiveSource implements LiveSource {
   /** Starts push, the explorer, the watcher and the first publication. */
   start(): void {
     const options = this.#options;
-    const stateRoot = options.stateDir ?? join(options.sets[0]!.dir, '.resourcesync');
+    const stateRoot = options.stateDir ?? join(options.sets[0]!.dir, RESOURCESYNC_DIR);
     if (options.push !== undefined) this.#push = this.#startPush(options.push, stateRoot);
     const push = this.#push;
     if (options.explorer === true) {

@@ -9,6 +9,7 @@ import { mkdirSync, realpathSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { dirname, join, sep } from 'node:path';
 import { ResourceSyncError, messageOf } from '../core/errors.js';
+import { RESOURCESYNC_DIR } from '../core/constants.js';
 
 /** Size of a pooled buffer (large bodies are read into two of them). */
 const POOLED_BUFFER = 1024 * 1024;
@@ -32,7 +33,7 @@ export class DestinationRoot {
 
   constructor(path: string) {
     this.path = path;
-    this.tempDir = join(path, '.resourcesync', 'tmp');
+    this.tempDir = join(path, RESOURCESYNC_DIR, 'tmp');
   }
 
   /** A new temporary file's path in {@link tempDir} (the folder exists once this resolves). */

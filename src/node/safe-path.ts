@@ -1,5 +1,6 @@
 import { isAbsolute, join, normalize, relative, sep } from 'node:path';
 import { ResourceSyncError } from '../core/errors.js';
+import { RESOURCESYNC_DIR } from '../core/constants.js';
 
 /**
  * The common case decided by one linear match: ASCII segments of letters, digits, `.`, `_`, `~` and `-`,
@@ -45,7 +46,7 @@ export function safeRelativePath(untrusted: string): string {
   const parts = p.split('/');
   for (const part of parts) {
     if (part === '' || part === '.' || part === '..') throw unsafe(untrusted, `has a '${part}' segment`);
-    if (part.startsWith('.resourcesync')) throw unsafe(untrusted, 'names the state folder');
+    if (part.startsWith(RESOURCESYNC_DIR)) throw unsafe(untrusted, 'names the state folder');
   }
   return parts.join('/');
 }

@@ -42,7 +42,7 @@ export type XmppPublisherEvent =
  * await p.close();
  */
 export class XmppPublisher {
-  readonly #o: XmppPublisherOptions;
+  readonly #options: XmppPublisherOptions;
   #connection: Promise<XmppConnection> | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
   #retryDelay: number;
@@ -52,7 +52,7 @@ export class XmppPublisher {
   #closed = false;
 
   constructor(options: XmppPublisherOptions) {
-    this.#o = options;
+    this.#options = options;
     this.#retryDelay = Math.max(1, options.retryMs ?? 1000);
   }
 
@@ -64,7 +64,7 @@ export class XmppPublisher {
   publish(node: string, payload: ResourceSyncDocument | Uint8Array): Promise<void> {
     let markups: Raw[];
     try {
-      const texts = payload instanceof Uint8Array ? [new TextDecoder('utf-8', { fatal: true }).decode(payload)] : notificationPayloads(payload, this.#o.maxPayloadBytes ?? XMPP_MAX_PAYLOAD_BYTES);
+      const texts = payload instanceof Uint8Array ? [new TextDecoder('utf-8', { fatal: true }).decode(payload)] : notificationPayloads(payload, this.#options.maxPayloadBytes ?? XMPP_MAX_PAYLOAD_BYTES);
       markups = texts.map(payloadMarkup);
     } catch (e) {
       return Promise.reject(isResourceSyncError(e) ? e : new ResourceSyncError('RS_XML_ENCODING', 'A notification to publish is not UTF-8.', { cause: e }));
@@ -111,19 +111,19 @@ export class XmppPublisher {
   async #publishOne(node: string, payload: Raw): Promise<void> {
     const c = await this.#connect();
     try {
-      await publishItem(c, this.#o.service, node, payload);
+      await publishItem(c, this.#options.service, node, payload);
       this.#nodes.add(node);
     } catch (e) {
       if (isResourceSyncError(e, 'RS_XMPP') && e.data.condition === 'forbidden') {
         throw new ResourceSyncError(
           'RS_XMPP',
-          `'${this.#o.account.jid}' may not publish to node '${node}' at ${this.#o.service} (forbidden): it must own the node, or be allowed to create nodes there.`,
+          `'${this.#options.account.jid}' may not publish to node '${node}' at ${this.#options.service} (forbidden): it must own the node, or be allowed to create nodes there.`,
           { data: { condition: 'forbidden', node }, cause: e, recoverable: true },
         );
       }
       if (!isResourceSyncError(e, 'RS_XMPP') || e.data.condition !== 'item-not-found') throw e;
       await this.#createNode(c, node);
-      await publishItem(c, this.#o.service, node, payload);
+      await publishItem(c, this.#options.service, node, payload);
     }
   }
 
@@ -135,8 +135,8 @@ export class XmppPublisher {
    */
   async #createNode(c: XmppConnection, node: string): Promise<void> {
     try {
-      await createNode(c, this.#o.service, node);
-      this.#o.onEvent?.({ type: 'node-created', node });
+      await createNode(c, this.#options.service, node);
+      this.#options.onEvent?.({ type: 'node-created', node });
     } catch (e) {
       if (!isResourceSyncError(e, 'RS_XMPP') || e.data.condition !== 'conflict') throw this.#cannotCreate(node, e);
     }
@@ -146,7 +146,7 @@ export class XmppPublisher {
   #cannotCreate(node: string, cause: unknown): ResourceSyncError {
     return new ResourceSyncError(
       'RS_XMPP',
-      `Node '${node}' does not exist at ${this.#o.service} and '${this.#o.account.jid}' could not create it: ${messageOf(cause)}`,
+      `Node '${node}' does not exist at ${this.#options.service} and '${this.#options.account.jid}' could not create it: ${messageOf(cause)}`,
       { data: { condition: isResourceSyncError(cause) ? cause.data.condition : 'undefined-condition', node }, cause, recoverable: true },
     );
   }
@@ -163,12 +163,12 @@ export class XmppPublisher {
   #attempt(): Promise<XmppConnection> {
     let established = false;
     const attempt = XmppConnection.connect({
-      ...this.#o.account,
+      ...this.#options.account,
       onEvent: (e) => {
         if (e.type !== 'closed' || !established || this.#connection !== attempt) return;
         this.#connection = undefined;
         if (this.#closed) return;
-        this.#o.onEvent?.({ type: 'disconnected', ...(e.error === undefined ? {} : { error: e.error }) });
+        this.#options.onEvent?.({ type: 'disconnected', ...(e.error === undefined ? {} : { error: e.error }) });
         this.#retryLater();
       },
     });
@@ -176,8 +176,8 @@ export class XmppPublisher {
     attempt.then(
       (c) => {
         established = true;
-        this.#retryDelay = Math.max(1, this.#o.retryMs ?? 1000);
-        this.#o.onEvent?.({ type: 'connected', jid: c.jid, secure: c.secure });
+        this.#retryDelay = Math.max(1, this.#options.retryMs ?? 1000);
+        this.#options.onEvent?.({ type: 'connected', jid: c.jid, secure: c.secure });
       },
       () => {
         if (this.#connection === attempt) this.#connection = undefined;

@@ -37,13 +37,13 @@ export type XmppSubscriberEvent =
  * await s.unsubscribe();
  */
 export class XmppSubscriber {
-  readonly #o: XmppSubscriberOptions;
+  readonly #options: XmppSubscriberOptions;
   #connection: XmppConnection | undefined;
   #subid: string | undefined;
   #active = false;
 
   constructor(options: XmppSubscriberOptions) {
-    this.#o = options;
+    this.#options = options;
   }
 
   /** Whether notifications are arriving: connected and subscribed. */
@@ -56,7 +56,7 @@ export class XmppSubscriber {
    * @throws ResourceSyncError RS_NETWORK, RS_XMPP, RS_ABORTED (`signal` aborted)
    */
   async subscribe(): Promise<void> {
-    const o = this.#o;
+    const o = this.#options;
     if (this.#connection?.open !== true) {
       const ref: { c?: XmppConnection } = {};
       ref.c = await XmppConnection.connect({
@@ -97,7 +97,7 @@ export class XmppSubscriber {
     this.#connection = undefined;
     if (c === undefined || !c.open) return;
     try {
-      await unsubscribeNode(c, this.#o.service, this.#o.node, this.#subid);
+      await unsubscribeNode(c, this.#options.service, this.#options.node, this.#subid);
     } finally {
       await c.close();
     }
@@ -117,6 +117,6 @@ export class XmppSubscriber {
     const was = this.#active;
     this.#active = false;
     void c.close();
-    if (was) this.#o.onEvent?.({ type: 'lost', ...(error === undefined ? {} : { error }) });
+    if (was) this.#options.onEvent?.({ type: 'lost', ...(error === undefined ? {} : { error }) });
   }
 }

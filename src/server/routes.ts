@@ -7,7 +7,7 @@
  * - everything else → resources of the sets: one set at `/<relative path>`, several at `/<set>/<relative path>`,
  *   each with `Link: <Capability List>; rel="resourcesync"`. @see Z39.99 §6.3.3
  */
-import { REL_RESOURCESYNC, WELL_KNOWN_PATH } from '../core/constants.js';
+import { REL_RESOURCESYNC, WELL_KNOWN_PATH, RESOURCESYNC_DIR } from '../core/constants.js';
 import { withResourceSyncLink } from '../core/html-discovery.js';
 import type { FileResolver, Resolution, Rewrite, Root } from './file-resolver.js';
 import { statusResponse } from './file-response.js';
@@ -51,7 +51,7 @@ export function createRouter(options: RouterOptions, files: FileResolver): Route
 
   const sets = new Map<string, ServedSet>();
   for (const s of options.sets) {
-    const cap = s.capabilityList ?? `${origin}/.resourcesync/${encodeURIComponent(s.name)}/capabilitylist.xml`;
+    const cap = s.capabilityList ?? `${origin}/${RESOURCESYNC_DIR}/${encodeURIComponent(s.name)}/capabilitylist.xml`;
     const html =
       options.htmlDiscoveryLink === true
         ? (stored: Buffer): Uint8Array => withResourceSyncLink(stored, cap)
@@ -74,7 +74,7 @@ export function createRouter(options: RouterOptions, files: FileResolver): Route
       if (first === '.well-known' && segs.length === 2 && `/${segs.join('/')}` === WELL_KNOWN_PATH) {
         return files.resolve(docs, segs, 'document', undefined, prev, at);
       }
-      if (first === '.resourcesync' && segs.length > 1 && segs.every((s, i) => i === 0 || !s.startsWith('.'))) {
+      if (first === RESOURCESYNC_DIR && segs.length > 1 && segs.every((s, i) => i === 0 || !s.startsWith('.'))) {
         return files.resolve(docs, segs, 'document', undefined, prev, at);
       }
       return statusResponse(404, 'Not Found');

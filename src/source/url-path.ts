@@ -11,10 +11,11 @@
  * @see Z39.99 §6.1, §6.3.2
  */
 import { safeRelativePath } from '../node/safe-path.js';
+import { RESOURCESYNC_DIR } from '../core/constants.js';
 
 
 /** The folder (URL path segment) under the base URL that holds every document but the Source Description. */
-export const DOCUMENTS_PREFIX = '.resourcesync';
+export const DOCUMENTS_PREFIX = RESOURCESYNC_DIR;
 
 /** A set of resources as published: its name and the directory that holds it. */
 export interface ResourceSet {
