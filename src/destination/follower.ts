@@ -93,7 +93,7 @@ const RETRY_MAX_MS = 30_000;
 export class Follower {
   /** The Capability List of the followed set (the key of its state), when the Source has one. */
   readonly capabilityList: string | undefined;
-  readonly #o: FollowerOptions;
+  readonly #options: FollowerOptions;
   readonly #dest: string;
   readonly #connection: Connection;
   /** The state: the caller's (`state`) or the default one, opened at the first batch and closed in `close()`. */
@@ -121,7 +121,7 @@ export class Follower {
   #closed = false;
 
   private constructor(options: FollowerOptions, first: SyncReport) {
-    this.#o = options;
+    this.#options = options;
     this.#dest = resolve(options.dest);
     this.capabilityList = first.sets.map((s) => s.key).find((k) => /^https?:/.test(k));
     this.#connection = connect({ ...options, concurrency: options.concurrency ?? 16 });
@@ -171,8 +171,8 @@ export class Follower {
   changeChannel(): Promise<ChangeChannel | undefined> {
     if (this.capabilityList === undefined) return Promise.resolve(undefined);
     const { http, authority } = this.#connection;
-    const signal = this.#o.signal;
-    const deadlineMs = this.#o.timeoutMs ?? 30_000;
+    const signal = this.#options.signal;
+    const deadlineMs = this.#options.timeoutMs ?? 30_000;
     return readChangeChannel({ http, authority, ...(signal ? { signal } : {}), deadlineMs }, this.capabilityList);
   }
 
@@ -192,13 +192,13 @@ export class Follower {
     this.#retryTimer = undefined;
     await this.#running;
     await this.#release();
-    if (this.#o.state === undefined) await this.#store?.close();
+    if (this.#options.state === undefined) await this.#store?.close();
     this.#store = undefined;
     await this.#connection.close();
   }
 
   async #open(): Promise<void> {
-    this.#store ??= this.#o.state ?? (await openSqliteDestinationState(this.#dest));
+    this.#store ??= this.#options.state ?? (await openSqliteDestinationState(this.#dest));
     this.#lock = await holdLease(this.#store);
     try {
       await this.#storage.discardStaged();
@@ -231,8 +231,8 @@ export class Follower {
         try {
           await this.#batch(batch, wanted);
         } catch (e) {
-          if (this.#o.signal?.aborted === true || this.#closed) return;
-          this.#o.onError?.(e);
+          if (this.#options.signal?.aborted === true || this.#closed) return;
+          this.#options.onError?.(e);
         }
       }
     })().finally(() => {
@@ -264,7 +264,7 @@ export class Follower {
     const read = await readNotifications(payloads, wanted, {
       tracker: this.#tracker,
       connection: this.#connection,
-      base: this.capabilityList ?? this.#o.source,
+      base: this.capabilityList ?? this.#options.source,
       onGap: (from) => {
         this.#needed = Math.max(this.#needed ?? from, from);
       },
@@ -299,7 +299,7 @@ export class Follower {
       this.#retryDelay = RETRY_FIRST_MS;
     } else {
       this.#heldSince ??= started;
-      if (started - this.#heldSince < (this.#o.holdMs ?? HOLD_MS)) {
+      if (started - this.#heldSince < (this.#options.holdMs ?? HOLD_MS)) {
         this.#retryLater();
         return;
       }
@@ -317,14 +317,14 @@ export class Follower {
    * to the end of the last window, unless a gap before it is not filled yet.
    */
   async #apply(entries: Entry[], started: number, common: Pick<FollowBatch, 'notifications' | 'gaps' | 'window'>, warnings: DestinationNote[]): Promise<void> {
-    const base = this.capabilityList ?? this.#o.source;
+    const base = this.capabilityList ?? this.#options.source;
     const pending = new Set((await this.#store!.pending(this.capabilityList!)).map((e) => e.loc));
     const applier = this.#applier(pending);
     for (const w of warnings) applier.warn(w);
     const { entries: ordered } = orderChanges(entries);
     const last = lastChangePerResource(ordered);
     applier.phase('incremental', last.length, 'a Change Notification');
-    await runPool(last, this.#o.concurrency ?? 16, async (e, release) => {
+    await runPool(last, this.#options.concurrency ?? 16, async (e, release) => {
       const change = e.md?.change;
       if (change !== undefined && change !== 'created' && change !== 'updated' && change !== 'deleted') {
         applier.warn(note('change-unknown', { url: base, loc: e.loc, change }));
@@ -348,7 +348,7 @@ export class Follower {
     if (this.#needed === undefined && until !== undefined && (cursor === undefined || until > cursor)) {
       await store.setCursor(key, { datetime: formatW3CDatetime(until) });
     }
-    this.#o.onBatch?.({ ...counts, mode: 'notification', ...common, durationMs: Date.now() - started });
+    this.#options.onBatch?.({ ...counts, mode: 'notification', ...common, durationMs: Date.now() - started });
   }
 
   /**
@@ -365,7 +365,7 @@ export class Follower {
     await this.#release();
     let report: SyncReport;
     try {
-      report = await sync({ ...this.#o, ...(this.#store !== undefined ? { state: this.#store } : {}) });
+      report = await sync({ ...this.#options, ...(this.#store !== undefined ? { state: this.#store } : {}) });
     } finally {
       await this.#open();
     }
@@ -380,13 +380,13 @@ export class Follower {
       bytes: report.bytes + (before?.bytes ?? 0),
       warnings: [...warnings, ...(before?.warnings ?? []), ...report.warnings],
     };
-    this.#o.onBatch?.({ ...sum, mode: report.mode, reason, ...common, durationMs: Date.now() - started });
+    this.#options.onBatch?.({ ...sum, mode: report.mode, reason, ...common, durationMs: Date.now() - started });
     return this.capabilityList === undefined ? undefined : ms((await this.#store?.getCursor(this.capabilityList))?.datetime);
   }
 
   /** A fresh applier (its counters are the batch's) over the open store and HTTP client. */
   #applier(pending: ReadonlySet<string>): ResourceApplier {
-    const parts = { connection: this.#connection, store: this.#store!, storage: this.#storage, options: this.#o };
+    const parts = { connection: this.#connection, store: this.#store!, storage: this.#storage, options: this.#options };
     const applier = applierFor(parts, { dryRun: false, adopt: true, hasPending: (u) => pending.has(u) });
     applier.setKey = this.capabilityList!;
     return applier;
