@@ -1,4 +1,5 @@
 import { ResourceSyncError } from '../core/errors.js';
+import { parseHttpUrl } from '../core/http-url.js';
 
 /**
  * Which origins a Destination may contact. Every URL the Destination follows (documents, resources,
@@ -20,15 +21,7 @@ export interface Authority {
  * @example originOf('HTTP://Example.COM:80/a') // 'http://example.com'
  */
 export function originOf(url: string): string | undefined {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    return undefined;
-  }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') return undefined;
-  if (u.username !== '' || u.password !== '') return undefined; // credentials in URLs are refused
-  return u.origin; // WHATWG URL already lower-cases and drops default ports
+  return parseHttpUrl(url)?.origin; // WHATWG URL already lower-cases and drops default ports
 }
 
 /**

@@ -12,6 +12,7 @@
  */
 import { safeRelativePath } from '../node/safe-path.js';
 import { RESOURCESYNC_DIR } from '../core/constants.js';
+import { parseHttpUrl } from '../core/http-url.js';
 
 
 /** The folder (URL path segment) under the base URL that holds every document but the Source Description. */
@@ -37,14 +38,8 @@ export function isValidSetName(name: string): boolean {
  * @example normalizeBaseUrl('http://example.com/data') === 'http://example.com/data/'
  */
 export function normalizeBaseUrl(value: string): string | undefined {
-  let u: URL;
-  try {
-    u = new URL(value);
-  } catch {
-    return undefined;
-  }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') return undefined;
-  if (u.search !== '' || u.hash !== '' || u.username !== '' || u.password !== '') return undefined;
+  const u = parseHttpUrl(value);
+  if (u === undefined || u.search !== '' || u.hash !== '') return undefined;
   if (!u.pathname.endsWith('/')) u.pathname += '/';
   return u.href;
 }
