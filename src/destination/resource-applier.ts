@@ -1,35 +1,26 @@
-import { ResourceSyncError, isResourceSyncError, type ErrorCode, messageOf, toError } from '../core/errors.js';
+import { ResourceSyncError, isResourceSyncError, type ErrorCode, messageOf } from '../core/errors.js';
 import type { HashValue } from '../core/hash.js';
-import type { Entry, Ln } from '../core/model/types.js';
-import { REL_PATCH } from '../core/constants.js';
+import type { Entry } from '../core/model/types.js';
 import type { Authority } from '../client/authority.js';
-import type { HttpGet } from '../client/http.js';
 import type { Mapper } from './mapper.js';
 import type { DestinationNote } from './notes.js';
 import { planEntry, planGone, sourceFacts, type LocalLookup, type PlanAction, type PlanItem, type SourceFacts } from './plan.js';
 import type { DestinationState, ResourceRecord, StateBatch } from './state.js';
-import type { MirrorStorage } from './mirror-storage.js';
 import { adoptable, localFacts, recordHolds } from './local-copy.js';
 import type { FingerprintSet } from '../core/fingerprint-set.js';
-import { writeVerified } from './verified-write.js';
+import { ResourceFetcher, keptLinks, toRecord, withLinks, type ResourceFetchOptions } from './resource-fetch.js';
 import { CountOnce, emptyCounts, type Counted, type SyncCounts, type SyncFailure, type SyncProgress } from './sync-counts.js';
 
 export { emptyCounts, type SyncCounts, type SyncFailure, type SyncProgress } from './sync-counts.js';
 
 /** What the applier needs; built by `sync()`. */
-export interface ResourceApplierOptions {
-  http: HttpGet;
+export interface ResourceApplierOptions extends ResourceFetchOptions {
   authority: Authority;
   mapper: Mapper;
   /** Read-only in a dry run. */
   store: DestinationState;
   dryRun: boolean;
   applyDeletes: boolean;
-  /** The mirror's copies (keys are the mapper's paths); settled by the caller. */
-  storage: MirrorStorage;
-  /** Attempts per resource after a failed verification or a broken body. Default 2 more. */
-  verifyRetries: number;
-  signal?: AbortSignal;
   onProgress?: (p: SyncProgress) => void;
   /** True when `url` is remembered as pending (failed in an earlier run). */
   hasPending?: (url: string) => boolean;
@@ -39,16 +30,6 @@ export interface ResourceApplierOptions {
   adopt: boolean;
   /** Read every file held instead of trusting the state's record of it (a forced baseline, a repair). */
   rehash?: boolean;
-  /** Fetches a resource through its mirrors and patch links (§14); used when the entry has such links. */
-  fetchViaLinks?: (
-    entry: Entry,
-    relPath: string,
-    localKey: string | undefined,
-    mtime: Date | undefined,
-    how: { preferMirrors: boolean; usePatches: boolean },
-  ) => Promise<{ length: number; hashes: Record<string, string> }>;
-  /** Try `duplicate` mirrors before the primary URL. */
-  preferMirrors?: boolean;
   /**
    * Called with each plan item before it is applied (in a dry run, instead). A promise it returns holds the
    * resource's slot until it settles: a slow consumer slows the plan down instead of letting items pile up.
@@ -56,25 +37,12 @@ export interface ResourceApplierOptions {
   onPlan?: (item: PlanItem) => void | Promise<void>;
 }
 
-const RETRYABLE: ReadonlySet<ErrorCode> = new Set(['RS_HASH_MISMATCH', 'RS_LENGTH_MISMATCH', 'RS_NETWORK', 'RS_HTTP_TIMEOUT']);
 const STATE_BATCH = 256;
 const MAX_LISTED = 1000;
 
 /** What the applier found for a resource: the plan's lookup, and what applying the item needs. */
 interface Found extends LocalLookup {
   record?: ResourceRecord;
-}
-
-/** The §14 links worth keeping with a resource (everything except the transport ones used right away). */
-function keptLinks(entry: Entry): Ln[] | undefined {
-  return entry.ln !== undefined && entry.ln.length > 0 ? entry.ln : undefined;
-}
-
-/** `record` with the links `entry` gives now (none when it gives none). */
-function withLinks(record: ResourceRecord, entry: Entry): ResourceRecord {
-  const { links: _old, ...rest } = record;
-  const links = keptLinks(entry);
-  return links === undefined ? rest : { ...rest, links };
 }
 
 /**
@@ -111,9 +79,12 @@ export class ResourceApplier {
   #fresh: boolean;
   /** Counts each resource once in a run. */
   readonly #once = new CountOnce(this.counts);
+  /** Fetches and writes resources; each copy written is counted and recorded by {@link #written}. */
+  readonly #fetcher: ResourceFetcher;
 
   constructor(options: ResourceApplierOptions) {
     this.#o = options;
+    this.#fetcher = new ResourceFetcher(options, (r) => this.#written(r));
     this.#fresh = options.fresh === true;
     this.#skippedHeldAtStart = this.#fresh ? Promise.resolve(false) : Promise.resolve().then(() => options.store.hasSkippedDeletions()).catch(() => true);
     // the failures not resolved so far, listed when read (a report), not rebuilt on every failure
@@ -369,7 +340,7 @@ export class ResourceApplier {
       if (this.#o.hasPending?.(url) && !this.#o.dryRun) this.#resolved.push(url);
       this.#succeeded(url);
       if (record === undefined || record.path !== relPath || record.lastmod !== entry!.lastmod || (local && record.hashes !== local.hashes)) {
-        await this.#record({ ...this.#toRecord(url, relPath, entry!, local!), ...(record?.etag ? { etag: record.etag } : {}) });
+        await this.#record({ ...toRecord(url, relPath, entry!, local!), ...(record?.etag ? { etag: record.etag } : {}) });
       } else if (JSON.stringify(record.links) !== JSON.stringify(keptLinks(entry!))) {
         await this.#record(withLinks(record, entry!)); // the same bytes with other §14 links: the state keeps the new ones
       }
@@ -383,7 +354,7 @@ export class ResourceApplier {
     }
     const present = local !== undefined;
     const etag = present && item.reason !== 'hash' && item.reason !== 'length' ? record?.etag : undefined;
-    const outcome = await this.#fetch(entry!, item.source!, relPath, etag, present, release);
+    const outcome = await this.#fetcher.fetch(entry!, item.source!, relPath, etag, present, release);
     if (outcome === 'not-modified') {
       if (this.#o.hasPending?.(url)) this.#resolved.push(url);
       await this.#record({ ...withLinks(record!, entry!), ...(entry!.lastmod !== undefined ? { lastmod: entry!.lastmod } : {}) });
@@ -394,85 +365,10 @@ export class ResourceApplier {
     return action;
   }
 
-  #toRecord(url: string, relPath: string, entry: Entry, got: { length: number; hashes: Record<string, string> }, etag?: string): ResourceRecord {
-    const r: ResourceRecord = { url, path: relPath, length: got.length, hashes: got.hashes };
-    if (entry.lastmod !== undefined) r.lastmod = entry.lastmod;
-    if (etag !== undefined) r.etag = etag;
-    const links = keptLinks(entry);
-    if (links !== undefined) r.links = links;
-    return r;
-  }
-
-  async #fetch(
-    entry: Entry,
-    facts: SourceFacts,
-    relPath: string,
-    etag: string | undefined,
-    present: boolean,
-    release?: () => void,
-  ): Promise<'written' | 'not-modified'> {
-    const url = entry.loc;
-    const mtime = facts.lastmod === undefined ? undefined : new Date(facts.lastmod);
-    const expected: { length?: number; hashes?: HashValue[] } = {};
-    if (facts.length !== undefined) expected.length = facts.length;
-    if (facts.hashes.length > 0) expected.hashes = facts.hashes;
-    const viaLinks = this.#o.fetchViaLinks;
-    const hasMirrors = entry.ln?.some((l) => l.rel === 'duplicate') ?? false;
-    const hasPatch = entry.ln?.some((l) => l.rel === REL_PATCH) ?? false;
-    if (viaLinks !== undefined && ((hasPatch && present) || (hasMirrors && this.#o.preferMirrors === true))) {
-      // §14.4 a patch onto the local copy, or §14.2 mirrors first: the links module tries them, then the primary
-      const got = await viaLinks(entry, relPath, present ? relPath : undefined, mtime, { preferMirrors: this.#o.preferMirrors === true, usePatches: true });
-      this.counts.bytes += got.length;
-      await this.#record(this.#toRecord(url, relPath, entry, got));
-      return 'written';
-    }
-    let lastErr: unknown;
-    for (let attempt = 0; attempt <= this.#o.verifyRetries; attempt++) {
-      if (this.#o.signal?.aborted) throw new ResourceSyncError('RS_ABORTED', `Sync of '${url}' aborted.`, { data: { url } });
-      try {
-        const init: { headers?: Record<string, string>; signal?: AbortSignal } = {};
-        if (etag !== undefined) init.headers = { 'if-none-match': etag };
-        if (this.#o.signal !== undefined) init.signal = this.#o.signal;
-        const res = await this.#o.http(url, init);
-        if (res.status === 304 && etag !== undefined) {
-          await res.discard();
-          return 'not-modified';
-        }
-        if (res.status !== 200) {
-          await res.discard();
-          throw new ResourceSyncError('RS_HTTP_STATUS', `URL '${url}' answered HTTP ${res.status}.`, { data: { url, status: res.status }, recoverable: true });
-        }
-        const written = await writeVerified({
-          storage: this.#o.storage,
-          relPath,
-          body: res.body,
-          expected,
-          ...(mtime !== undefined ? { mtime } : {}),
-          ...(release !== undefined ? { onVerified: release } : {}),
-        });
-        this.counts.bytes += written.length;
-        await this.#record(this.#toRecord(url, relPath, entry, written, res.headers['etag']));
-        return 'written';
-      } catch (err) {
-        lastErr = err;
-        // the HTTP client already retried failures before the answer; broken bodies and bad bytes are retried here
-        if (!isResourceSyncError(err) || !RETRYABLE.has(err.code)) break;
-        if ((err.code === 'RS_NETWORK' || err.code === 'RS_HTTP_TIMEOUT') && err.data['phase'] !== 'body') break;
-      }
-    }
-    if (viaLinks !== undefined && hasMirrors) {
-      // §14.2: the primary failed; the mirrors in `pri` order
-      try {
-        const got = await viaLinks(entry, relPath, undefined, mtime, { preferMirrors: true, usePatches: false });
-        this.counts.bytes += got.length;
-        await this.#record(this.#toRecord(url, relPath, entry, got));
-        return 'written';
-      } catch (err) {
-        if (isResourceSyncError(err, 'RS_ABORTED')) throw err;
-        lastErr = err;
-      }
-    }
-    throw toError(lastErr);
+  /** A copy the fetcher wrote: its bytes counted, its record batched (a promise, no extra await). */
+  #written(r: ResourceRecord): Promise<void> {
+    this.counts.bytes += r.length;
+    return this.#record(r);
   }
 
   /**

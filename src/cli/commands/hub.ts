@@ -10,8 +10,9 @@
  */
 import { join, resolve } from 'node:path';
 import { parseCommandArgs, usageError } from '../command-args.js';
-import { createHub, type HubEvent } from '../../notify/hub.js';
-import { HUB_LIMIT_ARGS, hubLimitHelp, hubLimitOptions } from '../hub-limit-options.js';
+import { createHub, type Hub, type HubEvent } from '../../notify/hub.js';
+import type { HubStore } from '../../notify/hub-store.js';
+import { HUB_LIMIT_ARGS, hubLimitHelp, hubLimitOptions, type HubLimitOptions } from '../hub-limit-options.js';
 import { PUBLISH_SECRET_ENV } from '../serve-push.js';
 import { openSqliteHubStore } from '../../notify/sqlite-hub-store.js';
 import { requireFolderOrNothing } from '../../node/folder.js';
@@ -68,32 +69,42 @@ function describe(e: HubEvent): string {
   }
 }
 
-/** Runs `resourcesync hub`; resolves with the exit code once the hub has shut down. */
-export async function run(args: string[]): Promise<number> {
-  const parsed = parseCommandArgs(
-    'hub',
-    args,
-    {
-      port: { type: 'string' },
-      host: { type: 'string' },
-      data: { type: 'string' },
-      'public-url': { type: 'string' },
-      'allow-callback': { type: 'string', multiple: true },
-      'allow-topic': { type: 'string', multiple: true },
-      ...HUB_LIMIT_ARGS,
-      signature: { type: 'string' },
-      'retry-ms': { type: 'string' },
-      verbose: { type: 'boolean' },
-    },
-    HELP,
-  );
+const HUB_ARGS = {
+  port: { type: 'string' },
+  host: { type: 'string' },
+  data: { type: 'string' },
+  'public-url': { type: 'string' },
+  'allow-callback': { type: 'string', multiple: true },
+  'allow-topic': { type: 'string', multiple: true },
+  ...HUB_LIMIT_ARGS,
+  signature: { type: 'string' },
+  'retry-ms': { type: 'string' },
+  verbose: { type: 'boolean' },
+} as const;
+
+/** What the command line asks of the hub, checked. */
+interface HubSettings {
+  port: number;
+  host: string;
+  signature: SignatureMethod;
+  retryMs: number;
+  bounds: HubLimitOptions;
+  publicUrl: string | undefined;
+  dataDir: string;
+  allowCallback: string[];
+  allowTopic: string[] | undefined;
+  verbose: boolean;
+}
+
+/** Reads and checks the flags; returns the exit code instead when there is nothing to run (help, a usage error). */
+function hubSettings(args: string[]): HubSettings | number {
+  const parsed = parseCommandArgs('hub', args, HUB_ARGS, HELP);
   if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
   if (positionals.length > 0) return usageError('hub', `unexpected argument '${positionals[0]}'.`);
   const port = values.port === undefined ? 8090 : Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     return usageError('hub', `--port '${values.port}' is not a port number.`);
-  const host = values.host ?? '127.0.0.1';
   const signature = (values.signature ?? 'sha256') as SignatureMethod;
   if (!SIGNATURE_METHODS.includes(signature))
     return usageError('hub', `--signature '${values.signature}' is not one of ${SIGNATURE_METHODS.join(', ')}.`);
@@ -102,21 +113,72 @@ export async function run(args: string[]): Promise<number> {
     return usageError('hub', `--retry-ms '${values['retry-ms']}' is not a positive integer.`);
   const bounds = hubLimitOptions(values);
   if (typeof bounds === 'string') return usageError('hub', bounds);
-  const publishSecret = process.env[PUBLISH_SECRET_ENV];
   const publicUrl = values['public-url'];
   if (publicUrl !== undefined && (!URL.canParse(publicUrl) || !/^https?:$/.test(new URL(publicUrl).protocol))) {
     return usageError('hub', `--public-url '${publicUrl}' is not an absolute http(s) URL.`);
   }
-  const log = (line: string): void => void process.stderr.write(`${line}\n`);
-
   const dataDir = resolve(values.data ?? '.resourcesync-hub');
   try {
     requireFolderOrNothing(dataDir, '--data');
   } catch (err) {
     return usageError('hub', err);
   }
-  const store = openSqliteHubStore(join(dataDir, 'hub.sqlite'));
-  const ref: { hub?: ReturnType<typeof createHub> } = {};
+  return {
+    port,
+    host: values.host ?? '127.0.0.1',
+    signature,
+    retryMs,
+    bounds,
+    publicUrl,
+    dataDir,
+    allowCallback: values['allow-callback'] ?? [],
+    allowTopic: values['allow-topic'],
+    verbose: values.verbose === true,
+  };
+}
+
+/** A line on stderr (the hub's log). */
+function log(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+/** Resolves at the first SIGINT or SIGTERM. */
+function untilStopSignal(): Promise<void> {
+  return new Promise<void>((done) => {
+    const stop = (): void => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      done();
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+}
+
+/** The hub over `store`, answering at `hubUrl`, as the settings ask. */
+function hubOf(settings: HubSettings, store: HubStore, hubUrl: string): Hub {
+  const publishSecret = process.env[PUBLISH_SECRET_ENV];
+  return createHub({
+    store,
+    hubUrl,
+    allowCallback: settings.allowCallback,
+    ...(settings.allowTopic === undefined ? {} : { allowTopic: settings.allowTopic }),
+    ...(publishSecret ? { publishSecret } : {}),
+    limits: settings.bounds.limits,
+    giveUp: settings.bounds.giveUp,
+    signature: settings.signature,
+    retry: { baseMs: settings.retryMs },
+    ...(settings.verbose ? { onEvent: (e: HubEvent) => log(describe(e)) } : {}),
+  });
+}
+
+/** Runs `resourcesync hub`; resolves with the exit code once the hub has shut down. */
+export async function run(args: string[]): Promise<number> {
+  const settings = hubSettings(args);
+  if (typeof settings === 'number') return settings;
+  const { port, host } = settings;
+  const store = openSqliteHubStore(join(settings.dataDir, 'hub.sqlite'));
+  const ref: { hub?: Hub } = {};
   let listener;
   try {
     listener = await listen((r) => ref.hub!.handle(r), {
@@ -131,29 +193,8 @@ export async function run(args: string[]): Promise<number> {
     );
     return 1;
   }
-  const hubUrl = publicUrl ?? `${listener.url}/`;
-  const hub = (ref.hub = createHub({
-    store,
-    hubUrl,
-    allowCallback: values['allow-callback'] ?? [],
-    ...(values['allow-topic'] === undefined ? {} : { allowTopic: values['allow-topic'] }),
-    ...(publishSecret ? { publishSecret } : {}),
-    limits: bounds.limits,
-    giveUp: bounds.giveUp,
-    signature,
-    retry: { baseMs: retryMs },
-    ...(values.verbose === true ? { onEvent: (e: HubEvent) => log(describe(e)) } : {}),
-  }));
-
-  const stopped = new Promise<void>((done) => {
-    const stop = (): void => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      done();
-    };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-  });
+  const hub = (ref.hub = hubOf(settings, store, settings.publicUrl ?? `${listener.url}/`));
+  const stopped = untilStopSignal();
   process.stdout.write(`listening on ${listener.url}/\n`);
   await stopped;
   await listener.close();
