@@ -51,7 +51,7 @@ interface Found extends LocalLookup {
  */
 export class ResourceApplier {
   readonly counts: SyncCounts = emptyCounts();
-  readonly #o: ResourceApplierOptions;
+  readonly #options: ResourceApplierOptions;
   #pending: ResourceRecord[] = [];
   #pendingDeletes: string[] = [];
   #retry: { entry: Entry; code: string }[] = [];
@@ -83,7 +83,7 @@ export class ResourceApplier {
   readonly #fetcher: ResourceFetcher;
 
   constructor(options: ResourceApplierOptions) {
-    this.#o = options;
+    this.#options = options;
     this.#fetcher = new ResourceFetcher(options, (r) => this.#written(r));
     this.#fresh = options.fresh === true;
     this.#skippedHeldAtStart = this.#fresh ? Promise.resolve(false) : Promise.resolve().then(() => options.store.hasSkippedDeletions()).catch(() => true);
@@ -160,11 +160,11 @@ export class ResourceApplier {
 
   /** A resource is now in line with the Source: an earlier failure of this run (and its pending entry) is resolved. */
   #succeeded(url: string): void {
-    if (this.#failures.delete(url) && !this.#o.dryRun) this.#resolved.push(url);
+    if (this.#failures.delete(url) && !this.#options.dryRun) this.#resolved.push(url);
   }
 
   progress(force = false): void {
-    const cb = this.#o.onProgress;
+    const cb = this.#options.onProgress;
     if (cb === undefined) return;
     const now = Date.now();
     if (!force && now - this.#lastProgress < 100) return;
@@ -184,8 +184,8 @@ export class ResourceApplier {
   async #record(r: ResourceRecord): Promise<void> {
     this.#succeeded(r.url);
     if (this.#skipped.length > 0) this.#skipped = this.#skipped.filter((u) => u !== r.url); // on offer again
-    if (this.#o.dryRun) return;
-    if (this.#o.hasPending?.(r.url)) this.#resolved.push(r.url);
+    if (this.#options.dryRun) return;
+    if (this.#options.hasPending?.(r.url)) this.#resolved.push(r.url);
     this.#pending.push(r);
     if (this.#pending.length >= STATE_BATCH) await this.flush();
   }
@@ -194,7 +194,7 @@ export class ResourceApplier {
    * Writes the batched state changes as one atomic batch; resolves once it (and every batch before it) is written.
    */
   async flush(): Promise<void> {
-    if (this.#o.dryRun) return;
+    if (this.#options.dryRun) return;
     if (this.#skippedHeld === undefined) {
       const held = await this.#skippedHeldAtStart;
       this.#skippedHeld ??= held; // another flush may have learnt more meanwhile
@@ -219,7 +219,7 @@ export class ResourceApplier {
     }
     const failed = retry.filter((r) => !done.has(r.entry.loc));
     if (failed.length > 0) batch.addPending = { setKey: this.setKey, entries: failed };
-    const state = this.#o.store;
+    const state = this.#options.store;
     const write = this.#writing.then(() => state.apply(batch));
     this.#writing = write.catch(() => undefined);
     return write;
@@ -231,27 +231,27 @@ export class ResourceApplier {
    * safe path (else it throws); for a deletion (`source` undefined) whatever is held is found, mapped or not.
    */
   async #find(url: string, source: SourceFacts | undefined): Promise<Found> {
-    const record = this.#fresh ? undefined : await this.#o.store.get(url);
+    const record = this.#fresh ? undefined : await this.#options.store.get(url);
     if (source === undefined) {
       let relPath = record?.path;
-      if (relPath === undefined && this.#o.authority.allows(url)) relPath = this.#o.mapper.tryPath(url);
+      if (relPath === undefined && this.#options.authority.allows(url)) relPath = this.#options.mapper.tryPath(url);
       const found: Found = { held: record !== undefined };
       if (record !== undefined) found.record = record;
       if (relPath === undefined) return found;
       found.path = relPath;
-      const st = await this.#o.storage.stat(relPath);
+      const st = await this.#options.storage.stat(relPath);
       if (st !== undefined) found.local = record !== undefined && record.path === relPath ? localFacts(record) : { length: st.size, hashes: {}, lastmod: st.mtimeMs };
       return found;
     }
-    this.#o.authority.check(url);
-    const relPath = this.#o.mapper.toPath(url);
+    this.#options.authority.check(url);
+    const relPath = this.#options.mapper.toPath(url);
     const found: Found = { path: relPath, held: record !== undefined };
     if (record !== undefined) found.record = record;
-    if (record !== undefined && record.path === relPath && this.#o.rehash !== true) {
-      const st = await this.#o.storage.stat(relPath);
+    if (record !== undefined && record.path === relPath && this.#options.rehash !== true) {
+      const st = await this.#options.storage.stat(relPath);
       if (st !== undefined && st.size === record.length) found.local = localFacts(record);
-    } else if (this.#o.adopt || this.#o.rehash === true) {
-      const local = await adoptable(this.#o.storage, relPath, source.hashes, source.length, source.lastmod);
+    } else if (this.#options.adopt || this.#options.rehash === true) {
+      const local = await adoptable(this.#options.storage, relPath, source.hashes, source.length, source.lastmod);
       if (local !== undefined) found.local = local;
     }
     return found;
@@ -270,14 +270,14 @@ export class ResourceApplier {
     const url = entry.loc;
     const deletion = entry.md?.change === 'deleted';
     try {
-      if (this.#o.signal?.aborted) throw new ResourceSyncError('RS_ABORTED', `Sync of '${url}' aborted.`, { data: { url } });
+      if (this.#options.signal?.aborted) throw new ResourceSyncError('RS_ABORTED', `Sync of '${url}' aborted.`, { data: { url } });
       const source = sourceFacts(entry);
       const found = await this.#find(url, deletion ? undefined : source);
-      return await this.#applyItem(planEntry(entry, found, { delete: this.#o.applyDeletes }, source), found, entry, release);
+      return await this.#applyItem(planEntry(entry, found, { delete: this.#options.applyDeletes }, source), found, entry, release);
     } catch (err) {
       if (isResourceSyncError(err, 'RS_ABORTED')) throw err;
       this.fail(url, err);
-      if (!this.#o.dryRun && !deletion) this.#retry.push({ entry, code: isResourceSyncError(err) ? err.code : 'RS_IO' });
+      if (!this.#options.dryRun && !deletion) this.#retry.push({ entry, code: isResourceSyncError(err) ? err.code : 'RS_IO' });
       return undefined;
     } finally {
       this.#tick();
@@ -291,7 +291,7 @@ export class ResourceApplier {
   async remove(url: string): Promise<boolean> {
     try {
       const found = await this.#find(url, undefined);
-      await this.#applyItem(planGone(url, found, { delete: this.#o.applyDeletes }), found, undefined);
+      await this.#applyItem(planGone(url, found, { delete: this.#options.applyDeletes }), found, undefined);
       return true;
     } catch (err) {
       this.fail(url, err);
@@ -305,14 +305,14 @@ export class ResourceApplier {
   async #skipDeletion(url: string): Promise<void> {
     this.counts.deletionsSkippedCount++;
     if (this.counts.deletionsSkipped.length < MAX_LISTED) this.counts.deletionsSkipped.push(url);
-    if (this.#o.dryRun) return;
+    if (this.#options.dryRun) return;
     this.#skipped.push(url);
     if (this.#skipped.length >= STATE_BATCH) await this.flush();
   }
 
   /** Applies one plan item (in a dry run: reports it and counts it, nothing else). */
   async #applyItem(item: PlanItem, found: Found, entry: Entry | undefined, release?: () => void): Promise<PlanAction> {
-    const heard = this.#o.onPlan?.(item);
+    const heard = this.#options.onPlan?.(item);
     if (heard !== undefined) await heard;
     const { url, action } = item;
     const record = found.record;
@@ -320,14 +320,14 @@ export class ResourceApplier {
     if (action === 'delete' || item.reason === 'absent') {
       // the Source no longer has it: whatever failed for it in this run, or in an earlier one, is settled
       this.#succeeded(url);
-      if (this.#o.hasPending?.(url) && !this.#o.dryRun) this.#resolved.push(url);
+      if (this.#options.hasPending?.(url) && !this.#options.dryRun) this.#resolved.push(url);
       if (action !== 'delete') return action; // never held (or never ours)
       if (item.kept === true) {
         await this.#skipDeletion(url);
         return action;
       }
-      if (!this.#o.dryRun) {
-        if (found.path !== undefined && found.local !== undefined) await this.#o.storage.remove(found.path);
+      if (!this.#options.dryRun) {
+        if (found.path !== undefined && found.local !== undefined) await this.#options.storage.remove(found.path);
         this.#pendingDeletes.push(url);
         if (this.#pendingDeletes.length >= STATE_BATCH) await this.flush();
       }
@@ -337,7 +337,7 @@ export class ResourceApplier {
     const relPath = item.path!;
     const local = item.local;
     if (action === 'unchanged') {
-      if (this.#o.hasPending?.(url) && !this.#o.dryRun) this.#resolved.push(url);
+      if (this.#options.hasPending?.(url) && !this.#options.dryRun) this.#resolved.push(url);
       this.#succeeded(url);
       if (record === undefined || record.path !== relPath || record.lastmod !== entry!.lastmod || (local && record.hashes !== local.hashes)) {
         await this.#record({ ...toRecord(url, relPath, entry!, local!), ...(record?.etag ? { etag: record.etag } : {}) });
@@ -347,7 +347,7 @@ export class ResourceApplier {
       this.#count(url, 'unchanged', failedBefore);
       return action;
     }
-    if (this.#o.dryRun) {
+    if (this.#options.dryRun) {
       this.#succeeded(url);
       this.#count(url, action === 'create' ? 'created' : 'updated', failedBefore);
       return action;
@@ -356,7 +356,7 @@ export class ResourceApplier {
     const etag = present && item.reason !== 'hash' && item.reason !== 'length' ? record?.etag : undefined;
     const outcome = await this.#fetcher.fetch(entry!, item.source!, relPath, etag, present, release);
     if (outcome === 'not-modified') {
-      if (this.#o.hasPending?.(url)) this.#resolved.push(url);
+      if (this.#options.hasPending?.(url)) this.#resolved.push(url);
       await this.#record({ ...withLinks(record!, entry!), ...(entry!.lastmod !== undefined ? { lastmod: entry!.lastmod } : {}) });
       this.#count(url, 'unchanged', failedBefore);
       return 'unchanged';
@@ -384,10 +384,10 @@ export class ResourceApplier {
         await this.#skipDeletion(r.url);
       } else {
         this.counts.deleted++;
-        if (!this.#o.dryRun) this.#pendingDeletes.push(r.url);
+        if (!this.#options.dryRun) this.#pendingDeletes.push(r.url);
       }
     } else {
-      const existed = !this.#fresh && (await this.#o.store.get(r.url)) !== undefined;
+      const existed = !this.#fresh && (await this.#options.store.get(r.url)) !== undefined;
       this.counts[existed ? 'updated' : 'created']++;
       this.counts.bytes += r.length ?? 0;
       const rec: ResourceRecord = { url: r.url, path: r.relPath, length: r.length ?? 0, hashes: r.hashes ?? {} };
@@ -402,7 +402,7 @@ export class ResourceApplier {
    * file has the recorded length: a dump's bitstream with these facts need not be written again.
    */
   async holds(url: string, relPath: string, expected: { length?: number; hashes: HashValue[] }): Promise<boolean> {
-    const r = this.#fresh ? undefined : await this.#o.store.get(url);
-    return r !== undefined && r.path === relPath && recordHolds(r, this.#o.storage, relPath, expected, this.#o.rehash === true);
+    const r = this.#fresh ? undefined : await this.#options.store.get(url);
+    return r !== undefined && r.path === relPath && recordHolds(r, this.#options.storage, relPath, expected, this.#options.rehash === true);
   }
 }
