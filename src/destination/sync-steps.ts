@@ -24,10 +24,20 @@ export async function discover(run: SyncRun): Promise<CapabilitySet[]> {
   return sets;
 }
 
+/**
+ * Makes `set` the one the applier files failures and skipped deletions under, once what it holds back (filed under
+ * the set before, read at flush time) is written.
+ */
+async function enterSet(run: SyncRun, set: CapabilitySet): Promise<void> {
+  if (run.applier.setKey === set.key) return;
+  await run.flush();
+  run.applier.setKey = set.key;
+}
+
 /** Starts on a capability set: what the state says of it (failures before, baseline time, cursor). */
 export async function beginSet(run: SyncRun, set: CapabilitySet): Promise<SetRun> {
   const { options, state } = run;
-  run.applier.setKey = set.key;
+  await enterSet(run, set);
   const pendingBefore = await state.pending(set.key);
   run.pendingUrls.clear();
   for (const e of pendingBefore) run.pendingUrls.add(e.loc);
@@ -226,6 +236,7 @@ export async function inferDeletions(run: SyncRun): Promise<void> {
 export async function catchUpSet(run: SyncRun, catchUp: CatchUp): Promise<void> {
   const { setRun, snapshot } = catchUp;
   const { set } = setRun;
+  await enterSet(run, set);
   let at: string | undefined = snapshot;
   if (setRun.dumpChanges) {
     const got = await changesFromDumps(run, setRun, snapshot);

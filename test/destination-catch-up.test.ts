@@ -1,0 +1,83 @@
+// The catch-up after a baseline (the changes since each set's snapshot, run once every set is done) files what fails
+// under its own capability set: the set's earlier failures are its own, and no other set keeps a stale entry.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { startTestServer, type TestServer } from './helpers/test-server.js';
+import { tempDir } from './helpers/tmp.js';
+import { sync } from '../src/destination/sync.js';
+import { openSqliteDestinationState } from '../src/destination/sqlite-state.js';
+import { RenameOnly } from '../src/node/durability.js';
+
+const NS = `xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/"`;
+const md5 = (body: string): string => createHash('md5').update(body).digest('hex');
+const SNAPSHOT = '2020-01-01T00:00:00Z';
+
+/**
+ * A Source Description with two capability sets, `a` then `b`, each a Resource List as of {@link SNAPSHOT} and a
+ * Change List; set a's Change List names `a/late.txt`, created after the snapshot, whose body is `late`.
+ */
+function publishTwoSets(server: TestServer): { setA: string; setB: string } {
+  const origin = server.origin;
+  const xml = (body: string): { body: string; headers: Record<string, string> } => ({
+    body: `<?xml version="1.0" encoding="UTF-8"?>\n${body}`,
+    headers: { 'content-type': 'application/xml' },
+  });
+  const entry = (loc: string, body: string, extra = ''): string =>
+    `<url><loc>${origin}${loc}</loc><rs:md ${extra}hash="md5:${md5(body)}" length="${body.length}"/></url>`;
+  server.set('/.well-known/resourcesync', xml(`<urlset ${NS}><rs:md capability="description"/>
+<url><loc>${origin}/a/capabilitylist.xml</loc><rs:md capability="capabilitylist"/></url>
+<url><loc>${origin}/b/capabilitylist.xml</loc><rs:md capability="capabilitylist"/></url></urlset>`));
+  for (const set of ['a', 'b']) {
+    server.set(`/${set}/capabilitylist.xml`, xml(`<urlset ${NS}><rs:ln rel="up" href="${origin}/.well-known/resourcesync"/><rs:md capability="capabilitylist"/>
+<url><loc>${origin}/${set}/resourcelist.xml</loc><rs:md capability="resourcelist"/></url>
+<url><loc>${origin}/${set}/changelist.xml</loc><rs:md capability="changelist"/></url></urlset>`));
+    server.set(`/${set}/resourcelist.xml`, xml(`<urlset ${NS}><rs:md capability="resourcelist" at="${SNAPSHOT}" completed="${SNAPSHOT}"/>
+${entry(`/${set}/listed.txt`, `listed in ${set}`)}</urlset>`));
+    server.set(`/${set}/listed.txt`, `listed in ${set}`);
+  }
+  server.set('/a/changelist.xml', xml(`<urlset ${NS}><rs:md capability="changelist" from="${SNAPSHOT}"/>
+${entry('/a/late.txt', 'late', 'change="created" datetime="2020-01-02T00:00:00Z" ')}</urlset>`));
+  server.set('/b/changelist.xml', xml(`<urlset ${NS}><rs:md capability="changelist" from="${SNAPSHOT}"/></urlset>`));
+  return { setA: `${origin}/a/capabilitylist.xml`, setB: `${origin}/b/capabilitylist.xml` };
+}
+
+void test("a resource that fails in a set's catch-up is pending under that set, and none is left pending once the set's next run brings it", async () => {
+  const server = await startTestServer();
+  const { dir: dest, cleanup } = await tempDir('rs-catch-up-');
+  try {
+    const { setA, setB } = publishTwoSets(server);
+    server.set('/a/late.txt', { status: 500, body: 'unavailable' });
+    const options = { source: `${server.origin}/`, dest, durability: new RenameOnly(), retries: 0, verifyRetries: 0 };
+    const first = await sync(options);
+    assert.equal(first.mode, 'baseline');
+    assert.deepEqual(first.sets.map((s) => s.key), [setA, setB]);
+    assert.deepEqual(first.failed.map((f) => f.url), [`${server.origin}/a/late.txt`]);
+    let state = await openSqliteDestinationState(dest);
+    try {
+      assert.deepEqual((await state.pending(setA)).map((e) => e.loc), [`${server.origin}/a/late.txt`]);
+      assert.deepEqual(await state.pending(setB), []);
+    } finally {
+      await state.close();
+    }
+
+    // set a alone, incremental: the resource comes, and no set keeps it pending (set b does not run to clear it)
+    server.set('/a/late.txt', 'late');
+    const second = await sync({ ...options, capabilityList: setA });
+    assert.equal(second.mode, 'incremental');
+    assert.deepEqual(second.failed, []);
+    assert.equal(await readFile(join(dest, 'a', 'late.txt'), 'utf8'), 'late');
+    state = await openSqliteDestinationState(dest);
+    try {
+      assert.deepEqual(await state.pending(setA), []);
+      assert.deepEqual(await state.pending(setB), []);
+    } finally {
+      await state.close();
+    }
+  } finally {
+    await server.close();
+    await cleanup();
+  }
+});
