@@ -81,3 +81,41 @@ void test("a resource that fails in a set's catch-up is pending under that set, 
     await cleanup();
   }
 });
+
+void test("a resource that fails in a set's baseline and comes in its catch-up is no longer pending", async () => {
+  const server = await startTestServer();
+  const { dir: dest, cleanup } = await tempDir('rs-catch-up-');
+  try {
+    const { setA, setB } = publishTwoSets(server);
+    const origin = server.origin;
+    const listed = (body: string): string =>
+      `<url><loc>${origin}/a/flaky.txt</loc><rs:md hash="md5:${md5(body)}" length="${body.length}"/></url>`;
+    const { body: list } = server.routes.get('/a/resourcelist.xml')!;
+    server.set('/a/resourcelist.xml', { body: String(list).replace('</urlset>', `${listed('flaky')}</urlset>`), headers: { 'content-type': 'application/xml' } });
+    const { body: changes } = server.routes.get('/a/changelist.xml')!;
+    server.set('/a/changelist.xml', {
+      body: String(changes).replace('</urlset>', `<url><loc>${origin}/a/flaky.txt</loc><rs:md change="updated" datetime="2020-01-03T00:00:00Z" hash="md5:${md5('flaky')}" length="5"/></url></urlset>`),
+      headers: { 'content-type': 'application/xml' },
+    });
+    server.set('/a/late.txt', 'late');
+    server.set('/a/flaky.txt', 'flaky');
+    // the baseline's request fails; the catch-up's (the second) succeeds
+    server.fault = (req, res, n) => {
+      if (req.url !== '/a/flaky.txt' || n > 1) return false;
+      res.writeHead(500).end('unavailable');
+      return true;
+    };
+    await sync({ source: `${origin}/`, dest, durability: new RenameOnly(), retries: 0, verifyRetries: 0 });
+    assert.equal(await readFile(join(dest, 'a', 'flaky.txt'), 'utf8'), 'flaky');
+    const state = await openSqliteDestinationState(dest);
+    try {
+      assert.deepEqual(await state.pending(setA), []);
+      assert.deepEqual(await state.pending(setB), []);
+    } finally {
+      await state.close();
+    }
+  } finally {
+    await server.close();
+    await cleanup();
+  }
+});
