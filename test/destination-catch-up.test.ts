@@ -44,6 +44,16 @@ ${entry('/a/late.txt', 'late', 'change="created" datetime="2020-01-02T00:00:00Z"
   return { setA: `${origin}/a/capabilitylist.xml`, setB: `${origin}/b/capabilitylist.xml` };
 }
 
+/** The URLs the state of `dest` holds as pending (failures to retry) under each of `sets`. */
+async function pendingOf(dest: string, sets: readonly string[]): Promise<string[][]> {
+  const state = await openSqliteDestinationState(dest, { readonly: true });
+  try {
+    return await Promise.all(sets.map(async (set) => (await state.pending(set)).map((e) => e.loc)));
+  } finally {
+    await state.close();
+  }
+}
+
 void test("a resource that fails in a set's catch-up is pending under that set, and none is left pending once the set's next run brings it", async () => {
   const server = await startTestServer();
   const { dir: dest, cleanup } = await tempDir('rs-catch-up-');
@@ -55,13 +65,7 @@ void test("a resource that fails in a set's catch-up is pending under that set, 
     assert.equal(first.mode, 'baseline');
     assert.deepEqual(first.sets.map((s) => s.key), [setA, setB]);
     assert.deepEqual(first.failed.map((f) => f.url), [`${server.origin}/a/late.txt`]);
-    let state = await openSqliteDestinationState(dest);
-    try {
-      assert.deepEqual((await state.pending(setA)).map((e) => e.loc), [`${server.origin}/a/late.txt`]);
-      assert.deepEqual(await state.pending(setB), []);
-    } finally {
-      await state.close();
-    }
+    assert.deepEqual(await pendingOf(dest, [setA, setB]), [[`${server.origin}/a/late.txt`], []]);
 
     // set a alone, incremental: the resource comes, and no set keeps it pending (set b does not run to clear it)
     server.set('/a/late.txt', 'late');
@@ -69,13 +73,7 @@ void test("a resource that fails in a set's catch-up is pending under that set, 
     assert.equal(second.mode, 'incremental');
     assert.deepEqual(second.failed, []);
     assert.equal(await readFile(join(dest, 'a', 'late.txt'), 'utf8'), 'late');
-    state = await openSqliteDestinationState(dest);
-    try {
-      assert.deepEqual(await state.pending(setA), []);
-      assert.deepEqual(await state.pending(setB), []);
-    } finally {
-      await state.close();
-    }
+    assert.deepEqual(await pendingOf(dest, [setA, setB]), [[], []]);
   } finally {
     await server.close();
     await cleanup();
@@ -107,13 +105,7 @@ void test("a resource that fails in a set's baseline and comes in its catch-up i
     };
     await sync({ source: `${origin}/`, dest, durability: new RenameOnly(), retries: 0, verifyRetries: 0 });
     assert.equal(await readFile(join(dest, 'a', 'flaky.txt'), 'utf8'), 'flaky');
-    const state = await openSqliteDestinationState(dest);
-    try {
-      assert.deepEqual(await state.pending(setA), []);
-      assert.deepEqual(await state.pending(setB), []);
-    } finally {
-      await state.close();
-    }
+    assert.deepEqual(await pendingOf(dest, [setA, setB]), [[], []]);
   } finally {
     await server.close();
     await cleanup();

@@ -9,6 +9,7 @@
  * URLs without credentials qualify.
  * @see WebSub §5.1 (hub.callback), §8.4 (security and privacy)
  */
+import { parseHttpUrl } from '../core/http-url.js';
 
 /** True for 127.0.0.0/8, ::1 and `localhost`. */
 export function isLoopbackHost(hostname: string): boolean {
@@ -69,14 +70,8 @@ export function createUrlPolicy(patterns: readonly string[] = []): UrlPolicy {
   const compiled = patterns.map(compile);
   return {
     allowed(url: string): boolean {
-      let u: URL;
-      try {
-        u = new URL(url);
-      } catch {
-        return false;
-      }
-      if (u.protocol !== 'http:' && u.protocol !== 'https:') return false;
-      if (u.username !== '' || u.password !== '') return false;
+      const u = parseHttpUrl(url);
+      if (u === undefined) return false;
       if (isLoopbackHost(u.hostname)) return true;
       return compiled.some((p) => matches(p, u));
     },
