@@ -72,6 +72,21 @@ void test('a commit through a folder that is a symbolic link to elsewhere is ref
   });
 });
 
+void test('a remove through a folder that is a symbolic link to elsewhere is refused with RS_UNSAFE_PATH, and deletes nothing there', async () => {
+  await inTemp(async (base) => {
+    const dest = join(base, 'mirror');
+    const outside = join(base, 'outside');
+    await mkdir(dest, { recursive: true });
+    await mkdir(outside, { recursive: true });
+    await writeFile(join(outside, 'victim.txt'), 'keep me');
+    await symlink(outside, join(dest, 'escape'));
+    const storage = createLocalDirectory(dest, { durability: new RenameOnly() });
+    await assert.rejects(() => storage.remove('escape/victim.txt'), (err: unknown) => isResourceSyncError(err, 'RS_UNSAFE_PATH'));
+    assert.equal(await readFile(join(outside, 'victim.txt'), 'utf8'), 'keep me');
+    assert.equal(await storage.remove('escape/missing/none.txt'), false);
+  });
+});
+
 void test('remove prunes the folders it leaves empty, never the destination itself', async () => {
   await inTemp(async (dest) => {
     const storage = createLocalDirectory(dest, { durability: new RenameOnly() });

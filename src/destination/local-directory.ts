@@ -7,7 +7,7 @@
  */
 
 import { closeSync, openSync, readSync, readdirSync, statSync } from 'node:fs';
-import { open, readdir, rmdir, stat, unlink, type FileHandle } from 'node:fs/promises';
+import { open, readdir, realpath, rmdir, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname, sep } from 'node:path';
 import { ResourceSyncError, toError } from '../core/errors.js';
 import { RESOURCESYNC_DIR, type HashAlgorithm } from '../core/constants.js';
@@ -115,8 +115,26 @@ export class LocalDirectory implements MirrorStorage {
     return new LocalStagedWrite(key, { root: this.root, durability: this.durability, finalPath, tmp, mtimeMs: options.mtimeMs });
   }
 
+  /**
+   * Removes the copy under `key` and prunes the folders it leaves empty; false when there is none.
+   * @throws ResourceSyncError RS_UNSAFE_PATH when a folder on the way is a symbolic link out of the destination
+   */
   async remove(key: string): Promise<boolean> {
     const path = this.pathOf(key);
+    let folder: string;
+    try {
+      folder = await realpath(dirname(path));
+    } catch (err) {
+      if (isMissing(err)) return false;
+      throw err;
+    }
+    const top = this.root.realPath;
+    if (folder !== top && !folder.startsWith(top.endsWith(sep) ? top : top + sep)) {
+      throw new ResourceSyncError('RS_UNSAFE_PATH', `Path '${key}' leads outside the destination '${this.location}' through a symbolic link.`, {
+        data: { path: key, root: this.location },
+        recoverable: true,
+      });
+    }
     try {
       await unlink(path);
     } catch (err) {
