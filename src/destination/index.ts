@@ -28,6 +28,7 @@ export { SmallFileThread } from '../node/small-file-thread.js';
 export { GroupCommit, type GroupCommitOptions, type FlushFiles } from '../node/group-commit.js';
 export type { DestinationState, ResourceRecord, SyncCursor, StateBatch, PendingEntry, Lease, LeaseOptions } from './state.js';
 export { openSqliteDestinationState, type SqliteDestinationStateOptions } from './sqlite-state.js';
+export { openPostgresDestinationState, type PostgresDestinationStateOptions } from './postgres-state.js';
 export { holdLease, DEFAULT_LEASE_TTL_MS, type HeldLease } from './lease.js';
 export { createLocalDirectory, type LocalDirectoryOptions } from './local-directory.js';
 export type { MirrorStorage, StagedWrite, StageOptions, WriteChunkOptions, ReadOptions, StoredFacts, StoredItem, StoredDigests } from './mirror-storage.js';
