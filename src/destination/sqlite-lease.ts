@@ -10,6 +10,7 @@ import { hostname } from 'node:os';
 import type Database from 'better-sqlite3';
 import { ResourceSyncError, toError } from '../core/errors.js';
 import type { Lease, LeaseOptions } from './state.js';
+import { processAlive } from '../node/process-alive.js';
 
 /** The lease table (created by a writable open). */
 export const LEASE_SCHEMA = 'CREATE TABLE IF NOT EXISTS lease (name TEXT PRIMARY KEY, holder TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL, expires_at INTEGER NOT NULL)';
@@ -22,15 +23,6 @@ interface LeaseRow {
   host: string;
   pid: number;
   expires_at: number;
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as { code?: string }).code === 'EPERM';
-  }
 }
 
 /** The default holder name: this host, this process and a random part (two leases of one process differ). */
@@ -46,7 +38,7 @@ function checkLegacyLock(label: string, lockFile: string): void {
   } catch {
     return; // none
   }
-  if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && pidAlive(pid)) {
+  if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && processAlive(pid)) {
     throw new ResourceSyncError('RS_LOCKED', `Destination '${label}' is locked by process ${pid}.`, { data: { dest: label, pid, path: lockFile } });
   }
   try {
@@ -86,7 +78,7 @@ export class SqliteLeases {
     const take = this.#db.transaction((): number => {
       const row = this.#db.prepare('SELECT holder, host, pid, expires_at FROM lease WHERE name = ?').get(NAME) as LeaseRow | undefined;
       const now = Date.now();
-      const gone = row !== undefined && row.host === host && !pidAlive(row.pid);
+      const gone = row !== undefined && row.host === host && !processAlive(row.pid);
       if (row !== undefined && row.expires_at > now && !gone) throw lockedError(this.#label, row, host);
       const expiresAt = now + options.ttlMs;
       this.#db.prepare('INSERT OR REPLACE INTO lease (name, holder, host, pid, expires_at) VALUES (?, ?, ?, ?, ?)').run(NAME, holder, host, process.pid, expiresAt);

@@ -13,6 +13,7 @@
 import { ResourceSyncError } from '../core/errors.js';
 import type { InventoryEntry, PreviousState } from '../node/inventory.js';
 import type { ChangePeriod, ChangeRecord, DumpRecord, ListedResource, RebuildOptions, RebuildResult, StoredResource } from './snapshot-rows.js';
+import { RenewedLease } from '../node/renewed-lease.js';
 
 /**
  * The work on a set that must not overlap: `recording` changes in the snapshots (a scan, `recordChanges`), and
@@ -146,22 +147,11 @@ export type SnapshotsOpener = (set: { name: string; dir: string; file: string })
  */
 export async function holdingLease<T>(snapshots: SourceSnapshots, name: SnapshotLeaseName, fn: () => Promise<T>, options: LeaseOptions = {}): Promise<T> {
   const ttlMs = options.ttlMs ?? DEFAULT_LEASE_MS;
-  const lease = await snapshots.acquireLease(name, { ...options, ttlMs });
-  let renewing = false;
-  const timer = setInterval(() => {
-    if (renewing) return;
-    renewing = true;
-    // a lease lost to another holder (this process stalled past its expiry) is not renewed again
-    lease.renew().then(
-      () => (renewing = false),
-      () => clearInterval(timer),
-    );
-  }, Math.max(1, Math.floor(ttlMs / 3)));
-  timer.unref();
+  // renewed while held; a lease lost to another holder (this process stalled past its expiry) is not renewed again
+  const lease = new RenewedLease(await snapshots.acquireLease(name, { ...options, ttlMs }), ttlMs);
   try {
     return await fn();
   } finally {
-    clearInterval(timer);
     await lease.release();
   }
 }

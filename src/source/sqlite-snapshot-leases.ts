@@ -10,6 +10,7 @@ import { resolve } from 'node:path';
 import type Database from 'better-sqlite3';
 import { ResourceSyncError } from '../core/errors.js';
 import { DEFAULT_LEASE_MS, leaseAborted, type LeaseOptions, type SnapshotLease, type SnapshotLeaseName } from './source-snapshots.js';
+import { processAlive } from '../node/process-alive.js';
 
 /** The holders of this process: `<host>:<pid>:<token>:`, then a counter. */
 const HOST = hostname();
@@ -209,10 +210,5 @@ function lapsed(row: LeaseRow, now: number): boolean {
   if (parts.length < 4 || row.holder.startsWith(PROCESS_HOLDER)) return false;
   const pid = Number(parts[parts.length - 3]);
   if (parts.slice(0, -3).join(':') !== HOST || !Number.isSafeInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (err) {
-    return (err as { code?: string }).code === 'ESRCH';
-  }
+  return !processAlive(pid);
 }
