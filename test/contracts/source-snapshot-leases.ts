@@ -95,10 +95,11 @@ export function describeSnapshotLeaseContract(make: MakeSnapshots): void {
 
   void test('a renewed lease stays held past its first expiry', () =>
     withTwo(make, async (one, two) => {
-      const held = await one.acquireLease('documents', { ttlMs: 300 });
+      // a TTL well above what a busy machine delays a timer, renewed ten times as often, for twice the TTL
+      const held = await one.acquireLease('documents', { ttlMs: 1500 });
       const waiting = two.acquireLease('documents');
-      for (let i = 0; i < 6; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
+      for (let i = 0; i < 20; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 150));
         await held.renew();
       }
       assert.equal(await settled(waiting), false, 'renewed: still held after twice its time to live');
