@@ -7,6 +7,7 @@ Commands:
   inspect [--json] <file-or-url>                        describe a document
   build <dir> --base-url <url> --out <publish-dir>      write a Source's documents for a web server
   serve <dir>... [--port N] [--host H] [--base-url URL] publish directories as a Source over HTTP
+  oai-pmh <oai-base-url> [--port N | --out DIR]         publish an OAI-PMH repository as a Source
   sync <source-url> <dest-dir> [--delete] [--json]      mirror a Source into a directory
   audit <source-url> <dest-dir> [--json]                compare a mirror with its Source
   links <dest-dir> [<url-or-path>] [--json]             the §14 links a mirror keeps for its resources

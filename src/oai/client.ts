@@ -117,6 +117,7 @@ class Client implements OaiClient {
       earliestDatestamp: id.earliestDatestamp,
       deletedRecord: id.deletedRecord ?? 'no',
       granularity: id.granularity ?? 'YYYY-MM-DD',
+      ...(reader.responseDate === undefined ? {} : { responseDate: reader.responseDate }),
     };
   }
 

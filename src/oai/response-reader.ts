@@ -99,6 +99,8 @@ export class OaiResponseReader implements XmlHandler {
   readonly wantsWhitespace = true;
   /** The OAI-PMH error of the response, when it is one. */
   error: OaiErrorElement | undefined;
+  /** The response's `responseDate`, the repository's clock. */
+  responseDate: string | undefined;
   /** The resumption token of a list response (absent on a complete list). */
   token: ResumptionToken | undefined;
   readonly identify: Partial<OaiIdentify> & { adminEmail: string[] } = { adminEmail: [] };
@@ -214,6 +216,8 @@ export class OaiResponseReader implements XmlHandler {
       this.#emit(pending); // ListIdentifiers
     } else if (local === 'record' && depth === 2 && pending !== undefined) {
       this.#emit(pending);
+    } else if (local === 'responseDate' && depth === 1) {
+      this.responseDate = text;
     } else if (local === 'error' && depth === 1 && this.error !== undefined) {
       this.error.message = text;
     } else if (local === 'resumptionToken' && depth === 2 && this.token !== undefined) {

@@ -57,6 +57,8 @@ export interface OaiIdentify {
   earliestDatestamp: string;
   deletedRecord: DeletedRecordSupport;
   granularity: Granularity;
+  /** The `responseDate` of the answer: the repository's clock when it answered. */
+  responseDate?: string;
 }
 
 /** One of the formats a repository disseminates. @see OAI-PMH 2.0 §4.4 */
