@@ -208,6 +208,8 @@ function eventLine(e: OaiSourceEvent, verbose: boolean): string | undefined {
     case 'hub-error':
     case 'notification-failed':
       return `resourcesync oai-pmh: ${e.type}: ${messageOf(e.error)}`;
+    case 'hub':
+      return verbose ? `hub: ${e.event.type}${'mode' in e.event ? ` ${e.event.mode}` : ''} ${'callback' in e.event ? e.event.callback : ''} ${e.event.topic}` : undefined;
     case 'run':
       return verbose ? `published: ${e.changes.created} created, ${e.changes.updated} updated, ${e.changes.deleted} deleted` : undefined;
     default:
