@@ -29,7 +29,7 @@ async function listed(url: string): Promise<string[]> {
 
 /** Every file of the mirror (relative paths, state left out). */
 async function mirrored(dest: string): Promise<string[]> {
-  const all = (await readdir(dest, { recursive: true })) as string[];
+  const all = (await readdir(dest, { recursive: true }));
   const files: string[] = [];
   for (const f of all) if (!f.split('/').some((s) => s.startsWith('.')) && (await stat(join(dest, f))).isFile()) files.push(f);
   return files.sort();
