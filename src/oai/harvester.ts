@@ -96,29 +96,29 @@ export async function harvestInto(options: HarvestIntoOptions): Promise<HarvestC
         const key = `${set.name}/${path}`;
         const file = join(set.dir, path);
         if (record === undefined || record.deleted || record.metadata === undefined) {
-          if (await removeRecord(file)) counts.deleted++;
+          if (removeRecord(file)) counts.deleted++;
           state.see(key, undefined);
           continue;
         }
-        const outcome = await putRecord(file, Buffer.from(record.metadata, 'utf8'), record.time);
+        const outcome = putRecord(file, Buffer.from(record.metadata, 'utf8'), record.time);
         counts[outcome]++;
         state.see(key, generation);
       }
     }
   }
   state.flush();
-  if (options.from === undefined) counts.deleted += await sweep(options);
+  if (options.from === undefined) counts.deleted += sweep(options);
   return counts;
 }
 
 /** After a full harvest: removes the files it did not see. */
-async function sweep(options: HarvestIntoOptions): Promise<number> {
+function sweep(options: HarvestIntoOptions): number {
   let removed = 0;
   const dirs = new Map(options.sets.map((s) => [s.name, s.dir]));
   for (const key of options.state.unseen(options.generation)) {
     const slash = key.indexOf('/');
     const dir = dirs.get(key.slice(0, slash));
-    if (dir !== undefined && (await removeRecord(join(dir, key.slice(slash + 1))))) removed++;
+    if (dir !== undefined && removeRecord(join(dir, key.slice(slash + 1)))) removed++;
   }
   return removed;
 }

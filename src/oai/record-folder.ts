@@ -6,7 +6,7 @@
  * which the Source publishes as `lastmod`.
  * @see Z39.99 §7 (`lastmod`), OAI-PMH 2.0 §2.7.1 (datestamp)
  */
-import { mkdir, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { closeSync, futimesSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeSync, type Stats } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { safeRelativePath } from '../node/safe-path.js';
 
@@ -47,33 +47,49 @@ export type PutOutcome = 'written' | 'unchanged';
 /**
  * Writes a record's bytes at `file` unless the file holds them already; its modification time becomes `time`
  * (moved 1 ms past the previous one when that is the same, so that a rescan sees the change at day granularity).
+ * Synchronous: for files of a few kilobytes, a handful of system calls made at once cost a fifth of the same calls
+ * through the thread pool (measured in bench/oai.bench.js's harvest), and a harvest writes one record at a time.
  */
-export async function putRecord(file: string, bytes: Buffer, time: number): Promise<PutOutcome> {
-  const before = await stat(file).catch(() => undefined);
-  if (before !== undefined && before.size === bytes.length) {
-    const old = await readFile(file).catch(() => undefined);
-    if (old !== undefined && old.equals(bytes)) return 'unchanged';
+export function putRecord(file: string, bytes: Buffer, time: number): PutOutcome {
+  let before: Stats | undefined;
+  try {
+    before = statSync(file);
+  } catch {
+    before = undefined;
   }
+  if (before !== undefined && before.size === bytes.length && readFileSync(file).equals(bytes)) return 'unchanged';
   let mtime = time;
   if (before !== undefined && Math.floor(before.mtimeMs) === mtime) mtime += 1;
-  const tmp = join(dirname(file), `.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`);
+  const tmp = join(dirname(file), `.tmp-${process.pid}-${(counter++).toString(36)}`);
+  let fd: number;
   try {
-    await writeFile(tmp, bytes);
-    await utimes(tmp, new Date(mtime), new Date(mtime));
-    await rename(tmp, file);
+    fd = openSync(tmp, 'w');
   } catch (error) {
-    await rm(tmp, { force: true });
     if ((error as { code?: string }).code !== 'ENOENT') throw error;
-    await mkdir(dirname(file), { recursive: true });
-    return putRecord(file, bytes, time);
+    mkdirSync(dirname(file), { recursive: true });
+    fd = openSync(tmp, 'w');
+  }
+  try {
+    try {
+      for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at);
+      futimesSync(fd, new Date(mtime), new Date(mtime));
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, file);
+  } catch (error) {
+    rmSync(tmp, { force: true });
+    throw error;
   }
   return 'written';
 }
 
+let counter = 0;
+
 /** Removes a record's file; true when there was one. */
-export async function removeRecord(file: string): Promise<boolean> {
+export function removeRecord(file: string): boolean {
   try {
-    await rm(file);
+    unlinkSync(file);
     return true;
   } catch (error) {
     if ((error as { code?: string }).code === 'ENOENT') return false;
