@@ -157,3 +157,31 @@ void test('a repository that goes down: the service keeps serving what it publis
     await tmp.cleanup();
   }
 });
+
+void test('a bridge restarted while its repository is down serves what it published before; a first run cannot start', async () => {
+  const tmp = await tempDir('rs-oai-quirk-');
+  let down = false;
+  const stub = await startOaiStub(stubRepository(() => recs(3), 10, () => (down ? { status: 503, body: 'down' } : undefined)), 4096);
+  try {
+    const first = await startOaiSource({ repository: stub.baseUrl, folder: tmp.dir, port: 0, intervalMs: 60_000 });
+    await first.firstHarvest();
+    await first.close();
+    down = true;
+    const events: OaiSourceEvent[] = [];
+    const again = await startOaiSource({ repository: stub.baseUrl, folder: tmp.dir, port: 0, intervalMs: 60_000, client: { retries: 0 }, onEvent: (e) => events.push(e) });
+    try {
+      const rl = await fetch(`${again.url}/.resourcesync/oai/resourcelist.xml`);
+      assert.equal(rl.status, 200);
+      assert.equal((await parseDocument(new Uint8Array(await rl.arrayBuffer()))).entries.length, 3);
+      await until('a failed harvest', () => events.some((e) => e.type === 'harvest-failed'), 30_000);
+    } finally {
+      await again.close();
+    }
+    const empty = await tempDir('rs-oai-quirk-');
+    await assert.rejects(startOaiSource({ repository: stub.baseUrl, folder: empty.dir, port: 0, client: { retries: 0 } }), (e: unknown) => (e as { code?: string }).code === 'RS_HTTP_STATUS');
+    await empty.cleanup();
+  } finally {
+    await stub.close();
+    await tmp.cleanup();
+  }
+});

@@ -178,6 +178,23 @@ void describe('resourcesync oai-pmh once (--out)', { skip: missing }, () => {
     }
   });
 
+  void test('a metadata format the repository does not offer is a usage error (exit 2); an unreachable repository on a first run exits 1', async () => {
+    const dir = join(tmp.dir, 'formats');
+    const { mkdir } = await import('node:fs/promises');
+    await mkdir(dir);
+    const provider = await startCatmanduProvider(dir, sampleRecords(2));
+    try {
+      const r = await runCli(['oai-pmh', provider.baseUrl, '--out', join(dir, 'out'), '--base-url', 'http://example.org/', '--metadata-prefix', 'mods']);
+      assert.equal(r.status, 2, r.stderr);
+      assert.match(r.stderr, /does not disseminate 'mods' \(it offers oai_dc\)/);
+    } finally {
+      await provider.close();
+    }
+    const down = await runCli(['oai-pmh', provider.baseUrl, '--out', join(dir, 'out2'), '--base-url', 'http://example.org/']);
+    assert.equal(down.status, 1, down.stderr);
+    assert.match(down.stderr, /^resourcesync oai-pmh: .*connection refused/m);
+  });
+
   void test('day granularity: the incremental harvest asks from the day of the last start; OAI sets as capability sets', async () => {
     const records = sampleRecords(6, true);
     const dir = join(tmp.dir, 'day');
@@ -226,6 +243,7 @@ void test('resourcesync oai-pmh: usage errors exit 2', async () => {
     ['oai-pmh', 'http://127.0.0.1:9/oai', '--port', '0', '--interval', '0'],
     ['oai-pmh', 'http://127.0.0.1:9/oai', '--port', '0', '--metadata-prefix', '../x'],
     ['oai-pmh', 'http://127.0.0.1:9/oai', '--port', '0', '--full'],
+    ['oai-pmh', 'http://127.0.0.1:9/oai', '--port', '0', '--out', 'o', '--no-hub', '--hub', 'http://h/'],
   ]) {
     const r = await runCli(args);
     assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);

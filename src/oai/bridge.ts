@@ -19,7 +19,7 @@ import { isMetadataPrefix } from './record-folder.js';
 import { formatDatestamp, parseDatestamp, type OaiIdentify } from './types.js';
 
 /** The name of the single set of resources without `bySets`. */
-export const OAI_SET_NAME = 'oai';
+const OAI_SET_NAME = 'oai';
 
 /** Options of {@link openOaiBridge}. */
 export interface OaiBridgeOptions {
@@ -77,7 +77,7 @@ export interface OaiBridge {
 }
 
 /** Set names from setSpecs (sorted): characters a URL segment cannot hold become `-`; duplicates get a suffix. */
-export function setNamesOf(specs: readonly string[]): Map<string, string> {
+function setNamesOf(specs: readonly string[]): Map<string, string> {
   const names = new Map<string, string>();
   const used = new Set<string>();
   for (const spec of [...specs].sort()) {

@@ -24,7 +24,7 @@ export function isMetadataPrefix(prefix: string): boolean {
  * undefined when that name is longer than 240 bytes.
  * @example recordFileName('oai:dspace.example.edu:123456789/42') // 'oai:dspace.example.edu:123456789%2F42.xml'
  */
-export function recordFileName(identifier: string): string | undefined {
+function recordFileName(identifier: string): string | undefined {
   // eslint-disable-next-line no-control-regex
   let name = identifier.replace(/[%/\\\u0000-\u001f\u007f]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
   if (name.startsWith('.')) name = `%2E${name.slice(1)}`;

@@ -7,18 +7,6 @@
 /** The OAI-PMH 2.0 namespace. @see OAI-PMH 2.0 §3.2 */
 export const OAI_NS = 'http://www.openarchives.org/OAI/2.0/';
 
-/** The error codes of OAI-PMH 2.0. @see OAI-PMH 2.0 §3.6 */
-export const OAI_ERROR_CODES = [
-  'badArgument',
-  'badResumptionToken',
-  'badVerb',
-  'cannotDisseminateFormat',
-  'idDoesNotExist',
-  'noRecordsMatch',
-  'noMetadataFormats',
-  'noSetHierarchy',
-] as const;
-
 /** What a repository says of deleted records. @see OAI-PMH 2.0 §2.5.1 */
 export type DeletedRecordSupport = 'no' | 'transient' | 'persistent';
 

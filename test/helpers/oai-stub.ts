@@ -77,12 +77,12 @@ const esc = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;'
 const responseDate = (): string => `<responseDate>${new Date().toISOString().slice(0, 19)}Z</responseDate><request>http://stub/oai</request>`;
 
 /** An Identify answer. */
-export function identifyXml(granularity = 'YYYY-MM-DDThh:mm:ssZ', deletedRecord = 'persistent'): string {
+function identifyXml(granularity = 'YYYY-MM-DDThh:mm:ssZ', deletedRecord = 'persistent'): string {
   return `${ENVELOPE}${responseDate()}<Identify><repositoryName>Stub</repositoryName><baseURL>http://stub/oai</baseURL><protocolVersion>2.0</protocolVersion><adminEmail>a@stub</adminEmail><earliestDatestamp>2000-01-01T00:00:00Z</earliestDatestamp><deletedRecord>${deletedRecord}</deletedRecord><granularity>${granularity}</granularity></Identify></OAI-PMH>`;
 }
 
 /** A ListMetadataFormats answer offering oai_dc. */
-export function formatsXml(): string {
+function formatsXml(): string {
   return `${ENVELOPE}${responseDate()}<ListMetadataFormats><metadataFormat><metadataPrefix>oai_dc</metadataPrefix><schema>http://www.openarchives.org/OAI/2.0/oai_dc.xsd</schema><metadataNamespace>http://www.openarchives.org/OAI/2.0/oai_dc/</metadataNamespace></metadataFormat></ListMetadataFormats></OAI-PMH>`;
 }
 
@@ -94,13 +94,13 @@ function recordXml(r: StubRecord, withMetadata: boolean): string {
 }
 
 /** A ListRecords (or, with `verb`, ListIdentifiers) page; `token` undefined ends the list. */
-export function listXml(records: readonly StubRecord[], token?: string, verb: 'ListRecords' | 'ListIdentifiers' = 'ListRecords'): string {
+function listXml(records: readonly StubRecord[], token?: string, verb: 'ListRecords' | 'ListIdentifiers' = 'ListRecords'): string {
   const items = records.map((r) => recordXml(r, verb === 'ListRecords')).join('');
   return `${ENVELOPE}${responseDate()}<${verb}>${items}${token === undefined ? '' : `<resumptionToken>${esc(token)}</resumptionToken>`}</${verb}></OAI-PMH>`;
 }
 
 /** A GetRecord answer. */
-export function getRecordXml(r: StubRecord): string {
+function getRecordXml(r: StubRecord): string {
   return `${ENVELOPE}${responseDate()}<GetRecord>${recordXml(r, true)}</GetRecord></OAI-PMH>`;
 }
 
