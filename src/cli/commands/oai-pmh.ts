@@ -9,6 +9,7 @@ import { resolve } from 'node:path';
 import { parseCommandArgs, usageError, type ParsedCommandArgs } from '../command-args.js';
 import { isResourceSyncError, messageOf } from '../../core/errors.js';
 import { normalizeBaseUrl } from '../../source/url-path.js';
+import { requireFolderOrNothing } from '../../node/folder.js';
 import { PUBLISH_ARGS, PUBLISH_HELP, PublishArgsError, publishArgs, type PublishArgsResult } from '../publish-options.js';
 import { HUB_LIMIT_ARGS, hubLimitHelp } from '../hub-limit-options.js';
 import { PUBLISH_SECRET_ENV } from '../serve-push.js';
@@ -161,11 +162,10 @@ export async function run(args: string[]): Promise<number> {
     return await service(values, repository, shared, push);
   } catch (error) {
     if (error instanceof UsageError || error instanceof PublishArgsError) return usageError('oai-pmh', `${error.message}.`);
-    if (isResourceSyncError(error, 'RS_INVALID_ARGUMENT')) {
-      process.stderr.write(`resourcesync oai-pmh: ${error.message}\n`);
-      return 2;
-    }
+    // a --out that is not a folder, a metadata format the repository does not offer
+    if (isResourceSyncError(error, 'RS_INVALID_ARGUMENT')) return usageError('oai-pmh', error);
     if (!isResourceSyncError(error)) throw error;
+    if (values.json === true) process.stdout.write(`${JSON.stringify({ ok: false, error: { code: error.code, message: error.message } })}\n`);
     process.stderr.write(`resourcesync oai-pmh: ${error.message}\n`);
     return 1;
   }
@@ -173,17 +173,30 @@ export async function run(args: string[]): Promise<number> {
 
 async function once(values: Values, repository: string, shared: PublishArgsResult): Promise<number> {
   const outDir = resolve(values.out!);
+  requireFolderOrNothing(outDir, '--out');
   const verbose = values.verbose === true;
-  const { harvest, published } = await publishOaiRepository({
-    ...bridgeOptions(values, repository, outDir, verbose),
-    outDir,
-    baseUrl: values['base-url']!,
-    publish: shared,
-    ...(values.full === true ? { full: true } : {}),
-  });
+  const ac = new AbortController();
+  const stop = (): void => ac.abort(new Error('interrupted'));
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  let result: Awaited<ReturnType<typeof publishOaiRepository>>;
+  try {
+    result = await publishOaiRepository({
+      ...bridgeOptions(values, repository, outDir, verbose),
+      outDir,
+      baseUrl: values['base-url']!,
+      publish: shared,
+      ...(values.full === true ? { full: true } : {}),
+      signal: ac.signal,
+    });
+  } finally {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+  }
+  const { harvest, published } = result;
   const c = harvest.counts;
   if (values.json === true) {
-    process.stdout.write(`${JSON.stringify({ harvest, resources: published.resources, changes: published.changes, sourceDescription: published.sourceDescription }, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify({ ok: true, harvest, resources: published.resources, changes: published.changes, sourceDescription: published.sourceDescription })}\n`);
   } else {
     const { created, updated, deleted } = published.changes;
     process.stdout.write(
@@ -223,6 +236,7 @@ async function service(values: Values, repository: string, shared: PublishArgsRe
   const interval = count(values, 'interval', 1) ?? 300;
   const verbose = values.verbose === true;
   const folder = resolve(values.out ?? `oai-pmh-${new URL(repository).host.replace(/[^A-Za-z0-9.-]+/g, '-')}`);
+  requireFolderOrNothing(folder, '--out');
   const ac = new AbortController();
   const stop = (): void => ac.abort();
   process.once('SIGINT', stop);
