@@ -19,14 +19,17 @@ export class HarvestState {
   readonly #db: Database.Database;
   readonly #pending: Array<[string, number | undefined]> = [];
 
+  /** Opens (creating it) the state at `file`. */
   constructor(file: string) {
     this.#db = openStore(file, { schema: SCHEMA, synchronous: 'NORMAL' });
   }
 
+  /** A bookkeeping value, undefined when never set. */
   get(key: string): string | undefined {
     return (this.#db.prepare('SELECT value FROM meta WHERE key = ?').get(key) as { value: string } | undefined)?.value;
   }
 
+  /** Sets a bookkeeping value. */
   set(key: string, value: string): void {
     this.#db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value').run(key, value);
   }
@@ -65,6 +68,7 @@ export class HarvestState {
     }
   }
 
+  /** Writes what is pending and closes the database. */
   close(): void {
     this.flush();
     this.#db.close();
