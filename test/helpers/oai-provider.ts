@@ -69,6 +69,15 @@ export async function startCatmanduProvider(dir: string, records: ProviderRecord
   }
   if (child.exitCode !== null) throw new Error(`the OAI-PMH provider exited: ${err}`);
   const baseUrl = /listening on (\S+)/.exec(out)![1]!;
+  // the line comes just before the server binds: wait until it answers
+  const deadline = Date.now() + 30_000;
+  while (!(await fetch(`${baseUrl}?verb=Identify`).then((r) => r.ok, () => false))) {
+    if (Date.now() > deadline || child.exitCode !== null) {
+      child.kill();
+      throw new Error(`the OAI-PMH provider does not answer: ${err}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
   return {
     baseUrl,
     child,
