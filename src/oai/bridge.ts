@@ -61,6 +61,8 @@ export interface HarvestReport {
   /** When it started, by the repository's clock (its Identify's `responseDate`), ms. */
   startedAt: number;
   counts: HarvestCounts;
+  /** The record files an incremental harvest wrote or removed, when at most 10,000 (else undefined). */
+  changedFiles?: string[];
 }
 
 /** An open bridge: its sets of resources and its harvests. */
@@ -192,7 +194,7 @@ class Bridge implements OaiBridge {
     const from = full ? undefined : formatDatestamp(granularity === 'YYYY-MM-DD' ? last : last - (options.overlapMs ?? 60_000), granularity);
     const previousGeneration = Number(state.get('generation') ?? 0);
     const generation = full ? previousGeneration + 1 : previousGeneration;
-    const counts = await harvestInto({
+    const { changedFiles, ...counts } = await harvestInto({
       client: this.client,
       state,
       sets: this.sets,
@@ -209,7 +211,7 @@ class Bridge implements OaiBridge {
       state.set('lastFullHarvest', String(startedAt));
       state.set('generation', String(generation));
     }
-    return { full, ...(from === undefined ? {} : { from }), startedAt, counts };
+    return { full, ...(from === undefined ? {} : { from }), startedAt, counts, ...(changedFiles === undefined ? {} : { changedFiles }) };
   }
 
   async close(): Promise<void> {

@@ -34,6 +34,18 @@ export interface HarvestCounts {
   skipped: number;
 }
 
+/** Most changed files a harvest lists (see {@link HarvestResult.changedFiles}). */
+const MAX_CHANGED_FILES = 10_000;
+
+/** A harvest's counts and, when few enough, the files it wrote or removed. */
+export interface HarvestResult extends HarvestCounts {
+  /**
+   * The record files written or removed (absolute paths), for recording them on their own; undefined after a
+   * full harvest or past 10,000 files, when the Source rescans its folders.
+   */
+  changedFiles?: string[];
+}
+
 /** Options of {@link harvestInto}. */
 export interface HarvestIntoOptions {
   client: OaiClient;
@@ -78,8 +90,13 @@ async function* recordsOf(options: HarvestIntoOptions, set: BridgeSet, metadataP
  * @example
  * const counts = await harvestInto({ client, state, sets: [{ name: 'oai', dir }], metadataPrefixes: ['oai_dc'], generation: 1 });
  */
-export async function harvestInto(options: HarvestIntoOptions): Promise<HarvestCounts> {
+export async function harvestInto(options: HarvestIntoOptions): Promise<HarvestResult> {
   const counts: HarvestCounts = { records: 0, written: 0, unchanged: 0, deleted: 0, skipped: 0 };
+  let changed: string[] | undefined = options.from === undefined ? undefined : [];
+  const note = (file: string): void => {
+    if (changed !== undefined && changed.length < MAX_CHANGED_FILES) changed.push(file);
+    else changed = undefined;
+  };
   const { state, generation } = options;
   for (const set of options.sets) {
     for (const prefix of options.metadataPrefixes) {
@@ -96,19 +113,23 @@ export async function harvestInto(options: HarvestIntoOptions): Promise<HarvestC
         const key = `${set.name}/${path}`;
         const file = join(set.dir, path);
         if (record === undefined || record.deleted || record.metadata === undefined) {
-          if (removeRecord(file)) counts.deleted++;
+          if (removeRecord(file)) {
+            counts.deleted++;
+            note(file);
+          }
           state.see(key, undefined);
           continue;
         }
         const outcome = putRecord(file, Buffer.from(record.metadata, 'utf8'), record.time);
         counts[outcome]++;
+        if (outcome === 'written') note(file);
         state.see(key, generation);
       }
     }
   }
   state.flush();
   if (options.from === undefined) counts.deleted += sweep(options);
-  return counts;
+  return { ...counts, ...(changed === undefined ? {} : { changedFiles: changed }) };
 }
 
 /** After a full harvest: removes the files it did not see. */

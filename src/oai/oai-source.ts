@@ -161,7 +161,8 @@ class Service implements OaiSource {
     const run = this.#queue.then(async () => {
       const report = await this.bridge.harvest(asked);
       const changed = report.counts.written + report.counts.deleted > 0;
-      if (changed) await this.source.publishNow();
+      // an incremental harvest's files are recorded on their own (and pushed at once); a full one rescans
+      if (changed) await (report.changedFiles === undefined ? this.source.publishNow() : this.source.publishFiles(report.changedFiles));
       this.emit({ type: 'harvest', report, published: changed });
       return report;
     });

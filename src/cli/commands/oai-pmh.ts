@@ -193,7 +193,8 @@ async function once(values: Values, repository: string, shared: PublishArgsResul
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);
   }
-  const { harvest, published } = result;
+  const { published } = result;
+  const { changedFiles: _files, ...harvest } = result.harvest;
   const c = harvest.counts;
   if (values.json === true) {
     process.stdout.write(`${JSON.stringify({ ok: true, harvest, resources: published.resources, changes: published.changes, sourceDescription: published.sourceDescription })}\n`);
