@@ -23,6 +23,8 @@ const MIGRATIONS: readonly string[] = [
      destination TEXT NOT NULL, url TEXT COLLATE "C" NOT NULL, set_key TEXT NOT NULL, PRIMARY KEY (destination, url));
    CREATE TABLE resourcesync_leases (
      destination TEXT PRIMARY KEY, holder TEXT NOT NULL, token TEXT NOT NULL, expires_at BIGINT NOT NULL);`,
+  // the host and process of a lease's holder: on the same host, a holder whose process is gone lets it go at once
+  `ALTER TABLE resourcesync_leases ADD COLUMN IF NOT EXISTS host TEXT, ADD COLUMN IF NOT EXISTS pid INTEGER;`,
 ];
 
 /** The schema version this package writes. */
