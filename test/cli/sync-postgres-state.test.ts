@@ -91,6 +91,11 @@ void test('sync --state postgres://: baseline, incremental, audit and repair, th
     assert.equal(trusted.status, 0, trusted.stdout + trusted.stderr);
     assert.match(trusted.stdout, /7 on offer: 7 unchanged/);
 
+    const links = await runCli(['links', dest, `${src.origin}/d/new.txt`, '--json', ...state]);
+    assert.equal(links.status, 0, links.stderr);
+    assert.deepEqual(JSON.parse(links.stdout), { url: `${src.origin}/d/new.txt`, path: 'd/new.txt', links: {} });
+    assert.equal((await runCli(['links', dest])).status, 2, 'no state in <dest>');
+
     await writeFile(join(dest, 'd', 'f3.txt'), 'tampered\n');
     const repaired = await runCli(['audit', src.capabilityList, dest, '--repair', ...state]);
     assert.equal(repaired.status, 0, repaired.stdout + repaired.stderr);
