@@ -26,7 +26,7 @@ export interface FeedRecord {
 }
 
 /** Longest `loc` accepted (sitemaps.org: a URL of at most 2,048 characters). */
-export const FEED_LOC_MAX = 2048;
+const FEED_LOC_MAX = 2048;
 
 const MEDIA_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*(\s*;\s*[A-Za-z0-9!#$&^_.+-]+=("[^"\\\r\n]*"|[A-Za-z0-9!#$&^_.+-]+))*$/;
 const HEX = /^[0-9a-fA-F]+$/;
@@ -48,7 +48,7 @@ function show(v: unknown): string {
  * their length, each algorithm once. Throws `RS_INVALID_FEED` naming the field.
  * @example parseFeedHash('md5:5d41402abc4b2a76b9719d911017c592', 1, 'hash') // { md5: '5d41…' }
  */
-export function parseFeedHash(value: string, line: number, field: string, into: Partial<Record<HashAlgorithm, string>> = {}): Partial<Record<HashAlgorithm, string>> {
+function parseFeedHash(value: string, line: number, field: string, into: Partial<Record<HashAlgorithm, string>> = {}): Partial<Record<HashAlgorithm, string>> {
   for (const token of value.trim().split(/\s+/)) {
     if (token === '') continue;
     const colon = token.indexOf(':');

@@ -14,5 +14,6 @@ export {
   type LiveSource,
   type LiveSourceEvent,
   type LiveSourceOptions,
+  type LiveSet,
 } from './live-source.js';
 export type { PushEvent } from './push.js';

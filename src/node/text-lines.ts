@@ -13,7 +13,7 @@ export interface TextLine {
 }
 
 /** Longest line accepted by default: 1 MiB. */
-export const MAX_LINE_BYTES = 1024 * 1024;
+const MAX_LINE_BYTES = 1024 * 1024;
 
 const NL = 10;
 

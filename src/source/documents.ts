@@ -18,7 +18,7 @@ import { pathToUrl } from './url-path.js';
  * The URL of a stored resource: its path under the set's base URL, or, for a set whose base is '' (an inventory
  * given as records, see `InventoryFeed`), the path itself, which is the resource's `loc` as given.
  */
-export function resourceLoc(setBaseUrl: string, path: string): string {
+function resourceLoc(setBaseUrl: string, path: string): string {
   return setBaseUrl === '' ? path : pathToUrl(setBaseUrl, path);
 }
 

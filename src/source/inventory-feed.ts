@@ -70,11 +70,6 @@ export function jsonLinesFeed(open: () => AsyncIterable<Uint8Array | string>, op
   };
 }
 
-/** The inventory entry of a record: `path` is its `loc`; what the record leaves out is marked unknown. */
-export function feedEntry(r: FeedRecord): InventoryEntry {
-  return { path: r.loc, size: r.length ?? NO_LENGTH, mtimeMs: r.lastmod ?? NO_LASTMOD, type: r.type ?? '', hashes: r.hashes };
-}
-
 /** What staging one run of a feed found. */
 export interface StagedFeed {
   /** Records staged (deletions included). */

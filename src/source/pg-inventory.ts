@@ -22,7 +22,7 @@ export interface PostgresFeedOptions {
 }
 
 /** A connection URL without its password, for messages. */
-export function redactedUrl(url: string): string {
+function redactedUrl(url: string): string {
   try {
     const u = new URL(url);
     if (u.password !== '') u.password = '***';
