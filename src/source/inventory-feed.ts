@@ -76,6 +76,8 @@ export interface StagedFeed {
   records: number;
   /** Bad records left out (`onInvalid: 'skip'`). */
   skipped: number;
+  /** Records whose `loc` is not under `options.origin`, and the first of them. */
+  foreign: { count: number; first?: string };
   /** Every resource the run lists, in UTF-8 byte order of `loc` (deletions left out): a whole inventory. */
   entries(): Iterable<InventoryEntry>;
   /** Each `loc` of the run with its new state, undefined for a deletion, in the same order: changes only. */
@@ -91,7 +93,7 @@ type Row = [string, number, number, number, string, string];
  * @throws ResourceSyncError RS_INVALID_FEED for the first bad record unless `feed.onInvalid` is `skip` (then
  * `onSkipped` hears of each); RS_ABORTED
  */
-export async function stageFeed(feed: InventoryFeed, options: { dir?: string; signal?: AbortSignal; onSkipped?: (err: ResourceSyncError) => void; onProgress?: (records: number) => void } = {}): Promise<StagedFeed> {
+export async function stageFeed(feed: InventoryFeed, options: StageOptions = {}): Promise<StagedFeed> {
   const folder = mkdtempSync(join(options.dir ?? tmpdir(), 'rs-feed-'));
   const file = join(folder, 'feed.sqlite');
   const db = new Database(file);
@@ -122,13 +124,28 @@ function* rows<T>(db: Database.Database, withDeleted: boolean, toItem: (r: Row) 
   for (const r of db.prepare(sql).raw(true).iterate() as IterableIterator<Row>) yield toItem(r);
 }
 
+/** Options of {@link stageFeed}. */
+export interface StageOptions {
+  /** Folder of the temporary file; default the system's temporary folder. */
+  dir?: string;
+  signal?: AbortSignal;
+  /** Hears of each bad record left out (`onInvalid: 'skip'`). */
+  onSkipped?: (err: ResourceSyncError) => void;
+  /** Records staged so far, every 10,000. */
+  onProgress?: (records: number) => void;
+  /** The Source's origin (`https://example.org`): records elsewhere are counted in `foreign`. */
+  origin?: string;
+}
+
 /** Inserts the records in transactions of 10,000; a `loc` already staged is a bad record naming both lines. */
-async function stageRecords(db: Database.Database, feed: InventoryFeed, options: { signal?: AbortSignal; onSkipped?: (err: ResourceSyncError) => void; onProgress?: (records: number) => void }): Promise<{ records: number; skipped: number }> {
+async function stageRecords(db: Database.Database, feed: InventoryFeed, options: StageOptions): Promise<Pick<StagedFeed, 'records' | 'skipped' | 'foreign'>> {
   const insert = db.prepare('INSERT INTO staged (loc, line, deleted, size, mtime, type, hashes) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (loc) DO NOTHING');
   const earlier = db.prepare('SELECT line FROM staged WHERE loc = ?').pluck();
   const skip = feed.onInvalid === 'skip';
   let records = 0;
   let skipped = 0;
+  const foreign: StagedFeed['foreign'] = { count: 0 };
+  const home = options.origin === undefined ? undefined : `${options.origin}/`;
   let inBatch = 0;
   const bad = (err: ResourceSyncError): void => {
     if (!skip) throw new ResourceSyncError(err.code, `${feed.location}: ${err.message}`, { data: { ...err.data, location: feed.location } });
@@ -148,6 +165,10 @@ async function stageRecords(db: Database.Database, feed: InventoryFeed, options:
       continue;
     }
     records++;
+    if (home !== undefined && !r.loc.startsWith(home) && new URL(r.loc).origin !== options.origin) {
+      foreign.count++;
+      foreign.first ??= r.loc;
+    }
     if (++inBatch >= 10_000) {
       inBatch = 0;
       db.exec('COMMIT');
@@ -158,5 +179,5 @@ async function stageRecords(db: Database.Database, feed: InventoryFeed, options:
   }
   db.exec('COMMIT');
   options.onProgress?.(records);
-  return { records, skipped };
+  return { records, skipped, foreign };
 }

@@ -180,8 +180,11 @@ export interface Context {
  * (no Destination could write it back safely, and such bytes do not round-trip through a URL), with what it holds.
  */
 export interface PublishWarning {
-  /** `RS_INVALID_FEED`: a bad record of a feed left out (`InventoryFeed.onInvalid: 'skip'`). */
-  code: 'RS_UNPUBLISHABLE_NAME' | 'RS_INVALID_FEED';
+  /**
+   * `RS_INVALID_FEED`: a bad record of a feed left out (`InventoryFeed.onInvalid: 'skip'`). `RS_AUTHORITY`: a
+   * feed's resources on another origin than the base URL (counted, the first named).
+   */
+  code: 'RS_UNPUBLISHABLE_NAME' | 'RS_INVALID_FEED' | 'RS_AUTHORITY';
   /** Name of the set. */
   set: string;
   /** Relative path in the set (undecodable bytes shown as U+FFFD); for a feed, its location. */

@@ -4,7 +4,7 @@
  * is deleted), a feed of changes by `update` (only what it lists changes). Its first run is the baseline.
  * @see Z39.99 §10.1 (Resource List), §12.1 (Change List)
  */
-import type { ResourceSyncError } from '../core/errors.js';
+import { ResourceSyncError } from '../core/errors.js';
 import { stageFeed, type InventoryFeed } from './inventory-feed.js';
 import { warn, type Context } from './publish-context.js';
 import type { RebuildOptions, RebuildResult } from './snapshot-rows.js';
@@ -35,6 +35,7 @@ export async function recordFeed(
     ...(ctx.stateDir !== undefined ? { dir: ctx.stateDir } : {}),
     ...(ctx.signal ? { signal: ctx.signal } : {}),
     onSkipped,
+    origin: new URL(ctx.baseUrl).origin,
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
   });
   try {
@@ -45,6 +46,20 @@ export async function recordFeed(
       ...(options.onChange ? { onChange: options.onChange } : {}),
     };
     const changesOnly = feed.scope === 'changes' && (await snapshots.snapshotAt()) !== undefined;
+    if (!changesOnly && staged.records === 0 && (await snapshots.count()) > 0) {
+      // an export that failed and left an empty file would otherwise delete every resource
+      throw new ResourceSyncError('RS_INVALID_FEED', `${feed.location}: lists no resource; as the whole inventory it would delete all ${await snapshots.count()}. Delete them with "change": "deleted" lines (--jsonl-changes) instead.`, {
+        data: { location: feed.location, field: '' },
+      });
+    }
+    if (staged.foreign.count > 0) {
+      warn(ctx, {
+        code: 'RS_AUTHORITY',
+        set: set.name,
+        path: feed.location,
+        message: `${staged.foreign.count} resource(s) are on another origin than the base URL ${ctx.baseUrl} (first: ${staged.foreign.first!}): a Destination follows them only when it allows that origin (sync --allow-origin).`,
+      });
+    }
     const recording = changesOnly ? await snapshots.update(staged.states(), recordOptions) : await snapshots.rebuild(staged.entries(), recordOptions);
     if (changesOnly) recording.resources = await snapshots.count();
     return { recording, skipped: staged.skipped };

@@ -204,3 +204,25 @@ void test('build with a feed: usage errors exit 2', async () => {
     await work.cleanup();
   }
 });
+
+void test('build --jsonl: an empty whole-inventory feed is refused when it would delete everything; resources on other origins are counted in a warning', async () => {
+  const work = await tempDir();
+  try {
+    const feed = join(work.dir, 'f.jsonl');
+    const out = join(work.dir, 'public');
+    const args = ['build', '--jsonl', feed, '--base-url', 'http://127.0.0.1:9/', '--out', out, '--state', join(work.dir, 'state'), '--json'];
+    writeFileSync(feed, '{"loc":"http://127.0.0.1:9/a"}\n{"loc":"https://files.example/b"}\n{"loc":"https://files.example/c"}\n');
+    const first = await cli(args);
+    assert.equal(first.status, 0, first.stderr);
+    const w = (JSON.parse(first.stdout) as { warnings: Array<{ code: string; message: string }> }).warnings;
+    assert.deepEqual(w.map((x) => x.code), ['RS_AUTHORITY']);
+    assert.match(w[0]!.message, /^2 resource\(s\) are on another origin than the base URL http:\/\/127\.0\.0\.1:9\/ \(first: https:\/\/files\.example\/b\)/);
+    writeFileSync(feed, '\n');
+    const empty = await cli(args);
+    assert.equal(empty.status, 1);
+    assert.match(empty.stderr, /f\.jsonl: lists no resource; as the whole inventory it would delete all 3/);
+    assert.match(readFileSync(join(out, '.resourcesync', 'f', 'resourcelist.xml'), 'utf8'), /files\.example\/c/);
+  } finally {
+    await work.cleanup();
+  }
+});
