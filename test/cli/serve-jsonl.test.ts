@@ -48,3 +48,27 @@ void test('serve --jsonl: serves the documents, republishes when the file change
     await work.cleanup();
   }
 });
+
+void test('serve with a feed: usage errors exit 2', async () => {
+  const { spawnSync } = await import('node:child_process');
+  const { REPO_ROOT } = await import('../helpers/paths.js');
+  const work = await tempDir();
+  try {
+    const feed = join(work.dir, 'f.jsonl');
+    writeFileSync(feed, '');
+    const cases: Array<[string[], RegExp]> = [
+      [['--jsonl', feed], /needs --state/],
+      [['--jsonl', '-', '--state', work.dir], /stdin\) is for build/],
+      [['--jsonl', feed, '--state', work.dir, work.dir], /directories or a feed/],
+      [['--jsonl', feed, '--state', work.dir, '--dumps'], /--dumps is not for a feed/],
+      [['--name', 'x', work.dir], /--name names a feed/],
+    ];
+    for (const [args, message] of cases) {
+      const r = spawnSync(process.execPath, [join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js'), 'serve', ...args, '--port', '0'], { encoding: 'utf8', timeout: 30_000 });
+      assert.equal(r.status, 2, args.join(' '));
+      assert.match(r.stderr, message);
+    }
+  } finally {
+    await work.cleanup();
+  }
+});

@@ -56,8 +56,8 @@ ${hubLimitHelp(26)}  --xmpp URI              also publish the notifications to a
                           channel, named by its topic URI, created (open to subscribers) when
                           missing; each channel in the Capability Lists names its node
   --name NAME             the set name of a feed (default: the file's name, or 'resources')
-${FEED_HELP}                          A feed's file is published again when it changes; a query
-                          when the Source is asked to (no watch)
+${FEED_HELP}                          A feed's file is published again when it changes (not with
+                          --no-watch); a query is read once, at the start
 ${PUBLISH_HELP}  --verbose               log every request on stderr
   -h, --help              show this help
 `;
