@@ -15,5 +15,6 @@ export {
   type LiveSourceEvent,
   type LiveSourceOptions,
   type LiveSet,
+  type LiveFeedSet,
 } from './live-source.js';
 export type { PushEvent } from './push.js';

@@ -29,10 +29,18 @@ import type { InventoryFeed } from '../source/inventory-feed.js';
 import { watchFeedFile, type FeedFileWatch } from './feed-watch.js';
 
 /**
- * A set of a live Source: a directory, or a feed (`InventoryFeed`) whose resources are elsewhere; a feed read
- * from a `file` is published again when the file changes (with `watch`).
+ * A set of a live Source: a directory, or a feed (`InventoryFeed`) whose resources are elsewhere; with `watch`, a
+ * feed read from a `file` is published again when the file changes, and one with `everyMs` (a query) that often.
  */
-export type LiveSet = { name: string; dir: string } | { name: string; feed: InventoryFeed; file?: string };
+export type LiveSet = { name: string; dir: string } | LiveFeedSet;
+
+/** A feed set of a live Source (see {@link LiveSet}). */
+export interface LiveFeedSet {
+  name: string;
+  feed: InventoryFeed;
+  file?: string;
+  everyMs?: number;
+}
 
 /** A folder that holds nothing (made when missing). */
 function emptyFolder(dir: string): string {
@@ -40,7 +48,7 @@ function emptyFolder(dir: string): string {
   return dir;
 }
 
-const isFeed = (s: LiveSet): s is { name: string; feed: InventoryFeed; file?: string } => 'feed' in s;
+const isFeed = (s: LiveSet): s is LiveFeedSet => 'feed' in s;
 const folders = (sets: readonly LiveSet[]): Array<{ name: string; dir: string }> => sets.flatMap((s) => (isFeed(s) ? [] : [s]));
 
 /** The publication options a live Source takes as they are (the rest it sets itself). */
@@ -158,7 +166,7 @@ class RunningLiveSource implements LiveSource {
   #push: Push | undefined;
   #explorer: ExplorerMount | undefined;
   #watcher: SourceWatcher | undefined;
-  #feedWatches: FeedFileWatch[] = [];
+  #feedWatches: Array<FeedFileWatch | { close(): void }> = [];
   #publication: LivePublication | undefined;
   #firstPublication: Promise<PublishResult> | undefined;
   /** The publications asked for with `publishNow()` without the watcher, one after the other. */
@@ -370,7 +378,7 @@ class RunningLiveSource implements LiveSource {
   /** A feed read from a file is published again when the file changes, and the run reported as the watcher's are. */
   #watchFeeds(): void {
     for (const set of this.#options.sets) {
-      if (!isFeed(set) || set.file === undefined) continue;
+      if (!isFeed(set) || (set.file === undefined && set.everyMs === undefined)) continue;
       const onChange = (): void => {
         const t0 = performance.now();
         this.publishNow().then(
@@ -380,7 +388,11 @@ class RunningLiveSource implements LiveSource {
           },
         );
       };
-      this.#feedWatches.push(watchFeedFile(set.file, onChange, { signal: this.#controller.signal }));
+      if (set.file !== undefined) this.#feedWatches.push(watchFeedFile(set.file, onChange, { signal: this.#controller.signal }));
+      if (set.everyMs !== undefined) {
+        const timer = setInterval(onChange, Math.max(1000, set.everyMs));
+        this.#feedWatches.push({ close: () => clearInterval(timer) });
+      }
     }
   }
 

@@ -12,6 +12,8 @@ import pg from 'pg';
 import { REPO_ROOT } from '../helpers/paths.js';
 import { POSTGRES_SKIP, startPostgres, type PostgresCluster } from '../helpers/postgres.js';
 import { tempDir } from '../helpers/tmp.js';
+import { startServe } from '../helpers/serve-child.js';
+import { until } from '../helpers/cli-child.js';
 
 const BIN = join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js');
 
@@ -141,4 +143,26 @@ void test('postgresFeed reads the rows a page at a time through a cursor, number
   const items: Array<[number, string | undefined, number | undefined]> = [];
   for await (const item of feed.records()) items.push([item.line, item.record?.loc, item.record?.length]);
   assert.deepEqual(items, [1, 2, 3, 4, 5, 6, 7].map((n) => [n, `https://data.example/${n}`, n]));
+});
+
+void test('serve --pg-inventory --pg-interval: the query runs again and its changes are published', { skip: POSTGRES_SKIP }, async () => {
+  const work = await tempDir();
+  const url = cluster!.url;
+  await load(url, [{ id: 1, url: 'https://data.example/x/1', modified: '2024-05-01T10:00:00Z', bytes: 10, md5: A, mime: 'text/plain' }]);
+  const served = await startServe(['--pg-inventory', url, '--pg-query', QUERY, '--pg-interval', '1', '--name', 'items', '--state', join(work.dir, 'state'), '--no-hub']);
+  try {
+    const docs = `${served.url}/.resourcesync/items/`;
+    assert.match(await (await fetch(`${docs}resourcelist.xml`)).text(), /<loc>https:\/\/data\.example\/x\/1<\/loc>/);
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    await client.query("INSERT INTO items VALUES (2, 'https://data.example/x/2', now(), 5, $1, 'text/plain', false)", [B]);
+    await client.end();
+    let changes = '';
+    await until('the new row in the Change List', () => /x\/2<\/loc>/.test(changes) || (void fetch(`${docs}changelist.xml`).then(async (r) => (changes = await r.text())), false), 30_000);
+    assert.match(changes, /<loc>https:\/\/data\.example\/x\/2<\/loc>\s*<lastmod>[^<]+<\/lastmod>\s*<rs:md change="created"/);
+  } finally {
+    served.child.kill('SIGTERM');
+    await new Promise((resolve) => (served.child.exitCode !== null ? resolve(undefined) : served.child.once('exit', resolve)));
+    await work.cleanup();
+  }
 });

@@ -57,7 +57,9 @@ ${hubLimitHelp(26)}  --xmpp URI              also publish the notifications to a
                           missing; each channel in the Capability Lists names its node
   --name NAME             the set name of a feed (default: the file's name, or 'resources')
 ${FEED_HELP}                          A feed's file is published again when it changes (not with
-                          --no-watch); a query is read once, at the start
+                          --no-watch)
+  --pg-interval S         run the query of --pg-inventory again every S seconds (default 60;
+                          not with --no-watch)
 ${PUBLISH_HELP}  --verbose               log every request on stderr
   -h, --help              show this help
 `;
@@ -81,6 +83,7 @@ const ARGS = {
   state: { type: 'string' },
   'no-watch': { type: 'boolean' },
   name: { type: 'string' },
+  'pg-interval': { type: 'string' },
   ...FEED_ARGS,
   ...PUBLISH_ARGS,
   hub: { type: 'string' },
@@ -173,6 +176,10 @@ async function readConfig(values: ServeValues, positionals: string[]): Promise<S
     if (values.dumps === true) return usageError('serve', '--dumps is not for a feed: its resources are held elsewhere.');
     if (feed.file !== undefined && (await stat(feed.file).catch(() => undefined))?.isFile() !== true) return usageError('serve', `--jsonl '${values.jsonl}' is not a file.`);
   }
+  const interval = values['pg-interval'];
+  if (interval !== undefined && (values['pg-inventory'] === undefined || !/^\d+$/.test(interval) || Number(interval) < 1)) {
+    return usageError('serve', `--pg-interval '${interval}' is not a number of seconds (>= 1) for --pg-inventory.`);
+  }
   const port = values.port === undefined ? 8080 : Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) return usageError('serve', `--port '${values.port}' is not a port number.`);
   let shared: PublishArgsResult;
@@ -192,7 +199,9 @@ async function readConfig(values: ServeValues, positionals: string[]): Promise<S
   }
   const stateDir = values.state === undefined ? undefined : resolve(values.state);
   const sets: ServeConfig['sets'] | number =
-    feed === undefined ? await readSets(positionals, stateDir) : [{ name: feed.name, feed: feed.feed, ...(feed.file === undefined ? {} : { file: feed.file }) }];
+    feed === undefined
+      ? await readSets(positionals, stateDir)
+      : [{ name: feed.name, feed: feed.feed, ...(feed.file === undefined ? { everyMs: Number(interval ?? 60) * 1000 } : { file: feed.file }) }];
   if (typeof sets === 'number') return sets;
   const push = readPush(values);
   if (typeof push === 'number') return push;
