@@ -1,9 +1,11 @@
 // A JSON-lines feed of N resources (default 1,000,000; RS_BENCH_JSONL=10000000 for 10^7) generated on the fly into
 // the stdin of a child process that publishes it as a Resource List Index (`build --jsonl -`: lines parsed and
 // checked, staged by loc, recorded in the SQLite snapshots, the index and its parts written): entries/s and peak
-// RSS, next to a child that only reads and JSON.parses the same lines (the baseline). Locs come in the order of a
-// database's ids (…/items/1, …/items/2, …), which is not the order of the Resource List.
-import { spawn } from 'node:child_process';
+// RSS, next to a child that only reads and JSON.parses the same lines (the baseline), and next to the same number of
+// entries put straight into the snapshot store and written as a Resource List Index (source-million.child.js: what
+// the feed adds to the store and the writer). Locs come in the order of a database's ids (…/items/1, …/items/2, …),
+// which is not the order of the Resource List.
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -54,9 +56,18 @@ const label = N.toLocaleString('en-US');
 const base = await runChild('parse', N, DATA);
 const pub = await runChild('publish', N, DATA);
 if (pub.entries !== N) throw new Error(`published ${pub.entries} of ${N}`);
+const million = spawnSync(process.execPath, [join(ROOT, 'bench', 'source-million.child.js'), join(DATA, 'store'), String(N)], { encoding: 'utf8' });
+if (million.status !== 0) throw new Error(`source-million.child.js failed: ${million.stderr}`);
+const store = JSON.parse(million.stdout);
+// per entry: the store's insert, then the Resource List write
+const storeRate = 1 / (1 / store.insertRate + 1 / store.writeRate);
+const storeCpuRate = 1 / (1 / store.insertCpuRate + 1 / store.writeCpuRate);
 line(`${label} feed lines read + JSON.parse (baseline)`, N / (base.ms / 1000), 'entries/s');
 line(`${label} feed lines published as a Resource List Index (${pub.parts} parts)`, N / (pub.ms / 1000), 'entries/s', N / (base.ms / 1000));
 line(`${label} feed lines published per CPU-second`, N / (pub.cpuMs / 1000), 'entries/cpu-s', N / (base.cpuMs / 1000));
+line(`${label} entries straight into the snapshot store and a Resource List Index (no feed)`, storeRate, 'entries/s');
+line(`${label} feed lines published, against the store and the Resource List Index alone`, N / (pub.ms / 1000), 'entries/s', storeRate);
+line(`${label} feed lines published per CPU-second, against the store and the Resource List Index alone`, N / (pub.cpuMs / 1000), 'entries/cpu-s', storeCpuRate);
 console.log(`${label} feed lines: peak RSS ${(pub.maxRSS / 1024).toFixed(0)} MB publishing, ${(base.maxRSS / 1024).toFixed(0)} MB parsing (baseline)`);
 console.log(`${label} feed lines: published in ${(pub.ms / 1000).toFixed(1)} s; 10^8 at this rate: ${((1e8 / N) * pub.ms / 60_000).toFixed(0)} min`);
 rmSync(DATA, { recursive: true, force: true });
