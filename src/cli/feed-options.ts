@@ -4,6 +4,7 @@
  * the whole inventory or only changes (`--jsonl-changes`), and what a bad record does (`--lenient`).
  */
 import { createReadStream } from 'node:fs';
+import { createGunzip } from 'node:zlib';
 import { basename, resolve } from 'node:path';
 import { jsonLinesFeed, type InventoryFeed } from '../source/inventory-feed.js';
 import { postgresFeed } from '../source/pg-inventory.js';
@@ -19,7 +20,7 @@ export const FEED_ARGS = {
 } as const;
 
 /** Help lines (two-space indent, descriptions at column 27). */
-export const FEED_HELP = `  --jsonl FILE            publish the resources a JSON-lines feed lists, one a line:
+export const FEED_HELP = `  --jsonl FILE            publish the resources a JSON-lines feed (.gz: gzipped) lists, one a line:
                           {"loc": URL, "lastmod": ..., "length": N, "hash": "md5:...", "type": ...};
                           "change": "deleted" deletes; FILE '-' reads stdin (build only).
                           In place of directories; needs --state
@@ -68,10 +69,11 @@ export function feedFromArgs(values: FeedArgValues, options: { stdin?: () => Asy
     return { name: options.name ?? 'resources', feed: jsonLinesFeed(once, { location: 'stdin', ...common }) };
   }
   const file = resolve(jsonl!);
-  const fromFile = basename(file).replace(/\.[^.]*$/, '').replace(/[^A-Za-z0-9._-]/g, '-').replace(/^[.]+/, '').slice(0, 80);
+  const fromFile = basename(file).replace(/(\.[^.]*)?(\.gz)?$/, '').replace(/[^A-Za-z0-9._-]/g, '-').replace(/^[.]+/, '').slice(0, 80);
   return {
     name: options.name ?? (isValidSetName(fromFile) ? fromFile : 'resources'),
-    feed: jsonLinesFeed(() => createReadStream(file), { location: jsonl!, ...common }),
+    // a gzipped feed (`.gz`) is read through gunzip
+    feed: jsonLinesFeed(() => (file.endsWith('.gz') ? createReadStream(file).pipe(createGunzip()) : createReadStream(file)), { location: jsonl!, ...common }),
     file,
   };
 }

@@ -88,13 +88,16 @@ export interface StagedFeed {
 
 type Row = [string, number, number, number, string, string];
 
+/** The name of a staging folder starts with this. */
+export const STAGING_PREFIX = 'rs-feed-';
+
 /**
  * Reads one run of `feed` into a temporary SQLite file under `dir` (default the system's temporary folder).
  * @throws ResourceSyncError RS_INVALID_FEED for the first bad record unless `feed.onInvalid` is `skip` (then
  * `onSkipped` hears of each); RS_ABORTED
  */
 export async function stageFeed(feed: InventoryFeed, options: StageOptions = {}): Promise<StagedFeed> {
-  const folder = mkdtempSync(join(options.dir ?? tmpdir(), 'rs-feed-'));
+  const folder = mkdtempSync(join(options.dir ?? tmpdir(), STAGING_PREFIX));
   const file = join(folder, 'feed.sqlite');
   const db = new Database(file);
   const close = (): void => {

@@ -5,7 +5,9 @@
  * @see Z39.99 §10.1 (Resource List), §12.1 (Change List)
  */
 import { ResourceSyncError } from '../core/errors.js';
-import { stageFeed, type InventoryFeed } from './inventory-feed.js';
+import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { STAGING_PREFIX, stageFeed, type InventoryFeed } from './inventory-feed.js';
 import { warn, type Context } from './publish-context.js';
 import type { RebuildOptions, RebuildResult } from './snapshot-rows.js';
 import type { SourceSnapshots } from './source-snapshots.js';
@@ -31,8 +33,12 @@ export async function recordFeed(
     const line = typeof err.data.line === 'number' ? err.data.line : undefined;
     warn(ctx, { code: 'RS_INVALID_FEED', set: set.name, path: feed.location, ...(line === undefined ? {} : { line }), message: `${feed.location}: ${err.message}` });
   };
+  // staged beside the set's store; what a run that died left there goes first (this run holds the recording lease)
+  const dir = join(ctx.stateDir!, set.name);
+  mkdirSync(dir, { recursive: true });
+  for (const name of readdirSync(dir)) if (name.startsWith(STAGING_PREFIX)) rmSync(join(dir, name), { recursive: true, force: true });
   const staged = await stageFeed(feed, {
-    ...(ctx.stateDir !== undefined ? { dir: ctx.stateDir } : {}),
+    dir,
     ...(ctx.signal ? { signal: ctx.signal } : {}),
     onSkipped,
     origin: new URL(ctx.baseUrl).origin,

@@ -226,3 +226,22 @@ void test('build --jsonl: an empty whole-inventory feed is refused when it would
     await work.cleanup();
   }
 });
+
+void test('build --jsonl FILE.gz reads it gunzipped; a staging folder a dead run left is removed', async () => {
+  const { gzipSync } = await import('node:zlib');
+  const { mkdirSync } = await import('node:fs');
+  const work = await tempDir();
+  try {
+    const feed = join(work.dir, 'items.jsonl.gz');
+    writeFileSync(feed, gzipSync('{"loc":"http://127.0.0.1:9/a","length":1}\n{"loc":"http://127.0.0.1:9/b","length":2}\n'));
+    const left = join(work.dir, 'state', 'items', 'rs-feed-dead');
+    mkdirSync(left, { recursive: true });
+    writeFileSync(join(left, 'feed.sqlite'), 'x');
+    const r = await cli(['build', '--jsonl', feed, '--base-url', 'http://127.0.0.1:9/', '--out', join(work.dir, 'public'), '--state', join(work.dir, 'state'), '--json']);
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual([(JSON.parse(r.stdout) as { resources: number; sets: string[] }).resources, (JSON.parse(r.stdout) as { sets: string[] }).sets], [2, ['items']]);
+    assert.deepEqual(readdirSync(join(work.dir, 'state', 'items')).filter((n) => n.startsWith('rs-feed-')), [], 'no staging folder left');
+  } finally {
+    await work.cleanup();
+  }
+});

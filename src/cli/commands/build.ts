@@ -124,14 +124,14 @@ function readOptions(values: ParsedCommandArgs<typeof ARGS>['values'], positiona
 }
 
 /** Progress on a terminal: one line, rewritten at most every 100 ms while scanning. */
-function progressLine(): (p: PublishProgress) => void {
+function progressLine(feed: boolean): (p: PublishProgress) => void {
   let last = 0;
   return (p) => {
     const t = Date.now();
     if (t - last < 100 && p.phase === 'scan') return;
     last = t;
     const what =
-      p.phase === 'scan' ? `scanned ${p.files} files (${(p.bytes / 1e6).toFixed(1)} MB)` : `writing ${p.phase}`;
+      p.phase !== 'scan' ? `writing ${p.phase}` : feed ? `read ${p.files} lines` : `scanned ${p.files} files (${(p.bytes / 1e6).toFixed(1)} MB)`;
     process.stderr.write(`\r\x1b[K${p.set}: ${what}`);
   };
 }
@@ -174,7 +174,7 @@ export async function run(args: string[]): Promise<number> {
   const tty = process.stderr.isTTY;
   const started = Date.now();
   try {
-    const { notifications, ...result } = await publish({ ...opts, signal: ac.signal, ...(tty ? { onProgress: progressLine() } : {}) });
+    const { notifications, ...result } = await publish({ ...opts, signal: ac.signal, ...(tty ? { onProgress: progressLine(opts.sets.some((s) => s.feed !== undefined)) } : {}) });
     if (tty) process.stderr.write('\r\x1b[K');
     const published = await sendNotifications(notifications);
     const ms = Date.now() - started;
