@@ -121,6 +121,17 @@ export class RunHold {
   }
 }
 
+/**
+ * Where a run hands the resources of its Resource Lists when other processes fetch them (a job queue's workers):
+ * `baselineFromList` hands each list's entries on, then waits for them to be applied before recording the baseline.
+ */
+export interface ResourceDispatch {
+  /** Hands on the entries of one Resource List of the set in hand; resolves once every one is handed on. */
+  enqueue(run: SyncRun, setRun: SetRun, entries: AsyncIterable<Entry>): Promise<void>;
+  /** Resolves once everything handed on is applied and counted by the run's applier (`absorb`). */
+  settled(run: SyncRun): Promise<void>;
+}
+
 /** Catching up a capability set from its snapshot to the Source's present, owed once deletions are inferred. */
 export interface CatchUp {
   setRun: SetRun;
@@ -188,6 +199,8 @@ export class SyncRun {
   /** Capability sets that offer nothing this run can use. */
   readonly unusable: { set: string; offered: string[] }[] = [];
   readonly catchUps: CatchUp[] = [];
+  /** Where the resources of Resource Lists go when other processes fetch them; undefined: this run fetches them. */
+  dispatch: ResourceDispatch | undefined;
 
   constructor(hold: RunHold, options: SyncOptions, started: number, state: DestinationState, fresh: boolean) {
     this.options = options;
