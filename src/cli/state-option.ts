@@ -136,7 +136,8 @@ export async function openStateChoice(choice: StateChoice, dest: string, options
     close: async () => {
       if (closed) return;
       closed = true;
-      await state.close();
+      // the run's outcome is reported already; a database gone meanwhile lets the lease expire on its own
+      await Promise.resolve(state.close()).catch(() => undefined);
     },
   };
 }

@@ -298,3 +298,29 @@ void test('--state with a login the server refuses exits 3 in one line naming ho
     await sql!.query('SELECT pg_reload_conf()');
   }
 });
+
+void test('the database gone in the middle of a sync: exit 3 in one line that says the state could not be written', skip, async () => {
+  const own = await startPostgres();
+  let stopped = false;
+  try {
+    await withSource(async (src, dest) => {
+      files(src, 5);
+      src.publish();
+      const open = stall(src, '/d/f3.txt');
+      const p = startCli(['sync', src.capabilityList, dest, '--no-fsync', '--state', own.url]);
+      try {
+        await until(`the stalled request; ${p.err()}`, () => src.server.requests.some((r) => r.url === '/d/f3.txt'));
+        await own.stop();
+        stopped = true;
+        open();
+        assert.deepEqual(await exited(p.child, 60_000), [3, null], p.err());
+        assert.match(p.err(), new RegExp(`^resourcesync sync: The state of destination '${resolve(dest).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}' could not be (written|read): .*ECONNREFUSED[^\n]*\n$`));
+      } finally {
+        open();
+        if (p.child.exitCode === null) p.child.kill('SIGKILL');
+      }
+    });
+  } finally {
+    if (!stopped) await own.stop();
+  }
+});

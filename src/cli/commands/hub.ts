@@ -53,6 +53,12 @@ ${hubLimitHelp(27)}  --signature METHOD       X-Hub-Signature method: sha256 (de
 
 Environment: ${PUBLISH_SECRET_ENV}, when set, is the secret every publisher must send
 (Authorization: Bearer <secret>); publishing is then closed to everyone else.
+
+Exit codes:
+  0  stopped by SIGINT or SIGTERM
+  1  cannot listen on <host>:<port>
+  2  usage error
+  3  the --store database cannot be reached, refused the login or does not exist
 `;
 
 function describe(e: HubEvent): string {
