@@ -1,5 +1,6 @@
 // Sync workers on a job queue (pg-boss on PostgreSQL), against a plain sync in the same run:
 //  1. `sync --queue` (coordinator) + 2 `worker` processes against a single-process `sync` of the same N resources
+//     (a Resource List Index of parts of 50,000)
 //     (default 10^4, RS_BENCH_QUEUE_RESOURCES; 1 KB bodies with length and MD5, on loopback, state in PostgreSQL
 //     for both, --no-fsync), as the ratio of their times; peak RSS of every process.
 //  2. Planning 10^6 resources (RS_BENCH_QUEUE_PLAN): a Resource List Index of 20 parts read and parsed, and every
@@ -35,25 +36,26 @@ function source() {
     const url = req.url ?? '/';
     const xml = (s) => res.writeHead(200, { 'content-type': 'application/xml' }).end(s);
     if (url === '/small/capabilitylist.xml' || url === '/big/capabilitylist.xml') {
-      const list = url.startsWith('/small') ? `${origin}/small/resourcelist.xml` : `${origin}/big/resourcelist-index.xml`;
+      const list = `${origin}${url.slice(0, url.lastIndexOf('/'))}/resourcelist-index.xml`;
       return xml(`${head('capabilitylist')}<url><loc>${list}</loc><rs:md capability="resourcelist"/></url>\n</urlset>\n`);
     }
-    if (url === '/small/resourcelist.xml') {
-      res.writeHead(200, { 'content-type': 'application/xml' });
-      res.write(head('resourcelist', at));
-      for (let i = 0; i < N; i++) res.write(`<url><loc>${origin}/small/r/${i}.txt</loc><rs:md hash="md5:${md5s[i]}" length="${body(i).length}"/></url>\n`);
-      return res.end('</urlset>\n');
-    }
-    if (url === '/big/resourcelist-index.xml') {
-      const parts = Array.from({ length: Math.ceil(PLAN / PART) }, (_, k) => `<sitemap><loc>${origin}/big/part-${k}.xml</loc></sitemap>`);
+    const index = /^\/(small|big)\/resourcelist-index\.xml$/.exec(url);
+    if (index !== null) {
+      const count = index[1] === 'small' ? N : PLAN;
+      const parts = Array.from({ length: Math.ceil(count / PART) }, (_, k) => `<sitemap><loc>${origin}/${index[1]}/part-${k}.xml</loc></sitemap>`);
       return xml(`<?xml version="1.0" encoding="UTF-8"?>\n<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">\n<rs:md capability="resourcelist"${at}/>\n${parts.join('\n')}\n</sitemapindex>\n`);
     }
-    const part = /^\/big\/part-(\d+)\.xml$/.exec(url);
+    const part = /^\/(small|big)\/part-(\d+)\.xml$/.exec(url);
     if (part !== null) {
+      const small = part[1] === 'small';
       res.writeHead(200, { 'content-type': 'application/xml' });
-      let out = `${head('resourcelist', at)}<rs:ln rel="up" href="${origin}/big/capabilitylist.xml"/>\n`;
-      const k = Number(part[1]);
-      for (let i = k * PART; i < Math.min(PLAN, (k + 1) * PART); i++) out += `<url><loc>${origin}/big/r/${i}.txt</loc><lastmod>2025-12-31T00:00:00Z</lastmod><rs:md length="${1000 + (i % 24)}"/></url>\n`;
+      let out = `${head('resourcelist', at)}<rs:ln rel="up" href="${origin}/${part[1]}/capabilitylist.xml"/>\n`;
+      const k = Number(part[2]);
+      for (let i = k * PART; i < Math.min(small ? N : PLAN, (k + 1) * PART); i++) {
+        out += small
+          ? `<url><loc>${origin}/small/r/${i}.txt</loc><rs:md hash="md5:${md5s[i]}" length="${body(i).length}"/></url>\n`
+          : `<url><loc>${origin}/big/r/${i}.txt</loc><lastmod>2025-12-31T00:00:00Z</lastmod><rs:md length="${1000 + (i % 24)}"/></url>\n`;
+      }
       return res.end(`${out}</urlset>\n`);
     }
     const r = /^\/small\/r\/(\d+)\.txt$/.exec(url);

@@ -72,6 +72,11 @@ export class RunHold {
   readonly connection: Connection;
   readonly storage: MirrorStorage;
   lease: HeldLease | undefined;
+  /**
+   * Leave what is staged in the storage at the start (a job queue's run: workers of the run resumed may be writing);
+   * settling discards it all the same.
+   */
+  keepStaged = false;
   store: DestinationState | undefined;
   readonly ownsState: boolean;
   readonly #undo: (() => Promise<void>) | undefined;
@@ -96,7 +101,7 @@ export class RunHold {
     makeDestination(this.dest);
     this.store ??= await openSqliteDestinationState(this.dest);
     this.lease = await holdLease(this.store);
-    await this.storage.discardStaged();
+    if (!this.keepStaged) await this.storage.discardStaged();
   }
 
   /** After a failure: a run that holds nothing (a first run, or one whose state was empty) leaves dest as found. */

@@ -30,6 +30,7 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
 export async function runSync(options: SyncOptions, dispatchFor: ((run: SyncRun) => Promise<ResourceDispatch>) | undefined): Promise<SyncReport> {
   const started = Date.now();
   const hold = new RunHold(options);
+  hold.keepStaged = dispatchFor !== undefined;
   try {
     const run = await openRun(hold, options, started);
     if (dispatchFor !== undefined) run.dispatch = await dispatchFor(run);
