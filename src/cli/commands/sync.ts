@@ -12,6 +12,8 @@ import { SyncfsFlush } from '../../node/syncfs.js';
 import { FsyncEach, RenameOnly, type Durability } from '../../node/durability.js';
 import { durabilityFor } from '../../node/durability-for.js';
 import { SmallFileThread } from '../../node/small-file-thread.js';
+import { QUEUE_HELP, QUEUE_OPTIONS, queueChoice, queueSyncOptions, type QueueChoice } from '../queue-options.js';
+import { syncWithQueue } from '../../destination/queue-sync.js';
 import { STATE_HELP, STATE_OPTIONS, openStateChoice, stateChoice, type OpenedState, type StateChoice } from '../state-option.js';
 
 /**
@@ -81,6 +83,7 @@ Options:
   --no-fsync               do not make files durable before renaming them (faster, not
                            safe against a power cut)
 ${STATE_HELP}
+${QUEUE_HELP}
   --follow                 keep following the Source: subscribe to its change notification
                            channel and apply changes as they are announced (poll the Change
                            List when there is no channel or the hub is unreachable); one line
@@ -185,6 +188,7 @@ function describeDescribedBy(d: DescribedByReport): string {
 const SYNC_FLAGS = {
   ...MIRROR_OPTIONS,
   ...STATE_OPTIONS,
+  ...QUEUE_OPTIONS,
   delete: { type: 'boolean' },
   baseline: { type: 'boolean' },
   concurrency: { type: 'string' },
@@ -220,6 +224,8 @@ interface SyncCommand {
   withDescribedBy: boolean;
   /** Where the state lives (`--state`, `--state-key`). */
   state: StateChoice;
+  /** Where the resources are handed to workers (`--queue`), if anywhere. */
+  queue: QueueChoice | undefined;
 }
 
 /** The arguments parsed and checked, or the exit code after the help or a usage error. */
@@ -230,12 +236,13 @@ function parseSync(args: string[]): SyncCommand | number {
   const positionals = sourceAndDest('sync', parsed.positionals);
   if (typeof positionals === 'number') return positionals;
   const [source, dest] = positionals;
-  let concurrency: number | undefined, retries: number | undefined, common: MirrorOptions, state: StateChoice;
+  let concurrency: number | undefined, retries: number | undefined, common: MirrorOptions, state: StateChoice, queue: QueueChoice | undefined;
   try {
     concurrency = integerOption('concurrency', flags.concurrency, 1);
     retries = integerOption('retries', flags.retries, 0);
     common = mirrorOptions(flags);
     state = stateChoice(flags, dest);
+    queue = queueChoice(flags, state);
     if (flags['fsync-method'] !== undefined && flags['fsync-method'] !== 'batch' && flags['fsync-method'] !== 'file') {
       throw new Error(`--fsync-method must be 'batch' or 'file', not '${flags['fsync-method']}'`);
     }
@@ -251,7 +258,7 @@ function parseSync(args: string[]): SyncCommand | number {
   if (typeof xmpp === 'string') return usageError('sync', xmpp);
   const fsync = !(flags['no-fsync'] ?? false);
   const fsyncMethod = flags['fsync-method'] === 'file' ? 'file' : 'batch';
-  return { source, dest, flags, common, concurrency, retries, fsync, fsyncMethod, xmpp, withDescribedBy, state };
+  return { source, dest, flags, common, concurrency, retries, fsync, fsyncMethod, xmpp, withDescribedBy, state, queue };
 }
 
 /** The library options of a sync and of following alike. */
@@ -369,6 +376,14 @@ function printSync(command: SyncCommand, report: SyncReport, described: Describe
   return report.failed.length > 0 || (described?.failed.length ?? 0) > 0 ? EXIT.INCOMPLETE : EXIT.OK;
 }
 
+/** A plain sync on the state `open` opens, or with `--queue` a coordinator's (which opens the state it names). */
+async function syncOnce(command: SyncCommand, options: SyncOptions, bar: ProgressBar, open: () => Promise<SyncOptions['state']>): Promise<SyncReport> {
+  const { queue, state: choice } = command;
+  if (queue !== undefined && choice.kind === 'postgres') return syncWithQueue(queueSyncOptions(options, queue, choice, bar));
+  const state = await open();
+  return sync({ ...options, ...(state === undefined ? {} : { state }) });
+}
+
 /** One sync (and, with `--with describedby`, the describedby targets), its report printed. */
 async function runOnce(command: SyncCommand): Promise<number> {
   const { source, dest, flags, common, retries } = command;
@@ -379,9 +394,10 @@ async function runOnce(command: SyncCommand): Promise<number> {
   let opened: OpenedState | undefined;
   const work = async (signal: AbortSignal): Promise<number> => {
     try {
-      opened = await openStateChoice(command.state, dest, { readonly: flags['dry-run'] === true });
-      const state = opened.state === undefined ? {} : { state: opened.state };
-      const report = await sync({ ...onceOptions(command, durability, bar, signal), ...state });
+      const report = await syncOnce(command, onceOptions(command, durability, bar, signal), bar, async () => {
+        opened = await openStateChoice(command.state, dest, { readonly: flags['dry-run'] === true });
+        return opened.state;
+      });
       bar.done();
       const describedDurability = command.fsync ? new FsyncEach() : new RenameOnly();
       const described = command.withDescribedBy
