@@ -78,7 +78,7 @@ mon data = $C/mon.a
 [osd.0]
 osd data = $C/osd.0
 [client.rgw.a]
-rgw frontends = beast endpoint=127.0.0.1:$RP
+rgw frontends = beast endpoint=127.0.0.1:$RP tcp_nodelay=1
 rgw dns name = 127.0.0.1
 EOF
   if [ -n "$WATCH" ]; then
