@@ -11,6 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { CLI, withSource } from '../helpers/mirror-check.js';
+import { startCli, until } from '../helpers/cli-child.js';
+import { exited } from '../helpers/exited.js';
 import type { FakeSource } from '../helpers/fake-source.js';
 import { RGW_SKIP, startRgw, type RgwServer } from '../helpers/rgw.js';
 
@@ -117,6 +119,29 @@ void describe('sync and audit into s3:// on Ceph RGW', { skip: RGW_SKIP }, () =>
       const repaired = await cli(['audit', src.capabilityList, dest, '--state', state, '--repair']);
       assert.equal(repaired.status, 0, repaired.stdout + repaired.stderr);
       await sameAsSource(src, 'site');
+    });
+  });
+
+  void test('sync --follow applies a change into the bucket; SIGTERM exits 0', async () => {
+    await withSource(async (src) => {
+      src.put('a.txt', 'a\n');
+      src.publish();
+      const f = startCli(['sync', src.capabilityList, `s3://${BUCKET}/followed`, '--follow', '--interval', '0.2', '--state', join(work, 'followed.sqlite')], { ...process.env, ...rgw.env });
+      try {
+        await until(`the polling notice; ${f.err()}`, () => /polling every 0.2 s/.test(f.err()));
+        src.put('later.txt', 'later\n');
+        src.publish();
+        const deadline = Date.now() + 60_000;
+        while (!(await bucketCopy('followed')).has('later.txt')) {
+          assert.ok(Date.now() < deadline, `later.txt never arrived; ${f.err()}`);
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        f.child.kill('SIGTERM');
+        assert.equal((await exited(f.child))[0], 0, f.err());
+        await sameAsSource(src, 'followed');
+      } finally {
+        if (f.child.exitCode === null) f.child.kill('SIGKILL');
+      }
     });
   });
 
