@@ -43,7 +43,7 @@ export interface OpenedS3 {
 }
 
 /** True for a destination named `s3://…`. */
-export function isS3Dest(dest: string): boolean {
+function isS3Dest(dest: string): boolean {
   return /^s3:\/\//i.test(dest);
 }
 

@@ -24,9 +24,9 @@ import type { StagedWrite, WriteChunkOptions } from './mirror-storage.js';
 import { s3Failure, type S3Place } from './s3-errors.js';
 
 /** Bodies up to this size stay in memory until `commit`; larger ones are spooled to a local file. */
-export const S3_IN_MEMORY = 1024 * 1024;
+const S3_IN_MEMORY = 1024 * 1024;
 /** Smallest part S3 accepts (the last part aside). */
-export const S3_MIN_PART = 5 * 1024 * 1024;
+const S3_MIN_PART = 5 * 1024 * 1024;
 /** Most parts in one upload. */
 const MAX_PARTS = 10_000;
 
@@ -50,7 +50,7 @@ export interface S3Upload {
 }
 
 /** The object's user metadata: `x-amz-meta-mtime`, the modification time in ms (S3 keeps its own `Last-Modified`). */
-export function objectMetadata(mtimeMs: number | undefined): Record<string, string> | undefined {
+function objectMetadata(mtimeMs: number | undefined): Record<string, string> | undefined {
   return mtimeMs === undefined || !Number.isFinite(mtimeMs) ? undefined : { mtime: String(Math.round(mtimeMs)) };
 }
 
