@@ -110,7 +110,7 @@ try {
   console.log(`s3 storage writes (verified, Content-MD5): best ${Math.round(N / best.ours)} objects/s (${(best.bare / best.ours).toFixed(2)}x baseline); ${checked} objects read back, all identical`);
   console.log(`s3 ratio per round: ${ratios.map((r) => r.toFixed(2)).join(' ')}; median ${median.toFixed(2)}x`);
   console.log(`s3 target ≥ 0.8x the bare loop (median of rounds): ${median >= 0.8 ? 'met' : 'MISSED'}`);
-  console.log(`s3 peak RSS of this process: ${Math.round(process.resourceUsage().maxRSS / 1024)} MB`);
+  console.log(`s3 peak RSS of this process: ${Math.round(process.resourceUsage().maxRSS / 1024)} MB; RGW (mon, memstore OSD, radosgw) now: ${rgw.memoryMB()} MB`);
   for (const storage of storages) storage.close();
   client.destroy();
 } finally {

@@ -5,7 +5,6 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetObjectCommand, ListBucketsCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { RGW_SKIP, startRgw, type RgwServer } from './helpers/rgw.js';
@@ -34,11 +33,10 @@ void test('startRgw: a bucket, a PUT and a GET with the test keys; wrong keys re
   wrong.destroy();
 
   // the daemons and their memory, for the record
-  const dir = readdirSync(tmpdir()).map((n) => join(tmpdir(), n)).find((d) => existsSync(join(d, 'run', 'client.rgw.a.pid')) && readFileSync(join(d, 'ceph.conf'), 'utf8').includes(rgw.endpoint.slice(7)));
-  assert.ok(dir !== undefined, 'the run folder is in the temporary folder');
+  const dir = rgw.dir;
+  assert.ok(existsSync(join(dir, 'run', 'client.rgw.a.pid')), 'the pids are in the run folder');
   const pids = readdirSync(join(dir, 'run')).filter((n) => n.endsWith('.pid')).map((n) => Number(readFileSync(join(dir, 'run', n), 'utf8')));
-  const rssKb = pids.map((p) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${p}/status`, 'utf8'))?.[1] ?? 0));
-  t.diagnostic(`RGW answered after ${startMs} ms; resident memory ${Math.round(rssKb.reduce((a, b) => a + b, 0) / 1024)} MB over ${pids.length} processes`);
+  t.diagnostic(`RGW answered after ${startMs} ms; resident memory ${rgw.memoryMB()} MB over ${pids.length} processes`);
 
   await rgw.stop();
   assert.equal(existsSync(dir), false, 'the folder is removed');

@@ -15,6 +15,8 @@ import { startCli, until } from '../helpers/cli-child.js';
 import { exited } from '../helpers/exited.js';
 import type { FakeSource } from '../helpers/fake-source.js';
 import { RGW_SKIP, startRgw, type RgwServer } from '../helpers/rgw.js';
+import { POSTGRES_SKIP, startPostgres } from '../helpers/postgres.js';
+import pg from 'pg';
 
 const BUCKET = 'mirror';
 
@@ -81,7 +83,7 @@ void describe('sync and audit into s3:// on Ceph RGW', { skip: RGW_SKIP }, () =>
     for (const [key, file] of src.files) assert.equal(md5(copy.get(key)!), md5(file.body), `object ${key} is byte-identical`);
   }
 
-  void test('a few hundred files: baseline, then changes with --delete, audit in sync; a corrupted object found and repaired', async () => {
+  void test('a few hundred files: baseline, then changes with --delete, audit in sync; a corrupted object found and repaired', async (t) => {
     await withSource(async (src) => {
       for (let i = 0; i < 300; i++) src.put(`d${i % 7}/r${i}.txt`, `resource ${i}\n`.repeat(1 + (i % 50)));
       src.put('big/blob.bin', Buffer.alloc(3 * 1024 * 1024 + 7, 'x')); // spooled, not held in memory
@@ -119,7 +121,30 @@ void describe('sync and audit into s3:// on Ceph RGW', { skip: RGW_SKIP }, () =>
       const repaired = await cli(['audit', src.capabilityList, dest, '--state', state, '--repair']);
       assert.equal(repaired.status, 0, repaired.stdout + repaired.stderr);
       await sameAsSource(src, 'site');
+      t.diagnostic(`RGW resident memory after the syncs: ${rgw.memoryMB()} MB`);
     });
+  });
+
+  void test('with --state postgres:// the rows are keyed by the s3:// URL; audit in sync', { skip: POSTGRES_SKIP }, async () => {
+    const cluster = await startPostgres();
+    const sql = new pg.Client({ connectionString: cluster.url });
+    try {
+      await sql.connect();
+      await withSource(async (src) => {
+        for (let i = 0; i < 20; i++) src.put(`p/${i}.txt`, `pg ${i}\n`);
+        src.publish();
+        const synced = await cli(['sync', src.capabilityList, `s3://${BUCKET}/pg`, '--state', cluster.url]);
+        assert.equal(synced.status, 0, synced.stderr);
+        await sameAsSource(src, 'pg');
+        const rows = await sql.query<{ n: string }>('SELECT count(*) AS n FROM resourcesync_resources WHERE destination = $1', [`s3://${BUCKET}/pg`]);
+        assert.equal(Number(rows.rows[0]!.n), 20);
+        const audited = await cli(['audit', src.capabilityList, `s3://${BUCKET}/pg`, '--state', cluster.url]);
+        assert.equal(audited.status, 0, audited.stdout + audited.stderr);
+      });
+    } finally {
+      await sql.end().catch(() => undefined);
+      await cluster.stop();
+    }
   });
 
   void test('sync --follow applies a change into the bucket; SIGTERM exits 0', async () => {
