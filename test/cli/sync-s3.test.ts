@@ -6,11 +6,12 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { CLI, withSource } from '../helpers/mirror-check.js';
+import { startServe } from '../helpers/serve-child.js';
 import { startCli, until } from '../helpers/cli-child.js';
 import { exited } from '../helpers/exited.js';
 import type { FakeSource } from '../helpers/fake-source.js';
@@ -144,6 +145,31 @@ void describe('sync and audit into s3:// on Ceph RGW', { skip: RGW_SKIP }, () =>
     } finally {
       await sql.end().catch(() => undefined);
       await cluster.stop();
+    }
+  });
+
+  void test('--prefer-dump: the Resource Dump of `resourcesync serve --dumps` lands in the bucket byte-identical', async () => {
+    const site = join(work, 'dumped-site');
+    const files = new Map<string, Buffer>();
+    for (let i = 0; i < 50; i++) files.set(`s${i % 4}/f${i}.txt`, Buffer.from(`dumped ${i}\n`.repeat(i + 1)));
+    files.set('large.bin', Buffer.alloc(2 * 1024 * 1024, 'L'));
+    for (const [path, body] of files) {
+      await mkdir(join(site, ...path.split('/').slice(0, -1)), { recursive: true });
+      await writeFile(join(site, ...path.split('/')), body);
+    }
+    const serve = await startServe([site, '--dumps', '--no-hub']);
+    try {
+      const synced = await cli(['sync', `${serve.url}/`, `s3://${BUCKET}/dumped`, '--state', join(work, 'dumped.sqlite'), '--prefer-dump', '--json']);
+      assert.equal(synced.status, 0, synced.stderr);
+      const report = JSON.parse(synced.stdout) as { created: number; sets: { documents: string[] }[] };
+      assert.equal(report.created, files.size, synced.stdout);
+      assert.ok(report.sets.some((set) => set.documents.some((d) => /resourcedump/.test(d))), `a Resource Dump was read: ${synced.stdout}`);
+      const copy = await bucketCopy('dumped');
+      assert.deepEqual([...copy.keys()].sort(), [...files.keys()].sort());
+      for (const [path, body] of files) assert.ok(copy.get(path)!.equals(await readFile(join(site, ...path.split('/')))) && copy.get(path)!.equals(body), path);
+    } finally {
+      serve.child.kill('SIGTERM');
+      await exited(serve.child);
     }
   });
 
