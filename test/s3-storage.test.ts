@@ -6,7 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { readdir, writeFile, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, readdir, symlink, writeFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -174,6 +174,17 @@ void describe('S3 storage on Ceph RGW', { skip: RGW_SKIP }, () => {
       assert.doesNotMatch(err.message, /WRONGSECRET/);
       return true;
     });
+  });
+
+  void test('a temporary folder that is a link is refused with RS_UNSAFE_PATH before anything is spooled there', async () => {
+    await mkdir(join(temp, 'elsewhere'));
+    await symlink(join(temp, 'elsewhere'), join(temp, 'linked'));
+    const storage = open('linked');
+    await assert.rejects(() => storage.scratchFile(), (err: unknown) => isResourceSyncError(err, 'RS_UNSAFE_PATH'));
+    const staged = await storage.stage('big.bin');
+    await assert.rejects(() => staged.write(randomBytes(2 * MiB)), (err: unknown) => isResourceSyncError(err, 'RS_UNSAFE_PATH'));
+    await staged.abort();
+    assert.deepEqual(await readdir(join(temp, 'elsewhere')), []);
   });
 
   void test('abort drops the spool and nothing is visible', async () => {
