@@ -243,6 +243,7 @@ class S3MirrorStorage implements S3Storage {
       partConcurrency: this.#partConcurrency,
       spoolPath: () => this.#tempPath('spool'),
       mtimeMs: options.mtimeMs,
+      sizeHint: options.sizeHint,
       track: (committing) => {
         this.#committing.add(committing);
         const done = (): void => void this.#committing.delete(committing);
