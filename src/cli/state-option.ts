@@ -30,7 +30,7 @@ export const STATE_HELP = `  --state URL|FILE         keep the Destination's sta
 export type StateChoice =
   | { kind: 'default' }
   | { kind: 'sqlite'; file: string }
-  | { kind: 'postgres'; url: string; key: string; shown: string };
+  | { kind: 'postgres'; url: string; key: string };
 
 /** An opened state and how to let it go; `state` is undefined for the default (the library opens it). */
 export interface OpenedState {
@@ -75,10 +75,9 @@ export function stateChoice(v: { state?: string | undefined; 'state-key'?: strin
   }
   if (given === '') throw new Error('--state is empty');
   if (/^postgres(ql)?:/i.test(given)) {
-    const shown = redactedUrl(given);
-    if (!URL.canParse(given) || new URL(given).hostname === '') throw new Error(`--state '${shown}' is not a PostgreSQL URL (postgres://USER@HOST:PORT/DB)`);
+    if (!URL.canParse(given) || new URL(given).hostname === '') throw new Error(`--state '${redactedUrl(given)}' is not a PostgreSQL URL (postgres://USER@HOST:PORT/DB)`);
     if (key === '') throw new Error('--state-key is empty');
-    return { kind: 'postgres', url: given, key: key ?? defaultStateKey(dest), shown };
+    return { kind: 'postgres', url: given, key: key ?? defaultStateKey(dest) };
   }
   if (key !== undefined) throw new Error('--state-key goes with --state postgres://…');
   return { kind: 'sqlite', file: resolve(given) };
@@ -103,6 +102,18 @@ function scrub(text: string, url: string): string {
 }
 
 /**
+ * The error of a PostgreSQL database that could not be opened for `what` (the server unreachable, the login refused,
+ * no such database, a newer schema): `RS_IO`, one sentence naming the host and database, never the password.
+ */
+export function openFailure(what: string, url: string, err: unknown, data: Record<string, unknown> = {}): ResourceSyncError {
+  const cause = err instanceof ResourceSyncError && err.cause !== undefined ? err.cause : err;
+  const shown = redactedUrl(url);
+  return new ResourceSyncError('RS_IO', `The ${what} at ${shown} cannot be opened: ${scrub(reasonOf(cause), url).replace(/\.$/, '')}.`, {
+    data: { ...data, url: shown },
+  });
+}
+
+/**
  * Opens the state `choice` names (read-only for a dry run or an audit). A PostgreSQL state that cannot be opened
  * (the server unreachable, the login refused, no such database) is an `RS_IO` error naming the host and database,
  * never the password.
@@ -116,10 +127,7 @@ export async function openStateChoice(choice: StateChoice, dest: string, options
     try {
       state = await openPostgresDestinationState(choice.url, { destination: choice.key, readonly: options.readonly });
     } catch (err) {
-      const cause = err instanceof ResourceSyncError && err.cause !== undefined ? err.cause : err;
-      throw new ResourceSyncError('RS_IO', `The state at ${choice.shown} cannot be opened: ${scrub(reasonOf(cause), choice.url).replace(/\.$/, '')}.`, {
-        data: { state: choice.shown, key: choice.key },
-      });
+      throw openFailure('state', choice.url, err, { key: choice.key });
     }
   }
   let closed = false;
@@ -128,7 +136,8 @@ export async function openStateChoice(choice: StateChoice, dest: string, options
     close: async () => {
       if (closed) return;
       closed = true;
-      await state.close();
+      // the run's outcome is reported already; a database gone meanwhile lets the lease expire on its own
+      await Promise.resolve(state.close()).catch(() => undefined);
     },
   };
 }

@@ -166,10 +166,9 @@ class PostgresHubStore implements HubStore {
 
   async removeSubscription(topic: string, callback: string): Promise<boolean> {
     return this.#tx(async (tx) => {
-      const found = await tx.query<{ id: string }>(`SELECT id FROM ${SUBSCRIPTIONS} WHERE hub = $1 AND topic = $2 AND callback = $3 FOR UPDATE`, [this.#hub, topic, callback]);
+      const found = await tx.query<{ id: string }>(`SELECT id FROM ${SUBSCRIPTIONS} WHERE hub = $1 AND topic = $2 AND callback = $3`, [this.#hub, topic, callback]);
       if (found.rows[0] === undefined) return false;
-      await this.#remove(tx, [Number(found.rows[0].id)]);
-      return true;
+      return (await this.#remove(tx, [Number(found.rows[0].id)])).length > 0;
     });
   }
 
@@ -179,9 +178,9 @@ class PostgresHubStore implements HubStore {
 
   async expire(now: number): Promise<Subscription[]> {
     return this.#tx(async (tx) => {
-      const rows = (await tx.query<SubscriptionRow>(`SELECT * FROM ${SUBSCRIPTIONS} WHERE hub = $1 AND expires_at <= $2 ORDER BY id FOR UPDATE`, [this.#hub, now])).rows;
-      await this.#remove(tx, rows.map((r) => Number(r.id)));
-      return rows.map(subscription);
+      const ended = await tx.query<{ id: string }>(`SELECT id FROM ${SUBSCRIPTIONS} WHERE hub = $1 AND expires_at <= $2`, [this.#hub, now]);
+      const removed = await this.#remove(tx, ended.rows.map((r) => Number(r.id)), now);
+      return removed.map(subscription).sort((x, y) => x.id - y.id);
     });
   }
 
@@ -309,11 +308,17 @@ class PostgresHubStore implements HubStore {
     return row.rows[0] === undefined ? undefined : subscription(row.rows[0]);
   }
 
-  /** Removes subscriptions with their queues. */
-  async #remove(tx: Tx, ids: number[]): Promise<void> {
-    if (ids.length === 0) return;
-    await this.#removeDeliveries(tx, 'subscription_id = ANY($2::bigint[])', [ids]);
-    await tx.query(`DELETE FROM ${SUBSCRIPTIONS} WHERE hub = $1 AND id = ANY($2::bigint[])`, [this.#hub, ids]);
+  /**
+   * Removes subscriptions with their queues (with `endedBy`, only those whose lease still ended by then: one renewed
+   * meanwhile stays); returns the rows removed. The messages are locked before the subscriptions, in the order every
+   * method takes them, so that two processes never wait on each other.
+   */
+  async #remove(tx: Tx, ids: number[], endedBy?: number): Promise<SubscriptionRow[]> {
+    if (ids.length === 0) return [];
+    const ended = endedBy === undefined ? '' : ' AND expires_at <= $3';
+    const args = endedBy === undefined ? [ids] : [ids, endedBy];
+    await this.#removeDeliveries(tx, `subscription_id IN (SELECT id FROM ${SUBSCRIPTIONS} WHERE hub = $1 AND id = ANY($2::bigint[])${ended})`, args);
+    return (await tx.query<SubscriptionRow>(`DELETE FROM ${SUBSCRIPTIONS} WHERE hub = $1 AND id = ANY($2::bigint[])${ended} RETURNING *`, [this.#hub, ...args])).rows;
   }
 
   /**

@@ -4,7 +4,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
@@ -90,6 +90,11 @@ void test('sync --state postgres://: baseline, incremental, audit and repair, th
     const trusted = await runCli(['audit', src.capabilityList, dest, '--trust-state', ...state]);
     assert.equal(trusted.status, 0, trusted.stdout + trusted.stderr);
     assert.match(trusted.stdout, /7 on offer: 7 unchanged/);
+
+    const links = await runCli(['links', dest, `${src.origin}/d/new.txt`, '--json', ...state]);
+    assert.equal(links.status, 0, links.stderr);
+    assert.deepEqual(JSON.parse(links.stdout), { url: `${src.origin}/d/new.txt`, path: 'd/new.txt', links: {} });
+    assert.equal((await runCli(['links', dest])).status, 2, 'no state in <dest>');
 
     await writeFile(join(dest, 'd', 'f3.txt'), 'tampered\n');
     const repaired = await runCli(['audit', src.capabilityList, dest, '--repair', ...state]);
@@ -261,4 +266,61 @@ void test('--state errors: a bad URL and --state-key alone are usage errors; an 
     assert.doesNotMatch(missing.stderr + missing.stdout, /hunter2/);
     assert.deepEqual(localState(dest), [], 'nothing opened locally');
   });
+});
+
+void test('--state with a login the server refuses exits 3 in one line naming host and database, never the password', skip, async () => {
+  // a role that must give its password (scram-sha-256), ahead of the cluster's trust lines
+  const hba = (await sql!.query<{ file: string }>("SELECT current_setting('hba_file') AS file")).rows[0]!.file;
+  const before = await readFile(hba, 'utf8');
+  await sql!.query("CREATE ROLE rs_login LOGIN PASSWORD 'right-one'");
+  await writeFile(hba, `host all rs_login 127.0.0.1/32 scram-sha-256\n${before}`);
+  await sql!.query('SELECT pg_reload_conf()');
+  try {
+    await withSource(async (src, dest) => {
+      files(src, 1);
+      src.publish();
+      const url = new URL(cluster!.url);
+      url.username = 'rs_login';
+      url.password = 'wrong-one';
+      const deadline = Date.now() + 30_000;
+      let r = await runCli(['sync', src.capabilityList, dest, '--state', url.href]);
+      while (r.status === 0 && Date.now() < deadline) r = await runCli(['sync', src.capabilityList, dest, '--state', url.href]); // the reload is asynchronous
+      assert.equal(r.status, 3, r.stderr);
+      assert.match(r.stderr, /^resourcesync sync: The state at postgres:\/\/rs_login@127\.0\.0\.1:\d+\/postgres cannot be opened: password authentication failed for user "rs_login"\.\n$/);
+      assert.doesNotMatch(r.stderr, /wrong-one/);
+      url.password = 'right-one';
+      const ok = await runCli(['sync', src.capabilityList, dest, '--no-fsync', '--state', url.href, '--state-key', 'login']);
+      assert.equal(ok.status, 3, 'the role may not create the tables in schema public');
+      assert.match(ok.stderr, /^resourcesync sync: The state at postgres:\/\/rs_login@[^ ]+ cannot be opened: permission denied for schema public\.\n$/);
+    });
+  } finally {
+    await writeFile(hba, before);
+    await sql!.query('SELECT pg_reload_conf()');
+  }
+});
+
+void test('the database gone in the middle of a sync: exit 3 in one line that says the state could not be written', skip, async () => {
+  const own = await startPostgres();
+  let stopped = false;
+  try {
+    await withSource(async (src, dest) => {
+      files(src, 5);
+      src.publish();
+      const open = stall(src, '/d/f3.txt');
+      const p = startCli(['sync', src.capabilityList, dest, '--no-fsync', '--state', own.url]);
+      try {
+        await until(`the stalled request; ${p.err()}`, () => src.server.requests.some((r) => r.url === '/d/f3.txt'));
+        await own.stop();
+        stopped = true;
+        open();
+        assert.deepEqual(await exited(p.child, 60_000), [3, null], p.err());
+        assert.match(p.err(), new RegExp(`^resourcesync sync: The state of destination '${resolve(dest).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}' could not be (written|read): .*ECONNREFUSED[^\n]*\n$`));
+      } finally {
+        open();
+        if (p.child.exitCode === null) p.child.kill('SIGKILL');
+      }
+    });
+  } finally {
+    if (!stopped) await own.stop();
+  }
 });

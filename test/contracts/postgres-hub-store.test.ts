@@ -87,6 +87,28 @@ if (POSTGRES_SKIP !== false) {
       }
     });
 
+    void test('the last deliveries of a message acknowledged at once through two stores take the message with them', async () => {
+      const { open, closeAll } = opener(`hub-${randomUUID()}`);
+      try {
+        const [a, b] = [await open(), await open()];
+        for (let i = 0; i < 40; i++) await a.addSubscription({ topic: TOPIC, callback: `http://127.0.0.1:9/${i}`, secret: undefined, leaseSeconds: 600, now: T0 });
+        for (let round = 0; round < 3; round++) {
+          await a.publish(TOPIC, 'application/xml', new TextEncoder().encode(`m${round}`), T0, ROOMY);
+          const claimed = await a.claim(T0, { limit: 40, holdMs: 60_000 });
+          assert.equal(claimed.length, 40);
+          // every acknowledgement at once, alternately through each store, with expiries and renewals among them
+          await Promise.all([
+            ...claimed.map(async (d, i) => (i % 2 === 0 ? a : b).delivered(d.id, T0)),
+            b.expire(T0),
+            a.addSubscription({ topic: TOPIC, callback: 'http://127.0.0.1:9/0', secret: undefined, leaseSeconds: 600, now: T0 }),
+          ]);
+          assert.deepEqual(await b.counts(), { subscriptions: 40, messages: 0, deliveries: 0 }, `round ${round}`);
+        }
+      } finally {
+        await closeAll();
+      }
+    });
+
     void test('a claim survives its claimer: another store waits for the hold to end', async () => {
       const { open, closeAll } = opener(`hub-${randomUUID()}`);
       try {
