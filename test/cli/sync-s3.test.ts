@@ -104,6 +104,11 @@ void describe('sync and audit into s3:// on Ceph RGW', { skip: RGW_SKIP }, () =>
       for (let i = 40; i < 60; i++) src.remove(`d${i % 7}/r${i}.txt`);
       src.put('new/one.txt', 'new\n');
       src.publish();
+      const before = await bucketCopy('site');
+      const dry = await cli(['sync', src.capabilityList, dest, '--state', state, '--delete', '--dry-run']);
+      assert.equal(dry.status, 0, dry.stderr);
+      assert.match(dry.stdout, /plan: 1 to create, 40 to update, 20 to delete, \d+ unchanged/);
+      assert.deepEqual(await bucketCopy('site'), before, 'a dry run changes nothing in the bucket');
       const second = await cli(['sync', src.capabilityList, dest, '--state', state, '--delete']);
       assert.equal(second.status, 0, second.stderr);
       assert.match(second.stdout, /sync of .* into s3:\/\/mirror\/site\n\s+created 1, updated 40, deleted 20,/);
