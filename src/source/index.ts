@@ -6,7 +6,7 @@
  * const r = await publish({ sets: [{ name: 'data', dir: '/srv/data' }], baseUrl: 'https://example.com/', outDir: '/var/www' });
  * @see Z39.99 §5.1, §6, §8–13
  */
-export { publish, storeFile, type PublishOptions, type PublishResult, type PublishProgress } from './publish.js';
+export { publish, storeFile, type PublishOptions, type PublishResult, type PublishProgress, type ResourceLinksFn } from './publish.js';
 export type { PublishWarning } from './publish-context.js';
 export { recordChanges, type RecordResult } from './record-changes.js';
 export { channelTopics, channelEntries, type SetNotifications } from './notifications.js';

@@ -58,7 +58,7 @@ import type { RebuildOptions, RebuildResult } from './snapshot-rows.js';
 import { holdingLease, type SourceSnapshots } from './source-snapshots.js';
 import { DOCUMENTS_PREFIX } from './url-path.js';
 
-export type { PublishOptions, PublishProgress } from './publish-context.js';
+export type { PublishOptions, PublishProgress, ResourceLinksFn } from './publish-context.js';
 export type { HashAlgorithm };
 
 /** What `publish` did. */
@@ -349,7 +349,7 @@ interface SetDocuments {
 /** Writes the Resource Lists, the Change Lists and the dumps of a set from its snapshots. */
 async function writeSetDocuments(ctx: Context, run: SetRun, recording: RebuildResult): Promise<SetDocuments> {
   const { set, snapshots, paths, fresh, rewrite } = run;
-  const { docUrl, capUrl, resBase, documentUrl } = paths;
+  const { docUrl, capUrl, resBase, documentUrl, linked } = paths;
   const ext = ctx.ext;
   // what the documents below hold at least: the changes recorded up to now
   const documentedUpTo = (await snapshots.getMeta('changed_at')) ?? '';
@@ -374,14 +374,14 @@ async function writeSetDocuments(ctx: Context, run: SetRun, recording: RebuildRe
   if (ctx.dumps !== undefined) {
     run.progress('dumps');
     // a Resource Dump of the same snapshot as the Resource List, made when it is
-    const resourceDumps = await resourceDump(ctx, snapshots, set, { docUrl, capUrl, resBase, rewrite, at: recording.at, completed, rebuild: fresh || resourceLists.written });
+    const resourceDumps = await resourceDump(ctx, snapshots, set, { docUrl, capUrl, resBase, linked, rewrite, at: recording.at, completed, rebuild: fresh || resourceLists.written });
     documents.push(...resourceDumps.documents);
     if (resourceDumps.available) {
       core.push(capabilityEntry(documentUrl(`resourcedump${ext}`), 'resourcedump'));
       archives.push(capabilityEntry(documentUrl(`resourcedump-archive${ext}`), 'resourcedump-archive'));
     }
     changeListEntries();
-    const changeDumps = await changeDump(ctx, snapshots, set, { docUrl, capUrl, resBase, rewrite, bitDir: run.bitDir, closed, open, fresh });
+    const changeDumps = await changeDump(ctx, snapshots, set, { docUrl, capUrl, resBase, linked, rewrite, bitDir: run.bitDir, closed, open, fresh });
     documents.push(...changeDumps.documents);
     core.push(capabilityEntry(documentUrl(`changedump${ext}`), 'changedump'));
     if (changeDumps.archived) archives.push(capabilityEntry(documentUrl(`changedump-archive${ext}`), 'changedump-archive'));
