@@ -5,6 +5,7 @@
  *   core ← node ← source
  *   core ← node ← server
  *   live  imports source, server, notify, check, web, client
+ *   aggregate imports what live imports, and destination
  *   cli   imports everything
  *
  * A module imports only from its own folder and the folders its row names. `source` and `destination`
@@ -25,6 +26,7 @@ const MAY_IMPORT = {
   web: ['core', 'node', 'client', 'check'],
   server: ['core', 'node'],
   live: ['core', 'node', 'client', 'notify', 'source', 'server', 'check', 'web'],
+  aggregate: ['core', 'node', 'client', 'notify', 'source', 'server', 'check', 'web', 'destination'],
 };
 const LAYERS = [...Object.keys(MAY_IMPORT), 'cli'];
 const ABOVE = Object.fromEntries(
