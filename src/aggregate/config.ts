@@ -250,9 +250,13 @@ function checkSource(ctx: Checker, node: Node, field: string): AggregateSource |
   const capabilitySets = urlList(ctx, f.get('capability-sets'), `${field}.capability-sets`);
   const prefixes = f.get('url-prefixes');
   if (prefixes !== undefined) fail(ctx, prefixes.key, `${field}.url-prefixes`, 'not supported yet: every resource of the chosen capability sets is kept');
-  if (ctx.issues.length > before || url === undefined) return undefined;
+  // with a problem in another field, the Source is still returned for the check of duplicate ids (the whole
+  // configuration is refused anyway)
+  if (url === undefined) return undefined;
+  const validId = typeof idValue === 'string' && ID_RE.test(idValue);
+  if (idPair !== undefined && !validId && ctx.issues.length > before) return undefined;
   return {
-    id: typeof idValue === 'string' ? idValue : sourceIdFromUrl(url),
+    id: validId ? idValue : sourceIdFromUrl(url),
     url,
     interval: interval!,
     mode: mode as FollowMode,
