@@ -51,6 +51,7 @@ sources:
     id: 'a',
     url: 'http://a.example:8080/data/',
     interval: 300,
+    timeout: 3600,
     mode: 'auto',
     credentials: { scheme: 'bearer', env: 'A_TOKEN' },
     rate: 2.5,

@@ -221,9 +221,10 @@ class RunningAggregator implements Aggregator {
     const { source } = slot;
     const started = this.#now();
     this.#update(source.id, (s) => ({ ...s, state: 'syncing', lastAttempt: started }));
+    const timeout = AbortSignal.timeout(source.timeout * 1000);
     try {
       const result = await syncSource(this.config.out, source, {
-        signal,
+        signal: AbortSignal.any([signal, timeout]),
         env: this.#options.env,
         ...(this.#options.resourceConcurrency === undefined ? {} : { concurrency: this.#options.resourceConcurrency }),
         ...(this.#options.timeoutMs === undefined ? {} : { timeoutMs: this.#options.timeoutMs }),
@@ -236,8 +237,11 @@ class RunningAggregator implements Aggregator {
         this.#published.add(source.id);
         void this.publication.request();
       }
-    } catch (error) {
+    } catch (caught) {
       if (slot.stopped) return;
+      const error = timeout.aborted
+        ? new ResourceSyncError('RS_HTTP_TIMEOUT', `The sync of '${source.id}' took longer than its timeout (${source.timeout} s) and was abandoned.`, { cause: caught, data: { id: source.id, timeout: source.timeout } })
+        : caught;
       const failures = (this.#status.get(source.id)?.failures ?? 0) + 1;
       slot.due = this.#now() + this.#backoffMs(source, failures);
       const code = error instanceof ResourceSyncError ? error.code : 'RS_ERROR';

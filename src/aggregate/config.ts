@@ -32,6 +32,8 @@ export interface AggregateSource {
   url: string;
   /** Seconds between polls. */
   interval: number;
+  /** Longest a sync of the Source may take (s): past it the attempt is abandoned and counts as a failure. */
+  timeout: number;
   mode: FollowMode;
   credentials?: SourceCredentials;
   /** Requests per second to the Source's origin. */
@@ -67,6 +69,8 @@ export interface ConfigIssue {
 
 /** Default seconds between polls. */
 export const DEFAULT_INTERVAL = 300;
+/** Default longest sync of one Source (s). */
+export const DEFAULT_TIMEOUT = 3600;
 /** Default Sources synced at once. */
 export const DEFAULT_CONCURRENCY = 4;
 /** Default longest wait (s) between attempts at a failing Source. */
@@ -75,7 +79,7 @@ export const DEFAULT_MAX_BACKOFF = 3600;
 export const CONFIG_LIMITS = { sources: 100_000, bytes: 16 * 1024 * 1024 } as const;
 
 const TOP_FIELDS = ['base-url', 'out', 'sources', 'concurrency', 'max-backoff'] as const;
-const SOURCE_FIELDS = ['url', 'id', 'interval', 'mode', 'credentials', 'rate', 'capability-sets', 'url-prefixes'] as const;
+const SOURCE_FIELDS = ['url', 'id', 'interval', 'timeout', 'mode', 'credentials', 'rate', 'capability-sets', 'url-prefixes'] as const;
 const SCHEMES = ['bearer', 'basic', 'authorization'] as const;
 const ID_RE = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;
 const ENV_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -241,6 +245,7 @@ function checkSource(ctx: Checker, node: Node, field: string): AggregateSource |
     fail(ctx, idPair.value, `${field}.id`, `'${String(idValue)}' is not an id: 1 to 64 of A-Z a-z 0-9 . _ -, not starting with '.'`);
   }
   const interval = positiveNumber(ctx, f.get('interval'), `${field}.interval`, DEFAULT_INTERVAL);
+  const timeout = positiveNumber(ctx, f.get('timeout'), `${field}.timeout`, DEFAULT_TIMEOUT);
   const modePair = f.get('mode');
   const mode = scalar(modePair) ?? 'auto';
   if (mode !== 'push' && mode !== 'poll' && mode !== 'auto') fail(ctx, modePair?.value, `${field}.mode`, `${JSON.stringify(mode)} is not one of push, poll, auto`);
@@ -259,6 +264,7 @@ function checkSource(ctx: Checker, node: Node, field: string): AggregateSource |
     id: validId ? idValue : sourceIdFromUrl(url),
     url,
     interval: interval!,
+    timeout: timeout!,
     mode: mode as FollowMode,
     ...(credentials === undefined ? {} : { credentials }),
     ...(rate === undefined ? {} : { rate }),

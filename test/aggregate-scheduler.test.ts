@@ -1,0 +1,114 @@
+/**
+ * The aggregator's scheduling, in process over real servers on loopback: a Source that never answers is abandoned
+ * at its timeout and backs off without holding up a good one, even with one sync at a time; each chosen capability
+ * set of a Source keeps its own state in the one mirror.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { parseAggregateConfig } from '../src/aggregate/config.js';
+import { startAggregator, type AggregateEvent } from '../src/aggregate/aggregator.js';
+import { createLiveSource } from '../src/live/live-source.js';
+import { until } from './helpers/cli-child.js';
+import { tempDir } from './helpers/tmp.js';
+
+void test('a Source that never answers is abandoned at its timeout and never holds up the others', { timeout: 120_000 }, async (t) => {
+  const { dir, cleanup } = await tempDir('rs-aggregate-sched-');
+  const teardown: (() => unknown)[] = [];
+  t.after(async () => {
+    for (const f of teardown.reverse()) await f();
+    await cleanup();
+  });
+  const held: ServerResponse[] = [];
+  const hanging: Server = createServer((_req, res) => void held.push(res)); // headers never come
+  await new Promise<void>((r) => hanging.listen(0, '127.0.0.1', r));
+  teardown.push(() => {
+    for (const r of held) r.destroy();
+    hanging.close();
+  });
+  const data = join(dir, 'data');
+  await mkdir(data);
+  await writeFile(join(data, 'a.txt'), 'alpha\n');
+  const live = await createLiveSource({ sets: [{ name: 'data', dir: data }], port: 0, stateDir: join(dir, 'live-state') });
+  teardown.push(() => live.close());
+  await live.ready();
+
+  const config = parseAggregateConfig(
+    `out: ${join(dir, 'out')}
+concurrency: 1
+max-backoff: 1
+sources:
+  - url: http://127.0.0.1:${(hanging.address() as AddressInfo).port}/
+    id: hanging
+    interval: 1
+    timeout: 1
+  - url: ${live.url}/
+    id: good
+    interval: 0.2
+`,
+    join(dir, 'agg.yaml'),
+  );
+  const events: AggregateEvent[] = [];
+  const aggregator = startAggregator(config, { defaultBaseUrl: 'http://127.0.0.1:9/', env: {}, onEvent: (e) => events.push(e) });
+  teardown.push(() => aggregator.close());
+  const synced = (): number => events.filter((e) => e.type === 'synced' && e.id === 'good').length;
+  const timedOut = (): number => events.filter((e) => e.type === 'sync-failed' && e.id === 'hanging').length;
+  await until('the good Source synced 4 times while the hanging one timed out twice', () => synced() >= 4 && timedOut() >= 2, 60_000);
+  const hangingStatus = aggregator.status().find((s) => s.id === 'hanging')!;
+  assert.equal(hangingStatus.state === 'failing' || hangingStatus.state === 'syncing', true);
+  assert.equal(hangingStatus.lastError?.code, 'RS_HTTP_TIMEOUT');
+  assert.match(hangingStatus.lastError?.message ?? '', /longer than its timeout \(1 s\)/);
+  assert.equal(await readFile(join(dir, 'out', 'sources', 'good', 'mirror', 'a.txt'), 'utf8'), 'alpha\n');
+});
+
+void test('capability-sets: each chosen set of a Source has its own state; deletions in one leave the other alone', { timeout: 120_000 }, async (t) => {
+  const { dir, cleanup } = await tempDir('rs-aggregate-sets-');
+  const teardown: (() => unknown)[] = [];
+  t.after(async () => {
+    for (const f of teardown.reverse()) await f();
+    await cleanup();
+  });
+  const one = join(dir, 'one');
+  const two = join(dir, 'two');
+  const three = join(dir, 'three');
+  for (const d of [one, two, three]) await mkdir(d);
+  await writeFile(join(one, 'x.txt'), 'x\n');
+  await writeFile(join(two, 'y.txt'), 'y\n');
+  await writeFile(join(three, 'z.txt'), 'z\n');
+  const live = await createLiveSource({ sets: [{ name: 'one', dir: one }, { name: 'two', dir: two }, { name: 'three', dir: three }], port: 0, stateDir: join(dir, 'live-state') });
+  teardown.push(() => live.close());
+  await live.ready();
+  const out = join(dir, 'out');
+  const config = parseAggregateConfig(
+    `out: ${out}
+sources:
+  - url: ${live.url}/
+    id: two-of-three
+    interval: 0.2
+    capability-sets:
+      - ${live.url}/.resourcesync/one/capabilitylist.xml
+      - ${live.url}/.resourcesync/two/capabilitylist.xml
+`,
+    join(dir, 'agg.yaml'),
+  );
+  const aggregator = startAggregator(config, { defaultBaseUrl: 'http://127.0.0.1:9/', env: {}, onEvent: (e) => { if (e.type === 'sync-failed') t.diagnostic(String(e.error)); } });
+  teardown.push(() => aggregator.close());
+  const mirror = join(out, 'sources', 'two-of-three', 'mirror');
+  const exists = async (p: string): Promise<boolean> => readFile(p).then(() => true, () => false);
+  const deadline = Date.now() + 60_000;
+  while (!((await exists(join(mirror, 'one', 'x.txt'))) && (await exists(join(mirror, 'two', 'y.txt'))))) {
+    assert.ok(Date.now() < deadline, 'both chosen sets mirrored');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.equal(await exists(join(mirror, 'three', 'z.txt')), false, 'the set not chosen is left out');
+  assert.equal(aggregator.status()[0]?.resources, 2);
+  // several syncs later, neither set's baseline took the other's resources for deletions
+  const syncs = aggregator.status()[0]!.totals.syncs;
+  await until('three more syncs', () => (aggregator.status()[0]?.totals.syncs ?? 0) >= syncs + 3, 60_000);
+  assert.equal(await exists(join(mirror, 'one', 'x.txt')), true);
+  assert.equal(await exists(join(mirror, 'two', 'y.txt')), true);
+  assert.equal(aggregator.status()[0]?.totals.deleted, 0);
+});
