@@ -103,6 +103,7 @@ sources:
     assert.ok(Date.now() < deadline, 'both chosen sets mirrored');
     await new Promise((r) => setTimeout(r, 50));
   }
+  await until('the first sync done', () => aggregator.status()[0]?.lastSync !== undefined, 60_000);
   assert.equal(await exists(join(mirror, 'three', 'z.txt')), false, 'the set not chosen is left out');
   assert.equal(aggregator.status()[0]?.resources, 2);
   // several syncs later, neither set's baseline took the other's resources for deletions

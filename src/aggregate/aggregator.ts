@@ -102,7 +102,7 @@ class RunningAggregator implements Aggregator {
     const known = new Set(config.sources.map((s) => s.id));
     for (const s of this.#status.all()) if (!known.has(s.id) && s.state !== 'stopped') this.#status.put(stopped(s));
     for (const source of config.sources) this.#add(source);
-    void this.publication.request(); // what the mirrors hold from before is served at once
+    void this.publication.request('all'); // what the mirrors hold from before is served at once
     this.#pump();
   }
 
@@ -129,7 +129,7 @@ class RunningAggregator implements Aggregator {
       if (slot !== undefined) slot.source = after.get(id)!; // the line may have moved
     }
     if (baseChanged) this.publication.baseUrl = config.baseUrl ?? this.#options.defaultBaseUrl;
-    if (removed.length > 0 || baseChanged) void this.publication.request();
+    if (removed.length > 0 || baseChanged) void this.publication.request([]);
     this.#emit({ type: 'reloaded', added, removed, changed });
     this.#pump();
   }
@@ -235,7 +235,7 @@ class RunningAggregator implements Aggregator {
       this.#emit({ type: 'synced', id: source.id, result });
       if (result.created + result.updated + result.deleted > 0 || result.mode === 'baseline' || !this.#published.has(source.id)) {
         this.#published.add(source.id);
-        void this.publication.request();
+        void this.publication.request([source.id]);
       }
     } catch (caught) {
       if (slot.stopped) return;

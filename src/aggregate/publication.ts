@@ -31,6 +31,8 @@ export class AggregatePublication {
   #servedSets = '';
   #running: Promise<void> | undefined;
   #again = false;
+  /** The Sources to publish in the next run: those whose mirror changed, or all of them. */
+  #dirty: Set<string> | 'all' = 'all';
   readonly #sources: () => readonly AggregateSource[];
   readonly #onPublished: (r: { result: PublishResult | undefined; ms: number }) => void;
   readonly #onError: (error: unknown) => void;
@@ -57,10 +59,16 @@ export class AggregatePublication {
   set baseUrl(url: string) {
     this.#baseUrl = url;
     this.#servedSets = '';
+    this.#dirty = 'all';
   }
 
-  /** Asks for a publication; resolves once one that started after this call has ended (failed ones included). */
-  request(): Promise<void> {
+  /**
+   * Asks for a publication of the Sources `ids` (whose mirrors changed; none: only the Source Description, for a
+   * Source gone) or of `'all'`; resolves once a run that started after this call has ended (failed ones included).
+   */
+  request(ids: readonly string[] | 'all'): Promise<void> {
+    if (ids === 'all') this.#dirty = 'all';
+    else if (this.#dirty !== 'all') for (const id of ids) this.#dirty.add(id);
     if (this.#running !== undefined) {
       this.#again = true;
       return this.#running;
@@ -68,7 +76,10 @@ export class AggregatePublication {
     const run = (async () => {
       do {
         this.#again = false;
-        await this.#publishNow().catch((error: unknown) => this.#onError(error));
+        await this.#publishNow().catch((error: unknown) => {
+          this.#dirty = 'all'; // the next run publishes everything again
+          this.#onError(error);
+        });
       } while (this.#again);
     })().finally(() => {
       this.#running = undefined;
@@ -91,16 +102,20 @@ export class AggregatePublication {
       this.#onPublished({ result: undefined, ms: Math.round(performance.now() - started) });
       return;
     }
+    const dirty = this.#dirty;
+    this.#dirty = new Set();
+    const only = dirty === 'all' ? undefined : sources.filter((s) => dirty.has(s.id)).map((s) => s.id);
     const vias = new Map<string, ViaLinks>();
     let result: PublishResult;
     try {
-      for (const s of sources) vias.set(s.id, await openViaLinks(this.#out, s));
+      for (const s of sources) if (only === undefined || only.includes(s.id)) vias.set(s.id, await openViaLinks(this.#out, s));
       result = await publish({
         sets: sources.map((s) => ({ name: s.id, dir: mirrorDir(this.#out, s.id) })),
         baseUrl: this.#baseUrl,
         outDir: join(this.#out, PUBLISH_DIR),
         stateDir: join(this.#out, 'sources'),
         namedSets: true,
+        ...(only === undefined ? {} : { only }),
         resourceLinks: (set, path, entry): Ln[] | undefined => vias.get(set)?.links(path, entry),
       });
     } finally {

@@ -96,8 +96,13 @@ export function readAggregateStatus(out: string): SourceStatus[] {
   }
 }
 
+/** True when the Source's last attempt failed (it may be trying again now). */
+export function isFailing(s: SourceStatus): boolean {
+  return s.state !== 'stopped' && s.failures > 0;
+}
+
 /** Failing Sources first (most failures first), then stopped ones last, by id within each. */
 export function sortStatus(list: SourceStatus[]): SourceStatus[] {
-  const rank = (s: SourceStatus): number => (s.state === 'failing' ? 0 : s.state === 'stopped' ? 2 : 1);
+  const rank = (s: SourceStatus): number => (isFailing(s) ? 0 : s.state === 'stopped' ? 2 : 1);
   return list.sort((a, b) => rank(a) - rank(b) || (rank(a) === 0 ? b.failures - a.failures : 0) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }

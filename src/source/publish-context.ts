@@ -105,6 +105,12 @@ export interface PublishOptions {
    */
   resourceListEveryMs?: number | 'auto';
   /**
+   * Publish only the sets of these names (the others were published before and have not changed): the Source
+   * Description and robots.txt still name every set of `sets`, and the result counts (and lists the documents of)
+   * only these. Default: every set.
+   */
+  only?: readonly string[];
+  /**
    * Resources of every set under `<baseUrl><set>/`, even when there is one set (default false: a single set's
    * resources are at `<baseUrl>` itself). For a Source whose sets come and go (an aggregator), so that adding a
    * set does not move the others; serve it with `createSourceResponder`'s `namedSets`.

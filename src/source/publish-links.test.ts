@@ -76,3 +76,29 @@ test('namedSets puts a single set under its name; resourceLinks adds links to Re
   const miss = await responder({ method: 'GET', target: '/a.txt', headers: {} });
   assert.equal(miss.status, 404);
 });
+
+test('only: the sets named are published, the Source Description still lists every set', async (t) => {
+  const tmp = await tempDir('publish-only-');
+  t.after(tmp.cleanup);
+  const one = join(tmp.dir, 'one');
+  const two = join(tmp.dir, 'two');
+  const out = join(tmp.dir, 'out');
+  mkdirSync(one);
+  mkdirSync(two);
+  writeFileSync(join(one, 'a.txt'), 'a');
+  writeFileSync(join(two, 'b.txt'), 'b');
+  const base: PublishOptions = { sets: [{ name: 'one', dir: one }, { name: 'two', dir: two }], baseUrl: BASE, outDir: out, stateDir: join(tmp.dir, 'state'), now: clock() };
+  await publish(base);
+  writeFileSync(join(one, 'a2.txt'), 'a2');
+  writeFileSync(join(two, 'b2.txt'), 'b2');
+  const r = await publish({ ...base, only: ['one'] });
+  assert.deepEqual(r.changes, { created: 1, updated: 0, deleted: 0 });
+  assert.deepEqual(r.capabilityLists, [`${BASE}.resourcesync/one/capabilitylist.xml`, `${BASE}.resourcesync/two/capabilitylist.xml`]);
+  assert.deepEqual(doc(out, '.well-known/resourcesync').entries.map((e) => e.loc), r.capabilityLists);
+  assert.deepEqual(doc(out, '.resourcesync/two/resourcelist.xml').entries.map((e) => e.loc), [`${BASE}two/b.txt`], 'two is left as it was');
+  assert.equal(doc(out, '.resourcesync/one/resourcelist.xml').entries.length, 2);
+  const robots = readFileSync(join(out, 'robots.txt'), 'utf8');
+  assert.match(robots, /Sitemap: http:\/\/example\.org\/\.resourcesync\/two\/resourcelist\.xml/);
+  const all = await publish(base);
+  assert.deepEqual(all.changes, { created: 1, updated: 0, deleted: 0 }, 'two catches up when published');
+});

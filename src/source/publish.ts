@@ -113,6 +113,10 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
   const results: SetResult[] = [];
   for (const set of options.sets) {
     if (ctx.signal?.aborted) throw new ResourceSyncError('RS_ABORTED', 'Publication aborted.', { cause: ctx.signal.reason });
+    if (options.only !== undefined && !options.only.includes(set.name)) {
+      results.push(untouchedSet(ctx, set));
+      continue;
+    }
     results.push(await publishSet(ctx, { name: set.name, dir: resolve(set.dir), ...(set.describedBy !== undefined ? { describedBy: set.describedBy } : {}) }));
   }
 
@@ -158,6 +162,20 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
     warningsOmitted: ctx.warningsOmitted,
     ...dueIn(results),
     ...(ctx.notifications ? { notifications: results.flatMap((r) => (r.notifications ? [r.notifications] : [])) } : {}),
+  };
+}
+
+/** A set left as it is (`PublishOptions.only`): its Capability List and Resource List are named, nothing is read. */
+function untouchedSet(ctx: Context, set: { name: string }): SetResult {
+  const paths = setPaths(ctx, set);
+  return {
+    capabilityList: paths.capUrl,
+    resourceList: paths.documentUrl(`resourcelist${ctx.ext}`),
+    documents: [],
+    created: 0,
+    updated: 0,
+    deleted: 0,
+    resources: 0,
   };
 }
 

@@ -9,7 +9,7 @@ import { unwatchFile, watchFile } from 'node:fs';
 import { isResourceSyncError, messageOf } from '../../core/errors.js';
 import { loadAggregateConfig, type AggregateConfig } from '../../aggregate/config.js';
 import { startAggregator, type AggregateEvent, type Aggregator } from '../../aggregate/aggregator.js';
-import { readAggregateStatus, type SourceStatus } from '../../aggregate/status.js';
+import { isFailing, readAggregateStatus, type SourceStatus } from '../../aggregate/status.js';
 import { serve, type RunningServer } from '../../server/node-adapter.js';
 import type { ResponderHandler } from '../../server/request-response.js';
 import { parseCommandArgs, usageError } from '../command-args.js';
@@ -161,7 +161,7 @@ function status(file: string, json: boolean): number {
   const rows = list.map((s) => ({ ...s, ...(s.lastSync === undefined ? {} : { lagMs: now - s.lastSync }) }));
   if (json) process.stdout.write(`${JSON.stringify({ out: config.out, sources: rows }, null, 2)}\n`);
   else process.stdout.write(table(rows, now));
-  return list.some((s) => s.state === 'failing') ? 1 : 0;
+  return list.some(isFailing) ? 1 : 0;
 }
 
 function ago(ms: number | undefined, now: number): string {
