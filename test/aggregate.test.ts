@@ -182,6 +182,14 @@ ${extra}`;
     assert.ok(typeof s.lagMs === 'number' && s.resources !== undefined && s.resources > 0, id);
   }
 
+  // Prometheus metrics of every Source
+  const metrics = await (await fetch(`${agg.url}/metrics`)).text();
+  assert.match(metrics, /^resourcesync_aggregate_source_up\{source="garbage"\} 0$/m);
+  assert.match(metrics, /^resourcesync_aggregate_source_up\{source="live"\} 1$/m);
+  assert.match(metrics, /^resourcesync_aggregate_source_changes_total\{source="live",change="created"\} 3$/m);
+  assert.match(metrics, /^resourcesync_aggregate_source_last_sync_timestamp_seconds\{source="static"\} \d+(\.\d+)?$/m);
+  assert.match(metrics, /^resourcesync_aggregate_source_errors_total\{source="garbage"\} [1-9]\d*$/m);
+
   // the aggregate is a conformant Source
   const check = await runCli(['check', agg.url]);
   assert.equal(check.status, 0, `check: ${check.stdout}${check.stderr}`);
@@ -244,6 +252,10 @@ ${extra}`;
   assert.ok(listed.some((l) => l.includes('/extra/')) && !listed.some((l) => l.includes('/static/')), listed.join('\n'));
   assert.ok((await listTree(join(out, 'sources', 'static', 'mirror'))).length > 0, 'a removed Source keeps its mirror');
   assert.match(agg.p.err(), /reloaded: 1 added, 1 removed, 0 changed/);
+
+  // a change of the file alone reloads it too
+  await writeFile(config, (await readFile(config, 'utf8')).replace(/(id: live\n {4}interval:) 1/, '$1 2'));
+  await until('the file change seen', () => /reloaded: 0 added, 0 removed, 1 changed/.test(agg.p.err()), 30_000);
 
   // kill -9, restart: mirrors and status intact, the next sync incremental
   const before = readAggregateStatus(out);

@@ -9,6 +9,7 @@ import { unwatchFile, watchFile } from 'node:fs';
 import { isResourceSyncError, messageOf } from '../../core/errors.js';
 import { loadAggregateConfig, type AggregateConfig } from '../../aggregate/config.js';
 import { startAggregator, type AggregateEvent, type Aggregator } from '../../aggregate/aggregator.js';
+import { metricsResponse, METRICS_PATH } from '../../aggregate/metrics.js';
 import { isFailing, readAggregateStatus, type SourceStatus } from '../../aggregate/status.js';
 import { serve, type RunningServer } from '../../server/node-adapter.js';
 import type { ResponderHandler } from '../../server/request-response.js';
@@ -21,7 +22,8 @@ Keeps every Source named in <config> (YAML or JSON) in step, each in its own mir
 <out>/sources/<id>/, and serves them as one Source at base-url: a Capability List per Source,
 whose Resource and Change Lists carry rs:ln rel="via" to each original (Z39.99 §14.8).
 Prints 'listening on <url>' once listening. SIGHUP or a change of <config> reloads it: added
-Sources start, removed ones stop (their mirror is kept), changed ones restart. See docs/aggregate.md.
+Sources start, removed ones stop (their mirror is kept), changed ones restart. Prometheus metrics
+of every Source are at /metrics. See docs/aggregate.md.
 
 Options:
   --port N      TCP port (default: the port of base-url, else 8080; 0 picks a free one)
@@ -79,8 +81,12 @@ function defaultPort(config: AggregateConfig): number {
 async function aggregate(file: string, config: AggregateConfig, port: number, host: string, verbose: boolean): Promise<number> {
   const log = (line: string): void => void process.stderr.write(`${line}\n`);
   const started: { aggregator?: Aggregator } = {};
-  const handler: ResponderHandler = (req) =>
-    started.aggregator?.publication.handler(req) ?? { status: 503, headers: { 'retry-after': '1', 'content-length': '0' } };
+  const handler: ResponderHandler = (req) => {
+    const a = started.aggregator;
+    if (a === undefined) return { status: 503, headers: { 'retry-after': '1', 'content-length': '0' } };
+    if ((req.method === 'GET' || req.method === 'HEAD') && req.target.split('?')[0] === METRICS_PATH) return metricsResponse(a.status(), req.method);
+    return a.publication.handler(req);
+  };
   let server: RunningServer;
   try {
     server = await serve(handler, { port, host, onError: (e) => log(`resourcesync aggregate: ${messageOf(e)}`) });
