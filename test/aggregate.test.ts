@@ -102,14 +102,17 @@ void test('aggregate: live, static, failing-then-recovering and garbage Sources;
     await cleanup();
   });
   await chmod(dir, 0o755);
+  const t0 = Date.now();
 
   // (a) a live Source
+  t.diagnostic(`${Date.now() - t0} ms: (a) a live Source`);
   const liveDir = join(dir, 'live');
   await write(liveDir, { 'a.txt': 'alpha\n', 'sub/b.txt': 'beta\n', 'caf\u00e9 menu.txt': 'menu\n' });
   const live: ServeChild = await startServe([liveDir]);
   children.push(live.child);
 
   // (b) a build tree served by nginx (or a plain static server)
+  t.diagnostic(`${Date.now() - t0} ms: (b) a build tree served by nginx (or a p`);
   const staticRoot = join(dir, 'static');
   await write(staticRoot, { 'robots.txt': 'User-agent: *\n' });
   const nginx = WEB_SERVERS.find((k) => k.name === 'nginx')!;
@@ -156,6 +159,7 @@ ${extra}`;
     syncedSince(out, 'live', started) && syncedSince(out, 'static', started) && (statusOf(out, 'later')?.failures ?? 0) >= 1 && (statusOf(out, 'garbage')?.failures ?? 0) >= 1,
   );
   // (c) recovers: the Source comes up on the port that refused
+  t.diagnostic(`${Date.now() - t0} ms: (c) recovers: the Source comes up on the`);
   const laterDir = join(dir, 'later-src');
   await write(laterDir, { 'late.txt': 'at last\n' });
   const laterServe = startCli(['serve', laterDir, '--port', String(laterPort)]);
@@ -183,6 +187,7 @@ ${extra}`;
   }
 
   // Prometheus metrics of every Source
+  t.diagnostic(`${Date.now() - t0} ms: Prometheus metrics of every Source`);
   const metrics = await (await fetch(`${agg.url}/metrics`)).text();
   assert.match(metrics, /^resourcesync_aggregate_source_up\{source="garbage"\} 0$/m);
   assert.match(metrics, /^resourcesync_aggregate_source_up\{source="live"\} 1$/m);
@@ -191,12 +196,14 @@ ${extra}`;
   assert.match(metrics, /^resourcesync_aggregate_source_errors_total\{source="garbage"\} [1-9]\d*$/m);
 
   // the aggregate is a conformant Source
+  t.diagnostic(`${Date.now() - t0} ms: the aggregate is a conformant Source`);
   const check = await runCli(['check', agg.url]);
   assert.equal(check.status, 0, `check: ${check.stdout}${check.stderr}`);
   const sd = parseXml(await (await fetch(`${agg.url}/.well-known/resourcesync`)).text());
   assert.deepEqual(sd.entries.map((e) => e.loc).sort(), ['later', 'live', 'static'].map((id) => `${agg.url}/.resourcesync/${id}/capabilitylist.xml`));
 
   // a Destination of the aggregate gets every copy, with via links to the origin
+  t.diagnostic(`${Date.now() - t0} ms: a Destination of the aggregate gets ever`);
   const fresh = join(dir, 'fresh');
   const s1 = await runCli(['sync', `${agg.url}/`, fresh, '--delete']);
   assert.equal(s1.status, 0, s1.stderr);
@@ -213,6 +220,7 @@ ${extra}`;
   assert.equal(viaOf('later/late.txt')?.href, `http://127.0.0.1:${laterPort}/late.txt`);
 
   // a change at the live Source reaches the aggregate's Change List, in the order applied
+  t.diagnostic(`${Date.now() - t0} ms: a change at the live Source reaches the `);
   const beforeChange = Date.now();
   await writeFile(join(liveDir, 'a.txt'), 'alpha, changed\n');
   await rm(join(liveDir, 'sub', 'b.txt'));
@@ -235,6 +243,7 @@ ${extra}`;
   await assertSame(liveDir, join(fresh, 'live'), 'fresh live after the change');
 
   // SIGHUP: one Source added, one removed
+  t.diagnostic(`${Date.now() - t0} ms: SIGHUP: one Source added, one removed`);
   const extraDir = join(dir, 'extra');
   await write(extraDir, { 'e.txt': 'extra\n' });
   const extra = await startServe([extraDir]);
@@ -254,10 +263,12 @@ ${extra}`;
   assert.match(agg.p.err(), /reloaded: 1 added, 1 removed, 0 changed/);
 
   // a change of the file alone reloads it too
+  t.diagnostic(`${Date.now() - t0} ms: a change of the file alone reloads it to`);
   await writeFile(config, (await readFile(config, 'utf8')).replace(/(id: live\n {4}interval:) 1/, '$1 2'));
   await until('the file change seen', () => /reloaded: 0 added, 0 removed, 1 changed/.test(agg.p.err()), 30_000);
 
   // kill -9, restart: mirrors and status intact, the next sync incremental
+  t.diagnostic(`${Date.now() - t0} ms: kill -9, restart: mirrors and status int`);
   const before = readAggregateStatus(out);
   agg.p.child.kill('SIGKILL');
   await exited(agg.p.child);
@@ -273,6 +284,28 @@ ${extra}`;
   const s3 = await runCli(['sync', `${agg.url}/`, join(dir, 'fresh2'), '--delete']);
   assert.equal(s3.status, 0, s3.stderr);
   await assertSame(liveDir, join(dir, 'fresh2', 'live'), 'a fresh mirror after the restart');
+
+  // a second aggregator over the first: a chain keeps the origin's via, not the intermediary's (§14.8)
+  t.diagnostic(`${Date.now() - t0} ms: a second aggregator over the first: a ch`);
+  const config2 = join(dir, 'second.yaml');
+  const out2 = join(dir, 'agg2');
+  await writeFile(config2, `out: ${out2}\nsources:\n  - url: ${agg.url}/\n    id: first\n    interval: 1\n`);
+  const second = await startAggregate(config2);
+  children.push(second.p.child);
+  await until('the second aggregator in step', () => statusOf(out2, 'first')?.lastSync !== undefined, 60_000);
+  await assertSame(liveDir, join(out2, 'sources', 'first', 'mirror', 'live'), 'the second aggregator');
+  const chain = join(dir, 'chain');
+  const s4 = await runCli(['sync', `${second.url}/`, chain, '--delete']);
+  assert.equal(s4.status, 0, s4.stderr);
+  await assertSame(liveDir, join(chain, 'first', 'live'), 'a mirror of the second aggregator');
+  const chained = await runCli(['links', chain, 'first/live/a.txt', '--json', '--rel', 'via']);
+  assert.equal(chained.status, 0, chained.stderr);
+  const chainVia = (JSON.parse(chained.stdout) as { links: { via?: { href: string; hash?: string }[] } }).links.via;
+  assert.equal(chainVia?.length, 1);
+  assert.equal(chainVia[0]!.href, `${live.url}/a.txt`, 'the origin, not the first aggregator');
+  assert.match(chainVia[0]!.hash ?? '', /^md5:/);
+  second.p.child.kill('SIGTERM');
+  assert.equal((await exited(second.p.child))[0], 0);
 
   agg.p.child.kill('SIGTERM');
   const [code] = await exited(agg.p.child);
