@@ -68,15 +68,15 @@ export interface ConfigIssue {
 }
 
 /** Default seconds between polls. */
-export const DEFAULT_INTERVAL = 300;
+const DEFAULT_INTERVAL = 300;
 /** Default longest sync of one Source (s). */
-export const DEFAULT_TIMEOUT = 3600;
+const DEFAULT_TIMEOUT = 3600;
 /** Default Sources synced at once. */
-export const DEFAULT_CONCURRENCY = 4;
+const DEFAULT_CONCURRENCY = 4;
 /** Default longest wait (s) between attempts at a failing Source. */
-export const DEFAULT_MAX_BACKOFF = 3600;
+const DEFAULT_MAX_BACKOFF = 3600;
 /** Most Sources in one configuration, and the longest configuration file (bytes). */
-export const CONFIG_LIMITS = { sources: 100_000, bytes: 16 * 1024 * 1024 } as const;
+const CONFIG_LIMITS = { sources: 100_000, bytes: 16 * 1024 * 1024 } as const;
 
 const TOP_FIELDS = ['base-url', 'out', 'sources', 'concurrency', 'max-backoff'] as const;
 const SOURCE_FIELDS = ['url', 'id', 'interval', 'timeout', 'mode', 'credentials', 'rate', 'capability-sets', 'url-prefixes'] as const;

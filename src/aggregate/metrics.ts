@@ -51,7 +51,7 @@ const FAMILIES: Family[] = [
  * The metrics text of an aggregate's Sources (every Source but the stopped ones).
  * @example metricsText(aggregator.status()) // '# HELP resourcesync_aggregate_source_up …'
  */
-export function metricsText(statuses: readonly SourceStatus[]): string {
+function metricsText(statuses: readonly SourceStatus[]): string {
   const live = statuses.filter((s) => s.state !== 'stopped');
   const lines: string[] = [];
   lines.push(`# HELP ${PREFIX}_sources Sources of the aggregate, by state.`, `# TYPE ${PREFIX}_sources gauge`);

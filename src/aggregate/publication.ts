@@ -15,7 +15,7 @@ import type { AggregateSource } from './config.js';
 import { mirrorDir, openViaLinks, type ViaLinks } from './source-mirror.js';
 
 /** Where the published documents of an aggregate go, under its `out` folder. */
-export const PUBLISH_DIR = 'publish';
+const PUBLISH_DIR = 'publish';
 
 const UNAVAILABLE: ResponderResponse = {
   status: 503,

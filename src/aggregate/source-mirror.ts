@@ -18,7 +18,7 @@ import { sync, type SyncReport } from '../destination/sync.js';
 import type { AggregateSource, SourceCredentials } from './config.js';
 
 /** The folder of a Source in the aggregate. */
-export function sourceDir(out: string, id: string): string {
+function sourceDir(out: string, id: string): string {
   return join(out, 'sources', id);
 }
 
@@ -49,7 +49,7 @@ export interface SourceSyncResult {
 }
 
 /** The `Authorization` value for a Source's credentials, read from `env`. */
-export function authorizationFor(credentials: SourceCredentials, env: Record<string, string | undefined>): string {
+function authorizationFor(credentials: SourceCredentials, env: Record<string, string | undefined>): string {
   const value = env[credentials.env];
   if (value === undefined || value === '') {
     throw new ResourceSyncError('RS_INVALID_ARGUMENT', `Environment variable ${credentials.env} (credentials) is not set.`, { data: { env: credentials.env } });

@@ -10,7 +10,7 @@ import { ResourceSyncError } from '../core/errors.js';
 import { openStore } from '../node/sqlite.js';
 
 /** Where an aggregate keeps its status, under its `out` folder. */
-export const STATUS_FILE = 'aggregate.sqlite';
+const STATUS_FILE = 'aggregate.sqlite';
 
 /** What one Source of an aggregate is doing and how it went. Times are ms since the epoch. */
 export interface SourceStatus {
@@ -102,7 +102,7 @@ export function isFailing(s: SourceStatus): boolean {
 }
 
 /** Failing Sources first (most failures first), then stopped ones last, by id within each. */
-export function sortStatus(list: SourceStatus[]): SourceStatus[] {
+function sortStatus(list: SourceStatus[]): SourceStatus[] {
   const rank = (s: SourceStatus): number => (isFailing(s) ? 0 : s.state === 'stopped' ? 2 : 1);
   return list.sort((a, b) => rank(a) - rank(b) || (rank(a) === 0 ? b.failures - a.failures : 0) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }

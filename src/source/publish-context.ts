@@ -326,7 +326,7 @@ export function setPaths(ctx: Context, set: { name: string }): SetPaths {
  * `entry` with the links `ctx.resourceLinks` gives for the resource at `path` of `set` appended to its own.
  * @see Z39.99 §14
  */
-export function withResourceLinks(ctx: Context, set: string, path: string, entry: Entry): Entry {
+function withResourceLinks(ctx: Context, set: string, path: string, entry: Entry): Entry {
   const more = ctx.resourceLinks?.(set, path, entry);
   if (more === undefined || more.length === 0) return entry;
   entry.ln = [...(entry.ln ?? []), ...more];
