@@ -113,3 +113,65 @@ sources:
   assert.equal(await exists(join(mirror, 'two', 'y.txt')), true);
   assert.equal(aggregator.status()[0]?.totals.deleted, 0);
 });
+
+void test('politeness: two Sources on one origin never sync at the same time, while one elsewhere goes on', { timeout: 120_000 }, async (t) => {
+  const { dir, cleanup } = await tempDir('rs-aggregate-polite-');
+  const teardown: (() => unknown)[] = [];
+  t.after(async () => {
+    for (const f of teardown.reverse()) await f();
+    await cleanup();
+  });
+  const NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/"';
+  const inFlight = { a: 0, b: 0 };
+  let overlaps = 0;
+  let served = { a: 0, b: 0 };
+  const shared: Server = createServer((req, res) => {
+    const which = req.url?.startsWith('/a/') === true ? 'a' : 'b';
+    const origin = `http://127.0.0.1:${(shared.address() as AddressInfo).port}/${which}`;
+    inFlight[which]++;
+    served = { ...served, [which]: served[which] + 1 };
+    if (inFlight.a > 0 && inFlight.b > 0) overlaps++;
+    const path = req.url!.slice(2);
+    const body =
+      path === '/capabilitylist.xml'
+        ? `<urlset ${NS}><rs:md capability="capabilitylist"/><url><loc>${origin}/resourcelist.xml</loc><rs:md capability="resourcelist"/></url></urlset>`
+        : path === '/resourcelist.xml'
+          ? `<urlset ${NS}><rs:md capability="resourcelist" at="2024-01-01T00:00:00Z"/><url><loc>${origin}/r.txt</loc><rs:md length="2"/></url></urlset>`
+          : path === '/r.txt'
+            ? `${which}\n`
+            : undefined;
+    setTimeout(() => {
+      inFlight[which]--;
+      if (body === undefined) res.writeHead(404).end();
+      else res.writeHead(200, { 'content-type': path.endsWith('.xml') ? 'application/xml' : 'text/plain' }).end(body);
+    }, 40); // slow enough for two syncs to overlap if they were allowed to
+  });
+  await new Promise<void>((r) => shared.listen(0, '127.0.0.1', r));
+  teardown.push(() => shared.close());
+  const data = join(dir, 'data');
+  await mkdir(data);
+  await writeFile(join(data, 'c.txt'), 'c\n');
+  const elsewhere = await createLiveSource({ sets: [{ name: 'data', dir: data }], port: 0, stateDir: join(dir, 'live-state') });
+  teardown.push(() => elsewhere.close());
+  await elsewhere.ready();
+  const base = `http://127.0.0.1:${(shared.address() as AddressInfo).port}`;
+  const config = parseAggregateConfig(
+    `out: ${join(dir, 'out')}
+concurrency: 3
+sources:
+  - { url: "${base}/a/capabilitylist.xml", id: a, interval: 0.1 }
+  - { url: "${base}/b/capabilitylist.xml", id: b, interval: 0.1 }
+  - { url: "${elsewhere.url}/", id: elsewhere, interval: 0.1 }
+`,
+    join(dir, 'agg.yaml'),
+  );
+  const failures: string[] = [];
+  const aggregator = startAggregator(config, { defaultBaseUrl: 'http://127.0.0.1:9/', env: {}, onEvent: (e) => void (e.type === 'sync-failed' && failures.push(`${e.id}: ${String(e.error)}`)) });
+  teardown.push(() => aggregator.close());
+  const syncs = (id: string): number => aggregator.status().find((s) => s.id === id)?.totals.syncs ?? 0;
+  await until('each Source synced 3 times', () => syncs('a') >= 3 && syncs('b') >= 3 && syncs('elsewhere') >= 3, 60_000);
+  assert.deepEqual(failures, []);
+  assert.equal(overlaps, 0, 'requests of the two Sources on one origin never overlapped');
+  assert.ok(served.a > 0 && served.b > 0);
+  assert.equal(await readFile(join(dir, 'out', 'sources', 'b', 'mirror', 'b', 'r.txt'), 'utf8'), 'b\n');
+});
