@@ -65,6 +65,10 @@ void test('aggregate: a dump-only Source is taken in from its Resource Dump', { 
     await new Promise((res) => setTimeout(res, 200));
   }
   assert.equal(status.sources[0].resources, 2);
+  const human = await runCli(['aggregate', 'status', config]);
+  assert.equal(human.status, 0, human.stderr);
+  assert.match(human.stdout, /^SOURCE +STATE +MODE +LAST SYNC +RESOURCES +NEXT +LAST ERROR$/m);
+  assert.match(human.stdout, /^dumped +(waiting|syncing) +poll +\d+s ago +2 +/m);
   assert.equal(status.sources[0].lastSyncMode, 'baseline');
   assert.equal(await readFile(join(out, 'sources', 'dumped', 'mirror', 'd', 'two.txt'), 'utf8'), 'two\n');
   let rl = parseXml('<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"/>');
