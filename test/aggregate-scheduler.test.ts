@@ -5,7 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, utimes, writeFile } from 'node:fs/promises';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -14,6 +14,17 @@ import { startAggregator, type AggregateEvent } from '../src/aggregate/aggregato
 import { createLiveSource } from '../src/live/live-source.js';
 import { until } from './helpers/cli-child.js';
 import { tempDir } from './helpers/tmp.js';
+
+/**
+ * Dates every file under `dir` a minute back: a live Source leaves out of its first publication a file modified
+ * just before it reads it (it may still be being written), which a busy machine makes likely.
+ */
+async function settle(dir: string): Promise<void> {
+  const past = new Date(Date.now() - 60_000);
+  for (const d of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (d.isFile()) await utimes(join(d.parentPath, d.name), past, past);
+  }
+}
 
 void test('a Source that never answers is abandoned at its timeout and never holds up the others', { timeout: 120_000 }, async (t) => {
   const { dir, cleanup } = await tempDir('rs-aggregate-sched-');
@@ -32,6 +43,7 @@ void test('a Source that never answers is abandoned at its timeout and never hol
   const data = join(dir, 'data');
   await mkdir(data);
   await writeFile(join(data, 'a.txt'), 'alpha\n');
+  await settle(data);
   const live = await createLiveSource({ sets: [{ name: 'data', dir: data }], port: 0, stateDir: join(dir, 'live-state') });
   teardown.push(() => live.close());
   await live.ready();
@@ -61,6 +73,7 @@ sources:
   assert.equal(hangingStatus.state === 'failing' || hangingStatus.state === 'syncing', true);
   assert.equal(hangingStatus.lastError?.code, 'RS_HTTP_TIMEOUT');
   assert.match(hangingStatus.lastError?.message ?? '', /longer than its timeout \(1 s\)/);
+  t.diagnostic(JSON.stringify(aggregator.status().find((s) => s.id === 'good')));
   assert.equal(await readFile(join(dir, 'out', 'sources', 'good', 'mirror', 'a.txt'), 'utf8'), 'alpha\n');
 });
 
@@ -78,6 +91,7 @@ void test('capability-sets: each chosen set of a Source has its own state; delet
   await writeFile(join(one, 'x.txt'), 'x\n');
   await writeFile(join(two, 'y.txt'), 'y\n');
   await writeFile(join(three, 'z.txt'), 'z\n');
+  for (const d of [one, two, three]) await settle(d);
   const live = await createLiveSource({ sets: [{ name: 'one', dir: one }, { name: 'two', dir: two }, { name: 'three', dir: three }], port: 0, stateDir: join(dir, 'live-state') });
   teardown.push(() => live.close());
   await live.ready();
@@ -151,6 +165,7 @@ void test('politeness: two Sources on one origin never sync at the same time, wh
   const data = join(dir, 'data');
   await mkdir(data);
   await writeFile(join(data, 'c.txt'), 'c\n');
+  await settle(data);
   const elsewhere = await createLiveSource({ sets: [{ name: 'data', dir: data }], port: 0, stateDir: join(dir, 'live-state') });
   teardown.push(() => elsewhere.close());
   await elsewhere.ready();
