@@ -18,6 +18,8 @@ Commands:
   explore --web <url> [--port N]                        the explorer page: tree, entries, timeline, check
   simulate [--resources N] [--rate R] [--seed S]        a live Source that changes at a seeded rate
   hub [--port N] [--host H] [--data DIR]                run a WebSub hub for notifications
+  aggregate <config> [--port N] [--host H]              keep many Sources in step, serve them as one
+  aggregate status <config> [--json]                    the status of each Source of an aggregate
   demo                                                  run the bundled demonstration
 
 Run 'resourcesync <command> --help' for the options of a command.

@@ -28,6 +28,7 @@ export interface RouterOptions {
   outDir: string;
   baseUrl?: string;
   htmlDiscoveryLink?: boolean;
+  namedSets?: boolean;
 }
 
 /** Routes request paths of one Source; `roots` are every directory it serves from (to forget their real paths). */
@@ -59,7 +60,7 @@ export function createRouter(options: RouterOptions, files: FileResolver): Route
     sets.set(s.name, { root: { dir: s.dir, real: undefined }, link: `<${cap}>; rel="${REL_RESOURCESYNC}"`, html });
   }
   const docs: Root = { dir: options.outDir, real: undefined };
-  const onlySet = options.sets.length === 1 ? sets.get(options.sets[0]!.name)! : undefined;
+  const onlySet = options.sets.length === 1 && options.namedSets !== true ? sets.get(options.sets[0]!.name)! : undefined;
 
   function route(path: string, prev: Resolution | undefined, at: number): Resolution | ResponderResponse {
     const parsed = parseTarget(path);

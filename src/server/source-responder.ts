@@ -52,6 +52,11 @@ export interface SourceServerOptions {
    * prefixes the default Capability List URLs. Without it those URLs are path-absolute (`/.resourcesync/…`).
    */
   baseUrl?: string;
+  /**
+   * Resources of every set under `/<set>/`, even when there is one set (default false: a single set's resources
+   * are at the root). Use it with a Source published with `namedSets`.
+   */
+  namedSets?: boolean;
   /** Compress compressible types with gzip when the client accepts it. Default true. */
   gzip?: boolean;
   /** Files up to this size are read synchronously and kept in a validated memory cache. Default 64 KiB. */

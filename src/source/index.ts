@@ -6,7 +6,7 @@
  * const r = await publish({ sets: [{ name: 'data', dir: '/srv/data' }], baseUrl: 'https://example.com/', outDir: '/var/www' });
  * @see Z39.99 §5.1, §6, §8–13
  */
-export { publish, storeFile, type PublishOptions, type PublishResult, type PublishProgress } from './publish.js';
+export { publish, storeFile, type PublishOptions, type PublishResult, type PublishProgress, type ResourceLinksFn } from './publish.js';
 export type { PublishWarning, PublishSet } from './publish-context.js';
 export { jsonLinesFeed, type InventoryFeed, type FeedItem } from './inventory-feed.js';
 export { postgresFeed, type PostgresFeedOptions } from './pg-inventory.js';

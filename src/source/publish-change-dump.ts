@@ -30,6 +30,8 @@ interface ChangeDumpTarget {
   docUrl: string;
   capUrl: string;
   resBase: string;
+  /** The entry with the resource's further links (`SetPaths.linked`). */
+  linked: (path: string, entry: Entry) => Entry;
   rewrite: Rewrite | undefined;
   bitDir: string;
   closed: ChangePeriod[];
@@ -133,7 +135,7 @@ function packageItems(setDir: string, target: ChangeDumpTarget, changes: readonl
   const entries: Entry[] = [];
   for (const c of changes) {
     if (c.change === 'deleted') {
-      entries.push(changeEntry(target.resBase, c));
+      entries.push(target.linked(c.path, changeEntry(target.resBase, c)));
       continue;
     }
     const zipPath = `changes/${c.seq}/${c.path}`;
@@ -154,7 +156,7 @@ function packageItems(setDir: string, target: ChangeDumpTarget, changes: readonl
       ...(c.hashes?.md5 !== undefined ? { md5: c.hashes.md5 } : {}),
       ...(rewrite !== undefined ? { rewrite } : {}),
     });
-    entries.push(changeEntry(target.resBase, c, `/${zipPath}`));
+    entries.push(target.linked(c.path, changeEntry(target.resBase, c, `/${zipPath}`)));
   }
   return { items, entries };
 }

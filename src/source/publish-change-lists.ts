@@ -29,7 +29,7 @@ export async function publishChangeLists(
   paths: SetPaths,
   run: { fresh: boolean; changed: boolean; keepAfter: number },
 ): Promise<ChangeLists> {
-  const { documentUrl, documentFile, capUrl, resBase } = paths;
+  const { documentUrl, documentFile, capUrl, resBase, linked } = paths;
   const ext = ctx.ext;
   const documents: string[] = [];
   let dropped: ChangePeriod[] = [];
@@ -51,7 +51,7 @@ export async function publishChangeLists(
       await writeDoc(
         documentFile(name),
         header('change-list', fromTimes(p.from, p.until), { up: capUrl, index: indexUrl, links: clArchiveLn }),
-        mapEntries(snapshots.changes(p.id), (c) => changeEntry(resBase, c)),
+        mapEntries(snapshots.changes(p.id), (c) => linked(c.path, changeEntry(resBase, c))),
         ctx.gzip,
       );
     }
@@ -63,7 +63,7 @@ export async function publishChangeLists(
     await writeDoc(
       documentFile(`changelist${ext}`),
       header('change-list', fromTimes(open.from), { up: capUrl, index: indexUrl, links: clArchiveLn }),
-      mapEntries(snapshots.changes(open.id), (c) => changeEntry(resBase, c)),
+      mapEntries(snapshots.changes(open.id), (c) => linked(c.path, changeEntry(resBase, c))),
       ctx.gzip,
     );
   }

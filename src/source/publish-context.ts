@@ -115,6 +115,27 @@ export interface PublishOptions {
    */
   resourceListEveryMs?: number | 'auto';
   /**
+   * Publish only the sets of these names (the others were published before and have not changed): the Source
+   * Description and robots.txt still name every set of `sets`, and the result counts (and lists the documents of)
+   * only these. Default: every set.
+   */
+  only?: readonly string[];
+  /**
+   * Resources of every set under `<baseUrl><set>/`, even when there is one set (default false: a single set's
+   * resources are at `<baseUrl>` itself). For a Source whose sets come and go (an aggregator), so that adding a
+   * set does not move the others; serve it with `createSourceResponder`'s `namedSets`.
+   */
+  namedSets?: boolean;
+  /**
+   * Further `rs:ln` links of a resource, written into its entries in Resource Lists, Change Lists and dump
+   * manifests: called with the set's name, the resource's path in the set and the entry as written so far (its
+   * `md`: `hash`, `length`, `type`, `change`). An aggregator gives here the `rel="via"` link to the original.
+   * Default: none.
+   * @see Z39.99 §14 (links), §14.8 (provenance: `via`)
+   * @example resourceLinks: (set, path) => [{ rel: 'via', href: `https://origin.example.org/${path}` }]
+   */
+  resourceLinks?: ResourceLinksFn;
+  /**
    * Scan the sets' folders and record what changed (default true). False for a Source whose changes are
    * recorded as they happen ({@link recordChanges}, fed by a watcher): the documents are written from the
    * snapshot store as it is. A set without a snapshot yet, or published before with other options, is
@@ -122,6 +143,9 @@ export interface PublishOptions {
    */
   scan?: boolean;
 }
+
+/** The further `rs:ln` links of a resource (see `PublishOptions.resourceLinks`); undefined or [] for none. */
+export type ResourceLinksFn = (set: string, path: string, entry: Entry) => Ln[] | undefined;
 
 /** Progress of a publication. */
 export interface PublishProgress {
@@ -138,6 +162,10 @@ export interface Context {
   sdUrl: string;
   outDir: string;
   setCount: number;
+  /** See `PublishOptions.namedSets`. */
+  namedSets: boolean;
+  /** See `PublishOptions.resourceLinks`. */
+  resourceLinks: ResourceLinksFn | undefined;
   hashes: HashAlgorithm[];
   maxEntries: number;
   maxBytes: number;
@@ -257,6 +285,8 @@ export function publishContext(options: PublishOptions): Context {
     sdUrl: `${baseUrl}.well-known/resourcesync`,
     outDir,
     setCount: options.sets.length,
+    namedSets: options.namedSets === true,
+    resourceLinks: options.resourceLinks,
     hashes: [...(options.hashes ?? ['md5'])],
     maxEntries: positive(options.maxEntries, 'maxEntries', 50_000),
     maxBytes: positive(options.maxBytes, 'maxBytes', 50 * 1024 * 1024),
@@ -301,6 +331,8 @@ export interface SetPaths {
   documentUrl: (name: string) => string;
   /** File of a document of the set, by name. */
   documentFile: (name: string) => string;
+  /** The entry of the resource at `path` with the links `resourceLinks` gives for it. */
+  linked: (path: string, entry: Entry) => Entry;
 }
 
 /** The paths of a set's documents: the folder `.resourcesync/<set>/` under `outDir` and the base URL. */
@@ -311,10 +343,22 @@ export function setPaths(ctx: Context, set: { name: string }): SetPaths {
     docDir,
     docUrl,
     capUrl: `${docUrl}capabilitylist${ctx.ext}`,
-    resBase: ctx.feeds.has(set.name) ? '' : setBaseUrl(ctx.baseUrl, set.name, ctx.setCount),
+    resBase: ctx.feeds.has(set.name) ? '' : setBaseUrl(ctx.baseUrl, set.name, ctx.setCount, ctx.namedSets),
     documentUrl: (name) => docUrl + name,
     documentFile: (name) => join(docDir, name),
+    linked: ctx.resourceLinks === undefined ? (_path, entry) => entry : (path, entry) => withResourceLinks(ctx, set.name, path, entry),
   };
+}
+
+/**
+ * `entry` with the links `ctx.resourceLinks` gives for the resource at `path` of `set` appended to its own.
+ * @see Z39.99 §14
+ */
+function withResourceLinks(ctx: Context, set: string, path: string, entry: Entry): Entry {
+  const more = ctx.resourceLinks?.(set, path, entry);
+  if (more === undefined || more.length === 0) return entry;
+  entry.ln = [...(entry.ln ?? []), ...more];
+  return entry;
 }
 
 /** Change List and Change Dump names number their period with five digits. */

@@ -29,6 +29,8 @@ interface DumpTarget {
   docUrl: string;
   capUrl: string;
   resBase: string;
+  /** The entry with the resource's further links (`SetPaths.linked`). */
+  linked: (path: string, entry: Entry) => Entry;
   rewrite: Rewrite | undefined;
   at: number;
   completed: number;
@@ -139,7 +141,7 @@ class DumpPackages {
     const start = ctx.now();
     const manifest = await docBytes(
       header('resource-dump-manifest', atTimes(target.at, target.completed), { up: target.capUrl }),
-      this.batch.map((res) => resourceEntry(target.resBase, res, `/resources/${res.path}`)),
+      this.batch.map((res) => target.linked(res.path, resourceEntry(target.resBase, res, `/resources/${res.path}`))),
     );
     const items: PackageItem[] = this.batch.map((res) => {
       const rewrite = target.rewrite?.(res.path);

@@ -46,7 +46,7 @@ export async function publishResourceLists(
   paths: SetPaths,
   snapshot: { at: number; completed: number; fresh: boolean; upTo: string; now: boolean },
 ): Promise<{ url: string; archiveUrl: string; documents: string[]; holdsUpTo: number; written: boolean; dueInMs?: number }> {
-  const { documentUrl, documentFile, capUrl, resBase, docUrl } = paths;
+  const { documentUrl, documentFile, capUrl, resBase, docUrl, linked } = paths;
   const ext = ctx.ext;
   const completed = snapshot.completed;
   const documents: string[] = [];
@@ -66,7 +66,7 @@ export async function publishResourceLists(
     const h = header('resource-list', atTimes(snapshot.at, completed), { up: capUrl, links: archivesLn(rlArchiveUrl) });
     const res = await writeDocumentSet(
       h,
-      mapEntries(snapshots.listing(), (listed) => listedEntry(resBase, listed)),
+      mapEntries(snapshots.listing(), (listed) => linked(listed.path, listedEntry(resBase, listed))),
       {
         maxEntries: ctx.maxEntries,
         maxBytes: ctx.maxBytes,

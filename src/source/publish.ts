@@ -60,7 +60,7 @@ import type { RebuildOptions, RebuildResult } from './snapshot-rows.js';
 import { holdingLease, type SourceSnapshots } from './source-snapshots.js';
 import { DOCUMENTS_PREFIX } from './url-path.js';
 
-export type { PublishOptions, PublishProgress } from './publish-context.js';
+export type { PublishOptions, PublishProgress, ResourceLinksFn } from './publish-context.js';
 export type { HashAlgorithm };
 
 /** What `publish` did. */
@@ -118,6 +118,10 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
   const results: SetResult[] = [];
   for (const set of options.sets) {
     if (ctx.signal?.aborted) throw new ResourceSyncError('RS_ABORTED', 'Publication aborted.', { cause: ctx.signal.reason });
+    if (options.only !== undefined && !options.only.includes(set.name)) {
+      results.push(untouchedSet(ctx, set));
+      continue;
+    }
     // a feed's snapshots are kept in the state folder, in the set's folder of it
     const where = set.feed === undefined ? { dir: resolve(set.dir) } : { dir: join(ctx.stateDir!, set.name), feed: set.feed };
     results.push(await publishSet(ctx, { name: set.name, ...where, ...(set.describedBy !== undefined ? { describedBy: set.describedBy } : {}) }));
@@ -166,6 +170,21 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
     warningsOmitted: ctx.warningsOmitted,
     ...dueIn(results),
     ...(ctx.notifications ? { notifications: results.flatMap((r) => (r.notifications ? [r.notifications] : [])) } : {}),
+  };
+}
+
+/** A set left as it is (`PublishOptions.only`): its Capability List and Resource List are named, nothing is read. */
+function untouchedSet(ctx: Context, set: { name: string }): SetResult {
+  const paths = setPaths(ctx, set);
+  return {
+    capabilityList: paths.capUrl,
+    resourceList: paths.documentUrl(`resourcelist${ctx.ext}`),
+    documents: [],
+    created: 0,
+    updated: 0,
+    deleted: 0,
+    resources: 0,
+    skipped: 0,
   };
 }
 
@@ -363,7 +382,7 @@ interface SetDocuments {
 /** Writes the Resource Lists, the Change Lists and the dumps of a set from its snapshots. */
 async function writeSetDocuments(ctx: Context, run: SetRun, recording: RebuildResult): Promise<SetDocuments> {
   const { set, snapshots, paths, fresh, rewrite } = run;
-  const { docUrl, capUrl, resBase, documentUrl } = paths;
+  const { docUrl, capUrl, resBase, documentUrl, linked } = paths;
   const ext = ctx.ext;
   // what the documents below hold at least: the changes recorded up to now
   const documentedUpTo = (await snapshots.getMeta('changed_at')) ?? '';
@@ -388,14 +407,14 @@ async function writeSetDocuments(ctx: Context, run: SetRun, recording: RebuildRe
   if (ctx.dumps !== undefined) {
     run.progress('dumps');
     // a Resource Dump of the same snapshot as the Resource List, made when it is
-    const resourceDumps = await resourceDump(ctx, snapshots, set, { docUrl, capUrl, resBase, rewrite, at: recording.at, completed, rebuild: fresh || resourceLists.written });
+    const resourceDumps = await resourceDump(ctx, snapshots, set, { docUrl, capUrl, resBase, linked, rewrite, at: recording.at, completed, rebuild: fresh || resourceLists.written });
     documents.push(...resourceDumps.documents);
     if (resourceDumps.available) {
       core.push(capabilityEntry(documentUrl(`resourcedump${ext}`), 'resourcedump'));
       archives.push(capabilityEntry(documentUrl(`resourcedump-archive${ext}`), 'resourcedump-archive'));
     }
     changeListEntries();
-    const changeDumps = await changeDump(ctx, snapshots, set, { docUrl, capUrl, resBase, rewrite, bitDir: run.bitDir, closed, open, fresh });
+    const changeDumps = await changeDump(ctx, snapshots, set, { docUrl, capUrl, resBase, linked, rewrite, bitDir: run.bitDir, closed, open, fresh });
     documents.push(...changeDumps.documents);
     core.push(capabilityEntry(documentUrl(`changedump${ext}`), 'changedump'));
     if (changeDumps.archived) archives.push(capabilityEntry(documentUrl(`changedump-archive${ext}`), 'changedump-archive'));

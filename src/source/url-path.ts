@@ -97,9 +97,12 @@ export function decodeUrlPath(encoded: string): string | undefined {
   }
 }
 
-/** Base URL of the resources of set `name`: `baseUrl` itself with one set, `<baseUrl><name>/` with several. */
-export function setBaseUrl(baseUrl: string, name: string, setCount: number): string {
-  return setCount === 1 ? baseUrl : `${baseUrl}${encodeSegment(name)}/`;
+/**
+ * Base URL of the resources of set `name`: `baseUrl` itself with one set, `<baseUrl><name>/` with several (or
+ * always, with `named`: a Source whose sets come and go keeps its URLs).
+ */
+export function setBaseUrl(baseUrl: string, name: string, setCount: number, named = false): string {
+  return setCount === 1 && !named ? baseUrl : `${baseUrl}${encodeSegment(name)}/`;
 }
 
 /** URL path (relative to the base URL) of the folder holding the documents of set `name`. */

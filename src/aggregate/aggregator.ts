@@ -1,0 +1,300 @@
+/**
+ * The aggregator: keeps every Source of a configuration in step by polling it at its interval, and serves the
+ * aggregate as a Source (see `publication.ts`).
+ *
+ * Scheduling: a Source is due at its next attempt; at most `concurrency` Sources sync at once, and at most one
+ * per origin (politeness: Sources on one host take turns, each within its own `rate`). A Source that fails (down,
+ * slow past the timeouts, hostile, broken) waits `min(max-backoff, b·2^(n−1))` seconds after its n-th failure in a
+ * row, `b` being its interval capped at 30 s, and never holds a slot longer than its own sync: the others go on.
+ * The status of each Source is written to `<out>/aggregate.sqlite` on every change.
+ * @see Z39.99 §14.8; docs/aggregate.md
+ */
+import { ResourceSyncError, messageOf } from '../core/errors.js';
+import { originOf } from '../client/authority.js';
+import type { PublishResult } from '../source/publish.js';
+import type { AggregateConfig, AggregateSource } from './config.js';
+import { AggregatePublication } from './publication.js';
+import { syncSource, type SourceSyncResult } from './source-mirror.js';
+import { openStatusStore, type SourceStatus, type StatusStore } from './status.js';
+
+/** What the aggregator reports (it never prints). */
+export type AggregateEvent =
+  | { type: 'synced'; id: string; result: SourceSyncResult }
+  | { type: 'sync-failed'; id: string; error: unknown; failures: number; nextAttempt: number }
+  | { type: 'published'; sources: number; changes: PublishResult['changes'] | undefined; ms: number }
+  | { type: 'publish-failed'; error: unknown }
+  | { type: 'reloaded'; added: string[]; removed: string[]; changed: string[] };
+
+/** Options of {@link startAggregator}. */
+export interface AggregatorOptions {
+  /** Where the aggregate is published when the configuration gives no `base-url` (the listening URL). */
+  defaultBaseUrl: string;
+  /** Environment the Sources' credentials are read from (the caller's `process.env`). */
+  env: Record<string, string | undefined>;
+  /** Resources fetched at once from one Source. Default 4. */
+  resourceConcurrency?: number;
+  /** HTTP timeout (connect, headers, body idle) per request to a Source, ms. Default 30,000. */
+  timeoutMs?: number;
+  onEvent?: (event: AggregateEvent) => void;
+  /** Clock, ms since the epoch. Default `Date.now`. */
+  now?: () => number;
+}
+
+/** One Source as scheduled. */
+interface Slot {
+  source: AggregateSource;
+  origin: string;
+  due: number;
+  running: Promise<void> | undefined;
+  controller: AbortController | undefined;
+  /** Removed or replaced: no further attempt. */
+  stopped: boolean;
+}
+
+/** A running aggregator. */
+export interface Aggregator {
+  /** The configuration in force. */
+  readonly config: AggregateConfig;
+  /** The handler that serves the aggregate (mount it on a server). */
+  readonly publication: AggregatePublication;
+  /** Applies a new configuration: added Sources start, removed ones stop (their mirror kept), changed ones restart. */
+  reload(config: AggregateConfig): void;
+  /** Makes every Source due now. */
+  syncAll(): void;
+  /** The status of every Source. */
+  status(): SourceStatus[];
+  /** Stops every sync (each ends at its next step) and waits for them and the publication in flight. */
+  close(): Promise<void>;
+}
+
+/** Starts keeping the configuration's Sources in step: the first attempts at once. */
+export function startAggregator(config: AggregateConfig, options: AggregatorOptions): Aggregator {
+  return new RunningAggregator(config, options);
+}
+
+class RunningAggregator implements Aggregator {
+  config: AggregateConfig;
+  readonly publication: AggregatePublication;
+  readonly #options: AggregatorOptions;
+  readonly #status: StatusStore;
+  readonly #slots = new Map<string, Slot>();
+  readonly #busyOrigins = new Set<string>();
+  readonly #now: () => number;
+  readonly #emit: (e: AggregateEvent) => void;
+  #active = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #closed = false;
+
+  constructor(config: AggregateConfig, options: AggregatorOptions) {
+    this.config = config;
+    this.#options = options;
+    this.#now = options.now ?? Date.now;
+    this.#emit = options.onEvent ?? (() => undefined);
+    this.#status = openStatusStore(config.out);
+    this.publication = new AggregatePublication({
+      out: config.out,
+      baseUrl: config.baseUrl ?? options.defaultBaseUrl,
+      // a Source is in the aggregate once it has been synced (its mirror then holds what it published)
+      sources: () => [...this.#slots.values()].filter((s) => this.#status.get(s.source.id)?.lastSync !== undefined).map((s) => s.source),
+      onPublished: ({ result, ms }) => this.#emit({ type: 'published', sources: result?.capabilityLists.length ?? 0, changes: result?.changes, ms }),
+      onError: (error) => this.#emit({ type: 'publish-failed', error }),
+    });
+    const known = new Set(config.sources.map((s) => s.id));
+    for (const s of this.#status.all()) if (!known.has(s.id) && s.state !== 'stopped') this.#status.put(stopped(s));
+    for (const source of config.sources) this.#add(source);
+    void this.publication.request('all'); // what the mirrors hold from before is served at once
+    this.#pump();
+  }
+
+  reload(config: AggregateConfig): void {
+    if (this.#closed) return;
+    if (config.out !== this.config.out) {
+      throw new ResourceSyncError('RS_INVALID_ARGUMENT', `out cannot change while the aggregator runs ('${this.config.out}' → '${config.out}'): restart it.`, { data: { out: config.out } });
+    }
+    const before = new Map(this.config.sources.map((s) => [s.id, s]));
+    const after = new Map(config.sources.map((s) => [s.id, s]));
+    const added = [...after.keys()].filter((id) => !before.has(id));
+    const removed = [...before.keys()].filter((id) => !after.has(id));
+    const changed = [...after.keys()].filter((id) => before.has(id) && sameSource(before.get(id)!, after.get(id)!) === false);
+    const baseChanged = config.baseUrl !== this.config.baseUrl;
+    this.config = config;
+    for (const id of [...removed, ...changed]) this.#stop(id);
+    for (const id of removed) {
+      const s = this.#status.get(id);
+      if (s !== undefined) this.#status.put(stopped(s));
+    }
+    for (const id of [...changed, ...added]) this.#add(after.get(id)!);
+    for (const id of after.keys()) {
+      const slot = this.#slots.get(id);
+      if (slot !== undefined) slot.source = after.get(id)!; // the line may have moved
+    }
+    if (baseChanged) this.publication.baseUrl = config.baseUrl ?? this.#options.defaultBaseUrl;
+    if (removed.length > 0 || baseChanged) void this.publication.request([]);
+    this.#emit({ type: 'reloaded', added, removed, changed });
+    this.#pump();
+  }
+
+  syncAll(): void {
+    for (const slot of this.#slots.values()) slot.due = Math.min(slot.due, this.#now());
+    this.#pump();
+  }
+
+  status(): SourceStatus[] {
+    return this.#status.all();
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    const running: Promise<void>[] = [];
+    for (const slot of this.#slots.values()) {
+      slot.stopped = true;
+      slot.controller?.abort();
+      if (slot.running !== undefined) running.push(slot.running);
+    }
+    await Promise.all(running);
+    await this.publication.settled();
+    this.#status.close();
+  }
+
+  #add(source: AggregateSource): void {
+    const previous = this.#status.get(source.id);
+    const now = this.#now();
+    // a failing Source keeps its backoff across restarts; any other is due at once
+    const due = previous?.state === 'failing' && previous.nextAttempt !== undefined ? Math.min(previous.nextAttempt, now + this.#backoffMs(source, previous.failures)) : now;
+    this.#slots.set(source.id, { source, origin: originOf(source.url) ?? source.url, due, running: undefined, controller: undefined, stopped: false });
+    this.#status.put({
+      totals: { syncs: 0, errors: 0, created: 0, updated: 0, deleted: 0 },
+      failures: 0,
+      ...previous,
+      id: source.id,
+      url: source.url,
+      mode: 'poll',
+      state: previous?.state === 'failing' ? 'failing' : 'waiting',
+      nextAttempt: due,
+    });
+  }
+
+  #stop(id: string): void {
+    const slot = this.#slots.get(id);
+    if (slot === undefined) return;
+    slot.stopped = true;
+    slot.controller?.abort();
+    this.#slots.delete(id);
+  }
+
+  /** Starts every due Source that a slot and its origin allow, and sets the timer for the next one. */
+  #pump(): void {
+    if (this.#closed) return;
+    clearTimeout(this.#timer);
+    const now = this.#now();
+    const waiting = [...this.#slots.values()].filter((s) => s.running === undefined).sort((a, b) => a.due - b.due);
+    let next = Infinity;
+    for (const slot of waiting) {
+      if (slot.due > now) {
+        next = Math.min(next, slot.due);
+        continue;
+      }
+      if (this.#active >= this.config.concurrency) break;
+      if (this.#busyOrigins.has(slot.origin)) continue;
+      this.#start(slot);
+    }
+    if (next !== Infinity) this.#timer = setTimeout(() => this.#pump(), Math.min(Math.max(0, next - now), 2 ** 31 - 1));
+  }
+
+  #start(slot: Slot): void {
+    this.#active++;
+    this.#busyOrigins.add(slot.origin);
+    const controller = new AbortController();
+    slot.controller = controller;
+    slot.running = this.#attempt(slot, controller.signal).finally(() => {
+      this.#active--;
+      this.#busyOrigins.delete(slot.origin);
+      slot.running = undefined;
+      slot.controller = undefined;
+      this.#pump();
+    });
+  }
+
+  async #attempt(slot: Slot, signal: AbortSignal): Promise<void> {
+    const { source } = slot;
+    const started = this.#now();
+    this.#update(source.id, (s) => ({ ...s, state: 'syncing', lastAttempt: started }));
+    const timeout = AbortSignal.timeout(source.timeout * 1000);
+    try {
+      const result = await syncSource(this.config.out, source, {
+        signal: AbortSignal.any([signal, timeout]),
+        env: this.#options.env,
+        ...(this.#options.resourceConcurrency === undefined ? {} : { concurrency: this.#options.resourceConcurrency }),
+        ...(this.#options.timeoutMs === undefined ? {} : { timeoutMs: this.#options.timeoutMs }),
+      });
+      if (slot.stopped) return;
+      slot.due = this.#now() + source.interval * 1000;
+      this.#update(source.id, (s) => succeeded(s, started, result, slot.due));
+      this.#emit({ type: 'synced', id: source.id, result });
+      if (result.created + result.updated + result.deleted > 0 || result.mode === 'baseline' || !this.#published.has(source.id)) {
+        this.#published.add(source.id);
+        void this.publication.request([source.id]);
+      }
+    } catch (caught) {
+      if (slot.stopped) return;
+      const error = timeout.aborted
+        ? new ResourceSyncError('RS_HTTP_TIMEOUT', `The sync of '${source.id}' took longer than its timeout (${source.timeout} s) and was abandoned.`, { cause: caught, data: { id: source.id, timeout: source.timeout } })
+        : caught;
+      const failures = (this.#status.get(source.id)?.failures ?? 0) + 1;
+      slot.due = this.#now() + this.#backoffMs(source, failures);
+      const code = error instanceof ResourceSyncError ? error.code : 'RS_ERROR';
+      this.#update(source.id, (s) => ({
+        ...s,
+        state: 'failing',
+        failures,
+        totals: { ...s.totals, errors: s.totals.errors + 1 },
+        lastError: { code, message: messageOf(error), at: this.#now() },
+        nextAttempt: slot.due,
+      }));
+      this.#emit({ type: 'sync-failed', id: source.id, error, failures, nextAttempt: slot.due });
+    }
+  }
+
+  /** Sources published since the aggregator started (a first sync republishes even when nothing changed). */
+  readonly #published = new Set<string>();
+
+  #backoffMs(source: AggregateSource, failures: number): number {
+    const base = Math.min(source.interval, 30);
+    const seconds = Math.min(this.config.maxBackoff, base * 2 ** Math.min(Math.max(0, failures - 1), 30));
+    return Math.round(seconds * 1000 * (1 + Math.random() * 0.1));
+  }
+
+  #update(id: string, change: (s: SourceStatus) => SourceStatus): void {
+    const s = this.#status.get(id);
+    if (s !== undefined) this.#status.put(change(s));
+  }
+}
+
+function succeeded(s: SourceStatus, started: number, r: SourceSyncResult, due: number): SourceStatus {
+  const { lastError, ...rest } = s;
+  return {
+    ...rest,
+    ...(lastError === undefined ? {} : { lastError }),
+    state: 'waiting',
+    lastSync: started,
+    lastSyncMode: r.mode,
+    resources: r.resources,
+    lastRun: { created: r.created, updated: r.updated, deleted: r.deleted, unchanged: r.unchanged, failed: r.failed, durationMs: r.durationMs },
+    totals: { ...s.totals, syncs: s.totals.syncs + 1, created: s.totals.created + r.created, updated: s.totals.updated + r.updated, deleted: s.totals.deleted + r.deleted },
+    failures: 0,
+    nextAttempt: due,
+  };
+}
+
+function stopped(s: SourceStatus): SourceStatus {
+  const { nextAttempt: _n, ...rest } = s;
+  return { ...rest, state: 'stopped' };
+}
+
+function sameSource(a: AggregateSource, b: AggregateSource): boolean {
+  const { line: _a, ...x } = a;
+  const { line: _b, ...y } = b;
+  return JSON.stringify(x) === JSON.stringify(y);
+}

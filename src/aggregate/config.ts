@@ -1,0 +1,297 @@
+/**
+ * The aggregator's configuration: a YAML file (JSON is YAML too) naming where the aggregate is published, where its
+ * mirrors and state go, and the Sources it keeps in step. Checked field by field; every problem is reported with
+ * the line and the field it concerns, unknown fields included, and all of them at once.
+ * @see docs/aggregate.md (every field)
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Node, type Pair } from 'yaml';
+import { ResourceSyncError } from '../core/errors.js';
+import { parseHttpUrl } from '../core/http-url.js';
+
+const isHttpUrl = (v: string): boolean => parseHttpUrl(v) !== undefined;
+
+/** How a Source is followed: by push where it offers a change channel, by polling, or push when offered (`auto`). */
+export type FollowMode = 'push' | 'poll' | 'auto';
+
+/** Where a Source's `Authorization` comes from: the name of an environment variable and how its value is used. */
+export interface SourceCredentials {
+  /** `bearer`: the variable holds a token; `basic`: `user:password`; `authorization`: the whole header value. */
+  scheme: 'bearer' | 'basic' | 'authorization';
+  /** Name of the environment variable (its value is never written anywhere). */
+  env: string;
+}
+
+/** One Source of the aggregate. */
+export interface AggregateSource {
+  /** Name of the Source in the aggregate: its folder under `<out>/sources/` and its set in the aggregate's URLs. */
+  id: string;
+  /** Start URL (Source Description, Capability List, or any URL discovery accepts). */
+  url: string;
+  /** Seconds between polls. */
+  interval: number;
+  /** Longest a sync of the Source may take (s): past it the attempt is abandoned and counts as a failure. */
+  timeout: number;
+  mode: FollowMode;
+  credentials?: SourceCredentials;
+  /** Requests per second to the Source's origin. */
+  rate?: number;
+  /** Only these Capability Lists of the Source (URLs); default every one. */
+  capabilitySets?: string[];
+  /** Line of the Source's entry in the file. */
+  line: number;
+}
+
+/** A checked configuration. */
+export interface AggregateConfig {
+  /** The configuration file (absolute). */
+  file: string;
+  /** Where the aggregate is published, ending in `/`; undefined: where it listens. */
+  baseUrl: string | undefined;
+  /** Folder of the mirrors, their state and the published aggregate (absolute; relative ones are to the file's folder). */
+  out: string;
+  /** Sources synced at once. */
+  concurrency: number;
+  /** Longest wait (s) between attempts at a failing Source. */
+  maxBackoff: number;
+  sources: AggregateSource[];
+}
+
+/** One problem of a configuration: where, which field, what. */
+export interface ConfigIssue {
+  line: number;
+  /** The field's path, e.g. `sources[2].interval`. */
+  field: string;
+  message: string;
+}
+
+/** Default seconds between polls. */
+const DEFAULT_INTERVAL = 300;
+/** Default longest sync of one Source (s). */
+const DEFAULT_TIMEOUT = 3600;
+/** Default Sources synced at once. */
+const DEFAULT_CONCURRENCY = 4;
+/** Default longest wait (s) between attempts at a failing Source. */
+const DEFAULT_MAX_BACKOFF = 3600;
+/** Most Sources in one configuration, and the longest configuration file (bytes). */
+const CONFIG_LIMITS = { sources: 100_000, bytes: 16 * 1024 * 1024 } as const;
+
+const TOP_FIELDS = ['base-url', 'out', 'sources', 'concurrency', 'max-backoff'] as const;
+const SOURCE_FIELDS = ['url', 'id', 'interval', 'timeout', 'mode', 'credentials', 'rate', 'capability-sets', 'url-prefixes'] as const;
+const SCHEMES = ['bearer', 'basic', 'authorization'] as const;
+const ID_RE = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;
+const ENV_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * A stable id for a Source from its URL, safe as a folder name and a URL segment: host, port and path, every other
+ * character `-`, at most 64 characters (a longer one ends with a hash of the URL).
+ * @example sourceIdFromUrl('https://repo.example.org/oai/.well-known/resourcesync') // 'repo.example.org-oai'
+ */
+export function sourceIdFromUrl(url: string): string {
+  const u = new URL(url);
+  const segments = u.pathname.split('/').filter((s) => s !== '' && s !== '.well-known' && s !== 'resourcesync');
+  const raw = [u.hostname.replace(/^\[|\]$/g, ''), u.port, ...segments].filter((s) => s !== '').join('-');
+  let id = raw.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/-{2,}/g, '-').replace(/^[.-]+|[.-]+$/g, '');
+  if (id === '') id = 'source';
+  if (id.length > 64) id = `${id.slice(0, 55).replace(/[.-]+$/, '')}-${createHash('sha256').update(url).digest('hex').slice(0, 8)}`;
+  return id;
+}
+
+/**
+ * Reads and checks a configuration file.
+ * @throws ResourceSyncError `RS_INVALID_ARGUMENT` listing every problem (`data.issues`: line, field, message), `RS_IO`
+ * when the file cannot be read
+ * @example const config = loadAggregateConfig('aggregate.yaml'); console.log(config.sources.map((s) => s.id));
+ */
+export function loadAggregateConfig(file: string): AggregateConfig {
+  const path = resolve(file);
+  let text: string;
+  try {
+    const bytes = readFileSync(path);
+    if (bytes.length > CONFIG_LIMITS.bytes) {
+      throw new ResourceSyncError('RS_LIMIT_BYTES', `Configuration '${file}' is larger than ${CONFIG_LIMITS.bytes} bytes.`, { data: { path } });
+    }
+    text = bytes.toString('utf8');
+  } catch (cause) {
+    if (cause instanceof ResourceSyncError) throw cause;
+    throw new ResourceSyncError('RS_IO', `Configuration '${file}' cannot be read.`, { cause, data: { path } });
+  }
+  return parseAggregateConfig(text, path);
+}
+
+/**
+ * Checks the text of a configuration; `file` names it in messages and anchors a relative `out`.
+ * @throws ResourceSyncError `RS_INVALID_ARGUMENT` with `data.issues`
+ */
+export function parseAggregateConfig(text: string, file: string): AggregateConfig {
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
+  const issues: ConfigIssue[] = [];
+  const lineOf = (node: Node | Pair | null | undefined): number => {
+    const n = isPair(node) ? (node.key as Node | null) : node;
+    return n?.range ? lines.linePos(n.range[0]).line : 1;
+  };
+  for (const e of doc.errors) issues.push({ line: lines.linePos(e.pos[0]).line, field: '', message: e.message.split('\n')[0]! });
+  const ctx: Checker = { issues, lineOf };
+  const config = issues.length === 0 ? checkTop(ctx, doc.contents, file) : undefined;
+  if (issues.length > 0 || config === undefined) throw configError(file, issues);
+  return config;
+}
+
+function configError(file: string, issues: ConfigIssue[]): ResourceSyncError {
+  issues.sort((a, b) => a.line - b.line);
+  const text = issues.map((i) => `${file}:${i.line}: ${i.field === '' ? '' : `${i.field}: `}${i.message}`).join('\n');
+  return new ResourceSyncError('RS_INVALID_ARGUMENT', `Configuration '${file}' is not valid:\n${text}`, { data: { file, issues } });
+}
+
+interface Checker {
+  issues: ConfigIssue[];
+  lineOf: (node: Node | Pair | null | undefined) => number;
+}
+
+function fail(ctx: Checker, node: Node | Pair | null | undefined, field: string, message: string): undefined {
+  ctx.issues.push({ line: ctx.lineOf(node), field, message });
+  return undefined;
+}
+
+/** The pairs of a mapping by key, unknown keys reported. */
+function fields(ctx: Checker, node: unknown, field: string, known: readonly string[]): Map<string, Pair<Node, Node>> | undefined {
+  if (!isMap(node)) return fail(ctx, node as Node, field, 'expected a mapping of fields');
+  const out = new Map<string, Pair<Node, Node>>();
+  for (const pair of node.items as Pair<Node, Node>[]) {
+    const key = isScalar(pair.key) ? String(pair.key.value) : undefined;
+    const at = field === '' ? String(key) : `${field}.${String(key)}`;
+    if (key === undefined || !known.includes(key)) fail(ctx, pair.key, at, `unknown field (known: ${known.join(', ')})`);
+    else out.set(key, pair);
+  }
+  return out;
+}
+
+function scalar(pair: Pair<Node, Node> | undefined): unknown {
+  return pair !== undefined && isScalar(pair.value) ? pair.value.value : undefined;
+}
+
+function checkTop(ctx: Checker, root: unknown, file: string): AggregateConfig | undefined {
+  if (root === null || root === undefined) return fail(ctx, undefined, '', 'the file is empty: expected out and sources (and base-url)');
+  const top = fields(ctx, root, '', TOP_FIELDS);
+  if (top === undefined) return undefined;
+  const basePair = top.get('base-url');
+  const baseUrl = basePair === undefined ? undefined : checkUrl(ctx, basePair, 'base-url', root as Node);
+  const outPair = top.get('out');
+  const outValue = scalar(outPair);
+  if (typeof outValue !== 'string' || outValue === '') fail(ctx, outPair?.value ?? (root as Node), 'out', 'expected a folder (a non-empty string)');
+  const concurrency = positiveInteger(ctx, top.get('concurrency'), 'concurrency', DEFAULT_CONCURRENCY, 1000);
+  const maxBackoff = positiveNumber(ctx, top.get('max-backoff'), 'max-backoff', DEFAULT_MAX_BACKOFF);
+  const sources = checkSources(ctx, top.get('sources'), root as Node);
+  if (ctx.issues.length > 0 || typeof outValue !== 'string' || sources === undefined) return undefined;
+  return {
+    file,
+    baseUrl: baseUrl === undefined || baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`,
+    out: resolve(dirname(file), outValue),
+    concurrency: concurrency!,
+    maxBackoff: maxBackoff!,
+    sources,
+  };
+}
+
+function checkUrl(ctx: Checker, pair: Pair<Node, Node> | undefined, field: string, parent: Node): string | undefined {
+  const v = scalar(pair);
+  if (pair === undefined) return fail(ctx, parent, field, 'missing: expected an http(s) URL');
+  if (typeof v !== 'string' || !isHttpUrl(v) || v.includes('#')) return fail(ctx, pair.value, field, `'${String(v)}' is not an http(s) URL`);
+  return v;
+}
+
+function positiveNumber(ctx: Checker, pair: Pair<Node, Node> | undefined, field: string, def: number | undefined): number | undefined {
+  if (pair === undefined) return def;
+  const v = scalar(pair);
+  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) return fail(ctx, pair.value, field, `'${String(v)}' is not a positive number`);
+  return v;
+}
+
+function positiveInteger(ctx: Checker, pair: Pair<Node, Node> | undefined, field: string, def: number, max: number): number | undefined {
+  if (pair === undefined) return def;
+  const v = scalar(pair);
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1 || v > max) return fail(ctx, pair.value, field, `'${String(v)}' is not an integer from 1 to ${max}`);
+  return v;
+}
+
+function checkSources(ctx: Checker, pair: Pair<Node, Node> | undefined, parent: Node): AggregateSource[] | undefined {
+  if (pair === undefined) return fail(ctx, parent, 'sources', 'missing: expected a list of Sources (it may be empty: [])');
+  if (!isSeq(pair.value)) return fail(ctx, pair.value, 'sources', 'expected a list of Sources');
+  if (pair.value.items.length > CONFIG_LIMITS.sources) return fail(ctx, pair.value, 'sources', `more than ${CONFIG_LIMITS.sources} Sources`);
+  const out: AggregateSource[] = [];
+  const ids = new Map<string, number>();
+  pair.value.items.forEach((item, i) => {
+    const s = checkSource(ctx, item as Node, `sources[${i}]`);
+    if (s === undefined) return;
+    const before = ids.get(s.id);
+    if (before !== undefined) fail(ctx, item as Node, `sources[${i}].id`, `id '${s.id}' is already the id of the Source at line ${before}: give one of them another id`);
+    else ids.set(s.id, s.line);
+    out.push(s);
+  });
+  return out;
+}
+
+function checkSource(ctx: Checker, node: Node, field: string): AggregateSource | undefined {
+  const f = fields(ctx, node, field, SOURCE_FIELDS);
+  if (f === undefined) return undefined;
+  const before = ctx.issues.length;
+  const url = checkUrl(ctx, f.get('url'), `${field}.url`, node);
+  const idPair = f.get('id');
+  const idValue = scalar(idPair);
+  if (idPair !== undefined && (typeof idValue !== 'string' || !ID_RE.test(idValue))) {
+    fail(ctx, idPair.value, `${field}.id`, `'${String(idValue)}' is not an id: 1 to 64 of A-Z a-z 0-9 . _ -, not starting with '.'`);
+  }
+  const interval = positiveNumber(ctx, f.get('interval'), `${field}.interval`, DEFAULT_INTERVAL);
+  const timeout = positiveNumber(ctx, f.get('timeout'), `${field}.timeout`, DEFAULT_TIMEOUT);
+  const modePair = f.get('mode');
+  const mode = scalar(modePair) ?? 'auto';
+  if (mode !== 'push' && mode !== 'poll' && mode !== 'auto') fail(ctx, modePair?.value, `${field}.mode`, `${JSON.stringify(mode)} is not one of push, poll, auto`);
+  else if (mode === 'push') fail(ctx, modePair?.value, `${field}.mode`, 'push is not supported yet: use poll or auto (auto polls until push is supported)');
+  const rate = positiveNumber(ctx, f.get('rate'), `${field}.rate`, undefined);
+  const credentials = checkCredentials(ctx, f.get('credentials'), `${field}.credentials`);
+  const capabilitySets = urlList(ctx, f.get('capability-sets'), `${field}.capability-sets`);
+  const prefixes = f.get('url-prefixes');
+  if (prefixes !== undefined) fail(ctx, prefixes.key, `${field}.url-prefixes`, 'not supported yet: every resource of the chosen capability sets is kept');
+  // with a problem in another field, the Source is still returned for the check of duplicate ids (the whole
+  // configuration is refused anyway)
+  if (url === undefined) return undefined;
+  const validId = typeof idValue === 'string' && ID_RE.test(idValue);
+  if (idPair !== undefined && !validId && ctx.issues.length > before) return undefined;
+  return {
+    id: validId ? idValue : sourceIdFromUrl(url),
+    url,
+    interval: interval!,
+    timeout: timeout!,
+    mode: mode as FollowMode,
+    ...(credentials === undefined ? {} : { credentials }),
+    ...(rate === undefined ? {} : { rate }),
+    ...(capabilitySets === undefined ? {} : { capabilitySets }),
+    line: ctx.lineOf(node),
+  };
+}
+
+function checkCredentials(ctx: Checker, pair: Pair<Node, Node> | undefined, field: string): SourceCredentials | undefined {
+  if (pair === undefined) return undefined;
+  const f = fields(ctx, pair.value, field, SCHEMES);
+  if (f === undefined) return undefined;
+  if (f.size !== 1) return fail(ctx, pair.value, field, `expected exactly one of ${SCHEMES.join(', ')}, naming an environment variable`);
+  const [scheme, p] = [...f.entries()][0]!;
+  const env = scalar(p);
+  if (typeof env !== 'string' || !ENV_RE.test(env)) return fail(ctx, p.value, `${field}.${scheme}`, `'${String(env)}' is not the name of an environment variable`);
+  return { scheme: scheme as SourceCredentials['scheme'], env };
+}
+
+function urlList(ctx: Checker, pair: Pair<Node, Node> | undefined, field: string): string[] | undefined {
+  if (pair === undefined) return undefined;
+  if (!isSeq(pair.value) || pair.value.items.length === 0) return fail(ctx, pair.value, field, 'expected a non-empty list of URLs');
+  const out: string[] = [];
+  pair.value.items.forEach((item, i) => {
+    const v = isScalar(item) ? item.value : undefined;
+    if (typeof v !== 'string' || !isHttpUrl(v)) fail(ctx, item as Node, `${field}[${i}]`, `'${String(v)}' is not an http(s) URL`);
+    else out.push(v);
+  });
+  return out;
+}

@@ -1,0 +1,152 @@
+/**
+ * The aggregate republished as a Source (Z39.99 §14.8): each aggregated Source's mirror is a set of the aggregate
+ * (one Capability List each, under `<base-url><id>/`), published by the Source library with the `via` link of each
+ * copy taken from the Destination state, and served by the Source server. Publications run one at a time; asking
+ * for one while one runs makes exactly one more run after it.
+ * @see Z39.99 §5 (Source Description), §9 (Capability List), §14.8 (provenance)
+ */
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Ln } from '../core/model/types.js';
+import type { ResponderHandler, ResponderResponse } from '../server/request-response.js';
+import { createSourceResponder, type SourceResponder } from '../server/source-responder.js';
+import { publish, type PublishResult } from '../source/publish.js';
+import type { AggregateSource } from './config.js';
+import { mirrorDir, openViaLinks, type ViaLinks } from './source-mirror.js';
+
+/** Where the published documents of an aggregate go, under its `out` folder. */
+const PUBLISH_DIR = 'publish';
+
+const UNAVAILABLE: ResponderResponse = {
+  status: 503,
+  headers: { 'content-type': 'text/plain; charset=utf-8', 'retry-after': '5', 'content-length': '41' },
+  body: { type: 'bytes', bytes: Buffer.from('503 no Source of the aggregate is synced\n') },
+};
+
+/** The published aggregate and the handler that serves it. */
+export class AggregatePublication {
+  readonly #out: string;
+  #baseUrl: string;
+  #responder: SourceResponder | undefined;
+  #servedSets = '';
+  #running: Promise<void> | undefined;
+  #again = false;
+  /** The Sources to publish in the next run: those whose mirror changed, or all of them. */
+  #dirty: Set<string> | 'all' = 'all';
+  readonly #sources: () => readonly AggregateSource[];
+  readonly #onPublished: (r: { result: PublishResult | undefined; ms: number }) => void;
+  readonly #onError: (error: unknown) => void;
+
+  constructor(options: {
+    out: string;
+    baseUrl: string;
+    /** The Sources to publish (those with a mirror are). */
+    sources: () => readonly AggregateSource[];
+    onPublished: (r: { result: PublishResult | undefined; ms: number }) => void;
+    onError: (error: unknown) => void;
+  }) {
+    this.#out = options.out;
+    this.#baseUrl = options.baseUrl;
+    this.#sources = options.sources;
+    this.#onPublished = options.onPublished;
+    this.#onError = options.onError;
+  }
+
+  /** Serves the aggregate: 503 until a Source is published. */
+  readonly handler: ResponderHandler = (req) => (this.#responder === undefined ? UNAVAILABLE : this.#responder(req));
+
+  /** Publishes under another base URL from now on (every document is written again). */
+  set baseUrl(url: string) {
+    this.#baseUrl = url;
+    this.#servedSets = '';
+    this.#dirty = 'all';
+  }
+
+  /**
+   * Asks for a publication of the Sources `ids` (whose mirrors changed; none: only the Source Description, for a
+   * Source gone) or of `'all'`; resolves once a run that started after this call has ended (failed ones included).
+   */
+  request(ids: readonly string[] | 'all'): Promise<void> {
+    if (ids === 'all') this.#dirty = 'all';
+    else if (this.#dirty !== 'all') for (const id of ids) this.#dirty.add(id);
+    if (this.#running !== undefined) {
+      this.#again = true;
+      return this.#running;
+    }
+    const run = (async () => {
+      do {
+        this.#again = false;
+        await this.#publishNow().catch((error: unknown) => {
+          this.#dirty = 'all'; // the next run publishes everything again
+          this.#onError(error);
+        });
+      } while (this.#again);
+    })().finally(() => {
+      this.#running = undefined;
+    });
+    this.#running = run;
+    return run;
+  }
+
+  /** Resolves once no publication runs. */
+  async settled(): Promise<void> {
+    while (this.#running !== undefined) await this.#running;
+  }
+
+  async #publishNow(): Promise<void> {
+    const started = performance.now();
+    const sources = [...this.#sources()].filter((s) => existsDir(mirrorDir(this.#out, s.id))).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    if (sources.length === 0) {
+      this.#responder = undefined;
+      this.#servedSets = '';
+      this.#onPublished({ result: undefined, ms: Math.round(performance.now() - started) });
+      return;
+    }
+    const dirty = this.#dirty;
+    this.#dirty = new Set();
+    const only = dirty === 'all' ? undefined : sources.filter((s) => dirty.has(s.id)).map((s) => s.id);
+    const vias = new Map<string, ViaLinks>();
+    let result: PublishResult;
+    try {
+      for (const s of sources) if (only === undefined || only.includes(s.id)) vias.set(s.id, await openViaLinks(this.#out, s));
+      result = await publish({
+        sets: sources.map((s) => ({ name: s.id, dir: mirrorDir(this.#out, s.id) })),
+        baseUrl: this.#baseUrl,
+        outDir: join(this.#out, PUBLISH_DIR),
+        stateDir: join(this.#out, 'sources'),
+        namedSets: true,
+        ...(only === undefined ? {} : { only }),
+        resourceLinks: (set, path, entry): Ln[] | undefined => vias.get(set)?.links(path, entry),
+      });
+    } finally {
+      for (const v of vias.values()) await v.close();
+    }
+    this.#serve(sources, result);
+    this.#onPublished({ result, ms: Math.round(performance.now() - started) });
+  }
+
+  /** Serves the sets just published: a new responder when they changed, else the old one told to look again. */
+  #serve(sources: AggregateSource[], result: PublishResult): void {
+    const key = JSON.stringify([this.#baseUrl, sources.map((s) => s.id)]);
+    if (this.#responder !== undefined && key === this.#servedSets) {
+      this.#responder.invalidate();
+      return;
+    }
+    this.#responder = createSourceResponder({
+      sets: sources.map((s, i) => ({ name: s.id, dir: mirrorDir(this.#out, s.id), capabilityList: result.capabilityLists[i]! })),
+      outDir: join(this.#out, PUBLISH_DIR),
+      baseUrl: this.#baseUrl,
+      namedSets: true,
+      onError: this.#onError,
+    });
+    this.#servedSets = key;
+  }
+}
+
+function existsDir(dir: string): boolean {
+  try {
+    return statSync(dir).isDirectory();
+  } catch {
+    return false;
+  }
+}

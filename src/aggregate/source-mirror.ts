@@ -1,0 +1,198 @@
+/**
+ * One Source of an aggregate on disk, and one sync of it: its folder `<out>/sources/<id>/` holds the mirror
+ * (`mirror/`, with the Destination state in `mirror/.resourcesync/`), the state of each chosen capability set when
+ * the configuration names some (`sets/<n>/`), and the aggregate's snapshots of it (`source.sqlite`), so that a
+ * Source can be re-baselined or removed alone.
+ * @see Z39.99 §14.8 (the `via` link to the original)
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { ResourceSyncError } from '../core/errors.js';
+import { formatHashes } from '../core/hash.js';
+import type { Entry, Ln } from '../core/model/types.js';
+import { originOf } from '../client/authority.js';
+import { createMapper } from '../destination/mapper.js';
+import { openSqliteDestinationState } from '../destination/sqlite-state.js';
+import type { DestinationState, ResourceRecord } from '../destination/state.js';
+import { sync, type SyncReport } from '../destination/sync.js';
+import type { AggregateSource, SourceCredentials } from './config.js';
+
+/** The folder of a Source in the aggregate. */
+function sourceDir(out: string, id: string): string {
+  return join(out, 'sources', id);
+}
+
+/** The mirror of a Source in the aggregate. */
+export function mirrorDir(out: string, id: string): string {
+  return join(sourceDir(out, id), 'mirror');
+}
+
+/** Folders holding a Destination state for the Source: the mirror's own, or one per chosen capability set. */
+function stateDirs(out: string, source: Pick<AggregateSource, 'id' | 'capabilitySets'>): string[] {
+  const sets = source.capabilitySets;
+  return sets === undefined ? [mirrorDir(out, source.id)] : sets.map((_, i) => join(sourceDir(out, source.id), 'sets', String(i)));
+}
+
+/** What one sync of a Source did, all its capability sets together. */
+export interface SourceSyncResult {
+  mode: SyncReport['mode'];
+  created: number;
+  updated: number;
+  deleted: number;
+  unchanged: number;
+  failed: number;
+  /** The first resources that failed, with their codes. */
+  failures: { url: string; code: string }[];
+  /** Resources held after the sync. */
+  resources: number;
+  durationMs: number;
+}
+
+/** The `Authorization` value for a Source's credentials, read from `env`. */
+function authorizationFor(credentials: SourceCredentials, env: Record<string, string | undefined>): string {
+  const value = env[credentials.env];
+  if (value === undefined || value === '') {
+    throw new ResourceSyncError('RS_INVALID_ARGUMENT', `Environment variable ${credentials.env} (credentials) is not set.`, { data: { env: credentials.env } });
+  }
+  if (credentials.scheme === 'bearer') return `Bearer ${value}`;
+  if (credentials.scheme === 'basic') return `Basic ${Buffer.from(value, 'utf8').toString('base64')}`;
+  return value;
+}
+
+/** How the aggregator reaches its Sources. */
+export interface SourceSyncOptions {
+  signal: AbortSignal;
+  /** Environment the credentials are read from. */
+  env: Record<string, string | undefined>;
+  /** Resources fetched at once from one Source. */
+  concurrency?: number;
+  /** HTTP timeout, ms. */
+  timeoutMs?: number;
+}
+
+/**
+ * Syncs a Source into its mirror (deletions applied), each chosen capability set with its own state.
+ * @throws what `sync` throws (the Source is down, answers garbage, …)
+ */
+export async function syncSource(out: string, source: AggregateSource, options: SourceSyncOptions): Promise<SourceSyncResult> {
+  const started = performance.now();
+  const origin = originOf(source.url)!;
+  const auth = source.credentials === undefined ? undefined : { [origin]: authorizationFor(source.credentials, options.env) };
+  const dest = mirrorDir(out, source.id);
+  const dirs = stateDirs(out, source);
+  const total: SourceSyncResult = { mode: 'none', created: 0, updated: 0, deleted: 0, unchanged: 0, failed: 0, failures: [], resources: 0, durationMs: 0 };
+  for (const [i, dir] of dirs.entries()) {
+    const state = source.capabilitySets === undefined ? undefined : await openSqliteDestinationState(dir);
+    try {
+      const report = await sync({
+        source: source.url,
+        dest,
+        delete: true,
+        signal: options.signal,
+        retries: 1,
+        concurrency: options.concurrency ?? 4,
+        ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+        ...(auth === undefined ? {} : { auth }),
+        ...(source.rate === undefined ? {} : { rate: source.rate }),
+        ...(source.capabilitySets === undefined ? {} : { capabilityList: source.capabilitySets[i]! }),
+        ...(state === undefined ? {} : { state }),
+      });
+      add(total, report);
+    } finally {
+      await state?.close();
+    }
+  }
+  total.resources = await countResources(out, source);
+  total.durationMs = Math.round(performance.now() - started);
+  return total;
+}
+
+function add(total: SourceSyncResult, r: SyncReport): void {
+  total.mode = total.mode === 'baseline' || r.mode === 'baseline' ? 'baseline' : r.mode === 'incremental' ? 'incremental' : total.mode;
+  total.created += r.created;
+  total.updated += r.updated;
+  total.deleted += r.deleted;
+  total.unchanged += r.unchanged;
+  total.failed += r.failed.length;
+  for (const f of r.failed.slice(0, 10 - total.failures.length)) total.failures.push({ url: f.url, code: f.code });
+}
+
+async function countResources(out: string, source: AggregateSource): Promise<number> {
+  let n = 0;
+  for (const dir of stateDirs(out, source)) {
+    if (!existsSync(join(dir, '.resourcesync', 'state.sqlite'))) continue;
+    const state = await openSqliteDestinationState(dir, { readonly: true });
+    try {
+      n += await state.count();
+    } finally {
+      await state.close();
+    }
+  }
+  return n;
+}
+
+/**
+ * The `via` links of a Source's copies, read from its Destination state(s) while the aggregate is published: for
+ * the copy at a path of the mirror, the original's URL with the original's `modified`, `hash`, `length` and `type`.
+ * A copy whose Source gave a `via` keeps that one (a chain conveys the origin, not the intermediary).
+ * `type` is the type listed for the copy (the same bytes, under the media-type table every `resourcesync` Source
+ * uses). A Change List entry whose bytes are no longer those held (a later change) gets the `href` alone.
+ * @see Z39.99 §14.8
+ */
+export interface ViaLinks {
+  links(path: string, entry: Entry): Ln[] | undefined;
+  close(): Promise<void>;
+}
+
+/** Opens the states of a Source read-only for {@link ViaLinks}. */
+export async function openViaLinks(out: string, source: Pick<AggregateSource, 'id' | 'url' | 'capabilitySets'>): Promise<ViaLinks> {
+  const states: DestinationState[] = [];
+  for (const dir of stateDirs(out, source)) {
+    if (existsSync(join(dir, '.resourcesync', 'state.sqlite'))) states.push(await openSqliteDestinationState(dir, { readonly: true }));
+  }
+  const mapper = createMapper({ base: `${originOf(source.url)!}/` });
+  const record = (url: string): ResourceRecord | undefined => {
+    for (const s of states) {
+      const r = s.get(url);
+      // the embedded state answers at once; a state that answers with a promise gives no link here
+      if (r !== undefined && !(r instanceof Promise)) return r;
+    }
+    return undefined;
+  };
+  return {
+    links: (path, entry) => {
+      const url = mapper.toUrl(path);
+      if (url === undefined) return undefined;
+      const r = record(url);
+      const kept = r?.links?.filter((l) => l.rel === 'via');
+      if (kept !== undefined && kept.length > 0) return kept.map((l) => ({ ...l }));
+      const md = entry.md ?? {};
+      const hash = r === undefined ? '' : formatHashes(r.hashes);
+      if (r === undefined || md.change === 'deleted' || (md.hash !== undefined && !sameHashes(md.hash, hash))) return [{ rel: 'via', href: url }];
+      const ln: Ln = { rel: 'via', href: r.url };
+      if (r.lastmod !== undefined) ln.modified = r.lastmod;
+      if (hash !== '') ln.hash = hash;
+      ln.length = String(r.length);
+      if (md.type !== undefined) ln.type = md.type;
+      return [ln];
+    },
+    close: async () => {
+      for (const s of states) await s.close();
+    },
+  };
+}
+
+/** True when two `hash` attribute values share an algorithm and agree on every shared one. */
+function sameHashes(a: string, b: string): boolean {
+  const parse = (v: string): Map<string, string> => new Map(v.split(/\s+/).filter((t) => t.includes(':')).map((t) => [t.slice(0, t.indexOf(':')), t.slice(t.indexOf(':') + 1)]));
+  const x = parse(a);
+  const y = parse(b);
+  let shared = 0;
+  for (const [alg, d] of x) {
+    const e = y.get(alg);
+    if (e === undefined) continue;
+    if (e !== d) return false;
+    shared++;
+  }
+  return shared > 0;
+}
