@@ -7,11 +7,10 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type pg from 'pg';
+import { NOW_MS } from '../node/postgres.js';
 import { ResourceSyncError } from '../core/errors.js';
 import type { Lease, LeaseOptions } from './state.js';
 
-/** The database's clock in ms since the epoch, as SQL. */
-const NOW_MS = '(extract(epoch FROM clock_timestamp()) * 1000)::bigint';
 
 function lockedError(destination: string, holder?: string, expiresAt?: number): ResourceSyncError {
   if (holder === undefined) return new ResourceSyncError('RS_LOCKED', `The lease of destination '${destination}' was lost.`, { data: { dest: destination } });

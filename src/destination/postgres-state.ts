@@ -9,7 +9,8 @@ import type pg from 'pg';
 import { ResourceSyncError, messageOf } from '../core/errors.js';
 import type { Entry, Ln } from '../core/model/types.js';
 import { PostgresLeases } from './postgres-lease.js';
-import { checkVersion, migrate, schemaVersion } from './postgres-schema.js';
+import { openMigrated } from '../node/postgres.js';
+import { DESTINATION_SCHEMA } from './postgres-schema.js';
 import type { DestinationState, Lease, LeaseOptions, ResourceRecord, StateBatch, SyncCursor } from './state.js';
 
 /** Rows read at once while iterating. */
@@ -286,22 +287,6 @@ export async function openPostgresDestinationState(url: string, options: Postgre
     throw new ResourceSyncError('RS_INVALID_ARGUMENT', 'A PostgreSQL destination state needs a destination key.');
   }
   const readonly = options.readonly ?? false;
-  const { default: postgres } = await import('pg');
-  const pool = new postgres.Pool({ connectionString: url, max: options.maxConnections ?? 4 });
-  pool.on('error', () => undefined); // an idle connection dropped: the pool replaces it, the next query reports
-  try {
-    const client = await pool.connect();
-    try {
-      if (!readonly) await migrate(client);
-      const version = await schemaVersion(client);
-      checkVersion(version);
-      return new PostgresDestinationState(pool, options.destination, readonly, version > 0);
-    } finally {
-      client.release();
-    }
-  } catch (err) {
-    await pool.end().catch(() => undefined);
-    if (err instanceof ResourceSyncError) throw err;
-    throw ioError(`The PostgreSQL destination state cannot be opened`, err);
-  }
+  const { pool, version } = await openMigrated(url, DESTINATION_SCHEMA, { max: options.maxConnections ?? 4, readonly });
+  return new PostgresDestinationState(pool, options.destination, readonly, version > 0);
 }
