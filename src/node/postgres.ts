@@ -110,8 +110,11 @@ export async function openMigrated(
   try {
     const client = await pool.connect();
     try {
-      if (options.readonly !== true) await migrateSchema(client, schema);
-      const version = await schemaVersionOf(client, schema);
+      let version = await schemaVersionOf(client, schema);
+      if (options.readonly !== true && version < schema.migrations.length) {
+        await migrateSchema(client, schema);
+        version = await schemaVersionOf(client, schema);
+      }
       checkSchemaVersion(version, schema);
       return { pool, version };
     } finally {

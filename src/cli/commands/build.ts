@@ -12,6 +12,7 @@ import { publishNotification } from '../../notify/publisher.js';
 import { isValidSetName, normalizeBaseUrl } from '../../source/url-path.js';
 import { PUBLISH_ARGS, PUBLISH_HELP, PublishArgsError, publishArgs } from '../publish-options.js';
 import { PUBLISH_SECRET_ENV } from '../serve-push.js';
+import { SNAPSHOTS_ARGS, SNAPSHOTS_HELP, snapshotsOpener } from '../snapshots-options.js';
 import { sendToHub } from '../../live/push.js';
 
 const HELP = `Usage: resourcesync build <dir>... --base-url <url> --out <publish-dir> [options]
@@ -24,7 +25,7 @@ Options:
   --out DIR               the publish folder (required)
   --state DIR             state folder (default <dir>/.resourcesync/ of each set)
   --name NAME             set name, once per <dir> in order (default: the folder's name)
-${PUBLISH_HELP}  --hub URL               advertise notification channels with this WebSub hub and publish the
+${SNAPSHOTS_HELP}${PUBLISH_HELP}  --hub URL               advertise notification channels with this WebSub hub and publish the
                           changes of this run to it (Change and Framework Notifications),
                           with the secret in ${PUBLISH_SECRET_ENV}, when set
                           (sent as Authorization: Bearer)
@@ -67,6 +68,7 @@ const ARGS = {
   out: { type: 'string' },
   state: { type: 'string' },
   name: { type: 'string', multiple: true },
+  ...SNAPSHOTS_ARGS,
   ...PUBLISH_ARGS,
   hub: { type: 'string' },
   json: { type: 'boolean' },
@@ -88,6 +90,8 @@ function readOptions(values: ParsedCommandArgs<typeof ARGS>['values'], positiona
     const given = values.name ?? [];
     if (given.length > positionals.length) throw new UsageError('more --name options than directories');
     const names = setNames(positionals, given);
+    const snapshots = snapshotsOpener(values, baseUrl, positionals.length);
+    if (typeof snapshots === 'string') throw new UsageError(snapshots);
     if (values.hub !== undefined && (!URL.canParse(values.hub) || !/^https?:$/.test(new URL(values.hub).protocol)))
       throw new UsageError(`--hub '${values.hub}' is not an http(s) URL`);
     opts = {
@@ -96,6 +100,7 @@ function readOptions(values: ParsedCommandArgs<typeof ARGS>['values'], positiona
       outDir: values.out,
       ...shared,
       ...(values.state !== undefined ? { stateDir: values.state } : {}),
+      ...(snapshots !== undefined ? { snapshots } : {}),
       ...(values.hub !== undefined ? { notifications: { hub: values.hub } } : {}),
     };
   } catch (err) {
