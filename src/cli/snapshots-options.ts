@@ -46,20 +46,30 @@ function sqliteFile(file: string, set: string, count: number): string {
  * as a string (a usage error). `sourceKey` is the default key (the base URL), `sets` how many sets are published.
  * @example snapshotsOpener({ snapshots: 'postgres://rs@db/rs' }, 'https://example.org/', 1)
  */
-export function snapshotsOpener(values: SnapshotsArgValues, sourceKey: string | undefined, sets: number): SnapshotsOpener | undefined | string {
+export function snapshotsOpener(
+  values: SnapshotsArgValues,
+  sourceKey: string | undefined,
+  sets: number,
+): SnapshotsOpener | undefined | string {
   const where = values.snapshots;
   const key = values['source-key'];
-  if (where === undefined) return key === undefined ? undefined : '--source-key names a Source in the --snapshots database: give --snapshots too';
+  if (where === undefined)
+    return key === undefined
+      ? undefined
+      : '--source-key names a Source in the --snapshots database: give --snapshots too';
   if (where === '') return '--snapshots is empty';
   if (isPostgresUrl(where)) {
     if (!URL.canParse(where)) return '--snapshots is not a valid postgres:// URL';
     const source = key ?? sourceKey;
-    if (source === undefined || source === '') return '--source-key is needed with --snapshots postgres://… here (no base URL to derive it from)';
+    if (source === undefined || source === '')
+      return '--source-key is needed with --snapshots postgres://… here (no base URL to derive it from)';
     if (source.length > MAX_KEY) return `--source-key is longer than ${MAX_KEY} characters`;
     return ({ name }) => openPostgresSnapshots(where, { source, set: name });
   }
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(where)) return `--snapshots '${where.replace(/\/\/[^@/]*@/, '//…@')}' is neither a postgres:// URL nor a file path`;
-  if (key !== undefined) return '--source-key applies to --snapshots postgres://… only (an SQLite file holds one Source)';
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(where))
+    return `--snapshots '${where.replace(/\/\/[^@/]*@/, '//…@')}' is neither a postgres:// URL nor a file path`;
+  if (key !== undefined)
+    return '--source-key applies to --snapshots postgres://… only (an SQLite file holds one Source)';
   const file = resolve(where);
   return ({ name }) => openSqliteSnapshots(sqliteFile(file, name, sets));
 }

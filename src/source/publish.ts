@@ -56,6 +56,7 @@ import { publishResourceLists } from './publish-resource-lists.js';
 import { resourceDump } from './publish-resource-dump.js';
 import type { RebuildOptions, RebuildResult } from './snapshot-rows.js';
 import { holdingLease, type SourceSnapshots } from './source-snapshots.js';
+import type { SinkResult } from './document-sink.js';
 import { DOCUMENTS_PREFIX } from './url-path.js';
 
 export type { PublishOptions, PublishProgress } from './publish-context.js';
@@ -81,6 +82,8 @@ export interface PublishResult {
    * soonest of the sets). A publication without a scan then writes it, whether more changes come or not.
    */
   resourceListDueInMs?: number;
+  /** With `options.sink`: what was copied to it (and brought from it first). */
+  sink?: SinkResult;
   /** What the run left out, each with a code (at most 100; `warningsOmitted` counts the others). */
   warnings: PublishWarning[];
   warningsOmitted: number;
@@ -110,6 +113,8 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
   const { baseUrl, outDir } = ctx;
 
   mkdirSync(outDir, { recursive: true });
+  // a sink (an S3 bucket) holds the documents: the publish folder goes on from what it holds
+  const downloaded = options.sink === undefined ? 0 : await options.sink.prepare(outDir, ctx.signal);
   const results: SetResult[] = [];
   for (const set of options.sets) {
     if (ctx.signal?.aborted) throw new ResourceSyncError('RS_ABORTED', 'Publication aborted.', { cause: ctx.signal.reason });
@@ -143,6 +148,7 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
   await writeFileAtomic(join(outDir, 'robots.txt'), [Buffer.from(robots)]);
 
   const documents = [ctx.sdUrl, `${baseUrl}robots.txt`, ...results.flatMap((r) => r.documents)].map((u) => new URL(u).pathname);
+  const sink = options.sink === undefined ? undefined : { ...(await options.sink.commit(outDir, documentFiles(baseUrl, documents), ctx.signal)), downloaded };
   return {
     sourceDescription: ctx.sdUrl,
     capabilityLists: results.map((r) => r.capabilityList),
@@ -157,8 +163,15 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
     warnings: ctx.warnings,
     warningsOmitted: ctx.warningsOmitted,
     ...dueIn(results),
+    ...(sink === undefined ? {} : { sink }),
     ...(ctx.notifications ? { notifications: results.flatMap((r) => (r.notifications ? [r.notifications] : [])) } : {}),
   };
+}
+
+/** The documents' files under the publish folder: their URL paths below the base URL's, decoded. */
+function documentFiles(baseUrl: string, documents: readonly string[]): string[] {
+  const base = new URL(baseUrl).pathname;
+  return documents.filter((d) => d.startsWith(base)).map((d) => d.slice(base.length).split('/').map(decodeURIComponent).join('/'));
 }
 
 function describedBy(href: string | undefined): Ln[] {

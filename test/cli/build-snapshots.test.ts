@@ -27,7 +27,12 @@ function cli(args: string[]): Promise<Run> {
 }
 
 /** Two working folders of one Source (as two machines have them), each with its own publish folder. */
-async function machines(): Promise<{ dirs: string[]; outs: string[]; write: (path: string, content: string | undefined) => void; cleanup: () => Promise<void> }> {
+async function machines(): Promise<{
+  dirs: string[];
+  outs: string[];
+  write: (path: string, content: string | undefined) => void;
+  cleanup: () => Promise<void>;
+}> {
   const tmp = await tempDir('rs-two-machines-');
   const dirs = ['a', 'b'].map((m) => join(tmp.dir, m, 'data'));
   const outs = ['a', 'b'].map((m) => join(tmp.dir, m, 'out'));
@@ -47,7 +52,12 @@ function changeList(out: string): Array<[string, string]> {
   return [...xml.matchAll(/<url>\s*<loc>([^<]+)<\/loc>[\s\S]*?change="(\w+)"/g)].map((m) => [m[2]!, m[1]!]);
 }
 
-async function build(dir: string, out: string, snapshots: string, more: string[] = []): Promise<{ created: number; updated: number; deleted: number }> {
+async function build(
+  dir: string,
+  out: string,
+  snapshots: string,
+  more: string[] = [],
+): Promise<{ created: number; updated: number; deleted: number }> {
   const r = await cli(['build', dir, '--base-url', BASE, '--out', out, '--snapshots', snapshots, '--json', ...more]);
   assert.equal(r.status, 0, r.stderr);
   return (JSON.parse(r.stdout) as { changes: { created: number; updated: number; deleted: number } }).changes;
@@ -59,7 +69,11 @@ async function continuousHistory(snapshots: string): Promise<void> {
   try {
     m.write('a.txt', 'one');
     m.write('b.txt', 'bee');
-    assert.deepEqual(await build(m.dirs[0]!, m.outs[0]!, snapshots), { created: 0, updated: 0, deleted: 0 }, 'baseline on machine a');
+    assert.deepEqual(
+      await build(m.dirs[0]!, m.outs[0]!, snapshots),
+      { created: 0, updated: 0, deleted: 0 },
+      'baseline on machine a',
+    );
     m.write('a.txt', 'one, edited');
     m.write('b.txt', undefined);
     m.write('c.txt', 'sea');
@@ -91,9 +105,13 @@ if (POSTGRES_SKIP === false) {
   });
 }
 
-void test('build --snapshots postgres://: two folders (two machines) continue one history', { skip: POSTGRES_SKIP }, async () => {
-  await continuousHistory(cluster!.url);
-});
+void test(
+  'build --snapshots postgres://: two folders (two machines) continue one history',
+  { skip: POSTGRES_SKIP },
+  async () => {
+    await continuousHistory(cluster!.url);
+  },
+);
 
 void test('build --snapshots FILE: an SQLite file shared by two folders continues one history', async () => {
   const state = await tempDir('rs-snapshots-file-');
@@ -104,32 +122,59 @@ void test('build --snapshots FILE: an SQLite file shared by two folders continue
   }
 });
 
-void test('build --source-key keeps Sources apart in one database; serve --snapshots publishes the same history', { skip: POSTGRES_SKIP }, async () => {
-  const m = await machines();
-  try {
-    m.write('a.txt', 'one');
-    await build(m.dirs[0]!, m.outs[0]!, cluster!.url, ['--source-key', 'first']);
-    m.write('a.txt', 'two');
-    assert.deepEqual(await build(m.dirs[1]!, m.outs[1]!, cluster!.url, ['--source-key', 'second']), { created: 0, updated: 0, deleted: 0 }, 'another key: a baseline');
-    assert.deepEqual(await build(m.dirs[1]!, m.outs[1]!, cluster!.url, ['--source-key', 'first']), { created: 0, updated: 1, deleted: 0 });
-    // serve on the same key: its Change List holds the change recorded by build
-    const serve = startCli(['serve', m.dirs[0]!, '--port', '0', '--no-watch', '--no-hub', '--base-url', BASE, '--source-key', 'first', '--snapshots', cluster!.url, '--state', join(m.outs[0]!, '..', 'serve-state')]);
+void test(
+  'build --source-key keeps Sources apart in one database; serve --snapshots publishes the same history',
+  { skip: POSTGRES_SKIP },
+  async () => {
+    const m = await machines();
     try {
-      await until('listening', () => /^listening on /m.test(serve.out()) || serve.child.exitCode !== null);
-      assert.match(serve.out(), /^listening on /m, serve.err());
-      const url = /^listening on (\S+)/m.exec(serve.out())![1]!;
-      const response = await fetch(new URL('.resourcesync/data/changelist.xml', url.endsWith('/') ? url : `${url}/`));
-      assert.equal(response.status, 200);
-      const body = await response.text();
-      assert.match(body, /<loc>http:\/\/example\.org\/src\/a\.txt<\/loc>[\s\S]*?change="updated"/);
+      m.write('a.txt', 'one');
+      await build(m.dirs[0]!, m.outs[0]!, cluster!.url, ['--source-key', 'first']);
+      m.write('a.txt', 'two');
+      assert.deepEqual(
+        await build(m.dirs[1]!, m.outs[1]!, cluster!.url, ['--source-key', 'second']),
+        { created: 0, updated: 0, deleted: 0 },
+        'another key: a baseline',
+      );
+      assert.deepEqual(await build(m.dirs[1]!, m.outs[1]!, cluster!.url, ['--source-key', 'first']), {
+        created: 0,
+        updated: 1,
+        deleted: 0,
+      });
+      // serve on the same key: its Change List holds the change recorded by build
+      const serve = startCli([
+        'serve',
+        m.dirs[0]!,
+        '--port',
+        '0',
+        '--no-watch',
+        '--no-hub',
+        '--base-url',
+        BASE,
+        '--source-key',
+        'first',
+        '--snapshots',
+        cluster!.url,
+        '--state',
+        join(m.outs[0]!, '..', 'serve-state'),
+      ]);
+      try {
+        await until('listening', () => /^listening on /m.test(serve.out()) || serve.child.exitCode !== null);
+        assert.match(serve.out(), /^listening on /m, serve.err());
+        const url = /^listening on (\S+)/m.exec(serve.out())![1]!;
+        const response = await fetch(new URL('.resourcesync/data/changelist.xml', url.endsWith('/') ? url : `${url}/`));
+        assert.equal(response.status, 200);
+        const body = await response.text();
+        assert.match(body, /<loc>http:\/\/example\.org\/src\/a\.txt<\/loc>[\s\S]*?change="updated"/);
+      } finally {
+        serve.child.kill('SIGTERM');
+        await until('serve to stop', () => serve.child.exitCode !== null || serve.child.signalCode !== null);
+      }
     } finally {
-      serve.child.kill('SIGTERM');
-      await until('serve to stop', () => serve.child.exitCode !== null || serve.child.signalCode !== null);
+      await m.cleanup();
     }
-  } finally {
-    await m.cleanup();
-  }
-});
+  },
+);
 
 void test('build --snapshots: usage errors (exit 2) and an unreachable database (exit 1) whose password is never printed', async () => {
   const m = await machines();

@@ -3,7 +3,10 @@
  * as a ResourceSync Source for an existing web server, updating the change lists from the stored
  * snapshot on each run.
  */
-import { basename, resolve } from 'node:path';
+import { createHash } from 'node:crypto';
+import { basename, join, resolve } from 'node:path';
+import { RESOURCESYNC_DIR } from '../../core/constants.js';
+import { parseS3Url, type S3Target } from '../../node/s3-url.js';
 import { parseCommandArgs, usageError, type ParsedCommandArgs } from '../command-args.js';
 import { isResourceSyncError, messageOf } from '../../core/errors.js';
 import { requireFolderOrNothing } from '../../node/folder.js';
@@ -22,7 +25,11 @@ Writes the documents of a ResourceSync Source for the directories (one set of re
 
 Options:
   --base-url URL          where <publish-dir> is served (required)
-  --out DIR               the publish folder (required)
+  --out DIR               the publish folder (required), or s3://BUCKET/PREFIX: every document
+                          uploaded there (with --snapshots), a working copy kept in the state folder
+  --s3-endpoint URL       the S3-compatible server of --out s3://… (default AWS_ENDPOINT_URL, else
+                          AWS S3; credentials and region from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+                          AWS_REGION)
   --state DIR             state folder (default <dir>/.resourcesync/ of each set)
   --name NAME             set name, once per <dir> in order (default: the folder's name)
 ${SNAPSHOTS_HELP}${PUBLISH_HELP}  --hub URL               advertise notification channels with this WebSub hub and publish the
@@ -33,10 +40,19 @@ ${SNAPSHOTS_HELP}${PUBLISH_HELP}  --hub URL               advertise notification
   -h, --help              this help
 
 Resources of a single set are published at <url><path>; with several sets at <url><name>/<path>.
-Exit status: 0 done, 1 failure, 2 usage error.
+Exit status: 0 done, 1 failure, 2 usage error, 3 the bucket of --out s3://… does not exist.
 `;
 
 class UsageError extends Error {}
+
+/** `--out s3://…`: the bucket, the endpoint given, and the local working copy of the documents. */
+interface S3Out extends S3Target {
+  endpoint?: string;
+  workDir: string;
+}
+
+/** Exit status of a bucket that does not exist. */
+const NO_BUCKET_EXIT = 3;
 
 /** Set names from the folders' names: invalid characters become `-`, duplicates get a suffix. */
 export function setNames(dirs: string[], given: string[]): string[] {
@@ -66,6 +82,7 @@ export function setNames(dirs: string[], given: string[]): string[] {
 const ARGS = {
   'base-url': { type: 'string' },
   out: { type: 'string' },
+  's3-endpoint': { type: 'string' },
   state: { type: 'string' },
   name: { type: 'string', multiple: true },
   ...SNAPSHOTS_ARGS,
@@ -74,9 +91,10 @@ const ARGS = {
   json: { type: 'boolean' },
 } as const;
 
-/** The publication the options ask for; or the usage error's exit code. */
-function readOptions(values: ParsedCommandArgs<typeof ARGS>['values'], positionals: string[]): PublishOptions | number {
+/** The publication the options ask for, and the bucket of `--out s3://…`; or the usage error's exit code. */
+function readOptions(values: ParsedCommandArgs<typeof ARGS>['values'], positionals: string[]): { opts: PublishOptions; s3?: S3Out } | number {
   let opts: PublishOptions;
+  let s3: S3Out | undefined;
   try {
     if (positionals.length === 0) throw new UsageError('give at least one directory');
     if (values['base-url'] === undefined) throw new UsageError('--base-url is required');
@@ -94,10 +112,11 @@ function readOptions(values: ParsedCommandArgs<typeof ARGS>['values'], positiona
     if (typeof snapshots === 'string') throw new UsageError(snapshots);
     if (values.hub !== undefined && (!URL.canParse(values.hub) || !/^https?:$/.test(new URL(values.hub).protocol)))
       throw new UsageError(`--hub '${values.hub}' is not an http(s) URL`);
+    s3 = s3Out(values, positionals[0]!);
     opts = {
       sets: positionals.map((dir, i) => ({ name: names[i]!, dir })),
       baseUrl,
-      outDir: values.out,
+      outDir: s3?.workDir ?? values.out,
       ...shared,
       ...(values.state !== undefined ? { stateDir: values.state } : {}),
       ...(snapshots !== undefined ? { snapshots } : {}),
@@ -109,11 +128,37 @@ function readOptions(values: ParsedCommandArgs<typeof ARGS>['values'], positiona
     throw err;
   }
   try {
-    requireFolderOrNothing(resolve(opts.outDir), '--out');
+    requireFolderOrNothing(resolve(opts.outDir), s3 === undefined ? '--out' : 'the working copy of --out s3://…');
   } catch (err) {
     return usageError('build', err);
   }
-  return opts;
+  return s3 === undefined ? { opts } : { opts, s3 };
+}
+
+/** The bucket of `--out s3://BUCKET/PREFIX`, or undefined for a folder; throws a `UsageError` for a wrong one. */
+function s3Out(values: ParsedCommandArgs<typeof ARGS>['values'], firstDir: string): S3Out | undefined {
+  const endpoint = values['s3-endpoint'];
+  const target = s3Target(values.out!);
+  if (target === undefined) {
+    if (endpoint !== undefined) throw new UsageError('--s3-endpoint applies to --out s3://… only');
+    return undefined;
+  }
+  if (endpoint !== undefined && (!URL.canParse(endpoint) || !/^https?:$/.test(new URL(endpoint).protocol))) throw new UsageError(`--s3-endpoint '${endpoint}' is not an http(s) URL`);
+  if (values.snapshots === undefined) {
+    throw new UsageError('--out s3://… keeps no history in the bucket: give --snapshots postgres://… (or an SQLite file) for the Source\'s history');
+  }
+  const where = endpoint ?? (process.env.AWS_ENDPOINT_URL || 'AWS S3');
+  const id = createHash('sha256').update(`${where}\n${target.bucket}\n${target.prefix}`).digest('hex').slice(0, 16);
+  const root = values.state !== undefined ? resolve(values.state) : join(resolve(firstDir), RESOURCESYNC_DIR);
+  return { ...target, ...(endpoint !== undefined ? { endpoint } : {}), workDir: join(root, 's3-documents', id) };
+}
+
+function s3Target(out: string): S3Target | undefined {
+  try {
+    return parseS3Url(out);
+  } catch (err) {
+    throw new UsageError(`--out: ${messageOf(err)}`);
+  }
 }
 
 /** Progress on a terminal: one line, rewritten at most every 100 ms while scanning. */
@@ -156,8 +201,25 @@ export async function run(args: string[]): Promise<number> {
   const parsed = parseCommandArgs('build', args, ARGS, HELP);
   if (typeof parsed === 'number') return parsed;
   const json = parsed.values.json === true;
-  const opts = readOptions(parsed.values, parsed.positionals);
-  if (typeof opts === 'number') return opts;
+  const read = readOptions(parsed.values, parsed.positionals);
+  if (typeof read === 'number') return read;
+  const { opts, s3 } = read;
+  if (s3 !== undefined) {
+    // the SDK is pinned to a line that supports this Node: its warning about later lines says nothing to a user
+    process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+    const { createS3Documents } = await import('../../source/s3-documents.js');
+    const sink = createS3Documents(s3);
+    try {
+      await sink.checkBucket();
+    } catch (err) {
+      const missing = isResourceSyncError(err) && (err.data as { s3Code?: string } | undefined)?.s3Code === 'NoSuchBucket';
+      if (json) process.stdout.write(`${JSON.stringify({ ok: false, error: { code: isResourceSyncError(err) ? err.code : 'ERROR', message: messageOf(err) } })}\n`);
+      process.stderr.write(`resourcesync build: ${messageOf(err)}\n`);
+      return missing ? NO_BUCKET_EXIT : 1;
+    }
+    opts.sink = sink;
+  }
+  const shownOut = s3 === undefined ? resolve(opts.outDir) : `s3://${s3.bucket}/${s3.prefix}`;
 
   const ac = new AbortController();
   const onSignal = (): void => ac.abort(new Error('interrupted'));
@@ -177,8 +239,9 @@ export async function run(args: string[]): Promise<number> {
     } else {
       const c = result.changes;
       process.stdout.write(
-        `Published ${result.resources} resources in ${opts.sets.length} set(s) to ${resolve(opts.outDir)} in ${(ms / 1000).toFixed(1)} s\n` +
+        `Published ${result.resources} resources in ${opts.sets.length} set(s) to ${shownOut} in ${(ms / 1000).toFixed(1)} s\n` +
           `Changes: ${c.created} created, ${c.updated} updated, ${c.deleted} deleted\n` +
+          (result.sink ? `Documents: ${result.sink.uploaded} uploaded (${result.sink.bytes} bytes), ${result.sink.unchanged} unchanged, ${result.sink.deleted} deleted\n` : '') +
           `Source Description: ${result.sourceDescription}\n` +
           (notifications ? `Notifications published to ${opts.notifications!.hub}: ${published}\n` : ''),
       );
