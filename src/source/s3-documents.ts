@@ -10,7 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
@@ -103,6 +103,66 @@ async function md5Of(file: string): Promise<{ md5: string; size: number; bytes?:
   return { md5: hash.digest('hex'), size };
 }
 
+/** A file's MD5 as last seen, with what says it is still the same file (size, mtime, inode). */
+interface Seen {
+  size: number;
+  mtimeMs: number;
+  ino: number;
+  md5: string;
+}
+
+/**
+ * The MD5s of the working copy's files, kept beside it (`<dir>.md5.json`): a document unchanged since the last run
+ * (same size, mtime and inode: publish replaces a document by renaming a new file over it) is not read again to
+ * be compared with the bucket's ETag. A document about to be uploaded is always hashed afresh.
+ */
+class Md5Memo {
+  readonly #file: string;
+  readonly #seen: Map<string, Seen>;
+
+  private constructor(file: string, seen: Map<string, Seen>) {
+    this.#file = file;
+    this.#seen = seen;
+  }
+
+  static async load(dir: string): Promise<Md5Memo> {
+    const file = `${dir}.md5.json`;
+    const seen = new Map<string, Seen>();
+    try {
+      const saved = JSON.parse(await readFile(file, 'utf8')) as Record<string, Seen>;
+      for (const [path, s] of Object.entries(saved)) if (typeof s?.md5 === 'string') seen.set(path, s);
+    } catch {
+      // none yet, or unreadable: every file is hashed
+    }
+    return new Md5Memo(file, seen);
+  }
+
+  /** The MD5 and size of `dir/path`, undefined when there is no such file. */
+  async digest(dir: string, path: string): Promise<{ md5: string; size: number } | undefined> {
+    const file = join(dir, path);
+    const st = await stat(file).catch(() => undefined);
+    if (st === undefined) return undefined;
+    const known = this.#seen.get(path);
+    if (known !== undefined && known.size === st.size && known.mtimeMs === st.mtimeMs && known.ino === st.ino)
+      return known;
+    const now = await md5Of(file);
+    this.#seen.set(path, { size: now.size, mtimeMs: st.mtimeMs, ino: st.ino, md5: now.md5 });
+    return now;
+  }
+
+  /** Writes the memo (atomically), for the documents in `keep` only. */
+  async save(keep: Iterable<string>): Promise<void> {
+    const out: Record<string, Seen> = {};
+    for (const path of keep) {
+      const s = this.#seen.get(path);
+      if (s !== undefined) out[path] = s;
+    }
+    const part = `${this.#file}.part-${process.pid}`;
+    await writeFile(part, JSON.stringify(out));
+    await rename(part, this.#file);
+  }
+}
+
 /** Runs `work` over `items`, `limit` at a time; the first failure stops the rest. */
 async function eachLimited<T>(
   items: readonly T[],
@@ -185,10 +245,10 @@ class S3DocumentSink implements DocumentSink {
   async prepare(dir: string, signal?: AbortSignal): Promise<number> {
     await this.checkBucket();
     const remote = await this.#remote();
+    const memo = await Md5Memo.load(dir);
     const missing: string[] = [];
     for (const [path, r] of remote) {
-      const file = join(dir, documentPath(path));
-      const local = await md5Of(file).catch(() => undefined);
+      const local = await memo.digest(dir, documentPath(path));
       if (local === undefined || local.size !== r.size || (!r.etag.includes('-') && local.md5 !== r.etag))
         missing.push(path);
     }
@@ -217,6 +277,7 @@ class S3DocumentSink implements DocumentSink {
   ): Promise<Omit<SinkResult, 'downloaded'>> {
     await this.checkBucket();
     const remote = await this.#remote();
+    const memo = await Md5Memo.load(dir);
     const result = { uploaded: 0, unchanged: 0, deleted: 0, bytes: 0 };
     const published = new Set(documents.map((d) => documentPath(d)));
     const ordered = [...published].sort((a, b) => rank(a) - rank(b));
@@ -226,7 +287,7 @@ class S3DocumentSink implements DocumentSink {
         ordered.filter((p) => rank(p) === r),
         this.#concurrency,
         async (path) => {
-          const sent = await this.#upload(dir, path, remote.get(path));
+          const sent = await this.#upload(dir, path, remote.get(path), memo);
           if (sent === undefined) result.unchanged++;
           else {
             result.uploaded++;
@@ -250,14 +311,20 @@ class S3DocumentSink implements DocumentSink {
       },
       signal,
     );
+    await memo.save(published);
     return result;
   }
 
   /** Uploads one document unless the bucket holds it already; the bytes sent, or undefined. */
-  async #upload(dir: string, path: string, remote: Remote | undefined): Promise<number | undefined> {
+  async #upload(dir: string, path: string, remote: Remote | undefined, memo: Md5Memo): Promise<number | undefined> {
     const file = join(dir, path);
+    const seen = await memo.digest(dir, path);
+    if (seen === undefined)
+      throw new ResourceSyncError('RS_IO', `Document '${path}' is missing from the working copy ${dir}.`, {
+        data: { path },
+      });
+    if (remote !== undefined && remote.size === seen.size && remote.etag === seen.md5) return undefined;
     const local = await md5Of(file);
-    if (remote !== undefined && remote.size === local.size && remote.etag === local.md5) return undefined;
     if (local.size > MAX_PUT) {
       throw new ResourceSyncError(
         'RS_INVALID_ARGUMENT',
