@@ -110,6 +110,20 @@ interface SetResult {
  */
 export async function publish(options: PublishOptions): Promise<PublishResult> {
   const ctx = publishContext(options);
+  if (options.sink === undefined) return publishAll(ctx, options, undefined);
+  // with a sink, the whole publication (the working copy brought up to the sink, every set, the upload) holds the
+  // first set's documents lease: runs on several machines into one sink take turns, none uploads an older view
+  const first = { name: options.sets[0]!.name, dir: resolve(options.sets[0]!.dir) };
+  const snapshots = await openSetSnapshots(ctx, first, storeFile(first, ctx.stateDir));
+  try {
+    return await holdingLease(snapshots, 'documents', () => publishAll(ctx, options, first.name), ctx.signal ? { signal: ctx.signal } : {});
+  } finally {
+    await snapshots.close();
+  }
+}
+
+/** Publishes every set, the Source Description and robots.txt; `held`: the set whose documents lease is held already. */
+async function publishAll(ctx: Context, options: PublishOptions, held: string | undefined): Promise<PublishResult> {
   const { baseUrl, outDir } = ctx;
 
   mkdirSync(outDir, { recursive: true });
@@ -118,7 +132,7 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
   const results: SetResult[] = [];
   for (const set of options.sets) {
     if (ctx.signal?.aborted) throw new ResourceSyncError('RS_ABORTED', 'Publication aborted.', { cause: ctx.signal.reason });
-    results.push(await publishSet(ctx, { name: set.name, dir: resolve(set.dir), ...(set.describedBy !== undefined ? { describedBy: set.describedBy } : {}) }));
+    results.push(await publishSet(ctx, { name: set.name, dir: resolve(set.dir), ...(set.describedBy !== undefined ? { describedBy: set.describedBy } : {}) }, set.name === held));
   }
 
   // Source Description (§8) at the well-known URI (§6.3.2), and robots.txt (§6.3.4)
@@ -212,13 +226,14 @@ export function openSetSnapshots(ctx: Context, set: { name: string; dir: string 
 }
 
 /**
- * Publishes one set holding its `documents` lease: overlapping publications of the set (in this process or any
- * other sharing its snapshots) run one after the other.
+ * Publishes one set holding its `documents` lease (unless `held`, by the caller): overlapping publications of the
+ * set (in this process or any other sharing its snapshots) run one after the other.
  */
-async function publishSet(ctx: Context, set: { name: string; dir: string; describedBy?: string }): Promise<SetResult> {
+async function publishSet(ctx: Context, set: { name: string; dir: string; describedBy?: string }, held: boolean): Promise<SetResult> {
   const file = storeFile(set, ctx.stateDir);
   const snapshots = await openSetSnapshots(ctx, set, file);
   try {
+    if (held) return await publishSetNow(ctx, set, snapshots, file);
     return await holdingLease(snapshots, 'documents', () => publishSetNow(ctx, set, snapshots, file), ctx.signal ? { signal: ctx.signal } : {});
   } finally {
     await snapshots.close();

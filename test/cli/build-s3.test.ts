@@ -358,6 +358,12 @@ void test(
       const changeList = await (await fetch(`${rgw!.endpoint}/${BUCKET}/two/.resourcesync/data/changelist.xml`)).text();
       assert.equal([...changeList.matchAll(/<url>/g)].length, 1);
       assert.match(changeList, /<loc>http:\/\/example\.org\/two\/a\.txt<\/loc>[\s\S]*?change="updated"/);
+    // both at once: they take turns (the first set's documents lease), and the bucket ends with the change
+    write('c.txt', 'three');
+    const both = await Promise.all(dirs.map((d) => build(d)));
+    assert.deepEqual(both.map((r) => r.changes.created).sort(), [0, 1]);
+    const after = await (await fetch(`${rgw!.endpoint}/${BUCKET}/two/.resourcesync/data/changelist.xml`)).text();
+    assert.match(after, /<loc>http:\/\/example\.org\/two\/c\.txt<\/loc>[\s\S]*?change="created"/);
     } finally {
       await tmp.cleanup();
     }
