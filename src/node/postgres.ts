@@ -40,7 +40,7 @@ export function postgresError(what: string, err: unknown): ResourceSyncError {
 }
 
 /** Opens a pool of at most `max` connections to `url`; an idle connection dropped is replaced, the next query reports. */
-export async function openPool(url: string, max: number): Promise<pg.Pool> {
+async function openPool(url: string, max: number): Promise<pg.Pool> {
   const { default: postgres } = await import('pg');
   const pool = new postgres.Pool({ connectionString: url, max });
   pool.on('error', () => undefined);
@@ -48,7 +48,7 @@ export async function openPool(url: string, max: number): Promise<pg.Pool> {
 }
 
 /** The schema version of the database, 0 when the package never created the store's tables there. */
-export async function schemaVersionOf(client: pg.ClientBase, schema: PostgresSchema): Promise<number> {
+async function schemaVersionOf(client: pg.ClientBase, schema: PostgresSchema): Promise<number> {
   const table = await client.query<{ exists: boolean }>('SELECT to_regclass($1) IS NOT NULL AS exists', [
     schema.versionTable,
   ]);
@@ -58,7 +58,7 @@ export async function schemaVersionOf(client: pg.ClientBase, schema: PostgresSch
 }
 
 /** Refuses a database whose schema a newer package wrote. */
-export function checkSchemaVersion(version: number, schema: PostgresSchema): void {
+function checkSchemaVersion(version: number, schema: PostgresSchema): void {
   const known = schema.migrations.length;
   if (version > known) {
     throw new ResourceSyncError(
@@ -72,7 +72,7 @@ export function checkSchemaVersion(version: number, schema: PostgresSchema): voi
 }
 
 /** Creates the tables or brings them to the newest version, in one transaction, one migrating process at a time. */
-export async function migrateSchema(client: pg.ClientBase, schema: PostgresSchema): Promise<void> {
+async function migrateSchema(client: pg.ClientBase, schema: PostgresSchema): Promise<void> {
   const target = schema.migrations.length;
   await client.query('BEGIN');
   try {

@@ -25,7 +25,7 @@ const CREDENTIALS = new Set(['InvalidAccessKeyId', 'SignatureDoesNotMatch', 'Acc
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
 
 /** The S3 error code (`NoSuchKey`, `BadDigest`…) or the SDK's error name. */
-export function s3ErrorCode(err: unknown): string {
+function s3ErrorCode(err: unknown): string {
   const e = err as SdkFailure;
   return e.Code ?? e.name ?? '';
 }

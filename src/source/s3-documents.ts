@@ -46,7 +46,7 @@ const IN_MEMORY = 8 * 1024 * 1024;
 const FIXED = ['.well-known/resourcesync', 'robots.txt'];
 
 /** Content-Type and Content-Encoding of a document, by its name. */
-export function documentHeaders(path: string): { ContentType: string; ContentEncoding?: string } {
+function documentHeaders(path: string): { ContentType: string; ContentEncoding?: string } {
   if (path === '.well-known/resourcesync' || path.endsWith('.xml')) return { ContentType: 'application/xml' };
   if (path.endsWith('.xml.gz')) return { ContentType: 'application/xml', ContentEncoding: 'gzip' };
   if (path.endsWith('.zip')) return { ContentType: 'application/zip' };
