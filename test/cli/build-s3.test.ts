@@ -13,6 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { join, relative } from 'node:path';
 import { HeadObjectCommand, PutBucketPolicyCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { REPO_ROOT } from '../helpers/paths.js';
+import { POSTGRES_SKIP, startPostgres, type PostgresCluster } from '../helpers/postgres.js';
 import { RGW_SKIP, startRgw, type RgwServer } from '../helpers/rgw.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -95,8 +96,11 @@ void test('build --out s3://… is a usage error without --snapshots, with a bad
 });
 
 let rgw: RgwServer | undefined;
+/** The history of the two-machine test: PostgreSQL where installed, else an SQLite file. */
+let cluster: PostgresCluster | undefined;
 if (RGW_SKIP === false) {
   before(async () => {
+    if (POSTGRES_SKIP === false) cluster = await startPostgres();
     rgw = await startRgw();
     await rgw.createBucket(BUCKET);
     // anyone may read the objects, as a bucket that is a Source is read
@@ -116,6 +120,7 @@ if (RGW_SKIP === false) {
   });
   after(async () => {
     await rgw?.stop();
+    await cluster?.stop();
   });
 }
 
@@ -358,12 +363,12 @@ void test(
       const changeList = await (await fetch(`${rgw!.endpoint}/${BUCKET}/two/.resourcesync/data/changelist.xml`)).text();
       assert.equal([...changeList.matchAll(/<url>/g)].length, 1);
       assert.match(changeList, /<loc>http:\/\/example\.org\/two\/a\.txt<\/loc>[\s\S]*?change="updated"/);
-    // both at once: they take turns (the first set's documents lease), and the bucket ends with the change
-    write('c.txt', 'three');
-    const both = await Promise.all(dirs.map((d) => build(d)));
-    assert.deepEqual(both.map((r) => r.changes.created).sort(), [0, 1]);
-    const after = await (await fetch(`${rgw!.endpoint}/${BUCKET}/two/.resourcesync/data/changelist.xml`)).text();
-    assert.match(after, /<loc>http:\/\/example\.org\/two\/c\.txt<\/loc>[\s\S]*?change="created"/);
+      // both at once: they take turns (the first set's documents lease), and the bucket ends with the change
+      write('c.txt', 'three');
+      const both = await Promise.all(dirs.map((d) => build(d)));
+      assert.deepEqual(both.map((r) => r.changes.created).sort(), [0, 1]);
+      const after = await (await fetch(`${rgw!.endpoint}/${BUCKET}/two/.resourcesync/data/changelist.xml`)).text();
+      assert.match(after, /<loc>http:\/\/example\.org\/two\/c\.txt<\/loc>[\s\S]*?change="created"/);
     } finally {
       await tmp.cleanup();
     }
