@@ -29,8 +29,11 @@ const COPY_CHUNK = 64 * 1024;
 
 /** A value in COPY's text format: backslash, tab, newline and carriage return escaped. */
 function copyField(value: string): string {
-  return value.replace(/[\\\t\n\r]/g, (c) => (c === '\\' ? '\\\\' : c === '\t' ? '\\t' : c === '\n' ? '\\n' : '\\r'));
+  return NEEDS_ESCAPE.test(value)
+    ? value.replace(/[\\\t\n\r]/g, (c) => (c === '\\' ? '\\\\' : c === '\t' ? '\\t' : c === '\n' ? '\\n' : '\\r'))
+    : value;
 }
+const NEEDS_ESCAPE = /[\\\t\n\r]/;
 
 const R = 'resourcesync_snapshot_resources';
 

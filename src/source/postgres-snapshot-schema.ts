@@ -14,14 +14,14 @@ const MIGRATIONS: readonly string[] = [
    CREATE TABLE resourcesync_snapshot_meta (
      set_id INTEGER NOT NULL REFERENCES resourcesync_snapshot_sets (id), key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (set_id, key));
    CREATE TABLE resourcesync_snapshot_resources (
-     set_id INTEGER NOT NULL REFERENCES resourcesync_snapshot_sets (id), path TEXT COLLATE "C" NOT NULL, size BIGINT NOT NULL,
+     set_id INTEGER NOT NULL, path TEXT COLLATE "C" NOT NULL, size BIGINT NOT NULL,
      mtime DOUBLE PRECISION NOT NULL, type TEXT NOT NULL, hashes TEXT NOT NULL, PRIMARY KEY (set_id, path));
    CREATE TABLE resourcesync_snapshot_periods (
      id BIGSERIAL PRIMARY KEY, set_id INTEGER NOT NULL REFERENCES resourcesync_snapshot_sets (id), from_ms BIGINT NOT NULL,
      until_ms BIGINT, count INTEGER NOT NULL DEFAULT 0);
    CREATE INDEX resourcesync_snapshot_periods_set ON resourcesync_snapshot_periods (set_id, id);
    CREATE TABLE resourcesync_snapshot_changes (
-     seq BIGSERIAL PRIMARY KEY, set_id INTEGER NOT NULL REFERENCES resourcesync_snapshot_sets (id), period BIGINT NOT NULL,
+     seq BIGSERIAL PRIMARY KEY, set_id INTEGER NOT NULL, period BIGINT NOT NULL,
      path TEXT COLLATE "C" NOT NULL, change TEXT NOT NULL CHECK (change IN ('created', 'updated', 'deleted')), datetime BIGINT NOT NULL,
      size BIGINT, mtime DOUBLE PRECISION, type TEXT, hashes TEXT);
    CREATE INDEX resourcesync_snapshot_changes_period ON resourcesync_snapshot_changes (period, seq);
