@@ -189,6 +189,10 @@ void test('build --snapshots: usage errors (exit 2) and an unreachable database 
     assert.doesNotMatch(http.stderr, /pw/);
     const keyWithFile = await cli([...base, '--snapshots', join(m.outs[0]!, '..', 'h.sqlite'), '--source-key', 'k']);
     assert.equal(keyWithFile.status, 2);
+    // serve on port 0 has no URL to derive the key from before it listens
+    const serveNoKey = await cli(['serve', m.dirs[0]!, '--port', '0', '--no-watch', '--snapshots', 'postgres://rs@127.0.0.1:1/rs']);
+    assert.equal(serveNoKey.status, 2);
+    assert.match(serveNoKey.stderr, /--source-key/);
     const unreachable = await cli([...base, '--snapshots', 'postgres://rs:topsecret@127.0.0.1:1/rs']);
     assert.equal(unreachable.status, 1);
     assert.match(unreachable.stderr, /RS_IO/);
