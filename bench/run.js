@@ -13,7 +13,8 @@ const files = readdirSync(dir)
 let failed = 0;
 for (const file of files) {
   console.log(`# ${file}`);
-  const r = spawnSync(process.execPath, [join(dir, file)], { stdio: 'inherit', timeout: 240_000 });
+  // RS_BENCH_TIMEOUT_MS: more than 4 minutes per bench, e.g. for RS_BENCH_JSONL=10000000 (jsonl.bench.js)
+  const r = spawnSync(process.execPath, [join(dir, file)], { stdio: 'inherit', timeout: Number(process.env.RS_BENCH_TIMEOUT_MS ?? 240_000) });
   if (r.status !== 0) {
     failed++;
     console.log(`# ${file} failed (${r.error?.message ?? `exit ${r.status ?? r.signal}`})`);

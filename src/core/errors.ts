@@ -19,6 +19,10 @@ export type ErrorCode =
   | 'RS_INVALID_DOCUMENT'
   | 'RS_INVALID_DATETIME'
   | 'RS_INVALID_ARGUMENT'
+  // an inventory given as records (a JSON-lines feed, a database query): `data.line`, `data.field`
+  | 'RS_INVALID_FEED'
+  // a database query given as an inventory failed: `data.sqlstate`
+  | 'RS_QUERY'
   // network and files
   | 'RS_HTTP_STATUS'
   | 'RS_HTTP_TIMEOUT'

@@ -113,7 +113,8 @@ export class RunHold {
 
   /** Lets go of the lease, the state (when the run opened it) and the connection. */
   async release(): Promise<void> {
-    await this.lease?.release();
+    // a lease that cannot be given back (its database gone) expires on its own: the run's outcome, or its error, stands
+    await this.lease?.release().catch(() => undefined);
     this.lease = undefined;
     if (this.ownsState) await this.store?.close();
     this.store = undefined;

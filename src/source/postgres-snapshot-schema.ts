@@ -6,7 +6,7 @@
  * Paths are compared in the `"C"` collation: byte order, which for UTF-8 is the order of the inventory.
  * @see Z39.99 §12.1 (Change List periods)
  */
-import type { PostgresSchema } from '../node/postgres.js';
+import type { PostgresSchema } from '../node/postgres-migrations.js';
 
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE resourcesync_snapshot_sets (
@@ -39,5 +39,6 @@ const MIGRATIONS: readonly string[] = [
 export const SNAPSHOTS_SCHEMA: PostgresSchema = {
   versionTable: 'resourcesync_snapshot_schema_version',
   migrations: MIGRATIONS,
-  what: 'source snapshots',
+  what: 'the source snapshots',
+  lock: 0x7253_534e, // 'rSSN'
 };

@@ -53,6 +53,8 @@ import { changeDump } from './publish-change-dump.js';
 import { announceChanges, changeRecorder, publishContext, setPaths, unpublishable, writeDoc, type Context, type PublishOptions, type PublishProgress, type PublishWarning, type SetPaths } from './publish-context.js';
 import { htmlRewrite, type Rewrite } from './publish-html.js';
 import { publishResourceLists } from './publish-resource-lists.js';
+import { recordFeed } from './publish-feed.js';
+import type { InventoryFeed } from './inventory-feed.js';
 import { resourceDump } from './publish-resource-dump.js';
 import type { RebuildOptions, RebuildResult } from './snapshot-rows.js';
 import { holdingLease, type SourceSnapshots } from './source-snapshots.js';
@@ -87,6 +89,8 @@ export interface PublishResult {
   /** What the run left out, each with a code (at most 100; `warningsOmitted` counts the others). */
   warnings: PublishWarning[];
   warningsOmitted: number;
+  /** Bad records of the sets given as feeds that were left out (`InventoryFeed.onInvalid: 'skip'`). */
+  skipped: number;
 }
 
 interface SetResult {
@@ -97,6 +101,7 @@ interface SetResult {
   updated: number;
   deleted: number;
   resources: number;
+  skipped: number;
   notifications?: SetNotifications;
   resourceListDueInMs?: number;
 }
@@ -113,13 +118,18 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
   if (options.sink === undefined) return publishAll(ctx, options, undefined);
   // with a sink, the whole publication (the working copy brought up to the sink, every set, the upload) holds the
   // first set's documents lease: runs on several machines into one sink take turns, none uploads an older view
-  const first = { name: options.sets[0]!.name, dir: resolve(options.sets[0]!.dir) };
+  const first = { name: options.sets[0]!.name, ...setWhere(ctx, options.sets[0]!) };
   const snapshots = await openSetSnapshots(ctx, first, storeFile(first, ctx.stateDir));
   try {
     return await holdingLease(snapshots, 'documents', () => publishAll(ctx, options, first.name), ctx.signal ? { signal: ctx.signal } : {});
   } finally {
     await snapshots.close();
   }
+}
+
+/** Where a set is: its folder, or for a feed its folder of the state folder (where its snapshots are kept). */
+function setWhere(ctx: Context, set: PublishOptions['sets'][number]): { dir: string; feed?: InventoryFeed } {
+  return set.feed === undefined ? { dir: resolve(set.dir) } : { dir: join(ctx.stateDir!, set.name), feed: set.feed };
 }
 
 /** Publishes every set, the Source Description and robots.txt; `held`: the set whose documents lease is held already. */
@@ -132,7 +142,7 @@ async function publishAll(ctx: Context, options: PublishOptions, held: string | 
   const results: SetResult[] = [];
   for (const set of options.sets) {
     if (ctx.signal?.aborted) throw new ResourceSyncError('RS_ABORTED', 'Publication aborted.', { cause: ctx.signal.reason });
-    results.push(await publishSet(ctx, { name: set.name, dir: resolve(set.dir), ...(set.describedBy !== undefined ? { describedBy: set.describedBy } : {}) }, set.name === held));
+    results.push(await publishSet(ctx, { name: set.name, ...setWhere(ctx, set), ...(set.describedBy !== undefined ? { describedBy: set.describedBy } : {}) }, set.name === held));
   }
 
   // Source Description (§8) at the well-known URI (§6.3.2), and robots.txt (§6.3.4)
@@ -174,6 +184,7 @@ async function publishAll(ctx: Context, options: PublishOptions, held: string | 
       deleted: sum(results, 'deleted'),
     },
     resources: sum(results, 'resources'),
+    skipped: sum(results, 'skipped'),
     warnings: ctx.warnings,
     warningsOmitted: ctx.warningsOmitted,
     ...dueIn(results),
@@ -206,13 +217,15 @@ function dueIn(rs: SetResult[]): { resourceListDueInMs?: number } {
   return due.length === 0 ? {} : { resourceListDueInMs: Math.min(...due) };
 }
 
-function sum(rs: SetResult[], k: 'created' | 'updated' | 'deleted' | 'resources'): number {
+function sum(rs: SetResult[], k: 'created' | 'updated' | 'deleted' | 'resources' | 'skipped'): number {
   return rs.reduce((a, r) => a + r[k], 0);
 }
 
 /** The store file of a set. */
-export function storeFile(set: { name: string; dir: string }, stateDir?: string): string {
-  return stateDir === undefined ? join(set.dir, DOCUMENTS_PREFIX, 'source.sqlite') : join(stateDir, set.name, 'source.sqlite');
+export function storeFile(set: { name: string; dir?: string | undefined }, stateDir?: string): string {
+  if (stateDir !== undefined) return join(stateDir, set.name, 'source.sqlite');
+  if (set.dir === undefined) throw new ResourceSyncError('RS_INVALID_ARGUMENT', `Set '${set.name}' is a feed: its store is in the state folder, which is not given.`, { data: { name: set.name } });
+  return join(set.dir, DOCUMENTS_PREFIX, 'source.sqlite');
 }
 
 /** Where the bitstreams of a set's recorded changes are kept for its Change Dumps: beside its store. */
@@ -229,7 +242,7 @@ export function openSetSnapshots(ctx: Context, set: { name: string; dir: string 
  * Publishes one set holding its `documents` lease (unless `held`, by the caller): overlapping publications of the
  * set (in this process or any other sharing its snapshots) run one after the other.
  */
-async function publishSet(ctx: Context, set: { name: string; dir: string; describedBy?: string }, held: boolean): Promise<SetResult> {
+async function publishSet(ctx: Context, set: { name: string; dir: string; describedBy?: string; feed?: InventoryFeed }, held: boolean): Promise<SetResult> {
   const file = storeFile(set, ctx.stateDir);
   const snapshots = await openSetSnapshots(ctx, set, file);
   try {
@@ -248,7 +261,7 @@ export function setConfig(ctx: Context, set: { name: string }): string {
 
 /** A set being published: its folder, its snapshots and where its documents go. */
 interface SetRun {
-  set: { name: string; dir: string; describedBy?: string };
+  set: { name: string; dir: string; describedBy?: string; feed?: InventoryFeed };
   snapshots: SourceSnapshots;
   paths: SetPaths;
   /** Where the bitstreams of its changes are kept for the Change Dumps. */
@@ -260,7 +273,7 @@ interface SetRun {
   progress: (phase: PublishProgress['phase'], files?: number, bytes?: number) => void;
 }
 
-async function publishSetNow(ctx: Context, set: { name: string; dir: string; describedBy?: string }, snapshots: SourceSnapshots, file: string): Promise<SetResult> {
+async function publishSetNow(ctx: Context, set: { name: string; dir: string; describedBy?: string; feed?: InventoryFeed }, snapshots: SourceSnapshots, file: string): Promise<SetResult> {
   const paths = setPaths(ctx, set);
   mkdirSync(paths.docDir, { recursive: true });
   const config = setConfig(ctx, set);
@@ -278,7 +291,7 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
   const digestMemo = ctx.notifications ? await readDigestMemo(snapshots) : undefined;
   const docsBefore = digestMemo ? documentDigests(paths.docDir, ctx.ext, digestMemo) : undefined;
   // 1. Scan and record the changes (§12.1); push: the changes of this run go out as Change Notifications
-  const { recording, notifications } = await recordSet(ctx, run);
+  const { recording, notifications, skipped } = await recordSet(ctx, run);
   // 2.–4. Resource Lists, Change Lists, dumps
   const written = await writeSetDocuments(ctx, run, recording);
   // 5. Capability List (§9)
@@ -305,6 +318,7 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
     updated: recording.updated,
     deleted: recording.deleted,
     resources: recording.resources,
+    skipped,
     ...(notifications ? { notifications } : {}),
     ...(written.resourceListDueInMs === undefined ? {} : { resourceListDueInMs: written.resourceListDueInMs }),
   };
@@ -315,22 +329,25 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
  * asked, when fresh or before the first snapshot; otherwise the changes were recorded as they happened
  * (`recordChanges`, which may go on meanwhile) and the documents are written from the snapshots as they are.
  */
-async function recordSet(ctx: Context, run: SetRun): Promise<{ recording: RebuildResult; notifications: SetNotifications | undefined }> {
+async function recordSet(ctx: Context, run: SetRun): Promise<{ recording: RebuildResult; notifications: SetNotifications | undefined; skipped: number }> {
   const { set, snapshots, paths } = run;
   const pushing = ctx.notifications ? { ...ctx, notifications: ctx.notifications } : undefined;
   if (!ctx.scan && !run.fresh && (await snapshots.snapshotAt()) !== undefined) {
     const at = await snapshots.clock(ctx.now);
     const recording: RebuildResult = { at, baseline: false, created: 0, updated: 0, deleted: 0, unchanged: 0, resources: await snapshots.count(), closed: [] };
-    return { recording, notifications: pushing ? await announceChanges(pushing, snapshots, set.name, paths, at, []) : undefined };
+    return { recording, notifications: pushing ? await announceChanges(pushing, snapshots, set.name, paths, at, []) : undefined, skipped: 0 };
   }
   return holdingLease(
     snapshots,
     'recording',
     async () => {
       const { onChange, recorded } = changeRecorder(ctx, set.dir, run.bitDir);
-      const recording = await scanSet(ctx, run, onChange);
+      const { recording, skipped } =
+        set.feed === undefined
+          ? { recording: await scanSet(ctx, run, onChange), skipped: 0 }
+          : await recordFeed(ctx, { name: set.name, feed: set.feed }, snapshots, { ...(onChange ? { onChange } : {}), onProgress: (n) => run.progress('scan', n) });
       const notifications = pushing && recorded ? await announceChanges(pushing, snapshots, set.name, paths, recording.at, recorded) : undefined;
-      return { recording, notifications };
+      return { recording, notifications, skipped };
     },
     ctx.signal ? { signal: ctx.signal } : {},
   );

@@ -3,6 +3,7 @@ import { audit, type AuditReport } from '../../destination/audit.js';
 import { repair, type RepairReport } from '../../destination/repair.js';
 import { EXIT, MIRROR_OPTIONS, describeNotes, exitCodeOf, mirrorOptions, reportFailure, sourceAndDest, type MirrorOptions } from '../mirror-options.js';
 import { parseCommandArgs, usageError } from '../command-args.js';
+import { STATE_HELP, STATE_OPTIONS, openStateChoice, stateChoice, type OpenedState, type StateChoice } from '../state-option.js';
 
 const HELP = `Usage: resourcesync audit <source-url> <dest-dir> [options]
 
@@ -23,13 +24,16 @@ Options:
   --map URL=DIR            resources under URL are in <dest-dir>/DIR; repeatable
   --timeout MS             HTTP timeout (default 30000)
   --deadline MS            most time for one ResourceSync document, whole body included (default 600000)
+${STATE_HELP}
   -h, --help               show this help
 
 Exit codes:
   0  in sync (with --repair: after the repair)
   1  out of sync (missing, extra or changed resources, or resources that cannot be held)
   2  usage error (a <dest-dir> that is a file included)
-  3  error (not a ResourceSync document, I/O)
+  3  error (not a ResourceSync document, I/O; a --state database that cannot be reached,
+     refused the login or does not exist)
+  4  with --repair: the destination is locked by a sync
   5  the Source could not be reached, or is unavailable for now (a 5xx or 429 while
      discovering: the status, URL and Retry-After are named)
 `;
@@ -58,32 +62,38 @@ function describeRepair(r: RepairReport): string {
 
 /** `resourcesync audit`. */
 export async function run(args: string[]): Promise<number> {
-  const parsed = parseCommandArgs('audit', args, { ...MIRROR_OPTIONS, 'trust-state': { type: 'boolean' }, repair: { type: 'boolean' }, delete: { type: 'boolean' } }, HELP);
+  const parsed = parseCommandArgs('audit', args, { ...MIRROR_OPTIONS, ...STATE_OPTIONS, 'trust-state': { type: 'boolean' }, repair: { type: 'boolean' }, delete: { type: 'boolean' } }, HELP);
   if (typeof parsed === 'number') return parsed;
   const v = parsed.values;
   const positionals = sourceAndDest('audit', parsed.positionals);
   if (typeof positionals === 'number') return positionals;
   const [source, dest] = positionals;
-  let common: MirrorOptions;
+  let common: MirrorOptions, choice: StateChoice;
   try {
     common = mirrorOptions(v);
+    choice = stateChoice(v, dest);
   } catch (err) {
     return usageError('audit', err);
   }
   if (v.delete === true && v.repair !== true) return usageError('audit', '--delete goes with --repair.');
+  let opened: OpenedState | undefined;
   try {
+    opened = await openStateChoice(choice, dest, { readonly: v.repair !== true });
+    const state = opened.state === undefined ? {} : { state: opened.state };
     if (v.repair === true) {
-      const r = await repair({ source, dest, trustState: v['trust-state'] ?? false, delete: v.delete ?? false, ...common });
+      const r = await repair({ source, dest, trustState: v['trust-state'] ?? false, delete: v.delete ?? false, ...common, ...state });
       if (v.json) stdout.write(`${JSON.stringify(r)}\n`);
       else stdout.write(describeRepair(r));
       return r.after.inSync ? EXIT.OK : EXIT.INCOMPLETE;
     }
-    const report = await audit({ source, dest, trustState: v['trust-state'] ?? false, ...common });
+    const report = await audit({ source, dest, trustState: v['trust-state'] ?? false, ...common, ...state });
     if (v.json) stdout.write(`${JSON.stringify(report)}\n`);
     else stdout.write(describeAudit(report));
     return report.inSync ? EXIT.OK : EXIT.INCOMPLETE;
   } catch (err) {
     reportFailure('audit', err, v.json);
     return exitCodeOf(err);
+  } finally {
+    await opened?.close();
   }
 }

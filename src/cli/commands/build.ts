@@ -17,8 +17,12 @@ import { PUBLISH_ARGS, PUBLISH_HELP, PublishArgsError, publishArgs } from '../pu
 import { PUBLISH_SECRET_ENV } from '../serve-push.js';
 import { SNAPSHOTS_ARGS, SNAPSHOTS_HELP, snapshotsOpener } from '../snapshots-options.js';
 import { sendToHub } from '../../live/push.js';
+import { FEED_ARGS, FEED_HELP, FeedArgsError, feedFromArgs } from '../feed-options.js';
+import { statSync } from 'node:fs';
 
 const HELP = `Usage: resourcesync build <dir>... --base-url <url> --out <publish-dir> [options]
+       resourcesync build --jsonl <file|-> --base-url <url> --out <publish-dir> --state <dir> [options]
+       resourcesync build --pg-inventory <postgres-url> --pg-query <sql> --base-url <url> --out <publish-dir> --state <dir>
 
 Writes the documents of a ResourceSync Source for the directories (one set of resources each) into
 <publish-dir>, which is to be served at <url>. Each run records the changes since the previous one.
@@ -31,8 +35,9 @@ Options:
                           AWS S3; credentials and region from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
                           AWS_REGION)
   --state DIR             state folder (default <dir>/.resourcesync/ of each set)
-  --name NAME             set name, once per <dir> in order (default: the folder's name)
-${SNAPSHOTS_HELP}${PUBLISH_HELP}  --hub URL               advertise notification channels with this WebSub hub and publish the
+  --name NAME             set name, once per <dir> in order (default: the folder's name;
+                          for a feed, the file's name, or 'resources')
+${SNAPSHOTS_HELP}${FEED_HELP}${PUBLISH_HELP}  --hub URL               advertise notification channels with this WebSub hub and publish the
                           changes of this run to it (Change and Framework Notifications),
                           with the secret in ${PUBLISH_SECRET_ENV}, when set
                           (sent as Authorization: Bearer)
@@ -87,6 +92,7 @@ const ARGS = {
   name: { type: 'string', multiple: true },
   ...SNAPSHOTS_ARGS,
   ...PUBLISH_ARGS,
+  ...FEED_ARGS,
   hub: { type: 'string' },
   json: { type: 'boolean' },
 } as const;
@@ -96,7 +102,13 @@ function readOptions(values: ParsedCommandArgs<typeof ARGS>['values'], positiona
   let opts: PublishOptions;
   let s3: S3Out | undefined;
   try {
-    if (positionals.length === 0) throw new UsageError('give at least one directory');
+    const feed = feedFromArgs(values, { stdin: () => process.stdin, ...(values.name?.[0] !== undefined ? { name: values.name[0] } : {}) });
+    if (feed !== undefined && positionals.length > 0) throw new UsageError('give directories or a feed (--jsonl, --pg-inventory), not both');
+    if (feed !== undefined && (values.name ?? []).length > 1) throw new UsageError('a feed is one set: give --name once');
+    if (feed === undefined && positionals.length === 0) throw new UsageError('give at least one directory, --jsonl or --pg-inventory');
+    if (feed !== undefined && values.state === undefined) throw new UsageError('a feed needs --state DIR (where its snapshots are kept)');
+    if (feed?.file !== undefined && statSync(feed.file, { throwIfNoEntry: false })?.isFile() !== true) throw new UsageError(`--jsonl '${values.jsonl}' is not a file`);
+    if (feed !== undefined && values.dumps === true) throw new UsageError('--dumps is not for a feed: its resources are held elsewhere');
     if (values['base-url'] === undefined) throw new UsageError('--base-url is required');
     if (values.out === undefined) throw new UsageError('--out is required');
     const baseUrl = normalizeBaseUrl(values['base-url']);
@@ -106,15 +118,15 @@ function readOptions(values: ParsedCommandArgs<typeof ARGS>['values'], positiona
       );
     const shared = publishArgs(values);
     const given = values.name ?? [];
-    if (given.length > positionals.length) throw new UsageError('more --name options than directories');
-    const names = setNames(positionals, given);
-    const snapshots = snapshotsOpener(values, baseUrl, positionals.length);
+    if (feed === undefined && given.length > positionals.length) throw new UsageError('more --name options than directories');
+    const names = feed === undefined ? setNames(positionals, given) : [];
+    const snapshots = snapshotsOpener(values, baseUrl, feed === undefined ? positionals.length : 1);
     if (typeof snapshots === 'string') throw new UsageError(snapshots);
     if (values.hub !== undefined && (!URL.canParse(values.hub) || !/^https?:$/.test(new URL(values.hub).protocol)))
       throw new UsageError(`--hub '${values.hub}' is not an http(s) URL`);
-    s3 = s3Out(values, positionals[0]!);
+    s3 = s3Out(values, positionals[0]);
     opts = {
-      sets: positionals.map((dir, i) => ({ name: names[i]!, dir })),
+      sets: feed !== undefined ? [{ name: feed.name, feed: feed.feed }] : positionals.map((dir, i) => ({ name: names[i]!, dir })),
       baseUrl,
       outDir: s3?.workDir ?? values.out,
       ...shared,
@@ -123,7 +135,7 @@ function readOptions(values: ParsedCommandArgs<typeof ARGS>['values'], positiona
       ...(values.hub !== undefined ? { notifications: { hub: values.hub } } : {}),
     };
   } catch (err) {
-    if (err instanceof UsageError || err instanceof PublishArgsError)
+    if (err instanceof UsageError || err instanceof PublishArgsError || err instanceof FeedArgsError)
       return usageError('build', err.message);
     throw err;
   }
@@ -136,7 +148,7 @@ function readOptions(values: ParsedCommandArgs<typeof ARGS>['values'], positiona
 }
 
 /** The bucket of `--out s3://BUCKET/PREFIX`, or undefined for a folder; throws a `UsageError` for a wrong one. */
-function s3Out(values: ParsedCommandArgs<typeof ARGS>['values'], firstDir: string): S3Out | undefined {
+function s3Out(values: ParsedCommandArgs<typeof ARGS>['values'], firstDir: string | undefined): S3Out | undefined {
   const endpoint = values['s3-endpoint'];
   const target = s3Target(values.out!);
   if (target === undefined) {
@@ -149,7 +161,8 @@ function s3Out(values: ParsedCommandArgs<typeof ARGS>['values'], firstDir: strin
   }
   const where = endpoint ?? (process.env.AWS_ENDPOINT_URL || 'AWS S3');
   const id = createHash('sha256').update(`${where}\n${target.bucket}\n${target.prefix}`).digest('hex').slice(0, 16);
-  const root = values.state !== undefined ? resolve(values.state) : join(resolve(firstDir), RESOURCESYNC_DIR);
+  if (values.state === undefined && firstDir === undefined) throw new UsageError('--out s3://… with a feed keeps its working copy in the state folder: give --state');
+  const root = values.state !== undefined ? resolve(values.state) : join(resolve(firstDir!), RESOURCESYNC_DIR);
   return { ...target, ...(endpoint !== undefined ? { endpoint } : {}), workDir: join(root, 's3-documents', id) };
 }
 
@@ -162,14 +175,14 @@ function s3Target(out: string): S3Target | undefined {
 }
 
 /** Progress on a terminal: one line, rewritten at most every 100 ms while scanning. */
-function progressLine(): (p: PublishProgress) => void {
+function progressLine(feed: boolean): (p: PublishProgress) => void {
   let last = 0;
   return (p) => {
     const t = Date.now();
     if (t - last < 100 && p.phase === 'scan') return;
     last = t;
     const what =
-      p.phase === 'scan' ? `scanned ${p.files} files (${(p.bytes / 1e6).toFixed(1)} MB)` : `writing ${p.phase}`;
+      p.phase !== 'scan' ? `writing ${p.phase}` : feed ? `read ${p.files} lines` : `scanned ${p.files} files (${(p.bytes / 1e6).toFixed(1)} MB)`;
     process.stderr.write(`\r\x1b[K${p.set}: ${what}`);
   };
 }
@@ -193,7 +206,8 @@ function printWarnings(result: PublishResult): void {
   const shown = result.warnings.slice(0, 10);
   for (const w of shown) process.stderr.write(`resourcesync build: warning ${w.code}: set '${w.set}': ${w.message}\n`);
   const more = result.warnings.length - shown.length + result.warningsOmitted;
-  if (more > 0) process.stderr.write(`resourcesync build: warning ${shown[0]!.code}: ${more} more names not published\n`);
+  if (more > 0) process.stderr.write(`resourcesync build: warning ${shown[0]!.code}: ${more} more ${shown[0]!.code === 'RS_INVALID_FEED' ? 'bad lines left out' : 'names not published'}\n`);
+  if (result.skipped > 0) process.stderr.write(`resourcesync build: ${result.skipped} bad line(s) of the feed left out (--lenient)\n`);
 }
 
 /** Runs `resourcesync build` with its arguments; resolves to the exit code (0 done, 1 failure, 2 usage). */
@@ -228,7 +242,7 @@ export async function run(args: string[]): Promise<number> {
   const tty = process.stderr.isTTY;
   const started = Date.now();
   try {
-    const { notifications, ...result } = await publish({ ...opts, signal: ac.signal, ...(tty ? { onProgress: progressLine() } : {}) });
+    const { notifications, ...result } = await publish({ ...opts, signal: ac.signal, ...(tty ? { onProgress: progressLine(opts.sets.some((s) => s.feed !== undefined)) } : {}) });
     if (tty) process.stderr.write('\r\x1b[K');
     const published = await sendNotifications(notifications);
     const ms = Date.now() - started;
@@ -242,6 +256,7 @@ export async function run(args: string[]): Promise<number> {
         `Published ${result.resources} resources in ${opts.sets.length} set(s) to ${shownOut} in ${(ms / 1000).toFixed(1)} s\n` +
           `Changes: ${c.created} created, ${c.updated} updated, ${c.deleted} deleted\n` +
           (result.sink ? `Documents: ${result.sink.uploaded} uploaded (${result.sink.bytes} bytes), ${result.sink.unchanged} unchanged, ${result.sink.deleted} deleted\n` : '') +
+          (result.skipped > 0 ? `Skipped: ${result.skipped} bad line(s)\n` : '') +
           `Source Description: ${result.sourceDescription}\n` +
           (notifications ? `Notifications published to ${opts.notifications!.hub}: ${published}\n` : ''),
       );

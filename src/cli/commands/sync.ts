@@ -12,6 +12,7 @@ import { SyncfsFlush } from '../../node/syncfs.js';
 import { FsyncEach, RenameOnly, type Durability } from '../../node/durability.js';
 import { durabilityFor } from '../../node/durability-for.js';
 import { SmallFileThread } from '../../node/small-file-thread.js';
+import { STATE_HELP, STATE_OPTIONS, openStateChoice, stateChoice, type OpenedState, type StateChoice } from '../state-option.js';
 
 /**
  * The CLI's durability: what `--no-fsync` and `--fsync-method` name (for `batch`, the default, a group commit
@@ -36,7 +37,7 @@ const HELP = `Usage: resourcesync sync <source-url> <dest-dir> [options]
 Mirror a ResourceSync Source into <dest-dir>: a baseline from the Resource List the first time (or
 when changes were missed), incremental from the Change List afterwards. Every resource is verified
 (length and hashes) while streaming to a temporary file, then renamed into place. State (SQLite),
-cursor and lock live in <dest-dir>/.resourcesync/.
+cursor and lock live in <dest-dir>/.resourcesync/, or where --state says (PostgreSQL, another file).
 
 <source-url> is a Capability List, Source Description, Resource List (Index) or Change List (Index).
 
@@ -79,6 +80,7 @@ Options:
                            or file (an fsync of each file)
   --no-fsync               do not make files durable before renaming them (faster, not
                            safe against a power cut)
+${STATE_HELP}
   --follow                 keep following the Source: subscribe to its change notification
                            channel and apply changes as they are announced (poll the Change
                            List when there is no channel or the hub is unreachable); one line
@@ -106,8 +108,10 @@ Exit codes:
      at the Source while the sync ran included
   1  finished, but some resources (or --with describedby targets) failed (see the report)
   2  usage error
-  3  error (not a ResourceSync document, nothing to synchronize from, unsafe input, I/O)
-  4  the destination is locked by another sync
+  3  error (not a ResourceSync document, nothing to synchronize from, unsafe input, I/O;
+     a --state database that cannot be reached, refused the login or does not exist)
+  4  the destination is locked by another sync (here or, with --state postgres://, on
+     any machine sharing the database)
   5  the Source could not be reached (connection refused, DNS, timeout, 5xx after
      retries), is unavailable for now (a 5xx or 429 while discovering: the status,
      URL and Retry-After are named; try again later) or refused access (401/403: see
@@ -180,6 +184,7 @@ function describeDescribedBy(d: DescribedByReport): string {
 
 const SYNC_FLAGS = {
   ...MIRROR_OPTIONS,
+  ...STATE_OPTIONS,
   delete: { type: 'boolean' },
   baseline: { type: 'boolean' },
   concurrency: { type: 'string' },
@@ -213,6 +218,8 @@ interface SyncCommand {
   fsyncMethod: 'batch' | 'file';
   xmpp: XmppArgs | undefined;
   withDescribedBy: boolean;
+  /** Where the state lives (`--state`, `--state-key`). */
+  state: StateChoice;
 }
 
 /** The arguments parsed and checked, or the exit code after the help or a usage error. */
@@ -223,11 +230,12 @@ function parseSync(args: string[]): SyncCommand | number {
   const positionals = sourceAndDest('sync', parsed.positionals);
   if (typeof positionals === 'number') return positionals;
   const [source, dest] = positionals;
-  let concurrency: number | undefined, retries: number | undefined, common: MirrorOptions;
+  let concurrency: number | undefined, retries: number | undefined, common: MirrorOptions, state: StateChoice;
   try {
     concurrency = integerOption('concurrency', flags.concurrency, 1);
     retries = integerOption('retries', flags.retries, 0);
     common = mirrorOptions(flags);
+    state = stateChoice(flags, dest);
     if (flags['fsync-method'] !== undefined && flags['fsync-method'] !== 'batch' && flags['fsync-method'] !== 'file') {
       throw new Error(`--fsync-method must be 'batch' or 'file', not '${flags['fsync-method']}'`);
     }
@@ -243,7 +251,7 @@ function parseSync(args: string[]): SyncCommand | number {
   if (typeof xmpp === 'string') return usageError('sync', xmpp);
   const fsync = !(flags['no-fsync'] ?? false);
   const fsyncMethod = flags['fsync-method'] === 'file' ? 'file' : 'batch';
-  return { source, dest, flags, common, concurrency, retries, fsync, fsyncMethod, xmpp, withDescribedBy };
+  return { source, dest, flags, common, concurrency, retries, fsync, fsyncMethod, xmpp, withDescribedBy, state };
 }
 
 /** The library options of a sync and of following alike. */
@@ -307,10 +315,13 @@ async function runFollow(command: SyncCommand): Promise<number> {
   const { flags, xmpp } = command;
   // the thread and the syncfs shell, once the arguments are known good
   const durable = cliDurability(command.fsync, command.fsyncMethod);
+  let opened: OpenedState | undefined;
   const work = async (signal: AbortSignal): Promise<number> => {
     try {
+      opened = await openStateChoice(command.state, command.dest, { readonly: false });
+      const state = opened.state === undefined ? {} : { state: opened.state };
       return await follow({
-        syncOptions: { ...baseSyncOptions(command), durability: durable.durability },
+        syncOptions: { ...baseSyncOptions(command), ...state, durability: durable.durability },
         ...settings,
         ...(xmpp === undefined ? {} : { xmpp }),
         json: flags.json ?? false,
@@ -322,7 +333,10 @@ async function runFollow(command: SyncCommand): Promise<number> {
       return signal.aborted ? 0 : exitCodeOf(err);
     }
   };
-  return interruptible(work, () => durable.close());
+  return interruptible(work, async () => {
+    await durable.close();
+    await opened?.close();
+  });
 }
 
 /** The options of one sync: a dry run prints its plan as it is decided, a run that writes shows its progress. */
@@ -362,9 +376,12 @@ async function runOnce(command: SyncCommand): Promise<number> {
   // the thread and the syncfs shell, not for a dry run (which writes nothing)
   const durable = flags['dry-run'] === true ? undefined : cliDurability(command.fsync, command.fsyncMethod);
   const durability = durable?.durability ?? durabilityFor({ fsync: command.fsync, method: command.fsyncMethod });
+  let opened: OpenedState | undefined;
   const work = async (signal: AbortSignal): Promise<number> => {
     try {
-      const report = await sync(onceOptions(command, durability, bar, signal));
+      opened = await openStateChoice(command.state, dest, { readonly: flags['dry-run'] === true });
+      const state = opened.state === undefined ? {} : { state: opened.state };
+      const report = await sync({ ...onceOptions(command, durability, bar, signal), ...state });
       bar.done();
       const describedDurability = command.fsync ? new FsyncEach() : new RenameOnly();
       const described = command.withDescribedBy
@@ -379,6 +396,7 @@ async function runOnce(command: SyncCommand): Promise<number> {
   };
   return interruptible(work, async () => {
     await durable?.close();
+    await opened?.close();
   });
 }
 
