@@ -1,12 +1,15 @@
 /**
  * The RGW helper itself: it starts, answers S3 with the test user's keys, refuses other keys, and leaves no daemon
- * and no folder behind once stopped.
+ * and no folder behind once stopped, nor when the test process is killed with SIGKILL (the script's watchdog).
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { until } from './helpers/cli-child.js';
+import { exited } from './helpers/exited.js';
 import { GetObjectCommand, ListBucketsCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { RGW_SKIP, startRgw, type RgwServer } from './helpers/rgw.js';
 
@@ -34,11 +37,10 @@ void test('startRgw: a bucket, a PUT and a GET with the test keys; wrong keys re
   wrong.destroy();
 
   // the daemons and their memory, for the record
-  const dir = readdirSync(tmpdir()).map((n) => join(tmpdir(), n)).find((d) => existsSync(join(d, 'run', 'client.rgw.a.pid')) && readFileSync(join(d, 'ceph.conf'), 'utf8').includes(rgw.endpoint.slice(7)));
-  assert.ok(dir !== undefined, 'the run folder is in the temporary folder');
+  const dir = rgw.dir;
+  assert.ok(existsSync(join(dir, 'run', 'client.rgw.a.pid')), 'the pids are in the run folder');
   const pids = readdirSync(join(dir, 'run')).filter((n) => n.endsWith('.pid')).map((n) => Number(readFileSync(join(dir, 'run', n), 'utf8')));
-  const rssKb = pids.map((p) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${p}/status`, 'utf8'))?.[1] ?? 0));
-  t.diagnostic(`RGW answered after ${startMs} ms; resident memory ${Math.round(rssKb.reduce((a, b) => a + b, 0) / 1024)} MB over ${pids.length} processes`);
+  t.diagnostic(`RGW answered after ${startMs} ms; resident memory ${rgw.memoryMB()} MB over ${pids.length} processes`);
 
   await rgw.stop();
   assert.equal(existsSync(dir), false, 'the folder is removed');
@@ -47,4 +49,36 @@ void test('startRgw: a bucket, a PUT and a GET with the test keys; wrong keys re
     assert.ok(state === '' || /^\d+ \(.*\) Z/.test(state), `process ${pid} is gone`);
   }
   await rgw.stop(); // twice is harmless
+});
+
+/** True while `pid` runs (a zombie has exited). */
+function running(pid: number): boolean {
+  const stat = existsSync(`/proc/${pid}/stat`) ? readFileSync(`/proc/${pid}/stat`, 'utf8') : '';
+  return stat !== '' && !/^\d+ \(.*\) Z/.test(stat);
+}
+
+void test('a test process killed with SIGKILL leaves no daemon and no folder behind', { skip: RGW_SKIP }, async () => {
+  const helper = new URL('./helpers/rgw.js', import.meta.url).href;
+  const code = `const { startRgw } = await import(${JSON.stringify(helper)}); const r = await startRgw(); console.log('dir ' + r.dir); setInterval(() => {}, 1000);`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', code], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  try {
+    await until(`RGW in the child; ${err}`, () => /^dir /m.test(out) || child.exitCode !== null, 240_000);
+    const dir = /^dir (.+)$/m.exec(out)?.[1];
+    assert.ok(dir !== undefined, `the child started RGW: ${err}`);
+    const pids = readdirSync(join(dir, 'run')).filter((n) => n.endsWith('.pid')).map((n) => Number(readFileSync(join(dir, 'run', n), 'utf8')));
+    assert.ok(pids.length >= 4 && pids.every(running), 'mon, osd, radosgw and the watchdog run');
+    child.kill('SIGKILL');
+    await exited(child);
+    const deadline = Date.now() + 30_000;
+    while (pids.some(running) || existsSync(dir)) {
+      assert.ok(Date.now() < deadline, `still running after 30 s: ${pids.filter(running).join(', ')}`);
+      await sleep(100);
+    }
+  } finally {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  }
 });

@@ -30,6 +30,8 @@ export type ErrorCode =
   | 'RS_IO'
   // push over XMPP: a stream, SASL or stanza error (`data.condition`, e.g. `not-authorized`, `item-not-found`)
   | 'RS_XMPP'
+  // an OAI-PMH repository answered with an error or broke the protocol (`data.oaiCode`, e.g. `badArgument`)
+  | 'RS_OAI_PMH'
   // destination safety and verification
   | 'RS_UNSAFE_PATH'
   | 'RS_AUTHORITY'

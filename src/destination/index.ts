@@ -36,3 +36,7 @@ export type { MirrorStorage, StagedWrite, StageOptions, WriteChunkOptions, ReadO
 export { Follower, type FollowerOptions, type FollowBatch } from './follower.js';
 export { readChangeChannel, type ChangeChannel, type ChangeChannelContext } from './change-channel.js';
 export { followSource, type FollowSourceOptions, type FollowHandle, type FollowEvent, type FollowVia } from './follow.js';
+export { syncWithQueue, type QueueSyncOptions, type QueueProgress } from './queue-sync.js';
+export { runSyncWorker, type SyncWorkerOptions, type ChunkReport } from './queue-worker.js';
+export type { ChunkJob, ChunkOutcome, StorageDescriptor, SharedStateName, JobConnection } from './queue-jobs.js';
+export type { AppliedElsewhere } from './sync-counts.js';

@@ -2,9 +2,9 @@
  * A {@link StagedWrite} of an S3 bucket. The bytes are hashed (MD5) as they arrive and kept in memory up to
  * {@link S3_IN_MEMORY} bytes, past that spooled to a local file in the storage's own temporary folder; nothing is
  * sent before `commit`. `commit` makes the object visible in one request the server checks: a PutObject with
- * `Content-MD5` up to the multipart threshold, else a multipart upload with `Content-MD5` on every part, the whole
- * spool hashed again while it is read and compared with the MD5 taken on arrival before `CompleteMultipartUpload`
- * (a failure aborts the upload). S3 makes a PutObject or a completed upload visible whole, or not at all.
+ * `Content-MD5` up to the multipart threshold, else a multipart upload whose every part carries the MD5 of its
+ * bytes as they arrived (so the server refuses a part that the spool changed) before `CompleteMultipartUpload`; a
+ * failure aborts the upload. S3 makes a PutObject or a completed upload visible whole, or not at all.
  */
 
 import { createHash, type Hash } from 'node:crypto';
@@ -24,9 +24,9 @@ import type { StagedWrite, WriteChunkOptions } from './mirror-storage.js';
 import { s3Failure, type S3Place } from './s3-errors.js';
 
 /** Bodies up to this size stay in memory until `commit`; larger ones are spooled to a local file. */
-export const S3_IN_MEMORY = 1024 * 1024;
+const S3_IN_MEMORY = 1024 * 1024;
 /** Smallest part S3 accepts (the last part aside). */
-export const S3_MIN_PART = 5 * 1024 * 1024;
+const S3_MIN_PART = 5 * 1024 * 1024;
 /** Most parts in one upload. */
 const MAX_PARTS = 10_000;
 
@@ -45,12 +45,14 @@ export interface S3Upload {
   /** A new spool file's path (its folder exists). */
   spoolPath: () => Promise<string>;
   mtimeMs: number | undefined;
+  /** The length the caller expects, if it said (a body over 10,000 parts of `partSize` takes larger parts). */
+  sizeHint: number | undefined;
   /** Told of each commit under way (the storage's `settle` waits for them). */
   track: (committing: Promise<void>) => void;
 }
 
 /** The object's user metadata: `x-amz-meta-mtime`, the modification time in ms (S3 keeps its own `Last-Modified`). */
-export function objectMetadata(mtimeMs: number | undefined): Record<string, string> | undefined {
+function objectMetadata(mtimeMs: number | undefined): Record<string, string> | undefined {
   return mtimeMs === undefined || !Number.isFinite(mtimeMs) ? undefined : { mtime: String(Math.round(mtimeMs)) };
 }
 
@@ -65,11 +67,47 @@ async function readAt(handle: FileHandle, length: number, position: number): Pro
   return buf;
 }
 
+/** The MD5 of each `partSize` slice of a body, taken as it arrives. */
+class PartDigests {
+  readonly partSize: number;
+  readonly #digests: Buffer[] = [];
+  #hash: Hash = createHash('md5');
+  #fill = 0;
+
+  constructor(partSize: number) {
+    this.partSize = partSize;
+  }
+
+  update(chunk: Uint8Array): void {
+    for (let offset = 0; offset < chunk.byteLength; ) {
+      const take = Math.min(this.partSize - this.#fill, chunk.byteLength - offset);
+      this.#hash.update(chunk.subarray(offset, offset + take));
+      this.#fill += take;
+      offset += take;
+      if (this.#fill === this.partSize) {
+        this.#digests.push(this.#hash.digest());
+        this.#hash = createHash('md5');
+        this.#fill = 0;
+      }
+    }
+  }
+
+  /** Every part's digest, the last (shorter) one included. */
+  finish(): Buffer[] {
+    if (this.#fill > 0) this.#digests.push(this.#hash.digest());
+    this.#fill = 0;
+    return this.#digests;
+  }
+}
+
 /** A body on its way to a key of the bucket. */
 export class S3StagedWrite implements StagedWrite {
   readonly key: string;
   readonly #upload: S3Upload;
-  readonly #md5: Hash = createHash('md5');
+  /** MD5 of the whole body, while it may still go as one PutObject (dropped past the multipart threshold). */
+  #md5: Hash | undefined = createHash('md5');
+  /** MD5 of each part, from the moment the body is spooled. */
+  #parts: PartDigests | undefined;
   #chunks: Uint8Array[] = [];
   #length = 0;
   #spool: string | undefined;
@@ -84,9 +122,10 @@ export class S3StagedWrite implements StagedWrite {
   async write(chunk: Uint8Array, options?: WriteChunkOptions): Promise<void> {
     if (this.#finished) throw new ResourceSyncError('RS_INVALID_ARGUMENT', `Staged write of '${this.key}' is already finished.`, { data: { path: this.key } });
     if (chunk.byteLength === 0) return;
-    this.#md5.update(chunk);
     this.#length += chunk.byteLength;
-    if (this.#handle === undefined && this.#length <= S3_IN_MEMORY) {
+    if (this.#length > this.#upload.multipartThreshold) this.#md5 = undefined;
+    this.#md5?.update(chunk);
+    if (this.#handle === undefined && this.#length <= Math.min(S3_IN_MEMORY, this.#upload.multipartThreshold)) {
       this.#chunks.push(options?.reused === true ? Buffer.from(chunk) : chunk);
       return;
     }
@@ -96,10 +135,14 @@ export class S3StagedWrite implements StagedWrite {
       this.#handle = await open(spool, 'wx+', 0o600).catch((err: unknown) => {
         throw ioError(spool, 'cannot be created', err);
       });
+      const { partSize, sizeHint } = this.#upload;
+      this.#parts = new PartDigests(Math.max(partSize, S3_MIN_PART, Math.ceil((sizeHint ?? 0) / MAX_PARTS)));
       const held = this.#chunks;
       this.#chunks = [];
+      for (const piece of held) this.#parts.update(piece);
       if (held.length > 0) await this.#append(Buffer.concat(held));
     }
+    this.#parts!.update(chunk);
     await this.#append(chunk);
   }
 
@@ -112,16 +155,16 @@ export class S3StagedWrite implements StagedWrite {
   }
 
   async #commit(): Promise<void> {
-    const md5 = this.#md5.digest();
+    const md5 = this.#md5?.digest();
     try {
       if (this.#handle === undefined) {
         const body = this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks);
         this.#chunks = [];
-        await this.#put(body, md5);
-      } else if (this.#length <= this.#upload.multipartThreshold) {
+        await this.#put(body, md5!);
+      } else if (md5 !== undefined) {
         await this.#put(await readAt(this.#handle, this.#length, 0), md5);
       } else {
-        await this.#multipart(this.#handle, md5);
+        await this.#multipart(this.#handle, this.#parts!);
       }
     } catch (err) {
       throw s3Failure(err, this.#upload.place, this.key, 'cannot be written');
@@ -153,28 +196,33 @@ export class S3StagedWrite implements StagedWrite {
   }
 
   /**
-   * A multipart upload of the spool, `partConcurrency` parts at once, each with its `Content-MD5`; the parts are
-   * read in order and hashed again as a whole, and the upload is completed only when that MD5 is the one taken on
-   * arrival. Any failure aborts it.
+   * A multipart upload of the spool, `partConcurrency` parts at once, each with the `Content-MD5` of its bytes as
+   * they arrived. Any failure aborts it.
    */
-  async #multipart(handle: FileHandle, md5: Buffer): Promise<void> {
+  async #multipart(handle: FileHandle, parts: PartDigests): Promise<void> {
     const { client, place, objectKey, mtimeMs, partConcurrency } = this.#upload;
-    const partSize = Math.max(this.#upload.partSize, S3_MIN_PART, Math.ceil(this.#length / MAX_PARTS));
+    const partSize = parts.partSize;
+    const digests = parts.finish();
+    if (digests.length > MAX_PARTS) {
+      throw new ResourceSyncError('RS_LIMIT_BYTES', `Object '${this.key}' of ${this.#length} bytes needs more than ${MAX_PARTS} parts of ${partSize} bytes: give a larger partSize.`, {
+        data: { path: this.key, length: this.#length, partSize },
+        recoverable: true,
+      });
+    }
     const created = await client.send(new CreateMultipartUploadCommand({ Bucket: place.bucket, Key: objectKey, Metadata: objectMetadata(mtimeMs) }));
     const uploadId = created.UploadId;
     if (uploadId === undefined) throw new Error('CreateMultipartUpload answered no UploadId');
     const inFlight = new Set<Promise<void>>();
     try {
-      const again = createHash('md5');
-      const parts: CompletedPart[] = [];
+      const completed: CompletedPart[] = [];
       for (let offset = 0, number = 1; offset < this.#length; offset += partSize, number++) {
         const body = await readAt(handle, Math.min(partSize, this.#length - offset), offset);
-        again.update(body);
         const partNumber = number;
+        const md5 = digests[number - 1]!.toString('base64');
         const sent: Promise<void> = client
-          .send(new UploadPartCommand({ Bucket: place.bucket, Key: objectKey, UploadId: uploadId, PartNumber: partNumber, Body: body, ContentLength: body.byteLength, ContentMD5: createHash('md5').update(body).digest('base64') }))
+          .send(new UploadPartCommand({ Bucket: place.bucket, Key: objectKey, UploadId: uploadId, PartNumber: partNumber, Body: body, ContentLength: body.byteLength, ContentMD5: md5 }))
           .then((answer) => {
-            parts.push({ PartNumber: partNumber, ETag: answer.ETag });
+            completed.push({ PartNumber: partNumber, ETag: answer.ETag });
           })
           .finally(() => inFlight.delete(sent));
         sent.catch(() => undefined); // awaited below, or dropped with the upload
@@ -182,9 +230,8 @@ export class S3StagedWrite implements StagedWrite {
         if (inFlight.size >= partConcurrency) await Promise.race(inFlight);
       }
       await Promise.all(inFlight);
-      if (!again.digest().equals(md5)) throw new Error('the spooled body changed after it was verified');
-      parts.sort((a, b) => a.PartNumber! - b.PartNumber!);
-      await client.send(new CompleteMultipartUploadCommand({ Bucket: place.bucket, Key: objectKey, UploadId: uploadId, MultipartUpload: { Parts: parts } }));
+      completed.sort((a, b) => a.PartNumber! - b.PartNumber!);
+      await client.send(new CompleteMultipartUploadCommand({ Bucket: place.bucket, Key: objectKey, UploadId: uploadId, MultipartUpload: { Parts: completed } }));
     } catch (err) {
       await Promise.allSettled(inFlight);
       await client.send(new AbortMultipartUploadCommand({ Bucket: place.bucket, Key: objectKey, UploadId: uploadId })).catch(() => undefined);

@@ -8,7 +8,7 @@
  */
 
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, rm } from 'node:fs/promises';
+import { lstat, mkdir, rm } from 'node:fs/promises';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -243,6 +243,7 @@ class S3MirrorStorage implements S3Storage {
       partConcurrency: this.#partConcurrency,
       spoolPath: () => this.#tempPath('spool'),
       mtimeMs: options.mtimeMs,
+      sizeHint: options.sizeHint,
       track: (committing) => {
         this.#committing.add(committing);
         const done = (): void => void this.#committing.delete(committing);
@@ -339,10 +340,16 @@ class S3MirrorStorage implements S3Storage {
 
   async #tempPath(kind: string): Promise<string> {
     if (!this.#tempReady) {
+      let st;
       try {
         await mkdir(this.#tempDir, { recursive: true, mode: 0o700 });
+        st = await lstat(this.#tempDir);
       } catch (err) {
         throw ioError(this.#tempDir, 'cannot be created', err);
+      }
+      // a folder of the shared temporary folder that someone else made (or a link) would see or steer the spools
+      if (!st.isDirectory() || (process.getuid !== undefined && st.uid !== process.getuid())) {
+        throw new ResourceSyncError('RS_UNSAFE_PATH', `Temporary folder '${this.#tempDir}' is not a folder of this user's.`, { data: { path: this.#tempDir } });
       }
       this.#tempReady = true;
     }

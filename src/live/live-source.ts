@@ -136,6 +136,12 @@ export interface LiveSource {
    * result (and rejects when it failed); with it, the watcher rescans and it resolves with the latest result.
    */
   publishNow(): Promise<PublishResult>;
+  /**
+   * Without the watcher: records the changes of `files` (absolute paths in the sets' folders, changed outside
+   * the watcher) on their own, announced at once with push, then writes the documents without scanning the sets;
+   * a full publication when the files need one (see `recordChanges`). With the watcher, as `publishNow()`.
+   */
+  publishFiles(files: readonly string[]): Promise<PublishResult>;
   /** Forgets what the server cached of the file system (after a change made outside the watcher). */
   invalidate(): void;
   /** Stops serving, watching and pushing; resolves once all is closed and no publication is in flight. */
@@ -358,6 +364,24 @@ class RunningLiveSource implements LiveSource {
         const result = await publication.publish();
         this.#sendFramework(result);
         return result;
+      } finally {
+        this.invalidate();
+      }
+    });
+    this.#publishing = run.catch(() => undefined);
+    return run;
+  }
+
+  async publishFiles(files: readonly string[]): Promise<PublishResult> {
+    const publication = this.#publication!;
+    if (this.#watcher !== undefined) return this.publishNow();
+    const run = this.#publishing.then(async () => {
+      try {
+        const recorded = await publication.record([...files]);
+        const written = await publication.publish({ rescan: !recorded.complete });
+        this.#sendFramework(written);
+        // the documents run scanned nothing: the changes are those recorded
+        return recorded.complete ? { ...written, changes: recorded.changes } : written;
       } finally {
         this.invalidate();
       }

@@ -61,6 +61,10 @@ export interface RgwServer {
   env: Record<string, string>;
   /** Creates a bucket (path-style). */
   createBucket(name: string): Promise<void>;
+  /** The run folder (configuration, `run/*.pid`, `log/`): for a failing test's messages. */
+  dir: string;
+  /** Resident memory of the daemons now (MB), for figures. */
+  memoryMB(): number;
   /** Kills the daemons and removes the folder; a second call does nothing. */
   stop(): Promise<void>;
 }
@@ -171,6 +175,18 @@ function serverAt(dir: string, port: number): RgwServer {
       } finally {
         client.destroy();
       }
+    },
+    dir,
+    memoryMB: () => {
+      let kb = 0;
+      for (const pid of pidsIn(dir)) {
+        try {
+          kb += Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+        } catch {
+          // gone
+        }
+      }
+      return Math.round(kb / 1024);
     },
     stop: () => (running.has(dir) ? stopIn(dir) : Promise.resolve()),
   };

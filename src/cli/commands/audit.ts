@@ -4,12 +4,14 @@ import { repair, type RepairReport } from '../../destination/repair.js';
 import { EXIT, MIRROR_OPTIONS, describeNotes, exitCodeOf, mirrorOptions, reportFailure, sourceAndDest, type MirrorOptions } from '../mirror-options.js';
 import { parseCommandArgs, usageError } from '../command-args.js';
 import { STATE_HELP, STATE_OPTIONS, openStateChoice, stateChoice, type OpenedState, type StateChoice } from '../state-option.js';
+import { S3_HELP, S3_OPTIONS, openS3Target, s3Overrides, s3Target, type OpenedS3, type S3Target } from '../s3-dest.js';
 
 const HELP = `Usage: resourcesync audit <source-url> <dest-dir> [options]
 
 Compare a mirror with the Source's current state (its Resource List plus the changes listed after
 it): resources missing, extra, changed (by length or hash) and unchanged. Local files are read and
-hashed whenever the Source offers hashes. Nothing is changed.
+hashed whenever the Source offers hashes. Nothing is changed. <dest-dir> may be s3://BUCKET/PREFIX
+(the objects are read and hashed; --state is required).
 
 Options:
   --json                   print one JSON report on stdout
@@ -25,6 +27,7 @@ Options:
   --timeout MS             HTTP timeout (default 30000)
   --deadline MS            most time for one ResourceSync document, whole body included (default 600000)
 ${STATE_HELP}
+${S3_HELP}
   -h, --help               show this help
 
 Exit codes:
@@ -60,33 +63,46 @@ function describeRepair(r: RepairReport): string {
   return `${describeAudit(r.before)}${did}\n${describeAudit(r.after)}`;
 }
 
+/** A report (an audit's, a repair's and the audits and sync in it) naming the bucket as its destination. */
+function inBucket<T extends { dest: string } | RepairReport>(report: T, s3: OpenedS3 | undefined): T {
+  if (s3 === undefined) return report;
+  const dest = s3.location;
+  if ('before' in report) {
+    return { ...report, before: { ...report.before, dest }, after: { ...report.after, dest }, ...(report.sync === undefined ? {} : { sync: { ...report.sync, dest } }) };
+  }
+  return { ...report, dest };
+}
+
 /** `resourcesync audit`. */
 export async function run(args: string[]): Promise<number> {
-  const parsed = parseCommandArgs('audit', args, { ...MIRROR_OPTIONS, ...STATE_OPTIONS, 'trust-state': { type: 'boolean' }, repair: { type: 'boolean' }, delete: { type: 'boolean' } }, HELP);
+  const parsed = parseCommandArgs('audit', args, { ...MIRROR_OPTIONS, ...STATE_OPTIONS, ...S3_OPTIONS, 'trust-state': { type: 'boolean' }, repair: { type: 'boolean' }, delete: { type: 'boolean' } }, HELP);
   if (typeof parsed === 'number') return parsed;
   const v = parsed.values;
   const positionals = sourceAndDest('audit', parsed.positionals);
   if (typeof positionals === 'number') return positionals;
   const [source, dest] = positionals;
-  let common: MirrorOptions, choice: StateChoice;
+  let common: MirrorOptions, choice: StateChoice, target: S3Target | undefined;
   try {
     common = mirrorOptions(v);
     choice = stateChoice(v, dest);
+    target = s3Target(dest, v, choice);
   } catch (err) {
     return usageError('audit', err);
   }
   if (v.delete === true && v.repair !== true) return usageError('audit', '--delete goes with --repair.');
   let opened: OpenedState | undefined;
+  let s3: OpenedS3 | undefined;
   try {
+    s3 = target === undefined ? undefined : await openS3Target(target);
     opened = await openStateChoice(choice, dest, { readonly: v.repair !== true });
-    const state = opened.state === undefined ? {} : { state: opened.state };
+    const state = { ...(opened.state === undefined ? {} : { state: opened.state }), ...s3Overrides(s3) };
     if (v.repair === true) {
-      const r = await repair({ source, dest, trustState: v['trust-state'] ?? false, delete: v.delete ?? false, ...common, ...state });
+      const r = inBucket(await repair({ source, dest, trustState: v['trust-state'] ?? false, delete: v.delete ?? false, ...common, ...state }), s3);
       if (v.json) stdout.write(`${JSON.stringify(r)}\n`);
       else stdout.write(describeRepair(r));
       return r.after.inSync ? EXIT.OK : EXIT.INCOMPLETE;
     }
-    const report = await audit({ source, dest, trustState: v['trust-state'] ?? false, ...common, ...state });
+    const report = inBucket(await audit({ source, dest, trustState: v['trust-state'] ?? false, ...common, ...state }), s3);
     if (v.json) stdout.write(`${JSON.stringify(report)}\n`);
     else stdout.write(describeAudit(report));
     return report.inSync ? EXIT.OK : EXIT.INCOMPLETE;
@@ -95,5 +111,6 @@ export async function run(args: string[]): Promise<number> {
     return exitCodeOf(err);
   } finally {
     await opened?.close();
+    await s3?.close();
   }
 }

@@ -135,21 +135,21 @@ async function readSets(positionals: string[], stateDir: string | undefined): Pr
   return sets;
 }
 
-/** Push as --hub, --no-hub, --allow-callback and the hub's limits ask for; or the usage error's exit code. */
-function readPush(values: ServeValues): LivePushOptions | undefined | number {
+/** Push as --hub, --no-hub, --allow-callback and the hub's limits ask for; or the usage error's exit code (also `oai-pmh`'s). */
+export function readPush(values: Pick<ServeValues, 'hub' | 'no-hub' | 'allow-callback' | keyof typeof HUB_LIMIT_ARGS>, command = 'serve'): LivePushOptions | undefined | number {
   if (values.hub !== undefined && (!URL.canParse(values.hub) || !/^https?:$/.test(new URL(values.hub).protocol))) {
-    return usageError('serve', `--hub '${values.hub}' is not an http(s) URL.`);
+    return usageError(command, `--hub '${values.hub}' is not an http(s) URL.`);
   }
-  if (values.hub !== undefined && values['no-hub'] === true) return usageError('serve', '--hub and --no-hub exclude each other.');
+  if (values.hub !== undefined && values['no-hub'] === true) return usageError(command, '--hub and --no-hub exclude each other.');
   const allowCallback = values['allow-callback'] ?? [];
   if (allowCallback.length > 0 && (values.hub !== undefined || values['no-hub'] === true)) {
-    return usageError('serve', '--allow-callback applies to the embedded hub: not with --hub or --no-hub.');
+    return usageError(command, '--allow-callback applies to the embedded hub: not with --hub or --no-hub.');
   }
   const hubBounds = hubLimitOptions(values);
-  if (typeof hubBounds === 'string') return usageError('serve', hubBounds);
+  if (typeof hubBounds === 'string') return usageError(command, hubBounds);
   const limitGiven = hubLimitGiven(values);
   if (limitGiven !== undefined && (values.hub !== undefined || values['no-hub'] === true)) {
-    return usageError('serve', `${limitGiven} applies to the embedded hub: not with --hub or --no-hub.`);
+    return usageError(command, `${limitGiven} applies to the embedded hub: not with --hub or --no-hub.`);
   }
   if (values['no-hub'] === true) return undefined;
   const publishSecret = process.env[PUBLISH_SECRET_ENV];
