@@ -44,6 +44,9 @@ export {
   type SnapshotsOpener,
 } from './source-snapshots.js';
 export { openSqliteSnapshots } from './sqlite-snapshots.js';
+export { openPostgresSnapshots, type PostgresSnapshotsOptions } from './postgres-snapshots.js';
+export type { DocumentSink, SinkResult } from './document-sink.js';
+export { createS3Documents, type S3Documents, type S3DocumentsOptions } from './s3-documents.js';
 export { writeZipPackage, type PackageItem, type PackageResult } from './zip-package.js';
 export { inventory, type InventoryEntry, type InventoryOptions, type InventoryProgress, type PreviousState, type Hashes } from '../node/inventory.js';
 export { watchSources, type SourceWatcher, type WatchOptions, type WatchAction } from './watch/watch.js';

@@ -14,6 +14,7 @@ import { changeNotifications, channelTopics, type SetNotifications } from './not
 import type { ChangeRecord } from './snapshot-rows.js';
 import { openSqliteSnapshots } from './sqlite-snapshots.js';
 import type { SnapshotsOpener, SourceSnapshots } from './source-snapshots.js';
+import type { DocumentSink } from './document-sink.js';
 import type { InventoryFeed } from './inventory-feed.js';
 import { DOCUMENTS_PREFIX, isValidSetName, normalizeBaseUrl, setBaseUrl } from './url-path.js';
 
@@ -45,6 +46,12 @@ export interface PublishOptions {
    * would be. Default: `openSqliteSnapshots(file)`. Every publication of a set opens them, and closes them when done.
    */
   snapshots?: SnapshotsOpener;
+  /**
+   * Where the documents end up besides `outDir` (which stays the working copy each run goes on from): an S3
+   * bucket (`createS3Documents`), say. Before the publication it brings into `outDir` what it holds; after, it
+   * takes every document published and drops those no longer published. Default: none, `outDir` is the output.
+   */
+  sink?: DocumentSink;
   /** Fixity algorithms; default `['md5']`. */
   hashes?: HashAlgorithm[];
   /** Entries per Resource List document before a Resource List Index is written; default 50,000. */

@@ -58,6 +58,7 @@ import type { InventoryFeed } from './inventory-feed.js';
 import { resourceDump } from './publish-resource-dump.js';
 import type { RebuildOptions, RebuildResult } from './snapshot-rows.js';
 import { holdingLease, type SourceSnapshots } from './source-snapshots.js';
+import type { SinkResult } from './document-sink.js';
 import { DOCUMENTS_PREFIX } from './url-path.js';
 
 export type { PublishOptions, PublishProgress, ResourceLinksFn } from './publish-context.js';
@@ -83,6 +84,8 @@ export interface PublishResult {
    * soonest of the sets). A publication without a scan then writes it, whether more changes come or not.
    */
   resourceListDueInMs?: number;
+  /** With `options.sink`: what was copied to it (and brought from it first). */
+  sink?: SinkResult;
   /** What the run left out, each with a code (at most 100; `warningsOmitted` counts the others). */
   warnings: PublishWarning[];
   warningsOmitted: number;
@@ -112,9 +115,32 @@ interface SetResult {
  */
 export async function publish(options: PublishOptions): Promise<PublishResult> {
   const ctx = publishContext(options);
+  if (options.sink === undefined) return publishAll(ctx, options, undefined);
+  // a sink removes the documents a run did not write: a run of some sets would remove the others'
+  if (options.only !== undefined) throw new ResourceSyncError('RS_INVALID_ARGUMENT', 'Publication into a sink takes every set: `only` cannot be given with `sink`.');
+  // with a sink, the whole publication (the working copy brought up to the sink, every set, the upload) holds the
+  // first set's documents lease: runs on several machines into one sink take turns, none uploads an older view
+  const first = { name: options.sets[0]!.name, ...setWhere(ctx, options.sets[0]!) };
+  const snapshots = await openSetSnapshots(ctx, first, storeFile(first, ctx.stateDir));
+  try {
+    return await holdingLease(snapshots, 'documents', () => publishAll(ctx, options, first.name), ctx.signal ? { signal: ctx.signal } : {});
+  } finally {
+    await snapshots.close();
+  }
+}
+
+/** Where a set is: its folder, or for a feed its folder of the state folder (where its snapshots are kept). */
+function setWhere(ctx: Context, set: PublishOptions['sets'][number]): { dir: string; feed?: InventoryFeed } {
+  return set.feed === undefined ? { dir: resolve(set.dir) } : { dir: join(ctx.stateDir!, set.name), feed: set.feed };
+}
+
+/** Publishes every set, the Source Description and robots.txt; `held`: the set whose documents lease is held already. */
+async function publishAll(ctx: Context, options: PublishOptions, held: string | undefined): Promise<PublishResult> {
   const { baseUrl, outDir } = ctx;
 
   mkdirSync(outDir, { recursive: true });
+  // a sink (an S3 bucket) holds the documents: the publish folder goes on from what it holds
+  const downloaded = options.sink === undefined ? 0 : await options.sink.prepare(outDir, ctx.signal);
   const results: SetResult[] = [];
   for (const set of options.sets) {
     if (ctx.signal?.aborted) throw new ResourceSyncError('RS_ABORTED', 'Publication aborted.', { cause: ctx.signal.reason });
@@ -122,9 +148,7 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
       results.push(untouchedSet(ctx, set));
       continue;
     }
-    // a feed's snapshots are kept in the state folder, in the set's folder of it
-    const where = set.feed === undefined ? { dir: resolve(set.dir) } : { dir: join(ctx.stateDir!, set.name), feed: set.feed };
-    results.push(await publishSet(ctx, { name: set.name, ...where, ...(set.describedBy !== undefined ? { describedBy: set.describedBy } : {}) }));
+    results.push(await publishSet(ctx, { name: set.name, ...setWhere(ctx, set), ...(set.describedBy !== undefined ? { describedBy: set.describedBy } : {}) }, set.name === held));
   }
 
   // Source Description (§8) at the well-known URI (§6.3.2), and robots.txt (§6.3.4)
@@ -154,6 +178,7 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
   await writeFileAtomic(join(outDir, 'robots.txt'), [Buffer.from(robots)]);
 
   const documents = [ctx.sdUrl, `${baseUrl}robots.txt`, ...results.flatMap((r) => r.documents)].map((u) => new URL(u).pathname);
+  const sink = options.sink === undefined ? undefined : { ...(await options.sink.commit(outDir, documentFiles(baseUrl, documents), ctx.signal)), downloaded };
   return {
     sourceDescription: ctx.sdUrl,
     capabilityLists: results.map((r) => r.capabilityList),
@@ -169,6 +194,7 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
     warnings: ctx.warnings,
     warningsOmitted: ctx.warningsOmitted,
     ...dueIn(results),
+    ...(sink === undefined ? {} : { sink }),
     ...(ctx.notifications ? { notifications: results.flatMap((r) => (r.notifications ? [r.notifications] : [])) } : {}),
   };
 }
@@ -186,6 +212,12 @@ function untouchedSet(ctx: Context, set: { name: string }): SetResult {
     resources: 0,
     skipped: 0,
   };
+}
+
+/** The documents' files under the publish folder: their URL paths below the base URL's, decoded. */
+function documentFiles(baseUrl: string, documents: readonly string[]): string[] {
+  const base = new URL(baseUrl).pathname;
+  return documents.filter((d) => d.startsWith(base)).map((d) => d.slice(base.length).split('/').map(decodeURIComponent).join('/'));
 }
 
 function describedBy(href: string | undefined): Ln[] {
@@ -228,13 +260,14 @@ export function openSetSnapshots(ctx: Context, set: { name: string; dir: string 
 }
 
 /**
- * Publishes one set holding its `documents` lease: overlapping publications of the set (in this process or any
- * other sharing its snapshots) run one after the other.
+ * Publishes one set holding its `documents` lease (unless `held`, by the caller): overlapping publications of the
+ * set (in this process or any other sharing its snapshots) run one after the other.
  */
-async function publishSet(ctx: Context, set: { name: string; dir: string; describedBy?: string; feed?: InventoryFeed }): Promise<SetResult> {
+async function publishSet(ctx: Context, set: { name: string; dir: string; describedBy?: string; feed?: InventoryFeed }, held: boolean): Promise<SetResult> {
   const file = storeFile(set, ctx.stateDir);
   const snapshots = await openSetSnapshots(ctx, set, file);
   try {
+    if (held) return await publishSetNow(ctx, set, snapshots, file);
     return await holdingLease(snapshots, 'documents', () => publishSetNow(ctx, set, snapshots, file), ctx.signal ? { signal: ctx.signal } : {});
   } finally {
     await snapshots.close();

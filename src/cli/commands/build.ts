@@ -3,7 +3,10 @@
  * as a ResourceSync Source for an existing web server, updating the change lists from the stored
  * snapshot on each run.
  */
-import { basename, resolve } from 'node:path';
+import { createHash } from 'node:crypto';
+import { basename, join, resolve } from 'node:path';
+import { RESOURCESYNC_DIR } from '../../core/constants.js';
+import { parseS3Url, type S3Target } from '../../node/s3-url.js';
 import { parseCommandArgs, usageError, type ParsedCommandArgs } from '../command-args.js';
 import { isResourceSyncError, messageOf } from '../../core/errors.js';
 import { requireFolderOrNothing } from '../../node/folder.js';
@@ -12,6 +15,7 @@ import { publishNotification } from '../../notify/publisher.js';
 import { isValidSetName, normalizeBaseUrl } from '../../source/url-path.js';
 import { PUBLISH_ARGS, PUBLISH_HELP, PublishArgsError, publishArgs } from '../publish-options.js';
 import { PUBLISH_SECRET_ENV } from '../serve-push.js';
+import { SNAPSHOTS_ARGS, SNAPSHOTS_HELP, snapshotsOpener } from '../snapshots-options.js';
 import { sendToHub } from '../../live/push.js';
 import { FEED_ARGS, FEED_HELP, FeedArgsError, feedFromArgs } from '../feed-options.js';
 import { statSync } from 'node:fs';
@@ -25,11 +29,15 @@ Writes the documents of a ResourceSync Source for the directories (one set of re
 
 Options:
   --base-url URL          where <publish-dir> is served (required)
-  --out DIR               the publish folder (required)
+  --out DIR               the publish folder (required), or s3://BUCKET/PREFIX: every document
+                          uploaded there (with --snapshots), a working copy kept in the state folder
+  --s3-endpoint URL       the S3-compatible server of --out s3://… (default AWS_ENDPOINT_URL, else
+                          AWS S3; credentials and region from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+                          AWS_REGION)
   --state DIR             state folder (default <dir>/.resourcesync/ of each set)
   --name NAME             set name, once per <dir> in order (default: the folder's name;
                           for a feed, the file's name, or 'resources')
-${FEED_HELP}${PUBLISH_HELP}  --hub URL               advertise notification channels with this WebSub hub and publish the
+${SNAPSHOTS_HELP}${FEED_HELP}${PUBLISH_HELP}  --hub URL               advertise notification channels with this WebSub hub and publish the
                           changes of this run to it (Change and Framework Notifications),
                           with the secret in ${PUBLISH_SECRET_ENV}, when set
                           (sent as Authorization: Bearer)
@@ -37,10 +45,19 @@ ${FEED_HELP}${PUBLISH_HELP}  --hub URL               advertise notification chan
   -h, --help              this help
 
 Resources of a single set are published at <url><path>; with several sets at <url><name>/<path>.
-Exit status: 0 done, 1 failure, 2 usage error.
+Exit status: 0 done, 1 failure, 2 usage error, 3 the bucket of --out s3://… does not exist.
 `;
 
 class UsageError extends Error {}
+
+/** `--out s3://…`: the bucket, the endpoint given, and the local working copy of the documents. */
+interface S3Out extends S3Target {
+  endpoint?: string;
+  workDir: string;
+}
+
+/** Exit status of a bucket that does not exist. */
+const NO_BUCKET_EXIT = 3;
 
 /** Set names from the folders' names: invalid characters become `-`, duplicates get a suffix. */
 export function setNames(dirs: string[], given: string[]): string[] {
@@ -70,17 +87,20 @@ export function setNames(dirs: string[], given: string[]): string[] {
 const ARGS = {
   'base-url': { type: 'string' },
   out: { type: 'string' },
+  's3-endpoint': { type: 'string' },
   state: { type: 'string' },
   name: { type: 'string', multiple: true },
+  ...SNAPSHOTS_ARGS,
   ...PUBLISH_ARGS,
   ...FEED_ARGS,
   hub: { type: 'string' },
   json: { type: 'boolean' },
 } as const;
 
-/** The publication the options ask for; or the usage error's exit code. */
-function readOptions(values: ParsedCommandArgs<typeof ARGS>['values'], positionals: string[]): PublishOptions | number {
+/** The publication the options ask for, and the bucket of `--out s3://…`; or the usage error's exit code. */
+function readOptions(values: ParsedCommandArgs<typeof ARGS>['values'], positionals: string[]): { opts: PublishOptions; s3?: S3Out } | number {
   let opts: PublishOptions;
+  let s3: S3Out | undefined;
   try {
     const feed = feedFromArgs(values, { stdin: () => process.stdin, ...(values.name?.[0] !== undefined ? { name: values.name[0] } : {}) });
     if (feed !== undefined && positionals.length > 0) throw new UsageError('give directories or a feed (--jsonl, --pg-inventory), not both');
@@ -100,14 +120,18 @@ function readOptions(values: ParsedCommandArgs<typeof ARGS>['values'], positiona
     const given = values.name ?? [];
     if (feed === undefined && given.length > positionals.length) throw new UsageError('more --name options than directories');
     const names = feed === undefined ? setNames(positionals, given) : [];
+    const snapshots = snapshotsOpener(values, baseUrl, feed === undefined ? positionals.length : 1);
+    if (typeof snapshots === 'string') throw new UsageError(snapshots);
     if (values.hub !== undefined && (!URL.canParse(values.hub) || !/^https?:$/.test(new URL(values.hub).protocol)))
       throw new UsageError(`--hub '${values.hub}' is not an http(s) URL`);
+    s3 = s3Out(values, positionals[0]);
     opts = {
       sets: feed !== undefined ? [{ name: feed.name, feed: feed.feed }] : positionals.map((dir, i) => ({ name: names[i]!, dir })),
       baseUrl,
-      outDir: values.out,
+      outDir: s3?.workDir ?? values.out,
       ...shared,
       ...(values.state !== undefined ? { stateDir: values.state } : {}),
+      ...(snapshots !== undefined ? { snapshots } : {}),
       ...(values.hub !== undefined ? { notifications: { hub: values.hub } } : {}),
     };
   } catch (err) {
@@ -116,11 +140,38 @@ function readOptions(values: ParsedCommandArgs<typeof ARGS>['values'], positiona
     throw err;
   }
   try {
-    requireFolderOrNothing(resolve(opts.outDir), '--out');
+    requireFolderOrNothing(resolve(opts.outDir), s3 === undefined ? '--out' : 'the working copy of --out s3://…');
   } catch (err) {
     return usageError('build', err);
   }
-  return opts;
+  return s3 === undefined ? { opts } : { opts, s3 };
+}
+
+/** The bucket of `--out s3://BUCKET/PREFIX`, or undefined for a folder; throws a `UsageError` for a wrong one. */
+function s3Out(values: ParsedCommandArgs<typeof ARGS>['values'], firstDir: string | undefined): S3Out | undefined {
+  const endpoint = values['s3-endpoint'];
+  const target = s3Target(values.out!);
+  if (target === undefined) {
+    if (endpoint !== undefined) throw new UsageError('--s3-endpoint applies to --out s3://… only');
+    return undefined;
+  }
+  if (endpoint !== undefined && (!URL.canParse(endpoint) || !/^https?:$/.test(new URL(endpoint).protocol))) throw new UsageError(`--s3-endpoint '${endpoint}' is not an http(s) URL`);
+  if (values.snapshots === undefined) {
+    throw new UsageError('--out s3://… keeps no history in the bucket: give --snapshots postgres://… (or an SQLite file) for the Source\'s history');
+  }
+  const where = endpoint ?? (process.env.AWS_ENDPOINT_URL || 'AWS S3');
+  const id = createHash('sha256').update(`${where}\n${target.bucket}\n${target.prefix}`).digest('hex').slice(0, 16);
+  if (values.state === undefined && firstDir === undefined) throw new UsageError('--out s3://… with a feed keeps its working copy in the state folder: give --state');
+  const root = values.state !== undefined ? resolve(values.state) : join(resolve(firstDir!), RESOURCESYNC_DIR);
+  return { ...target, ...(endpoint !== undefined ? { endpoint } : {}), workDir: join(root, 's3-documents', id) };
+}
+
+function s3Target(out: string): S3Target | undefined {
+  try {
+    return parseS3Url(out);
+  } catch (err) {
+    throw new UsageError(`--out: ${messageOf(err)}`);
+  }
 }
 
 /** Progress on a terminal: one line, rewritten at most every 100 ms while scanning. */
@@ -164,8 +215,25 @@ export async function run(args: string[]): Promise<number> {
   const parsed = parseCommandArgs('build', args, ARGS, HELP);
   if (typeof parsed === 'number') return parsed;
   const json = parsed.values.json === true;
-  const opts = readOptions(parsed.values, parsed.positionals);
-  if (typeof opts === 'number') return opts;
+  const read = readOptions(parsed.values, parsed.positionals);
+  if (typeof read === 'number') return read;
+  const { opts, s3 } = read;
+  if (s3 !== undefined) {
+    // the SDK is pinned to a line that supports this Node: its warning about later lines says nothing to a user
+    process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+    const { createS3Documents } = await import('../../source/s3-documents.js');
+    const sink = createS3Documents(s3);
+    try {
+      await sink.checkBucket();
+    } catch (err) {
+      const missing = isResourceSyncError(err) && (err.data as { s3Code?: string } | undefined)?.s3Code === 'NoSuchBucket';
+      if (json) process.stdout.write(`${JSON.stringify({ ok: false, error: { code: isResourceSyncError(err) ? err.code : 'ERROR', message: messageOf(err) } })}\n`);
+      process.stderr.write(`resourcesync build: ${messageOf(err)}\n`);
+      return missing ? NO_BUCKET_EXIT : 1;
+    }
+    opts.sink = sink;
+  }
+  const shownOut = s3 === undefined ? resolve(opts.outDir) : `s3://${s3.bucket}/${s3.prefix}`;
 
   const ac = new AbortController();
   const onSignal = (): void => ac.abort(new Error('interrupted'));
@@ -185,8 +253,9 @@ export async function run(args: string[]): Promise<number> {
     } else {
       const c = result.changes;
       process.stdout.write(
-        `Published ${result.resources} resources in ${opts.sets.length} set(s) to ${resolve(opts.outDir)} in ${(ms / 1000).toFixed(1)} s\n` +
+        `Published ${result.resources} resources in ${opts.sets.length} set(s) to ${shownOut} in ${(ms / 1000).toFixed(1)} s\n` +
           `Changes: ${c.created} created, ${c.updated} updated, ${c.deleted} deleted\n` +
+          (result.sink ? `Documents: ${result.sink.uploaded} uploaded (${result.sink.bytes} bytes), ${result.sink.unchanged} unchanged, ${result.sink.deleted} deleted\n` : '') +
           (result.skipped > 0 ? `Skipped: ${result.skipped} bad line(s)\n` : '') +
           `Source Description: ${result.sourceDescription}\n` +
           (notifications ? `Notifications published to ${opts.notifications!.hub}: ${published}\n` : ''),

@@ -11,8 +11,9 @@
 import { parseCommandArgs, usageError, type ParsedCommandArgs } from '../command-args.js';
 import { stat } from 'node:fs/promises';
 import { basename, isAbsolute, relative, resolve, sep } from 'node:path';
-import { createLiveSource, type LivePushOptions, type LiveSource, type LiveSourceEvent } from '../../live/live-source.js';
+import { createLiveSource, type LivePublishOptions, type LivePushOptions, type LiveSource, type LiveSourceEvent } from '../../live/live-source.js';
 import { PUBLISH_ARGS, PUBLISH_HELP, PublishArgsError, publishArgs, type PublishArgsResult } from '../publish-options.js';
+import { SNAPSHOTS_ARGS, SNAPSHOTS_HELP, snapshotsOpener } from '../snapshots-options.js';
 import { PUBLISH_SECRET_ENV } from '../serve-push.js';
 import { HUB_LIMIT_ARGS, hubLimitGiven, hubLimitHelp, hubLimitOptions } from '../hub-limit-options.js';
 import { XMPP_PASSWORD_ENV, xmppAccount } from '../xmpp-options.js';
@@ -38,7 +39,7 @@ Options:
   --base-url URL          public base URL of the resources (default http://<host>:<port>)
   --state DIR             state and published documents (default: each <dir>/.resourcesync, documents
                           in the first one's publish/ folder)
-  --no-watch              publish once; do not track changes
+${SNAPSHOTS_HELP}  --no-watch              publish once; do not track changes
   --hub URL               publish change and framework notifications to this WebSub hub (default:
                           an embedded hub at <base-url>/hub, state in <state>/hub)
   --no-hub                no notification channels
@@ -82,6 +83,7 @@ const ARGS = {
   'base-url': { type: 'string' },
   state: { type: 'string' },
   'no-watch': { type: 'boolean' },
+  ...SNAPSHOTS_ARGS,
   name: { type: 'string' },
   'pg-interval': { type: 'string' },
   ...FEED_ARGS,
@@ -102,7 +104,7 @@ interface ServeConfig {
   host: string;
   sets: LiveSet[];
   stateDir: string | undefined;
-  shared: PublishArgsResult;
+  shared: PublishArgsResult & Pick<LivePublishOptions, 'snapshots'>;
   /** Push, without the XMPP publisher (made once the options are checked), or undefined with --no-hub. */
   push: LivePushOptions | undefined;
   xmpp: { account: XmppAccount; service: string } | undefined;
@@ -182,7 +184,7 @@ async function readConfig(values: ServeValues, positionals: string[]): Promise<S
   }
   const port = values.port === undefined ? 8080 : Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) return usageError('serve', `--port '${values.port}' is not a port number.`);
-  let shared: PublishArgsResult;
+  let shared: ServeConfig['shared'];
   try {
     shared = publishArgs(values);
   } catch (error) {
@@ -205,6 +207,11 @@ async function readConfig(values: ServeValues, positionals: string[]): Promise<S
   if (typeof sets === 'number') return sets;
   const push = readPush(values);
   if (typeof push === 'number') return push;
+  // the Source's key: its public base URL, else the listening URL (unknown before listening with port 0)
+  const listening = port === 0 ? undefined : `http://${values.host ?? '127.0.0.1'}:${port}/`;
+  const snapshots = snapshotsOpener(values, values['base-url'] ?? listening, sets.length);
+  if (typeof snapshots === 'string') return usageError('serve', `${snapshots}.`);
+  if (snapshots !== undefined) shared = { ...shared, snapshots };
   const xmpp = values.xmpp === undefined ? undefined : xmppAccount(values.xmpp, 'source');
   if (typeof xmpp === 'string') return usageError('serve', xmpp);
   if (xmpp !== undefined && values['no-hub'] === true) return usageError('serve', '--xmpp publishes beside the WebSub hub: not with --no-hub.');
