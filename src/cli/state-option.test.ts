@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
-import { redactedUrl, stateChoice } from './state-option.js';
+import { stateChoice } from './state-option.js';
+import { redactedUrl } from '../node/postgres.js';
 
 void test('--state: postgres:// and postgresql:// name PostgreSQL, keyed by the absolute path of <dest> or its URL', () => {
   assert.deepEqual(stateChoice({ state: 'postgres://rs:pw@db:5433/m' }, 'mirror'), { kind: 'postgres', url: 'postgres://rs:pw@db:5433/m', key: resolve('mirror') });

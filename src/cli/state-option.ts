@@ -6,6 +6,7 @@
  * state. The command opens what is named here and closes it when done (the library never closes a state it is given).
  */
 import { resolve } from 'node:path';
+import { redactedUrl } from '../node/postgres.js';
 import { ResourceSyncError, messageOf } from '../core/errors.js';
 import { openPostgresDestinationState } from '../destination/postgres-state.js';
 import { openSqliteDestinationState } from '../destination/sqlite-state.js';
@@ -41,21 +42,6 @@ export interface OpenedState {
 /** True for a destination named by a URL (`s3://…`) rather than a folder. */
 function isUrlDest(dest: string): boolean {
   return /^[a-z][a-z0-9+.-]+:\/\//i.test(dest);
-}
-
-/**
- * A connection URL without its password, for messages: `postgres://rs@db:5432/mirrors`.
- * @example redactedUrl('postgres://rs:secret@db/mirrors') // 'postgres://rs@db/mirrors'
- */
-export function redactedUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    u.password = '';
-    u.search = '';
-    return u.toString();
-  } catch {
-    return url.replace(/\/\/[^@/]*@/, '//…@');
-  }
 }
 
 /** The default key of `dest` in a shared database: its absolute path, or the URL as given. */

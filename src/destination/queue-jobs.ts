@@ -6,6 +6,7 @@
  * @see Z39.99 §5.2 (Baseline Synchronization)
  */
 import { createHash } from 'node:crypto';
+import { redactedUrl } from '../node/postgres.js';
 import { resolve } from 'node:path';
 import type PgBoss from 'pg-boss';
 import { ResourceSyncError, messageOf } from '../core/errors.js';
@@ -108,17 +109,6 @@ export function chunkId(run: string, set: string, seq: number, entries: readonly
 /** True when `url` is a PostgreSQL connection URL. */
 export function isPostgresUrl(url: string): boolean {
   return /^postgres(ql)?:\/\//i.test(url);
-}
-
-/** The URL with its password hidden, to name it in messages and reports. */
-export function redactedUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password !== '') u.password = '***';
-    return u.toString();
-  } catch {
-    return '(an invalid URL)';
-  }
 }
 
 /** How {@link openQueue} starts pg-boss. */

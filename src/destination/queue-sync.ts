@@ -17,12 +17,12 @@ import {
   isPostgresUrl,
   jobEntry,
   openQueue,
-  redactedUrl,
   storageDescriptorFor,
   type ChunkJob,
   type ChunkOutcome,
   type ChunkQueue,
 } from './queue-jobs.js';
+import { redactedUrl } from '../node/postgres.js';
 import { runPool } from './run-pool.js';
 import { runSync } from './sync.js';
 import type { SyncOptions, SyncReport } from './sync-options.js';

@@ -10,14 +10,18 @@ import { checkSchemaVersion, migrateSchema, schemaVersionOf, type PostgresSchema
 /** The database's clock in ms since the epoch, as SQL: leases expire on it, so machines whose clocks differ agree. */
 export const NOW_MS = '(extract(epoch FROM clock_timestamp()) * 1000)::bigint';
 
-/** A connection string without its password, for messages and reports. */
+/**
+ * A connection URL without its password (nor its query, which may hold one), for messages and reports.
+ * @example redactedUrl('postgres://rs:secret@db/mirrors') // 'postgres://rs@db/mirrors'
+ */
 export function redactedUrl(url: string): string {
   try {
     const u = new URL(url);
-    if (u.password !== '') u.password = '***';
-    return u.href;
+    u.password = '';
+    u.search = '';
+    return u.toString();
   } catch {
-    return 'postgres://(unreadable URL)';
+    return url.replace(/\/\/[^@/]*@/, '//…@');
   }
 }
 

@@ -7,6 +7,7 @@
  * @see Z39.99 §10.1 (Resource List)
  */
 import type pg from 'pg';
+import { redactedUrl } from '../node/postgres.js';
 import { ResourceSyncError } from '../core/errors.js';
 import { feedRecord } from '../core/feed-record.js';
 import type { FeedItem, InventoryFeed } from './inventory-feed.js';
@@ -19,17 +20,6 @@ export interface PostgresFeedOptions {
   onInvalid?: 'fail' | 'skip';
   /** Rows fetched at a time; default 5,000. */
   fetchRows?: number;
-}
-
-/** A connection URL without its password, for messages. */
-function redactedUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password !== '') u.password = '***';
-    return u.href;
-  } catch {
-    return 'postgres://…';
-  }
 }
 
 /** The error of a failed query, with the server's SQLSTATE, position and hint when it gave them. */

@@ -17,7 +17,8 @@ import { HUB_LIMIT_ARGS, hubLimitHelp, hubLimitOptions, type HubLimitOptions } f
 import { PUBLISH_SECRET_ENV } from '../serve-push.js';
 import { openSqliteHubStore } from '../../notify/sqlite-hub-store.js';
 import { openPostgresHubStore } from '../../notify/postgres-hub-store.js';
-import { openFailure, redactedUrl } from '../state-option.js';
+import { openFailure } from '../state-option.js';
+import { redactedUrl } from '../../node/postgres.js';
 import { requireFolderOrNothing } from '../../node/folder.js';
 import { listen } from '../../notify/node-listener.js';
 import { SIGNATURE_METHODS, type SignatureMethod } from '../../notify/signature.js';
