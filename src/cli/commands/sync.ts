@@ -1,6 +1,7 @@
 import { stderr, stdout } from 'node:process';
 import { sync, type SyncOptions, type SyncReport } from '../../destination/sync.js';
 import { mirrorDescribedBy, type DescribedByReport } from '../../destination/described-by.js';
+import { openWarcArchive, type WarcArchive, type WarcArchiveSummary } from '../../destination/warc-archive.js';
 import type { PlanItem, PlanSummary } from '../../destination/plan.js';
 import { ProgressBar } from '../progress.js';
 import { EXIT, MIRROR_OPTIONS, describeNotes, exitCodeOf, integerOption, mirrorOptions, reportFailure, sourceAndDest, type MirrorOptions } from '../mirror-options.js';
@@ -66,6 +67,11 @@ Options:
                            and hash; copies whose link is gone are removed (not with --dry-run
                            or --follow)
   --prefer-mirrors         try rel="duplicate" mirrors before the primary URL
+  --warc PATH              also write every resource fetched (and verified) as a WARC/1.1 response
+                           record, gzip per record, with a CDXJ index beside each file: PATH is
+                           a folder, or a file name ending in .warc.gz; a file left half-written
+                           by a killed run is cut back to its last whole record on the next run
+  --warc-max-size SIZE     bytes per WARC file before the next one (default 1G; K, M, G suffixes)
   --timeout MS             HTTP connect/headers/body-idle timeout (default 30000); with --follow,
                            also the deadline for reading the whole change channel
   --deadline MS            most time for one ResourceSync document, whole body included, spent
@@ -196,6 +202,8 @@ const SYNC_FLAGS = {
   'reconcile-interval': { type: 'string' },
   xmpp: { type: 'string' },
   with: { type: 'string', multiple: true },
+  warc: { type: 'string' },
+  'warc-max-size': { type: 'string' },
 } as const;
 
 type SyncFlags = ParsedCommandArgs<typeof SYNC_FLAGS>['values'];
@@ -213,6 +221,17 @@ interface SyncCommand {
   fsyncMethod: 'batch' | 'file';
   xmpp: XmppArgs | undefined;
   withDescribedBy: boolean;
+  /** `--warc` and `--warc-max-size`. */
+  warc: { path: string; maxBytes: number } | undefined;
+}
+
+/** `--warc-max-size`: bytes, with an optional K, M or G (binary) suffix. */
+function warcSize(value: string | undefined): number {
+  if (value === undefined) return 2 ** 30;
+  const m = /^(\d+)([KMG]?)$/i.exec(value);
+  const n = m === null ? NaN : Number(m[1]) * 1024 ** ' KMG'.indexOf((m[2] || ' ').toUpperCase());
+  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`--warc-max-size '${value}' is not a size in bytes (e.g. 1048576, 500M, 1G)`);
+  return n;
 }
 
 /** The arguments parsed and checked, or the exit code after the help or a usage error. */
@@ -223,8 +242,9 @@ function parseSync(args: string[]): SyncCommand | number {
   const positionals = sourceAndDest('sync', parsed.positionals);
   if (typeof positionals === 'number') return positionals;
   const [source, dest] = positionals;
-  let concurrency: number | undefined, retries: number | undefined, common: MirrorOptions;
+  let concurrency: number | undefined, retries: number | undefined, common: MirrorOptions, warcMax: number;
   try {
+    warcMax = warcSize(flags['warc-max-size']);
     concurrency = integerOption('concurrency', flags.concurrency, 1);
     retries = integerOption('retries', flags.retries, 0);
     common = mirrorOptions(flags);
@@ -241,9 +261,13 @@ function parseSync(args: string[]): SyncCommand | number {
   if (withDescribedBy && (flags['dry-run'] === true || flags.follow === true)) return usageError('sync', '--with goes without --dry-run and --follow.');
   const xmpp = flags.xmpp === undefined ? undefined : xmppAccount(flags.xmpp, 'destination');
   if (typeof xmpp === 'string') return usageError('sync', xmpp);
+  if (flags.warc !== undefined && (flags['dry-run'] === true || flags.follow === true)) return usageError('sync', '--warc goes without --dry-run and --follow.');
+  if (flags.warc === '') return usageError('sync', '--warc needs a folder or a .warc.gz file name.');
+  if (flags['warc-max-size'] !== undefined && flags.warc === undefined) return usageError('sync', '--warc-max-size goes with --warc.');
+  const warc = flags.warc === undefined ? undefined : { path: flags.warc, maxBytes: warcMax };
   const fsync = !(flags['no-fsync'] ?? false);
   const fsyncMethod = flags['fsync-method'] === 'file' ? 'file' : 'batch';
-  return { source, dest, flags, common, concurrency, retries, fsync, fsyncMethod, xmpp, withDescribedBy };
+  return { source, dest, flags, common, concurrency, retries, fsync, fsyncMethod, xmpp, withDescribedBy, warc };
 }
 
 /** The library options of a sync and of following alike. */
@@ -349,7 +373,7 @@ function onceOptions(command: SyncCommand, durability: Durability, bar: Progress
 }
 
 /** Prints the report (and the describedby targets' one); the exit code says whether everything arrived. */
-function printSync(command: SyncCommand, report: SyncReport, described: DescribedByReport | undefined): number {
+function printSync(command: SyncCommand, report: SyncReport & { warc?: WarcArchiveSummary }, described: DescribedByReport | undefined): number {
   if (command.flags.json) stdout.write(`${JSON.stringify(described === undefined ? report : { ...report, describedby: described })}\n`);
   else stdout.write(describeSync(report) + (described === undefined ? '' : describeDescribedBy(described)));
   return report.failed.length > 0 || (described?.failed.length ?? 0) > 0 ? EXIT.INCOMPLETE : EXIT.OK;
@@ -362,15 +386,23 @@ async function runOnce(command: SyncCommand): Promise<number> {
   // the thread and the syncfs shell, not for a dry run (which writes nothing)
   const durable = flags['dry-run'] === true ? undefined : cliDurability(command.fsync, command.fsyncMethod);
   const durability = durable?.durability ?? durabilityFor({ fsync: command.fsync, method: command.fsyncMethod });
+  let archive: WarcArchive | undefined;
   const work = async (signal: AbortSignal): Promise<number> => {
     try {
-      const report = await sync(onceOptions(command, durability, bar, signal));
+      if (command.warc !== undefined) archive = await openWarcArchive(command.warc);
+      const report = await sync({ ...onceOptions(command, durability, bar, signal), ...(archive === undefined ? {} : { archive }) });
       bar.done();
+      let warcSummary: WarcArchiveSummary | undefined;
+      if (archive !== undefined) {
+        warcSummary = await archive.close();
+        archive = undefined;
+        if (flags.json !== true) stderr.write(describeWarc(warcSummary));
+      }
       const describedDurability = command.fsync ? new FsyncEach() : new RenameOnly();
       const described = command.withDescribedBy
         ? await mirrorDescribedBy({ source, dest, ...common, durability: describedDurability, signal, ...(retries !== undefined ? { retries } : {}) })
         : undefined;
-      return printSync(command, report, described);
+      return printSync(command, warcSummary === undefined ? report : { ...report, warc: warcSummary }, described);
     } catch (err) {
       bar.done();
       reportFailure('sync', err, flags.json);
@@ -378,8 +410,17 @@ async function runOnce(command: SyncCommand): Promise<number> {
     }
   };
   return interruptible(work, async () => {
+    // an interrupted or failed sync: the records written so far are kept, their file closed and indexed
+    await archive?.close().catch(() => undefined);
     await durable?.close();
   });
+}
+
+/** The WARC files written (`--warc`), and the files of a killed run that were repaired. */
+function describeWarc(s: WarcArchiveSummary): string {
+  const lines = s.recovered.map((r) => `WARC: repaired ${r.file} (a killed run's): ${r.records} records kept, ${r.truncatedBytes} bytes cut off`);
+  lines.push(`WARC: ${s.records} records, ${s.bytes} bytes in ${s.files.length} file(s)${s.files.length > 0 ? `: ${s.files.join(', ')}` : ''}`);
+  return `${lines.join('\n')}\n`;
 }
 
 /** `resourcesync sync`. */
