@@ -56,8 +56,8 @@ const IN_MEMORY = 4 * 1024 * 1024;
 const DROPPED = new Set(['content-encoding', 'transfer-encoding', 'content-length']);
 
 /** One CDXJ line of a record. */
-function cdxjLine(url: string, date: string, fields: { mime: string; status: string; digest: string; length: number; offset: number; filename: string }): string {
-  const json = JSON.stringify({ url, mime: fields.mime, status: fields.status, digest: fields.digest.replace(/^sha1:/, ''), length: String(fields.length), offset: String(fields.offset), filename: fields.filename });
+function cdxjLine(url: string, date: string, fields: { mime: string | undefined; status: string; digest: string; length: number; offset: number; filename: string }): string {
+  const json = JSON.stringify({ url, ...(fields.mime === undefined ? {} : { mime: fields.mime }), status: fields.status, digest: fields.digest.replace(/^sha1:/, ''), length: String(fields.length), offset: String(fields.offset), filename: fields.filename });
   return `${surtKey(url)} ${cdxTimestamp(date)} ${json}`;
 }
 
@@ -171,7 +171,7 @@ class Archive implements WarcArchive {
       block,
       ...(isFile ? { prefix: head } : { payloadStart: head.length }),
     });
-    const mime = (response.headers['content-type'] ?? 'application/octet-stream').split(';')[0]!.trim();
+    const mime = response.headers['content-type']?.split(';')[0]!.trim();
     this.lines.push(cdxjLine(url, warcDate(date), { mime, status: String(response.status), digest: written.payloadDigest, length: written.length, offset: written.offset, filename: basename(this.file) }));
     this.summary.records++;
     if (writer.size >= this.maxBytes || this.lines.length >= this.maxRecords) await this.finish();
@@ -241,7 +241,7 @@ async function repair(openFile: string): Promise<{ file: string; records: number
       records++;
       const head = await firstBytes(readWarcPayload(fh, r.offset), Math.min(r.payloadStart, 64 * 1024));
       const status = /^HTTP\/\S+ (\d{3})/.exec(head)?.[1] ?? '';
-      const mime = /\r\ncontent-type:\s*([^;\r\n]+)/i.exec(head)?.[1]?.trim() ?? 'application/octet-stream';
+      const mime = /\r\ncontent-type:\s*([^;\r\n]+)/i.exec(head)?.[1]?.trim();
       lines.push(cdxjLine(r.targetUri, r.date ?? '', { mime, status, digest: r.payloadDigest, length: r.length, offset: r.offset, filename: basename(file) }));
     }
   } catch {
