@@ -13,7 +13,7 @@ import { createHash, type Hash } from 'node:crypto';
 import type { FileHandle } from 'node:fs/promises';
 import zlib from 'node:zlib';
 import { ResourceSyncError, isResourceSyncError, messageOf, type ErrorCode } from '../core/errors.js';
-import { base32, parseWarcDigest, parseWarcHeader, type WarcHeader } from '../core/warc.js';
+import { base32, parseWarcDigest, parseWarcHeader, type WarcDigest, type WarcHeader } from '../core/warc.js';
 
 /** Bounds of a read. */
 export interface WarcReadLimits {
@@ -157,11 +157,17 @@ function gzipHeaderLength(b: Buffer, where: string): number {
  * The inflated bytes of the gzip member at `offset`; once they are all read, `out.end` is where the member
  * ends (its trailer checked: CRC-32 and size).
  */
-async function* memberBytes(fh: FileHandle, offset: number, out: { end?: number }): AsyncGenerator<Buffer> {
+async function* memberBytes(fh: FileHandle, offset: number, out: { end?: number }, window = new FileWindow(fh)): AsyncGenerator<Buffer> {
   const where = `offset ${offset}`;
-  const head = Buffer.alloc(CHUNK);
-  const { bytesRead } = await fh.read(head, 0, CHUNK, offset);
-  const dataStart = offset + gzipHeaderLength(head.subarray(0, bytesRead), where);
+  const head = await window.view(offset, FIRST_READ);
+  const headerLength = gzipHeaderLength(head, where);
+  const small = inflateSmall(head, headerLength, offset);
+  if (small !== undefined) {
+    out.end = small.end;
+    if (small.bytes.length > 0) yield small.bytes;
+    return;
+  }
+  const dataStart = offset + headerLength;
   const inflater = zlib.createInflateRaw({ chunkSize: CHUNK });
   let fed = 0;
   let stop = false;
@@ -210,6 +216,48 @@ async function* memberBytes(fh: FileHandle, offset: number, out: { end?: number 
   out.end = end + 8;
 }
 
+/** Reads a file ahead in 1 MiB pieces, so that the small members read one after the other cost no read each. */
+class FileWindow {
+  private buf = Buffer.alloc(0);
+  private start = 0;
+  constructor(private readonly fh: FileHandle) {}
+
+  /** Up to `n` bytes at `offset` (fewer at the end of the file). */
+  async view(offset: number, n: number): Promise<Buffer> {
+    if (offset < this.start || offset + n > this.start + this.buf.length) {
+      const size = Math.max(n, 1 << 20);
+      const b = Buffer.allocUnsafe(size);
+      const { bytesRead } = await this.fh.read(b, 0, size, offset);
+      this.buf = b.subarray(0, bytesRead);
+      this.start = offset;
+    }
+    return this.buf.subarray(offset - this.start, offset - this.start + n);
+  }
+}
+
+/** Bytes read at a member's offset: a small record's whole member is inflated from them at once. */
+const FIRST_READ = 16 * 1024;
+
+/**
+ * A member that lies whole in `window` (read at `offset`), inflated in one call (most records are small: one
+ * read, no stream); undefined when it does not fit or inflates past 1 MiB, which the streamed path then reads.
+ */
+function inflateSmall(window: Buffer, headerLength: number, offset: number): { bytes: Buffer; end: number } | undefined {
+  let result: { buffer: Buffer; engine: { bytesWritten: number } };
+  try {
+    result = zlib.inflateRawSync(window.subarray(headerLength), { info: true, maxOutputLength: 1 << 20 }) as unknown as typeof result;
+  } catch {
+    return undefined;
+  }
+  const trailerAt = headerLength + result.engine.bytesWritten;
+  if (trailerAt + 8 > window.length) return undefined;
+  const bytes = result.buffer;
+  if (window.readUInt32LE(trailerAt) !== zlib.crc32(bytes) >>> 0 || window.readUInt32LE(trailerAt + 4) !== bytes.length % 2 ** 32) {
+    throw warcError('RS_WARC', `Gzip member at offset ${offset} fails its CRC-32 or size check.`, { offset });
+  }
+  return { bytes, end: offset + trailerAt + 8 };
+}
+
 /** Whether the file is gzipped (its first two bytes). */
 async function isGzip(fh: FileHandle): Promise<boolean> {
   const b = Buffer.alloc(2);
@@ -255,26 +303,26 @@ function isHttpBlock(type: string, contentType: string | undefined): boolean {
 
 /** Digests a block as it streams by: the block, and the payload after an HTTP header when there is one. */
 class BlockDigests {
-  private readonly block: Hash;
-  private readonly payload: Hash;
-  private readonly sha1Block = createHash('sha1');
-  private readonly sha1Payload = createHash('sha1');
+  /** sha1 of the block, and the declared block digest's algorithm when it is another one. */
+  private readonly block: Map<string, Hash>;
+  /** The same for the payload, once an HTTP header is passed; undefined while the payload is the block. */
+  private payload: Map<string, Hash> | undefined;
   private head: Buffer | undefined;
   payloadStart = 0;
 
   constructor(
-    readonly algorithms: { block: string; payload: string },
+    private readonly algorithms: { block: string; payload: string },
     http: boolean,
     private readonly maxHead: number,
   ) {
-    this.block = createHash(algorithms.block);
-    this.payload = createHash(algorithms.payload);
+    // without an HTTP header the payload is the block: its algorithm is computed over the block too
+    const names = new Set(['sha1', algorithms.block, ...(http ? [] : [algorithms.payload])]);
+    this.block = new Map([...names].map((a) => [a, createHash(a)]));
     if (http) this.head = Buffer.alloc(0);
   }
 
   update(chunk: Buffer, where: string): void {
-    this.block.update(chunk);
-    this.sha1Block.update(chunk);
+    for (const h of this.block.values()) h.update(chunk);
     if (this.head !== undefined) {
       const joined = Buffer.concat([this.head, chunk]);
       const at = joined.indexOf(CRLF2);
@@ -285,33 +333,31 @@ class BlockDigests {
       }
       this.payloadStart = at + 4;
       this.head = undefined;
+      this.payload = new Map([...new Set(['sha1', this.algorithms.payload])].map((a) => [a, createHash(a)]));
       chunk = joined.subarray(at + 4);
     }
-    this.payload.update(chunk);
-    this.sha1Payload.update(chunk);
+    if (this.payload !== undefined) for (const h of this.payload.values()) h.update(chunk);
   }
 
-  /** Digests as hex (of the header's algorithms) and as `sha1:` base32. */
+  /** Digests as hex (of the declared algorithms) and as `sha1:` base32. */
   finish(): { block: string; payload: string; sha1Block: string; sha1Payload: string } {
-    if (this.head !== undefined) {
-      // an HTTP block without the end of its header: the whole block is the payload
-      this.payloadStart = 0;
-      this.payload.update(this.head);
-      this.sha1Payload.update(this.head);
-    }
+    // an HTTP block without the end of its header: the whole block is the payload
+    if (this.head !== undefined) this.payloadStart = 0;
+    const block = new Map([...this.block].map(([a, h]) => [a, h.digest()]));
+    const payload = this.payload === undefined ? block : new Map([...this.payload].map(([a, h]) => [a, h.digest()]));
+    const hashOf = (m: Map<string, Buffer>, a: string): Buffer => m.get(a) ?? m.get('sha1')!;
     return {
-      block: this.block.digest('hex'),
-      payload: this.payload.digest('hex'),
-      sha1Block: `sha1:${base32(this.sha1Block.digest())}`,
-      sha1Payload: `sha1:${base32(this.sha1Payload.digest())}`,
+      block: hashOf(block, this.algorithms.block).toString('hex'),
+      payload: hashOf(payload, this.algorithms.payload).toString('hex'),
+      sha1Block: `sha1:${base32(block.get('sha1')!)}`,
+      sha1Payload: `sha1:${base32(payload.get('sha1')!)}`,
     };
   }
 }
 
 /** Checks a digest field against the computed digest. */
-function checkDigest(field: string, declared: string | undefined, hex: string, offset: number): void {
-  const d = parseWarcDigest(declared);
-  if (d === undefined || d.hex === hex) return;
+function checkDigest(field: string, declared: string | undefined, parsed: WarcDigest | undefined, hex: string, offset: number): void {
+  if (parsed === undefined || parsed.hex === hex) return;
   throw warcError('RS_HASH_MISMATCH', `WARC record at offset ${offset}: its ${field} does not match its bytes.`, { offset, field, expected: declared });
 }
 
@@ -328,9 +374,10 @@ export async function* scanWarc(fh: FileHandle, limits: WarcReadLimits = {}): As
   let offset = 0;
   let count = 0;
   const plain = gz ? undefined : new Pull(fileBytes(fh, 0)[Symbol.asyncIterator](), () => `offset ${offset}`);
+  const window = new FileWindow(fh);
   while (offset < size) {
     const out: { end?: number } = {};
-    const pull = plain ?? new Pull(memberBytes(fh, offset, out)[Symbol.asyncIterator](), () => `offset ${offset}`);
+    const pull = plain ?? new Pull(memberBytes(fh, offset, out, window)[Symbol.asyncIterator](), () => `offset ${offset}`);
     const start = plain?.consumed ?? 0;
     const text = await pull.header(max.maxHeaderBytes);
     if (text === undefined) {
@@ -341,7 +388,10 @@ export async function* scanWarc(fh: FileHandle, limits: WarcReadLimits = {}): As
     if (++count > max.maxRecords) throw warcError('RS_LIMIT_ENTRIES', `WARC file has more than ${max.maxRecords} records.`, { limit: max.maxRecords });
     const head = recordHead(text, offset, max.maxRecordBytes);
     const f = head.header.fields;
-    const algorithms = { block: parseWarcDigest(f.get('warc-block-digest'))?.algorithm ?? 'sha1', payload: parseWarcDigest(f.get('warc-payload-digest'))?.algorithm ?? 'sha1' };
+    const blockField = f.get('warc-block-digest');
+    const payloadField = f.get('warc-payload-digest');
+    const declared = { block: parseWarcDigest(blockField), payload: parseWarcDigest(payloadField) };
+    const algorithms = { block: declared.block?.algorithm ?? 'sha1', payload: declared.payload?.algorithm ?? 'sha1' };
     const digests = new BlockDigests(algorithms, isHttpBlock(head.type, head.contentType), max.maxHeaderBytes);
     for await (const chunk of pull.take(head.contentLength)) digests.update(chunk, `offset ${offset}`);
     await pull.closing();
@@ -349,8 +399,8 @@ export async function* scanWarc(fh: FileHandle, limits: WarcReadLimits = {}): As
       throw warcError('RS_WARC', `Gzip member at offset ${offset} holds more than one record (or more bytes than its Content-Length).`, { offset });
     }
     const d = digests.finish();
-    checkDigest('WARC-Block-Digest', f.get('warc-block-digest'), d.block, offset);
-    checkDigest('WARC-Payload-Digest', f.get('warc-payload-digest'), d.payload, offset);
+    checkDigest('WARC-Block-Digest', blockField, declared.block, d.block, offset);
+    checkDigest('WARC-Payload-Digest', payloadField, declared.payload, d.payload, offset);
     const end = plain !== undefined ? plain.consumed : out.end!;
     const length = plain !== undefined ? end - start : end - offset;
     yield { ...head, length, payloadStart: digests.payloadStart, blockDigest: d.sha1Block, payloadDigest: d.sha1Payload };
