@@ -43,5 +43,6 @@ export {
 } from './source-snapshots.js';
 export { openSqliteSnapshots } from './sqlite-snapshots.js';
 export { writeZipPackage, type PackageItem, type PackageResult } from './zip-package.js';
+export { writeDumpPackage, bitstreamPath, PACKAGE_MEDIA_TYPES, PACKAGE_EXTENSIONS, type DumpFormat, type DumpItem } from './warc-package.js';
 export { inventory, type InventoryEntry, type InventoryOptions, type InventoryProgress, type PreviousState, type Hashes } from '../node/inventory.js';
 export { watchSources, type SourceWatcher, type WatchOptions, type WatchAction } from './watch/watch.js';
