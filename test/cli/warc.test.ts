@@ -125,6 +125,16 @@ void test('build --dumps --dump-format warc, then sync --prefer-dump: a byte-ide
     assert.equal(synced.status, 0, synced.stdout + synced.stderr);
     assert.equal((JSON.parse(synced.stdout) as { created: number }).created, Object.keys(FILES).length);
     await sameTree(src, mirror);
+    // check judges the WARC packages: manifests validated, every bitstream found at its path with its length
+    const judged = await runCli(['check', `${base}.resourcesync/src/capabilitylist.xml`, '--json']);
+    assert.equal(judged.status, 0, judged.stdout + judged.stderr);
+    const report = JSON.parse(judged.stdout) as { conformant: boolean; documents: Array<{ url: string; kind: string | null; entries: number }> };
+    assert.equal(report.conformant, true);
+    const pkg = report.documents.find((d) => d.kind === 'package' && d.url.endsWith('.warc.gz'));
+    assert.equal(pkg?.entries, Object.keys(FILES).length, JSON.stringify(report.documents));
+    const manifest = report.documents.find((d) => d.url === `${pkg.url}#manifest.xml`);
+    assert.equal(manifest?.kind, 'resource-dump-manifest');
+    assert.equal(manifest.entries, Object.keys(FILES).length);
   });
 });
 
