@@ -12,6 +12,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, normalize } from 'node:path';
 import { runCli } from '../helpers/mirror-check.js';
+import { startCli, until } from '../helpers/cli-child.js';
 import { tempDir } from '../helpers/tmp.js';
 import { base32 } from '../../src/core/warc.js';
 import { readWarcPayload, scanWarc } from '../../src/node/warc-read.js';
@@ -184,6 +185,28 @@ void test('sync --warc: a response record per fetched resource, digests of the m
   });
 });
 
+void test('sync --follow --warc: records the first sync and each batch; SIGTERM closes and indexes the file', async () => {
+  await withTree(async ({ dir, src, pub, base }) => {
+    assert.equal((await runCli(['build', src, '--base-url', base, '--out', pub])).status, 0);
+    const cap = `${base}.resourcesync/src/capabilitylist.xml`;
+    const archive = join(dir, 'followed');
+    const p = startCli(['sync', cap, join(dir, 'mirror'), '--follow', '--interval', '1', '--warc', archive, '--no-fsync']);
+    try {
+      await until('the first sync', () => listFiles(join(dir, 'mirror')).length === Object.keys(FILES).length);
+      await writeFile(join(src, 'later.txt'), 'later\n');
+      assert.equal((await runCli(['build', src, '--base-url', base, '--out', pub])).status, 0);
+      await until('the change applied', () => listFiles(join(dir, 'mirror')).includes('later.txt'));
+    } finally {
+      p.child.kill('SIGTERM');
+    }
+    await until('the follower to stop', () => p.child.exitCode !== null || p.child.signalCode !== null);
+    assert.equal(p.child.exitCode, 0, p.err());
+    assert.match(p.err(), /WARC: 6 records/);
+    const digests = await checkArchive(archive);
+    assert.ok(digests.has(`${base}later.txt`), JSON.stringify([...digests.keys()]));
+  });
+});
+
 void test('usage errors: --dump-format other than zip or warc, --warc with --dry-run', async () => {
   const bad = await runCli(['build', '.', '--base-url', 'http://127.0.0.1:9/', '--out', '/nonexistent', '--dumps', '--dump-format', 'tar']);
   assert.equal(bad.status, 2, bad.stderr);
@@ -191,4 +214,7 @@ void test('usage errors: --dump-format other than zip or warc, --warc with --dry
   const dry = await runCli(['sync', 'http://127.0.0.1:9/cap.xml', '/nonexistent', '--warc', '/tmp/x', '--dry-run']);
   assert.equal(dry.status, 2, dry.stderr);
   assert.match(dry.stderr, /--warc goes without --dry-run/);
+  const noSize = await runCli(['sync', 'http://127.0.0.1:9/cap.xml', '/nonexistent', '--warc', '/tmp/x', '--warc-max-size', '1T']);
+  assert.equal(noSize.status, 2, noSize.stderr);
+  assert.match(noSize.stderr, /--warc-max-size '1T'/);
 });

@@ -70,7 +70,8 @@ Options:
   --warc PATH              also write every resource fetched (and verified) as a WARC/1.1 response
                            record, gzip per record, with a CDXJ index beside each file: PATH is
                            a folder, or a file name ending in .warc.gz; a file left half-written
-                           by a killed run is cut back to its last whole record on the next run
+                           by a killed run is cut back to its last whole record on the next run;
+                           with --follow, the changes applied as they come too
   --warc-max-size SIZE     bytes per WARC file before the next one (default 1G; K, M, G suffixes)
   --timeout MS             HTTP connect/headers/body-idle timeout (default 30000); with --follow,
                            also the deadline for reading the whole change channel
@@ -261,7 +262,7 @@ function parseSync(args: string[]): SyncCommand | number {
   if (withDescribedBy && (flags['dry-run'] === true || flags.follow === true)) return usageError('sync', '--with goes without --dry-run and --follow.');
   const xmpp = flags.xmpp === undefined ? undefined : xmppAccount(flags.xmpp, 'destination');
   if (typeof xmpp === 'string') return usageError('sync', xmpp);
-  if (flags.warc !== undefined && (flags['dry-run'] === true || flags.follow === true)) return usageError('sync', '--warc goes without --dry-run and --follow.');
+  if (flags.warc !== undefined && flags['dry-run'] === true) return usageError('sync', '--warc goes without --dry-run.');
   if (flags.warc === '') return usageError('sync', '--warc needs a folder or a .warc.gz file name.');
   if (flags['warc-max-size'] !== undefined && flags.warc === undefined) return usageError('sync', '--warc-max-size goes with --warc.');
   const warc = flags.warc === undefined ? undefined : { path: flags.warc, maxBytes: warcMax };
@@ -331,10 +332,12 @@ async function runFollow(command: SyncCommand): Promise<number> {
   const { flags, xmpp } = command;
   // the thread and the syncfs shell, once the arguments are known good
   const durable = cliDurability(command.fsync, command.fsyncMethod);
+  let archive: WarcArchive | undefined;
   const work = async (signal: AbortSignal): Promise<number> => {
     try {
+      if (command.warc !== undefined) archive = await openWarcArchive(command.warc);
       return await follow({
-        syncOptions: { ...baseSyncOptions(command), durability: durable.durability },
+        syncOptions: { ...baseSyncOptions(command), durability: durable.durability, ...(archive === undefined ? {} : { archive }) },
         ...settings,
         ...(xmpp === undefined ? {} : { xmpp }),
         json: flags.json ?? false,
@@ -346,7 +349,12 @@ async function runFollow(command: SyncCommand): Promise<number> {
       return signal.aborted ? 0 : exitCodeOf(err);
     }
   };
-  return interruptible(work, () => durable.close());
+  return interruptible(work, async () => {
+    // the records written while following: their file closed, indexed and renamed
+    const summary = await archive?.close().catch(() => undefined);
+    if (summary !== undefined && flags.json !== true) stderr.write(describeWarc(summary));
+    await durable.close();
+  });
 }
 
 /** The options of one sync: a dry run prints its plan as it is decided, a run that writes shows its progress. */
