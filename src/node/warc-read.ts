@@ -157,7 +157,7 @@ function gzipHeaderLength(b: Buffer, where: string): number {
  * The inflated bytes of the gzip member at `offset`; once they are all read, `out.end` is where the member
  * ends (its trailer checked: CRC-32 and size).
  */
-async function* memberBytes(fh: FileHandle, offset: number, out: { end?: number }, window = new FileWindow(fh)): AsyncGenerator<Buffer> {
+async function* memberBytes(fh: FileHandle, offset: number, out: { end?: number }, window = new FileWindow(fh, FIRST_READ)): AsyncGenerator<Buffer> {
   const where = `offset ${offset}`;
   const head = await window.view(offset, FIRST_READ);
   const headerLength = gzipHeaderLength(head, where);
@@ -220,12 +220,16 @@ async function* memberBytes(fh: FileHandle, offset: number, out: { end?: number 
 class FileWindow {
   private buf = Buffer.alloc(0);
   private start = 0;
-  constructor(private readonly fh: FileHandle) {}
+  /** `readSize`: bytes read at a time (1 MiB for a scan; one member's first bytes for a record read at its offset). */
+  constructor(
+    private readonly fh: FileHandle,
+    private readonly readSize = 1 << 20,
+  ) {}
 
   /** Up to `n` bytes at `offset` (fewer at the end of the file). */
   async view(offset: number, n: number): Promise<Buffer> {
     if (offset < this.start || offset + n > this.start + this.buf.length) {
-      const size = Math.max(n, 1 << 20);
+      const size = Math.max(n, this.readSize);
       const b = Buffer.allocUnsafe(size);
       const { bytesRead } = await this.fh.read(b, 0, size, offset);
       this.buf = b.subarray(0, bytesRead);
