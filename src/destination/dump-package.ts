@@ -109,7 +109,8 @@ async function openWarcPackage(run: Run, pkgUrl: string, fh: FileHandle): Promis
   let manifest: { id: string; offset: number } | undefined;
   const maxRecordBytes = Math.max(0, run.maxTotal - run.extractedTotal);
   try {
-    for await (const r of scanWarc(fh, { maxRecords: (run.opts.maxEntries ?? 1_000_000) + 2, maxRecordBytes })) {
+    // the manifest record counts too: at most DOC_LIMITS.maxBytes more than the cap on extracted bytes
+    for await (const r of scanWarc(fh, { maxRecords: (run.opts.maxEntries ?? 1_000_000) + 2, maxRecordBytes, maxTotalBytes: maxRecordBytes + DOC_LIMITS.maxBytes })) {
       if (r.type === 'metadata' && manifest === undefined && records.size === 0 && /^(application|text)\/xml\b/i.test(r.contentType ?? '')) {
         if (r.contentLength > DOC_LIMITS.maxBytes) throw rsError('RS_LIMIT_BYTES', `Package '${pkgUrl}': its manifest is larger than ${DOC_LIMITS.maxBytes} bytes.`, { url: pkgUrl });
         manifest = { id: r.id, offset: r.offset };

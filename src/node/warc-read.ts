@@ -23,6 +23,8 @@ export interface WarcReadLimits {
   maxHeaderBytes?: number;
   /** Bytes of one record's block. Default 16 GiB. */
   maxRecordBytes?: number;
+  /** Bytes of all the blocks of a scan together (checked before a block is read). Default no cap. */
+  maxTotalBytes?: number;
 }
 
 /** A record as {@link scanWarc} found it, its digests verified. */
@@ -49,7 +51,7 @@ export interface ScannedWarcRecord {
   payloadDigest: string;
 }
 
-const DEFAULTS = { maxRecords: 1_000_000, maxHeaderBytes: 64 * 1024, maxRecordBytes: 16 * 2 ** 30 };
+const DEFAULTS = { maxRecords: 1_000_000, maxHeaderBytes: 64 * 1024, maxRecordBytes: 16 * 2 ** 30, maxTotalBytes: Number.POSITIVE_INFINITY };
 const CHUNK = 64 * 1024;
 const CRLF2 = Buffer.from('\r\n\r\n');
 
@@ -377,6 +379,7 @@ export async function* scanWarc(fh: FileHandle, limits: WarcReadLimits = {}): As
   const gz = await isGzip(fh);
   let offset = 0;
   let count = 0;
+  let total = 0;
   const plain = gz ? undefined : new Pull(fileBytes(fh, 0)[Symbol.asyncIterator](), () => `offset ${offset}`);
   const window = new FileWindow(fh);
   while (offset < size) {
@@ -391,6 +394,8 @@ export async function* scanWarc(fh: FileHandle, limits: WarcReadLimits = {}): As
     }
     if (++count > max.maxRecords) throw warcError('RS_LIMIT_ENTRIES', `WARC file has more than ${max.maxRecords} records.`, { limit: max.maxRecords });
     const head = recordHead(text, offset, max.maxRecordBytes);
+    total += head.contentLength;
+    if (total > max.maxTotalBytes) throw warcError('RS_LIMIT_BYTES', `WARC file holds more than ${max.maxTotalBytes} bytes of records.`, { offset, limit: max.maxTotalBytes });
     const f = head.header.fields;
     const blockField = f.get('warc-block-digest');
     const payloadField = f.get('warc-payload-digest');
