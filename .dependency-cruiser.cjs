@@ -5,6 +5,7 @@
  *   core ← node ← source
  *   core ← node ← server
  *   live  imports source, server, notify, check, web, client
+ *   oai   imports client, source, live (the OAI-PMH client and the bridge)
  *   cli   imports everything
  *
  * A module imports only from its own folder and the folders its row names. `source` and `destination`
@@ -25,6 +26,7 @@ const MAY_IMPORT = {
   web: ['core', 'node', 'client', 'check'],
   server: ['core', 'node'],
   live: ['core', 'node', 'client', 'notify', 'source', 'server', 'check', 'web'],
+  oai: ['core', 'node', 'client', 'notify', 'source', 'server', 'live'],
 };
 const LAYERS = [...Object.keys(MAY_IMPORT), 'cli'];
 const ABOVE = Object.fromEntries(

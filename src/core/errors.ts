@@ -19,6 +19,10 @@ export type ErrorCode =
   | 'RS_INVALID_DOCUMENT'
   | 'RS_INVALID_DATETIME'
   | 'RS_INVALID_ARGUMENT'
+  // an inventory given as records (a JSON-lines feed, a database query): `data.line`, `data.field`
+  | 'RS_INVALID_FEED'
+  // a database query given as an inventory failed: `data.sqlstate`
+  | 'RS_QUERY'
   // network and files
   | 'RS_HTTP_STATUS'
   | 'RS_HTTP_TIMEOUT'
@@ -26,6 +30,8 @@ export type ErrorCode =
   | 'RS_IO'
   // push over XMPP: a stream, SASL or stanza error (`data.condition`, e.g. `not-authorized`, `item-not-found`)
   | 'RS_XMPP'
+  // an OAI-PMH repository answered with an error or broke the protocol (`data.oaiCode`, e.g. `badArgument`)
+  | 'RS_OAI_PMH'
   // destination safety and verification
   | 'RS_UNSAFE_PATH'
   | 'RS_AUTHORITY'

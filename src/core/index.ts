@@ -15,6 +15,7 @@ export { SITEMAP_NS, RS_NS, REL_PATCH, REL_RESOURCESYNC, WELL_KNOWN_PATH, DOCUME
 export { isResourceSyncError, type ErrorCode, type ResourceSyncErrorOptions, ResourceSyncError } from './errors.js';
 export { parseHashes, formatHashes, isKnownHashAlgorithm, parseLength, type HashValue } from './hash.js';
 export { parseW3CDatetime, formatW3CDatetime, normalizeW3CDatetime, type DatetimeGranularity, type W3CDatetime } from './w3c-datetime.js';
+export { feedRecord, parseFeedLine, type FeedRecord } from './feed-record.js';
 export { readManifestPath, type ManifestPath } from './manifest-path.js';
 export { WARC_VERSION, WARC_MEDIA_TYPE, WARC_RECORD_TYPES, formatWarcHeader, parseWarcHeader, parseWarcDigest, base32, warcDate, cdxTimestamp, surtKey, type WarcRecordType, type WarcField, type WarcHeader, type WarcDigest } from './warc.js';
 export { robotsSitemaps, htmlResourceSyncLinks } from './discovery-hints.js';

@@ -18,6 +18,11 @@ export interface BaselineOptions extends DocumentContext {
   onDocument?: (doc: RemoteDocument) => AsyncIterable<Entry>;
   /** Where the resources on offer are added (several capability sets share one); default a new set. */
   seen?: FingerprintSet;
+  /**
+   * Brings the entries of one Resource List in line somewhere else instead of through `applier` (a job queue's
+   * workers); resolves once every entry is handed on. Default: `applier.apply` with `concurrency` at once.
+   */
+  applyEntries?: (entries: AsyncIterable<Entry>) => Promise<void>;
 }
 
 /** What a baseline saw. */
@@ -69,14 +74,13 @@ export async function baseline(options: BaselineOptions, url: string): Promise<B
         const share = doc.readShare();
         if (share !== undefined && share > 0 && share < 1) estimate = Math.round(n / share);
         if (estimate > 0) applier.estimateTotal(Math.max(estimate, n));
+        result.seen.add(e.loc);
         yield e;
       }
       applier.addTotal(n);
     };
-    await runPool(counted(), concurrency, async (entry, release) => {
-      result.seen.add(entry.loc);
-      await applier.apply(entry, release);
-    });
+    if (options.applyEntries !== undefined) await options.applyEntries(counted());
+    else await runPool(counted(), concurrency, (entry, release) => applier.apply(entry, release));
     await applier.flush();
   };
 

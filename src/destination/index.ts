@@ -33,7 +33,12 @@ export { openSqliteDestinationState, type SqliteDestinationStateOptions } from '
 export { openPostgresDestinationState, type PostgresDestinationStateOptions } from './postgres-state.js';
 export { holdLease, DEFAULT_LEASE_TTL_MS, type HeldLease } from './lease.js';
 export { createLocalDirectory, type LocalDirectoryOptions } from './local-directory.js';
+export { createS3Storage, type S3Storage, type S3StorageOptions } from './s3-storage.js';
 export type { MirrorStorage, StagedWrite, StageOptions, WriteChunkOptions, ReadOptions, StoredFacts, StoredItem, StoredDigests } from './mirror-storage.js';
 export { Follower, type FollowerOptions, type FollowBatch } from './follower.js';
 export { readChangeChannel, type ChangeChannel, type ChangeChannelContext } from './change-channel.js';
 export { followSource, type FollowSourceOptions, type FollowHandle, type FollowEvent, type FollowVia } from './follow.js';
+export { syncWithQueue, type QueueSyncOptions, type QueueProgress } from './queue-sync.js';
+export { runSyncWorker, type SyncWorkerOptions, type ChunkReport } from './queue-worker.js';
+export type { ChunkJob, ChunkOutcome, StorageDescriptor, SharedStateName, JobConnection } from './queue-jobs.js';
+export type { AppliedElsewhere } from './sync-counts.js';

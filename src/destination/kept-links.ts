@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { ResourceSyncError } from '../core/errors.js';
 import { relatedLinks, type RelatedLinks } from './links.js';
 import { openSqliteDestinationState, STATE_DIR } from './sqlite-state.js';
-import type { ResourceRecord } from './state.js';
+import type { DestinationState, ResourceRecord } from './state.js';
 
 /** The §14 links a mirror keeps for one resource it holds. */
 export interface ResourceLinks {
@@ -23,20 +23,21 @@ const linksOf = (r: ResourceRecord): ResourceLinks => ({
 /**
  * The links kept in a mirror's state for its resources, read without changing anything: every resource that has
  * kept links, in URL order, or the one resource whose URL or mirror path is `select` (its links may be empty).
- * Throws `RS_INVALID_ARGUMENT` when `dest` holds no mirror state.
+ * Throws `RS_INVALID_ARGUMENT` when `dest` holds no mirror state. With `options.state` (the caller's, not closed
+ * here), the links are read from that state instead of `<dest>/.resourcesync/state.sqlite`.
  * @see Z39.99 §14 (links kept: §14.3, §14.5–§14.8)
  * @example for (const r of keptLinks('./mirror')) console.log(r.path, r.links.describedby?.[0]?.href);
  */
-export async function* keptLinks(dest: string, select?: string): AsyncGenerator<ResourceLinks> {
+export async function* keptLinks(dest: string, select?: string, options: { state?: DestinationState } = {}): AsyncGenerator<ResourceLinks> {
   const root = resolve(dest);
-  if (!existsSync(join(root, STATE_DIR, 'state.sqlite'))) {
+  if (options.state === undefined && !existsSync(join(root, STATE_DIR, 'state.sqlite'))) {
     throw new ResourceSyncError(
       'RS_INVALID_ARGUMENT',
       `'${dest}' holds no mirror (no ${STATE_DIR}/state.sqlite): sync into it first.`,
       { data: { dest } },
     );
   }
-  const store = await openSqliteDestinationState(root, { readonly: true });
+  const store = options.state ?? (await openSqliteDestinationState(root, { readonly: true }));
   try {
     if (select === undefined) {
       for await (const r of store.records()) {
@@ -58,6 +59,6 @@ export async function* keptLinks(dest: string, select?: string): AsyncGenerator<
       }
     }
   } finally {
-    await store.close();
+    if (options.state === undefined) await store.close();
   }
 }

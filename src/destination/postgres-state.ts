@@ -121,7 +121,25 @@ class PostgresDestinationState implements DestinationState {
   /** The rows of a read of this destination's data (`$1` is the destination). */
   async #rows<T extends pg.QueryResultRow>(sql: string, params: unknown[] = []): Promise<T[]> {
     if (!this.#schema) return [];
-    return (await this.#pool.query<T>(sql, [this.#destination, ...params])).rows;
+    return this.#query<T>(sql, [this.#destination, ...params], 'read');
+  }
+
+  /** A connection of the pool; one that cannot be had (the server gone, say) is an `RS_IO` error of the state's. */
+  async #connect(doing: 'read' | 'written'): Promise<pg.PoolClient> {
+    try {
+      return await this.#pool.connect();
+    } catch (err) {
+      throw ioError(`The state of destination '${this.#destination}' could not be ${doing}`, err);
+    }
+  }
+
+  /** One statement; a failure (the server gone, say) is an `RS_IO` error that says it was the state's. */
+  async #query<T extends pg.QueryResultRow>(sql: string, params: unknown[], doing: 'read' | 'written'): Promise<T[]> {
+    try {
+      return (await this.#pool.query<T>(sql, params)).rows;
+    } catch (err) {
+      throw ioError(`The state of destination '${this.#destination}' could not be ${doing}`, err);
+    }
   }
 
   async get(url: string): Promise<ResourceRecord | undefined> {
@@ -160,7 +178,7 @@ class PostgresDestinationState implements DestinationState {
    * quadratic; bitmap scans are turned off for this read only.
    */
   async #page<T extends pg.QueryResultRow>(sql: string, params: unknown[]): Promise<T[]> {
-    const client = await this.#pool.connect();
+    const client = await this.#connect('read');
     try {
       await client.query('BEGIN READ ONLY; SET LOCAL enable_bitmapscan = off');
       const rows = (await client.query<T>(sql, params)).rows;
@@ -168,7 +186,7 @@ class PostgresDestinationState implements DestinationState {
       return rows;
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
+      throw ioError(`The state of destination '${this.#destination}' could not be read`, err);
     } finally {
       client.release();
     }
@@ -178,7 +196,7 @@ class PostgresDestinationState implements DestinationState {
     this.#writable();
     const statements = batchStatements(this.#destination, batch);
     if (statements.length === 0) return;
-    const client = await this.#pool.connect();
+    const client = await this.#connect('written');
     try {
       await client.query('BEGIN');
       for (const [sql, params] of statements) await client.query(sql, params);
@@ -205,10 +223,11 @@ class PostgresDestinationState implements DestinationState {
 
   async setCursor(key: string, cursor: SyncCursor): Promise<void> {
     this.#writable();
-    await this.#pool.query(
+    await this.#query(
       `INSERT INTO resourcesync_cursors (destination, key, datetime, change_list, position) VALUES ($1, $2, $3, $4, $5)
        ON CONFLICT (destination, key) DO UPDATE SET datetime = excluded.datetime, change_list = excluded.change_list, position = excluded.position`,
       [this.#destination, key, cursor.datetime, cursor.changeList ?? null, cursor.position ?? null],
+      'written',
     );
   }
 
@@ -219,11 +238,12 @@ class PostgresDestinationState implements DestinationState {
 
   async setMeta(key: string, value: string | undefined): Promise<void> {
     this.#writable();
-    if (value === undefined) await this.#pool.query('DELETE FROM resourcesync_meta WHERE destination = $1 AND key = $2', [this.#destination, key]);
+    if (value === undefined) await this.#query('DELETE FROM resourcesync_meta WHERE destination = $1 AND key = $2', [this.#destination, key], 'written');
     else {
-      await this.#pool.query(
+      await this.#query(
         'INSERT INTO resourcesync_meta (destination, key, value) VALUES ($1, $2, $3) ON CONFLICT (destination, key) DO UPDATE SET value = excluded.value',
         [this.#destination, key, value],
+        'written',
       );
     }
   }
@@ -235,7 +255,7 @@ class PostgresDestinationState implements DestinationState {
 
   async clearPending(setKey: string): Promise<void> {
     this.#writable();
-    await this.#pool.query('DELETE FROM resourcesync_pending WHERE destination = $1 AND set_key = $2', [this.#destination, setKey]);
+    await this.#query('DELETE FROM resourcesync_pending WHERE destination = $1 AND set_key = $2', [this.#destination, setKey], 'written');
   }
 
   async hasSkippedDeletions(): Promise<boolean> {
@@ -252,7 +272,12 @@ class PostgresDestinationState implements DestinationState {
 
   async acquireLease(options: LeaseOptions): Promise<Lease> {
     this.#writable();
-    return this.#leases.acquire(options);
+    try {
+      return await this.#leases.acquire(options);
+    } catch (err) {
+      if (err instanceof ResourceSyncError) throw err;
+      throw ioError(`The lease of destination '${this.#destination}' could not be taken`, err);
+    }
   }
 
   async close(): Promise<void> {

@@ -9,7 +9,7 @@ import type { DestinationState, ResourceRecord, StateBatch } from './state.js';
 import { adoptable, localFacts, recordHolds } from './local-copy.js';
 import type { FingerprintSet } from '../core/fingerprint-set.js';
 import { ResourceFetcher, keptLinks, toRecord, withLinks, type ResourceFetchOptions } from './resource-fetch.js';
-import { CountOnce, emptyCounts, type Counted, type SyncCounts, type SyncFailure, type SyncProgress } from './sync-counts.js';
+import { CountOnce, emptyCounts, type AppliedElsewhere, type Counted, type SyncCounts, type SyncFailure, type SyncProgress } from './sync-counts.js';
 
 export { emptyCounts, type SyncCounts, type SyncFailure, type SyncProgress } from './sync-counts.js';
 
@@ -151,6 +151,19 @@ export class ResourceApplier {
    */
   excuse(url: string): void {
     this.#failures.delete(url);
+  }
+
+  /**
+   * Counts what another process applied for this run (a job queue's chunk of a baseline): its counts, bytes,
+   * failures and notes, as if this applier had done it; their state records are that process's.
+   */
+  absorb(outcome: AppliedElsewhere): void {
+    for (const k of ['created', 'updated', 'deleted', 'unchanged'] as const) this.counts[k] += outcome[k];
+    this.counts.bytes += outcome.bytes;
+    for (const f of outcome.failed) this.#failures.set(f.url, f);
+    for (const w of outcome.warnings) this.warn(w);
+    this.#done += outcome.done;
+    this.progress();
   }
 
   /** URLs that failed in this run and are not resolved yet. */

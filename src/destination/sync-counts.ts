@@ -58,6 +58,12 @@ export function emptyCounts(): SyncCounts {
   return { created: 0, updated: 0, deleted: 0, unchanged: 0, failed: [], deletionsSkipped: [], deletionsSkippedCount: 0, bytes: 0, warnings: [] };
 }
 
+/**
+ * What another process brought in line for a run (a chunk a job queue's worker applied): its counts, the failures
+ * (their pending entries recorded there), its notes, and how many resources it dealt with.
+ */
+export type AppliedElsewhere = Pick<SyncCounts, 'created' | 'updated' | 'deleted' | 'unchanged' | 'bytes' | 'failed' | 'warnings'> & { done: number };
+
 /** What a resource brought in line counts as. */
 export type Counted = 'created' | 'updated' | 'unchanged';
 

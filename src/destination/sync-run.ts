@@ -73,6 +73,11 @@ export class RunHold {
   readonly connection: Connection;
   readonly storage: MirrorStorage;
   lease: HeldLease | undefined;
+  /**
+   * Leave what is staged in the storage at the start (a job queue's run: workers of the run resumed may be writing);
+   * settling discards it all the same.
+   */
+  keepStaged = false;
   store: DestinationState | undefined;
   readonly ownsState: boolean;
   readonly #undo: (() => Promise<void>) | undefined;
@@ -97,7 +102,7 @@ export class RunHold {
     makeDestination(this.dest);
     this.store ??= await openSqliteDestinationState(this.dest);
     this.lease = await holdLease(this.store);
-    await this.storage.discardStaged();
+    if (!this.keepStaged) await this.storage.discardStaged();
   }
 
   /** After a failure: a run that holds nothing (a first run, or one whose state was empty) leaves dest as found. */
@@ -114,12 +119,24 @@ export class RunHold {
 
   /** Lets go of the lease, the state (when the run opened it) and the connection. */
   async release(): Promise<void> {
-    await this.lease?.release();
+    // a lease that cannot be given back (its database gone) expires on its own: the run's outcome, or its error, stands
+    await this.lease?.release().catch(() => undefined);
     this.lease = undefined;
     if (this.ownsState) await this.store?.close();
     this.store = undefined;
     await this.connection.close();
   }
+}
+
+/**
+ * Where a run hands the resources of its Resource Lists when other processes fetch them (a job queue's workers):
+ * `baselineFromList` hands each list's entries on, then waits for them to be applied before recording the baseline.
+ */
+export interface ResourceDispatch {
+  /** Hands on the entries of one Resource List of the set in hand; resolves once every one is handed on. */
+  enqueue(run: SyncRun, setRun: SetRun, entries: AsyncIterable<Entry>): Promise<void>;
+  /** Resolves once everything handed on is applied and counted by the run's applier (`absorb`). */
+  settled(run: SyncRun): Promise<void>;
 }
 
 /** Catching up a capability set from its snapshot to the Source's present, owed once deletions are inferred. */
@@ -189,6 +206,8 @@ export class SyncRun {
   /** Capability sets that offer nothing this run can use. */
   readonly unusable: { set: string; offered: string[] }[] = [];
   readonly catchUps: CatchUp[] = [];
+  /** Where the resources of Resource Lists go when other processes fetch them; undefined: this run fetches them. */
+  dispatch: ResourceDispatch | undefined;
 
   constructor(hold: RunHold, options: SyncOptions, started: number, state: DestinationState, fresh: boolean) {
     this.options = options;

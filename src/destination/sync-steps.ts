@@ -5,6 +5,7 @@
  * @see Z39.99 §5.2
  */
 import { ResourceSyncError } from '../core/errors.js';
+import type { Entry } from '../core/model/types.js';
 import { baseline } from './baseline.js';
 import { resolveSets, type CapabilitySet } from './capability-sets.js';
 import { loadDocument } from './documents.js';
@@ -160,7 +161,10 @@ async function baselineFromDump(run: SyncRun, setRun: SetRun): Promise<void> {
 export async function baselineFromList(run: SyncRun, setRun: SetRun): Promise<void> {
   const { applier, concurrency } = run;
   if (!run.dryRun) await run.state.clearPending(setRun.set.key);
-  const got = await baseline({ ...run.context, applier, concurrency, onDocument: run.onDocument, seen: run.seenAll }, setRun.set.resourceList!);
+  const dispatch = run.dryRun ? undefined : run.dispatch;
+  const elsewhere = dispatch === undefined ? {} : { applyEntries: (entries: AsyncIterable<Entry>) => dispatch.enqueue(run, setRun, entries) };
+  const got = await baseline({ ...run.context, applier, concurrency, onDocument: run.onDocument, seen: run.seenAll, ...elsewhere }, setRun.set.resourceList!);
+  if (dispatch !== undefined) await dispatch.settled(run);
   setRun.mode = 'baseline';
   setRun.documents.push(...got.documents);
   if (!got.complete) run.baselineComplete = false;

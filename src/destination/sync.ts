@@ -1,4 +1,4 @@
-import { RunHold, openRun } from './sync-run.js';
+import { RunHold, openRun, type ResourceDispatch, type SyncRun } from './sync-run.js';
 import { catchUpSet, discover, inferDeletions, requireUsableSets, settle, syncSet } from './sync-steps.js';
 import type { SyncOptions, SyncReport } from './sync-options.js';
 
@@ -20,10 +20,20 @@ export type { MirrorTarget, SyncBehaviour, SyncOptions, SyncReport } from './syn
  * console.log(report.mode, report.created, report.failed.length);
  */
 export async function sync(options: SyncOptions): Promise<SyncReport> {
+  return runSync(options, undefined);
+}
+
+/**
+ * The steps of {@link sync}; `dispatchFor` (a job queue's coordinator) says where the run hands the resources of its
+ * Resource Lists once it is open, instead of fetching them itself.
+ */
+export async function runSync(options: SyncOptions, dispatchFor: ((run: SyncRun) => Promise<ResourceDispatch>) | undefined): Promise<SyncReport> {
   const started = Date.now();
   const hold = new RunHold(options);
+  hold.keepStaged = dispatchFor !== undefined;
   try {
     const run = await openRun(hold, options, started);
+    if (dispatchFor !== undefined) run.dispatch = await dispatchFor(run);
     const sets = await discover(run);
     for (const set of sets) await syncSet(run, set);
     requireUsableSets(run);

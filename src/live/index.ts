@@ -14,5 +14,7 @@ export {
   type LiveSource,
   type LiveSourceEvent,
   type LiveSourceOptions,
+  type LiveSet,
+  type LiveFeedSet,
 } from './live-source.js';
 export type { PushEvent } from './push.js';

@@ -93,3 +93,25 @@ void test('with the watcher, a file written after the start is served and close(
     await rm(root, { recursive: true, force: true });
   }
 });
+
+void test('publishFiles records the files named on their own, without scanning the sets, then writes the documents', async () => {
+  const { root, dir } = await folder();
+  const source = await createLiveSource({ sets: [{ name: 'data', dir }], port: 0, stateDir: join(root, 'state'), watch: false });
+  try {
+    await source.ready();
+    await writeFile(join(dir, 'c.txt'), 'named\n');
+    await writeFile(join(dir, 'd.txt'), 'not named\n');
+    const named = await source.publishFiles([join(dir, 'c.txt')]);
+    assert.deepEqual(named.changes, { created: 1, updated: 0, deleted: 0 });
+    assert.equal(named.resources, 2);
+    const changes = await (await fetch(`${source.url}/.resourcesync/data/changelist.xml`)).text();
+    assert.match(changes, /\/c\.txt<\/loc>/);
+    assert.doesNotMatch(changes, /\/d\.txt<\/loc>/);
+    const rescan = await source.publishNow();
+    assert.deepEqual(rescan.changes, { created: 1, updated: 0, deleted: 0 });
+    assert.equal(rescan.resources, 3);
+  } finally {
+    await source.close();
+    await rm(root, { recursive: true, force: true });
+  }
+});

@@ -8,6 +8,7 @@
  * through `onEvent`; nothing is printed.
  * @see Z39.99 §6.3 (discovery), §12 (Change List); Change Notification §4
  */
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ResourceSyncError, messageOf, toError } from '../core/errors.js';
 import type { ResponderHandler, ResponderResponse } from '../server/request-response.js';
@@ -24,6 +25,31 @@ import { startPush, type Push, type PushEvent, type PushOptions } from './push.j
 import { mountExplorer, type ExplorerMount } from './explorer-mount.js';
 import { LivePublication, SETTLE_MS } from './publication.js';
 import { RESOURCESYNC_DIR } from '../core/constants.js';
+import type { InventoryFeed } from '../source/inventory-feed.js';
+import { watchFeedFile, type FeedFileWatch } from './feed-watch.js';
+
+/**
+ * A set of a live Source: a directory, or a feed (`InventoryFeed`) whose resources are elsewhere; with `watch`, a
+ * feed read from a `file` is published again when the file changes, and one with `everyMs` (a query) that often.
+ */
+export type LiveSet = { name: string; dir: string } | LiveFeedSet;
+
+/** A feed set of a live Source (see {@link LiveSet}). */
+export interface LiveFeedSet {
+  name: string;
+  feed: InventoryFeed;
+  file?: string;
+  everyMs?: number;
+}
+
+/** A folder that holds nothing (made when missing). */
+function emptyFolder(dir: string): string {
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+const isFeed = (s: LiveSet): s is LiveFeedSet => 'feed' in s;
+const folders = (sets: readonly LiveSet[]): Array<{ name: string; dir: string }> => sets.flatMap((s) => (isFeed(s) ? [] : [s]));
 
 /** The publication options a live Source takes as they are (the rest it sets itself). */
 export type LivePublishOptions = Omit<
@@ -52,8 +78,8 @@ export interface LivePushOptions extends Pick<PushOptions, 'hub' | 'allowCallbac
 
 /** Options of {@link createLiveSource}. */
 export interface LiveSourceOptions {
-  /** The sets of resources, one directory each; names are URL segments. */
-  sets: ReadonlyArray<{ name: string; dir: string }>;
+  /** The sets of resources, a directory or a feed each; names are URL segments. A feed needs `stateDir`. */
+  sets: readonly LiveSet[];
   /** TCP port; 0 picks a free one. Default 8080. */
   port?: number;
   /** Interface to listen on. Default `127.0.0.1`. */
@@ -110,6 +136,12 @@ export interface LiveSource {
    * result (and rejects when it failed); with it, the watcher rescans and it resolves with the latest result.
    */
   publishNow(): Promise<PublishResult>;
+  /**
+   * Without the watcher: records the changes of `files` (absolute paths in the sets' folders, changed outside
+   * the watcher) on their own, announced at once with push, then writes the documents without scanning the sets;
+   * a full publication when the files need one (see `recordChanges`). With the watcher, as `publishNow()`.
+   */
+  publishFiles(files: readonly string[]): Promise<PublishResult>;
   /** Forgets what the server cached of the file system (after a change made outside the watcher). */
   invalidate(): void;
   /** Stops serving, watching and pushing; resolves once all is closed and no publication is in flight. */
@@ -140,6 +172,7 @@ class RunningLiveSource implements LiveSource {
   #push: Push | undefined;
   #explorer: ExplorerMount | undefined;
   #watcher: SourceWatcher | undefined;
+  #feedWatches: Array<FeedFileWatch | { close(): void }> = [];
   #publication: LivePublication | undefined;
   #firstPublication: Promise<PublishResult> | undefined;
   /** The publications asked for with `publishNow()` without the watcher, one after the other. */
@@ -194,7 +227,11 @@ class RunningLiveSource implements LiveSource {
   /** Starts push, the explorer, the watcher and the first publication. */
   start(): void {
     const options = this.#options;
-    const stateRoot = options.stateDir ?? join(options.sets[0]!.dir, RESOURCESYNC_DIR);
+    const firstFolder = folders(options.sets)[0];
+    if (options.stateDir === undefined && (firstFolder === undefined || options.sets.some(isFeed))) {
+      throw new ResourceSyncError('RS_INVALID_ARGUMENT', 'A live Source with a feed needs stateDir (where its snapshots are kept).');
+    }
+    const stateRoot = options.stateDir ?? join(firstFolder!.dir, RESOURCESYNC_DIR);
     if (options.push !== undefined) this.#push = this.#startPush(options.push, stateRoot);
     const push = this.#push;
     if (options.explorer === true) {
@@ -211,8 +248,9 @@ class RunningLiveSource implements LiveSource {
     this.#publication = publication;
     // The watcher starts before the first publication, which it runs itself: a change made meanwhile is
     // never lost, and two publications never run at once.
-    this.#watcher = options.watch === false ? undefined : this.#startWatcher(publication);
+    this.#watcher = options.watch === false || folders(options.sets).length === 0 ? undefined : this.#startWatcher(publication);
     publication.watcher = this.#watcher;
+    if (options.watch !== false) this.#watchFeeds();
     const firstRun = this.#watcher !== undefined ? this.#watcher.flush() : publication.publish().then(() => undefined, () => undefined);
     this.#firstPublication = firstRun.then(() => this.#serveFirst(publication));
     this.#firstPublication.catch(() => undefined); // told through ready()
@@ -237,7 +275,7 @@ class RunningLiveSource implements LiveSource {
     const xmppService = options.push?.xmpp?.service;
     return {
       ...options.publish,
-      sets: options.sets.map((s) => ({ name: s.name, dir: s.dir })),
+      sets: options.sets.map((s) => (isFeed(s) ? { name: s.name, feed: s.feed } : { name: s.name, dir: s.dir })),
       baseUrl: this.baseUrl,
       outDir: options.outDir ?? join(stateRoot, 'publish'),
       ...(options.htmlDiscoveryLink === true ? { htmlDiscoveryLink: true } : {}),
@@ -264,7 +302,7 @@ class RunningLiveSource implements LiveSource {
     const push = this.#push;
     const signal = this.#controller.signal;
     return watchSources({
-      dirs: this.#options.sets.map((s) => s.dir),
+      dirs: folders(this.#options.sets).map((s) => s.dir),
       settleMs: SETTLE_MS,
       run: (o) => publication.publish(o),
       ...(push
@@ -295,10 +333,12 @@ class RunningLiveSource implements LiveSource {
     if (result === undefined) throw toError(publication.first?.error ?? new ResourceSyncError('RS_ABORTED', 'no result'));
     if (this.#watcher === undefined) this.#sendFramework(result); // (the watcher's runs send their own)
     const options = this.#options;
+    // the resources of a feed are where their loc says: its set is served from an empty folder of the state
     this.#responder = createSourceResponder({
       sets: options.sets.map((s, i) => {
+        const served = isFeed(s) ? { name: s.name, dir: emptyFolder(join(options.stateDir!, s.name, 'no-resources')) } : s;
         const capabilityList = result.capabilityLists[i];
-        return capabilityList === undefined ? s : { ...s, capabilityList };
+        return capabilityList === undefined ? served : { ...served, capabilityList };
       }),
       outDir: publication.options.outDir,
       baseUrl: this.baseUrl,
@@ -332,6 +372,24 @@ class RunningLiveSource implements LiveSource {
     return run;
   }
 
+  async publishFiles(files: readonly string[]): Promise<PublishResult> {
+    const publication = this.#publication!;
+    if (this.#watcher !== undefined) return this.publishNow();
+    const run = this.#publishing.then(async () => {
+      try {
+        const recorded = await publication.record([...files]);
+        const written = await publication.publish({ rescan: !recorded.complete });
+        this.#sendFramework(written);
+        // the documents run scanned nothing: the changes are those recorded
+        return recorded.complete ? { ...written, changes: recorded.changes } : written;
+      } finally {
+        this.invalidate();
+      }
+    });
+    this.#publishing = run.catch(() => undefined);
+    return run;
+  }
+
   invalidate(): void {
     this.#responder?.invalidate();
   }
@@ -341,7 +399,29 @@ class RunningLiveSource implements LiveSource {
     return this.closed;
   }
 
+  /** A feed read from a file is published again when the file changes, and the run reported as the watcher's are. */
+  #watchFeeds(): void {
+    for (const set of this.#options.sets) {
+      if (!isFeed(set) || (set.file === undefined && set.everyMs === undefined)) continue;
+      const onChange = (): void => {
+        const t0 = performance.now();
+        this.publishNow().then(
+          (result) => this.#emit({ type: 'run', action: 'rescan', changes: result.changes, ms: performance.now() - t0 }),
+          (error: unknown) => {
+            if (!this.#controller.signal.aborted) this.#emit({ type: 'publish-failed', error });
+          },
+        );
+      };
+      if (set.file !== undefined) this.#feedWatches.push(watchFeedFile(set.file, onChange, { signal: this.#controller.signal }));
+      if (set.everyMs !== undefined) {
+        const timer = setInterval(onChange, Math.max(1000, set.everyMs));
+        this.#feedWatches.push({ close: () => clearInterval(timer) });
+      }
+    }
+  }
+
   async #shutDown(): Promise<void> {
+    for (const w of this.#feedWatches) w.close();
     await this.#watcher?.close();
     // a publication in flight without the watcher (aborted with the rest) ends before the Source is closed
     await Promise.all([this.#firstPublication?.catch(() => undefined), this.#publishing]);

@@ -8,11 +8,11 @@ export type Hashes = Partial<Record<HashAlgorithm, string>>;
 export interface InventoryEntry {
   /** Relative path, `/`-separated, never hidden. */
   path: string;
-  /** Length in bytes. */
+  /** Length in bytes ({@link NO_LENGTH} when not known). */
   size: number;
-  /** Last modification, milliseconds since the epoch (as `fs.Stats.mtimeMs`). */
+  /** Last modification, milliseconds since the epoch (as `fs.Stats.mtimeMs`; {@link NO_LASTMOD} when not known). */
   mtimeMs: number;
-  /** Media type from the extension. */
+  /** Media type from the extension ('' when not known). */
   type: string;
   hashes: Hashes;
 }
@@ -80,3 +80,12 @@ export interface InventoryOptions {
    */
   onUnpublishable?: (path: string) => void;
 }
+
+/**
+ * `InventoryEntry.mtimeMs` of a resource whose last modification is not known (a feed record without `lastmod`):
+ * the earliest time a `Date` holds, which no W3C datetime (years 0000–9999) can name. Documents leave `lastmod` out.
+ */
+export const NO_LASTMOD = -8.64e15;
+
+/** `InventoryEntry.size` of a resource whose length is not known (a feed record without `length`). */
+export const NO_LENGTH = -1;

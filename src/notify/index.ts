@@ -1,6 +1,7 @@
 /**
  * Push for ResourceSync: a WebSub hub that relays Change Notifications and Framework Notifications
- * to subscribers, with subscriptions and undelivered notifications kept in SQLite.
+ * to subscribers, with subscriptions and undelivered notifications kept in SQLite (or PostgreSQL, shared by
+ * several hub processes: `openPostgresHubStore`).
  * @see ResourceSync Change Notification 1.0.1, Framework Notification 1.0.1, WebSub
  * @example
  * import { openSqliteHubStore, createHub, listen } from 'resourcesync/notify';
@@ -34,6 +35,7 @@ export type {
   PublishOutcome,
 } from './hub-store.js';
 export { openSqliteHubStore } from './sqlite-hub-store.js';
+export { openPostgresHubStore, type PostgresHubStoreOptions } from './postgres-hub-store.js';
 export { listen, nodeListener, type FetchHandler, type Listener } from './node-listener.js';
 export { Subscriber, type SubscriberOptions, type SubscriberEvent } from './subscriber.js';
 export { publishNotification, type Notification, type SendRequest } from './publisher.js';

@@ -11,15 +11,30 @@ import { formatHashes } from '../core/hash.js';
 import { formatW3CDatetime } from '../core/w3c-datetime.js';
 import type { Hashes } from '../node/inventory.js';
 import type { ChangeRecord, ListedResource, StoredResource } from './snapshot-rows.js';
+import { NO_LASTMOD, NO_LENGTH } from '../node/inventory-types.js';
 import { pathToUrl } from './url-path.js';
+
+/**
+ * The URL of a stored resource: its path under the set's base URL, or, for a set whose base is '' (an inventory
+ * given as records, see `InventoryFeed`), the path itself, which is the resource's `loc` as given.
+ */
+function resourceLoc(setBaseUrl: string, path: string): string {
+  return setBaseUrl === '' ? path : pathToUrl(setBaseUrl, path);
+}
+
+/** A resource entry's `loc` and `lastmod` (left out when not known). */
+function locAndLastmod(setBaseUrl: string, r: { path: string; mtimeMs: number }): Pick<Entry, 'loc' | 'lastmod'> {
+  const loc = resourceLoc(setBaseUrl, r.path);
+  return r.mtimeMs === NO_LASTMOD ? { loc } : { loc, lastmod: formatW3CDatetime(r.mtimeMs) };
+}
 
 function withFixity(md: Md, r: { size?: number; type?: string; hashes?: Hashes }): Md {
   if (r.hashes !== undefined) {
     const h = formatHashes(r.hashes);
     if (h !== '') md.hash = h;
   }
-  if (r.size !== undefined) md.length = String(r.size);
-  if (r.type !== undefined) md.type = r.type;
+  if (r.size !== undefined && r.size !== NO_LENGTH) md.length = String(r.size);
+  if (r.type !== undefined && r.type !== '') md.type = r.type;
   return md;
 }
 
@@ -52,16 +67,16 @@ export function header(kind: DocumentKindId, times: Md, navigation: HeaderLinks 
 export function resourceEntry(setBaseUrl: string, r: StoredResource, path?: string): Entry {
   const md = withFixity({}, r);
   if (path !== undefined) md.path = path;
-  return { loc: pathToUrl(setBaseUrl, r.path), lastmod: formatW3CDatetime(r.mtimeMs), md };
+  return { ...locAndLastmod(setBaseUrl, r), md };
 }
 
 /** A Resource List entry from `SourceSnapshots.listing()` (no hash parsing). @see Z39.99 §10.1 */
 export function listedEntry(setBaseUrl: string, r: ListedResource): Entry {
   const md: Md = {};
   if (r.hashText !== '') md.hash = r.hashText;
-  md.length = String(r.size);
-  md.type = r.type;
-  return { loc: pathToUrl(setBaseUrl, r.path), lastmod: formatW3CDatetime(r.mtimeMs), md };
+  if (r.size !== NO_LENGTH) md.length = String(r.size);
+  if (r.type !== '') md.type = r.type;
+  return { ...locAndLastmod(setBaseUrl, r), md };
 }
 
 /**
@@ -72,7 +87,7 @@ export function changeEntry(setBaseUrl: string, c: ChangeRecord, path?: string):
   const md: Md = { change: c.change, datetime: formatW3CDatetime(c.datetime) };
   if (c.change !== 'deleted') withFixity(md, c);
   if (path !== undefined) md.path = path;
-  return { loc: pathToUrl(setBaseUrl, c.path), lastmod: formatW3CDatetime(c.datetime), md };
+  return { loc: resourceLoc(setBaseUrl, c.path), lastmod: formatW3CDatetime(c.datetime), md };
 }
 
 /** An entry pointing at a capability document (Source Description, Capability List). @see Z39.99 §8, §9 */

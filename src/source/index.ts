@@ -7,7 +7,9 @@
  * @see Z39.99 §5.1, §6, §8–13
  */
 export { publish, storeFile, type PublishOptions, type PublishResult, type PublishProgress } from './publish.js';
-export type { PublishWarning } from './publish-context.js';
+export type { PublishWarning, PublishSet } from './publish-context.js';
+export { jsonLinesFeed, type InventoryFeed, type FeedItem } from './inventory-feed.js';
+export { postgresFeed, type PostgresFeedOptions } from './pg-inventory.js';
 export { recordChanges, type RecordResult } from './record-changes.js';
 export { channelTopics, channelEntries, type SetNotifications } from './notifications.js';
 export {

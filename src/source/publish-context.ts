@@ -15,6 +15,7 @@ import type { ChangeRecord } from './snapshot-rows.js';
 import { openSqliteSnapshots } from './sqlite-snapshots.js';
 import type { SnapshotsOpener, SourceSnapshots } from './source-snapshots.js';
 import type { DumpFormat } from './warc-package.js';
+import type { InventoryFeed } from './inventory-feed.js';
 import { DOCUMENTS_PREFIX, isValidSetName, normalizeBaseUrl, setBaseUrl } from './url-path.js';
 
 const DEFAULT_PACKAGE_BYTES = 100 * 1024 * 1024;
@@ -27,11 +28,19 @@ function dumpFormat(opt: true | { format?: DumpFormat }): DumpFormat {
   }
   return format;
 }
+/**
+ * A set of resources: the files of a folder (`dir`), or an inventory given as records (`feed`: a JSON-lines feed,
+ * a database query), whose resources are where their `loc` says, on this host or another.
+ */
+export type PublishSet = { name: string; dir: string; describedBy?: string; feed?: undefined } | { name: string; feed: InventoryFeed; describedBy?: string; dir?: undefined };
 
 /** Options of `publish`. */
 export interface PublishOptions {
-  /** The sets of resources: one Capability List each. Names are URL segments (`[A-Za-z0-9_-][A-Za-z0-9._-]*`). */
-  sets: Array<{ name: string; dir: string; describedBy?: string }>;
+  /**
+   * The sets of resources: one Capability List each. Names are URL segments (`[A-Za-z0-9_-][A-Za-z0-9._-]*`).
+   * A set given as a `feed` needs `stateDir` (its snapshots are kept there), and no `dumps` (its bytes are elsewhere).
+   */
+  sets: PublishSet[];
   /** URL of a document describing the Source: the Source Description's `rel="describedby"` link (§8). */
   describedBy?: string;
   /** Where `outDir` is served, e.g. `https://example.com/` (a trailing `/` is added). */
@@ -172,6 +181,8 @@ export interface Context {
   resourceListEveryMs: number | 'auto';
   /** See `PublishOptions.settleMs`. */
   settleMs: number;
+  /** Names of the sets given as a feed: their paths are the resources' URLs. */
+  feeds: Set<string>;
   /** What this run left out and why (see `PublishResult.warnings`), at most `MAX_WARNINGS`. */
   warnings: PublishWarning[];
   /** Warnings left out of `warnings` past the cap. */
@@ -184,11 +195,17 @@ export interface Context {
  * (no Destination could write it back safely, and such bytes do not round-trip through a URL), with what it holds.
  */
 export interface PublishWarning {
-  code: 'RS_UNPUBLISHABLE_NAME';
+  /**
+   * `RS_INVALID_FEED`: a bad record of a feed left out (`InventoryFeed.onInvalid: 'skip'`). `RS_AUTHORITY`: a
+   * feed's resources on another origin than the base URL (counted, the first named).
+   */
+  code: 'RS_UNPUBLISHABLE_NAME' | 'RS_INVALID_FEED' | 'RS_AUTHORITY';
   /** Name of the set. */
   set: string;
-  /** Relative path in the set (undecodable bytes shown as U+FFFD). */
+  /** Relative path in the set (undecodable bytes shown as U+FFFD); for a feed, its location. */
   path: string;
+  /** For a feed: the line (or row) left out. */
+  line?: number;
   message: string;
 }
 
@@ -197,16 +214,18 @@ const MAX_WARNINGS = 100;
 
 /** Adds a warning for a name of `set` that cannot be published. */
 export function unpublishable(ctx: Context, set: string, path: string): void {
-  if (ctx.warnings.length >= MAX_WARNINGS) {
-    ctx.warningsOmitted++;
-    return;
-  }
-  ctx.warnings.push({
+  warn(ctx, {
     code: 'RS_UNPUBLISHABLE_NAME',
     set,
     path,
     message: `${JSON.stringify(path)} is not published: its name holds a control character, a backslash or bytes that are not UTF-8.`,
   });
+}
+
+/** Adds a warning, or counts it past `MAX_WARNINGS`. */
+export function warn(ctx: Context, warning: PublishWarning): void {
+  if (ctx.warnings.length >= MAX_WARNINGS) ctx.warningsOmitted++;
+  else ctx.warnings.push(warning);
 }
 
 function invalid(message: string, data: Record<string, unknown>): ResourceSyncError {
@@ -222,10 +241,17 @@ export function publishContext(options: PublishOptions): Context {
   if (baseUrl === undefined) throw invalid(`Base URL '${options.baseUrl}' is not an absolute http(s) URL without query or fragment.`, { baseUrl: options.baseUrl });
   if (options.sets.length === 0) throw invalid('Option sets is empty: give at least one directory.', {});
   const names = new Set<string>();
+  const feeds = new Set<string>();
   for (const s of options.sets) {
     if (!isValidSetName(s.name)) throw invalid(`Set name '${s.name}' is not a valid URL segment.`, { name: s.name });
     if (names.has(s.name)) throw invalid(`Set name '${s.name}' is used twice.`, { name: s.name });
     names.add(s.name);
+    if (s.feed !== undefined) {
+      if (options.stateDir === undefined) throw invalid(`Set '${s.name}' is a feed: option stateDir is required (its snapshots are kept there).`, { name: s.name });
+      if (options.dumps !== undefined && options.dumps !== false) throw invalid(`Set '${s.name}' is a feed: dumps are not made of resources held elsewhere.`, { name: s.name });
+      feeds.add(s.name);
+      continue;
+    }
     let isDir = false;
     try {
       isDir = statSync(s.dir).isDirectory();
@@ -273,6 +299,7 @@ export function publishContext(options: PublishOptions): Context {
     scan: options.scan ?? true,
     resourceListEveryMs: options.resourceListEveryMs === 'auto' ? 'auto' : Math.max(0, options.resourceListEveryMs ?? 0),
     settleMs: options.settleMs ?? 0,
+    feeds,
     warnings: [],
     warningsOmitted: 0,
   };
@@ -286,7 +313,7 @@ export interface SetPaths {
   docUrl: string;
   /** URL of the set's Capability List: the `up` link of its documents. */
   capUrl: string;
-  /** URL that the set's resource paths are relative to. */
+  /** URL that the set's resource paths are relative to; '' for a feed, whose paths are the resources' URLs. */
   resBase: string;
   /** URL of a document of the set, by name. */
   documentUrl: (name: string) => string;
@@ -302,7 +329,7 @@ export function setPaths(ctx: Context, set: { name: string }): SetPaths {
     docDir,
     docUrl,
     capUrl: `${docUrl}capabilitylist${ctx.ext}`,
-    resBase: setBaseUrl(ctx.baseUrl, set.name, ctx.setCount),
+    resBase: ctx.feeds.has(set.name) ? '' : setBaseUrl(ctx.baseUrl, set.name, ctx.setCount),
     documentUrl: (name) => docUrl + name,
     documentFile: (name) => join(docDir, name),
   };

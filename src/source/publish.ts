@@ -53,6 +53,8 @@ import { changeDump } from './publish-change-dump.js';
 import { announceChanges, changeRecorder, publishContext, setPaths, unpublishable, writeDoc, type Context, type PublishOptions, type PublishProgress, type PublishWarning, type SetPaths } from './publish-context.js';
 import { htmlRewrite, type Rewrite } from './publish-html.js';
 import { publishResourceLists } from './publish-resource-lists.js';
+import { recordFeed } from './publish-feed.js';
+import type { InventoryFeed } from './inventory-feed.js';
 import { resourceDump } from './publish-resource-dump.js';
 import type { RebuildOptions, RebuildResult } from './snapshot-rows.js';
 import { holdingLease, type SourceSnapshots } from './source-snapshots.js';
@@ -84,6 +86,8 @@ export interface PublishResult {
   /** What the run left out, each with a code (at most 100; `warningsOmitted` counts the others). */
   warnings: PublishWarning[];
   warningsOmitted: number;
+  /** Bad records of the sets given as feeds that were left out (`InventoryFeed.onInvalid: 'skip'`). */
+  skipped: number;
 }
 
 interface SetResult {
@@ -94,6 +98,7 @@ interface SetResult {
   updated: number;
   deleted: number;
   resources: number;
+  skipped: number;
   notifications?: SetNotifications;
   resourceListDueInMs?: number;
 }
@@ -113,7 +118,9 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
   const results: SetResult[] = [];
   for (const set of options.sets) {
     if (ctx.signal?.aborted) throw new ResourceSyncError('RS_ABORTED', 'Publication aborted.', { cause: ctx.signal.reason });
-    results.push(await publishSet(ctx, { name: set.name, dir: resolve(set.dir), ...(set.describedBy !== undefined ? { describedBy: set.describedBy } : {}) }));
+    // a feed's snapshots are kept in the state folder, in the set's folder of it
+    const where = set.feed === undefined ? { dir: resolve(set.dir) } : { dir: join(ctx.stateDir!, set.name), feed: set.feed };
+    results.push(await publishSet(ctx, { name: set.name, ...where, ...(set.describedBy !== undefined ? { describedBy: set.describedBy } : {}) }));
   }
 
   // Source Description (§8) at the well-known URI (§6.3.2), and robots.txt (§6.3.4)
@@ -154,6 +161,7 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
       deleted: sum(results, 'deleted'),
     },
     resources: sum(results, 'resources'),
+    skipped: sum(results, 'skipped'),
     warnings: ctx.warnings,
     warningsOmitted: ctx.warningsOmitted,
     ...dueIn(results),
@@ -179,13 +187,15 @@ function dueIn(rs: SetResult[]): { resourceListDueInMs?: number } {
   return due.length === 0 ? {} : { resourceListDueInMs: Math.min(...due) };
 }
 
-function sum(rs: SetResult[], k: 'created' | 'updated' | 'deleted' | 'resources'): number {
+function sum(rs: SetResult[], k: 'created' | 'updated' | 'deleted' | 'resources' | 'skipped'): number {
   return rs.reduce((a, r) => a + r[k], 0);
 }
 
 /** The store file of a set. */
-export function storeFile(set: { name: string; dir: string }, stateDir?: string): string {
-  return stateDir === undefined ? join(set.dir, DOCUMENTS_PREFIX, 'source.sqlite') : join(stateDir, set.name, 'source.sqlite');
+export function storeFile(set: { name: string; dir?: string | undefined }, stateDir?: string): string {
+  if (stateDir !== undefined) return join(stateDir, set.name, 'source.sqlite');
+  if (set.dir === undefined) throw new ResourceSyncError('RS_INVALID_ARGUMENT', `Set '${set.name}' is a feed: its store is in the state folder, which is not given.`, { data: { name: set.name } });
+  return join(set.dir, DOCUMENTS_PREFIX, 'source.sqlite');
 }
 
 /** Where the bitstreams of a set's recorded changes are kept for its Change Dumps: beside its store. */
@@ -202,7 +212,7 @@ export function openSetSnapshots(ctx: Context, set: { name: string; dir: string 
  * Publishes one set holding its `documents` lease: overlapping publications of the set (in this process or any
  * other sharing its snapshots) run one after the other.
  */
-async function publishSet(ctx: Context, set: { name: string; dir: string; describedBy?: string }): Promise<SetResult> {
+async function publishSet(ctx: Context, set: { name: string; dir: string; describedBy?: string; feed?: InventoryFeed }): Promise<SetResult> {
   const file = storeFile(set, ctx.stateDir);
   const snapshots = await openSetSnapshots(ctx, set, file);
   try {
@@ -220,7 +230,7 @@ export function setConfig(ctx: Context, set: { name: string }): string {
 
 /** A set being published: its folder, its snapshots and where its documents go. */
 interface SetRun {
-  set: { name: string; dir: string; describedBy?: string };
+  set: { name: string; dir: string; describedBy?: string; feed?: InventoryFeed };
   snapshots: SourceSnapshots;
   paths: SetPaths;
   /** Where the bitstreams of its changes are kept for the Change Dumps. */
@@ -232,7 +242,7 @@ interface SetRun {
   progress: (phase: PublishProgress['phase'], files?: number, bytes?: number) => void;
 }
 
-async function publishSetNow(ctx: Context, set: { name: string; dir: string; describedBy?: string }, snapshots: SourceSnapshots, file: string): Promise<SetResult> {
+async function publishSetNow(ctx: Context, set: { name: string; dir: string; describedBy?: string; feed?: InventoryFeed }, snapshots: SourceSnapshots, file: string): Promise<SetResult> {
   const paths = setPaths(ctx, set);
   mkdirSync(paths.docDir, { recursive: true });
   const config = setConfig(ctx, set);
@@ -250,7 +260,7 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
   const digestMemo = ctx.notifications ? await readDigestMemo(snapshots) : undefined;
   const docsBefore = digestMemo ? documentDigests(paths.docDir, ctx.ext, digestMemo) : undefined;
   // 1. Scan and record the changes (§12.1); push: the changes of this run go out as Change Notifications
-  const { recording, notifications } = await recordSet(ctx, run);
+  const { recording, notifications, skipped } = await recordSet(ctx, run);
   // 2.–4. Resource Lists, Change Lists, dumps
   const written = await writeSetDocuments(ctx, run, recording);
   // 5. Capability List (§9)
@@ -277,6 +287,7 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
     updated: recording.updated,
     deleted: recording.deleted,
     resources: recording.resources,
+    skipped,
     ...(notifications ? { notifications } : {}),
     ...(written.resourceListDueInMs === undefined ? {} : { resourceListDueInMs: written.resourceListDueInMs }),
   };
@@ -287,22 +298,25 @@ async function publishSetNow(ctx: Context, set: { name: string; dir: string; des
  * asked, when fresh or before the first snapshot; otherwise the changes were recorded as they happened
  * (`recordChanges`, which may go on meanwhile) and the documents are written from the snapshots as they are.
  */
-async function recordSet(ctx: Context, run: SetRun): Promise<{ recording: RebuildResult; notifications: SetNotifications | undefined }> {
+async function recordSet(ctx: Context, run: SetRun): Promise<{ recording: RebuildResult; notifications: SetNotifications | undefined; skipped: number }> {
   const { set, snapshots, paths } = run;
   const pushing = ctx.notifications ? { ...ctx, notifications: ctx.notifications } : undefined;
   if (!ctx.scan && !run.fresh && (await snapshots.snapshotAt()) !== undefined) {
     const at = await snapshots.clock(ctx.now);
     const recording: RebuildResult = { at, baseline: false, created: 0, updated: 0, deleted: 0, unchanged: 0, resources: await snapshots.count(), closed: [] };
-    return { recording, notifications: pushing ? await announceChanges(pushing, snapshots, set.name, paths, at, []) : undefined };
+    return { recording, notifications: pushing ? await announceChanges(pushing, snapshots, set.name, paths, at, []) : undefined, skipped: 0 };
   }
   return holdingLease(
     snapshots,
     'recording',
     async () => {
       const { onChange, recorded } = changeRecorder(ctx, set.dir, run.bitDir);
-      const recording = await scanSet(ctx, run, onChange);
+      const { recording, skipped } =
+        set.feed === undefined
+          ? { recording: await scanSet(ctx, run, onChange), skipped: 0 }
+          : await recordFeed(ctx, { name: set.name, feed: set.feed }, snapshots, { ...(onChange ? { onChange } : {}), onProgress: (n) => run.progress('scan', n) });
       const notifications = pushing && recorded ? await announceChanges(pushing, snapshots, set.name, paths, recording.at, recorded) : undefined;
-      return { recording, notifications };
+      return { recording, notifications, skipped };
     },
     ctx.signal ? { signal: ctx.signal } : {},
   );

@@ -40,6 +40,7 @@ export async function recordChanges(options: PublishOptions, files: readonly str
   const result: RecordResult = { changes: { created: 0, updated: 0, deleted: 0 }, complete: true };
   const notifications: SetNotifications[] = [];
   for (const given of options.sets) {
+    if (given.feed !== undefined) continue; // a feed's changes are recorded by publishing it
     const set = { ...given, dir: resolve(given.dir) };
     const dir = set.dir.endsWith(sep) ? set.dir : set.dir + sep;
     const mine = files.map((f) => resolve(f)).filter((f) => f.startsWith(dir) || f === set.dir);

@@ -99,6 +99,7 @@ void test('a path that is a file is one clear line and the usage exit code, for 
       ['sync', ['sync', 'http://127.0.0.1:1/', join(file, 'below')]],
       ['build', ['build', join(tmp.dir, 'site'), '--base-url', 'http://127.0.0.1:1/', '--out', file]],
       ['hub', ['hub', '--port', '0', '--data', file]],
+      ['oai-pmh', ['oai-pmh', 'http://127.0.0.1:1/oai', '--out', file, '--base-url', 'http://127.0.0.1:1/']],
     ];
     for (const [command, args] of cases) {
       const r = await runCli(args);
@@ -129,6 +130,7 @@ void test('a usage error is two lines, the problem and where the help is, for ev
     'simulate',
     'hub',
     'links',
+    'oai-pmh',
   ];
   for (const command of commands) {
     const r = await runCli([command, '--no-such-option']);
@@ -171,6 +173,7 @@ void test('--json: every line of stdout is JSON, for every command that has --js
       // failures too: the error is a JSON line
       ['sync', 'http://127.0.0.1:1/', join(dir, 'never'), '--json', '--retries', '0'],
       ['audit', 'http://127.0.0.1:1/', join(dir, 'never'), '--json'],
+      ['oai-pmh', 'http://127.0.0.1:1/oai', '--out', join(dir, 'oai'), '--base-url', 'http://127.0.0.1:1/', '--json'],
     ];
     for (const args of runs) {
       const r = await runCli(args);

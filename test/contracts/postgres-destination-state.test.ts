@@ -1,6 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
 import pg from 'pg';
 import { isResourceSyncError } from '../../src/core/errors.js';
 import { openPostgresDestinationState } from '../../src/destination/postgres-state.js';
@@ -37,6 +38,11 @@ async function openFresh(destination = `dest-${randomUUID()}`): Promise<{
       for (const state of opened) await state.close();
     },
   };
+}
+
+/** The destination whose lease `holder` holds. */
+async function destinationOf(sql: pg.Client, holder: string): Promise<string> {
+  return (await sql.query<{ destination: string }>('SELECT destination FROM resourcesync_leases WHERE holder = $1', [holder])).rows[0]!.destination;
 }
 
 if (POSTGRES_SKIP !== false) {
@@ -92,7 +98,7 @@ if (POSTGRES_SKIP !== false) {
       await client.connect();
       try {
         const rows = (await client.query<{ version: number }>('SELECT version FROM resourcesync_schema_version')).rows;
-        assert.deepEqual(rows, [{ version: 1 }]);
+        assert.deepEqual(rows, [{ version: 2 }]);
       } finally {
         await client.end();
       }
@@ -106,7 +112,7 @@ if (POSTGRES_SKIP !== false) {
         await client.query('UPDATE resourcesync_schema_version SET version = 99');
         await assert.rejects(openFresh(), (e) => isResourceSyncError(e, 'RS_IO') && /99/.test(e.message));
       } finally {
-        await client.query('UPDATE resourcesync_schema_version SET version = 1');
+        await client.query('UPDATE resourcesync_schema_version SET version = 2');
         await client.end();
       }
     });
@@ -133,6 +139,26 @@ if (POSTGRES_SKIP !== false) {
         await assert.rejects(held.renew(), (e) => isResourceSyncError(e, 'RS_LOCKED'));
         await taken.release();
       } finally {
+        await f.cleanup();
+      }
+    });
+
+    void test('a lease whose process on this host is gone is taken at once; one held on another host waits for its TTL', async () => {
+      const f = await openFresh();
+      const sql = new pg.Client({ connectionString: cluster!.url });
+      await sql.connect();
+      try {
+        const dead = spawnSync(process.execPath, ['-e', '0']).pid; // a process that has exited
+        const other = await f.reopen();
+        await f.impl.acquireLease({ holder: 'crashed', ttlMs: 600_000 });
+        await sql.query('UPDATE resourcesync_leases SET pid = $2 WHERE destination = $1', [await destinationOf(sql, 'crashed'), dead]);
+        const taken = await other.acquireLease({ holder: 'next', ttlMs: 600_000 });
+        assert.equal(taken.holder, 'next');
+        await sql.query("UPDATE resourcesync_leases SET pid = $2, host = 'elsewhere' WHERE destination = $1", [await destinationOf(sql, 'next'), dead]);
+        const third = await f.reopen();
+        await assert.rejects(third.acquireLease({ holder: 'third', ttlMs: 1000 }), (e) => isResourceSyncError(e, 'RS_LOCKED') && /next/.test(e.message));
+      } finally {
+        await sql.end();
         await f.cleanup();
       }
     });

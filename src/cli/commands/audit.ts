@@ -3,12 +3,15 @@ import { audit, type AuditReport } from '../../destination/audit.js';
 import { repair, type RepairReport } from '../../destination/repair.js';
 import { EXIT, MIRROR_OPTIONS, describeNotes, exitCodeOf, mirrorOptions, reportFailure, sourceAndDest, type MirrorOptions } from '../mirror-options.js';
 import { parseCommandArgs, usageError } from '../command-args.js';
+import { STATE_HELP, STATE_OPTIONS, openStateChoice, stateChoice, type OpenedState, type StateChoice } from '../state-option.js';
+import { S3_HELP, S3_OPTIONS, openS3Target, s3Overrides, s3Target, type OpenedS3, type S3Target } from '../s3-dest.js';
 
 const HELP = `Usage: resourcesync audit <source-url> <dest-dir> [options]
 
 Compare a mirror with the Source's current state (its Resource List plus the changes listed after
 it): resources missing, extra, changed (by length or hash) and unchanged. Local files are read and
-hashed whenever the Source offers hashes. Nothing is changed.
+hashed whenever the Source offers hashes. Nothing is changed. <dest-dir> may be s3://BUCKET/PREFIX
+(the objects are read and hashed; --state is required).
 
 Options:
   --json                   print one JSON report on stdout
@@ -23,13 +26,17 @@ Options:
   --map URL=DIR            resources under URL are in <dest-dir>/DIR; repeatable
   --timeout MS             HTTP timeout (default 30000)
   --deadline MS            most time for one ResourceSync document, whole body included (default 600000)
+${STATE_HELP}
+${S3_HELP}
   -h, --help               show this help
 
 Exit codes:
   0  in sync (with --repair: after the repair)
   1  out of sync (missing, extra or changed resources, or resources that cannot be held)
   2  usage error (a <dest-dir> that is a file included)
-  3  error (not a ResourceSync document, I/O)
+  3  error (not a ResourceSync document, I/O; a --state database that cannot be reached,
+     refused the login or does not exist)
+  4  with --repair: the destination is locked by a sync
   5  the Source could not be reached, or is unavailable for now (a 5xx or 429 while
      discovering: the status, URL and Retry-After are named)
 `;
@@ -56,34 +63,54 @@ function describeRepair(r: RepairReport): string {
   return `${describeAudit(r.before)}${did}\n${describeAudit(r.after)}`;
 }
 
+/** A report (an audit's, a repair's and the audits and sync in it) naming the bucket as its destination. */
+function inBucket<T extends { dest: string } | RepairReport>(report: T, s3: OpenedS3 | undefined): T {
+  if (s3 === undefined) return report;
+  const dest = s3.location;
+  if ('before' in report) {
+    return { ...report, before: { ...report.before, dest }, after: { ...report.after, dest }, ...(report.sync === undefined ? {} : { sync: { ...report.sync, dest } }) };
+  }
+  return { ...report, dest };
+}
+
 /** `resourcesync audit`. */
 export async function run(args: string[]): Promise<number> {
-  const parsed = parseCommandArgs('audit', args, { ...MIRROR_OPTIONS, 'trust-state': { type: 'boolean' }, repair: { type: 'boolean' }, delete: { type: 'boolean' } }, HELP);
+  const parsed = parseCommandArgs('audit', args, { ...MIRROR_OPTIONS, ...STATE_OPTIONS, ...S3_OPTIONS, 'trust-state': { type: 'boolean' }, repair: { type: 'boolean' }, delete: { type: 'boolean' } }, HELP);
   if (typeof parsed === 'number') return parsed;
   const v = parsed.values;
   const positionals = sourceAndDest('audit', parsed.positionals);
   if (typeof positionals === 'number') return positionals;
   const [source, dest] = positionals;
-  let common: MirrorOptions;
+  let common: MirrorOptions, choice: StateChoice, target: S3Target | undefined;
   try {
     common = mirrorOptions(v);
+    choice = stateChoice(v, dest);
+    target = s3Target(dest, v, choice);
   } catch (err) {
     return usageError('audit', err);
   }
   if (v.delete === true && v.repair !== true) return usageError('audit', '--delete goes with --repair.');
+  let opened: OpenedState | undefined;
+  let s3: OpenedS3 | undefined;
   try {
+    s3 = target === undefined ? undefined : await openS3Target(target);
+    opened = await openStateChoice(choice, dest, { readonly: v.repair !== true });
+    const state = { ...(opened.state === undefined ? {} : { state: opened.state }), ...s3Overrides(s3) };
     if (v.repair === true) {
-      const r = await repair({ source, dest, trustState: v['trust-state'] ?? false, delete: v.delete ?? false, ...common });
+      const r = inBucket(await repair({ source, dest, trustState: v['trust-state'] ?? false, delete: v.delete ?? false, ...common, ...state }), s3);
       if (v.json) stdout.write(`${JSON.stringify(r)}\n`);
       else stdout.write(describeRepair(r));
       return r.after.inSync ? EXIT.OK : EXIT.INCOMPLETE;
     }
-    const report = await audit({ source, dest, trustState: v['trust-state'] ?? false, ...common });
+    const report = inBucket(await audit({ source, dest, trustState: v['trust-state'] ?? false, ...common, ...state }), s3);
     if (v.json) stdout.write(`${JSON.stringify(report)}\n`);
     else stdout.write(describeAudit(report));
     return report.inSync ? EXIT.OK : EXIT.INCOMPLETE;
   } catch (err) {
     reportFailure('audit', err, v.json);
     return exitCodeOf(err);
+  } finally {
+    await opened?.close();
+    await s3?.close();
   }
 }

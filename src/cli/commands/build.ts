@@ -13,8 +13,12 @@ import { isValidSetName, normalizeBaseUrl } from '../../source/url-path.js';
 import { PUBLISH_ARGS, PUBLISH_HELP, PublishArgsError, publishArgs } from '../publish-options.js';
 import { PUBLISH_SECRET_ENV } from '../serve-push.js';
 import { sendToHub } from '../../live/push.js';
+import { FEED_ARGS, FEED_HELP, FeedArgsError, feedFromArgs } from '../feed-options.js';
+import { statSync } from 'node:fs';
 
 const HELP = `Usage: resourcesync build <dir>... --base-url <url> --out <publish-dir> [options]
+       resourcesync build --jsonl <file|-> --base-url <url> --out <publish-dir> --state <dir> [options]
+       resourcesync build --pg-inventory <postgres-url> --pg-query <sql> --base-url <url> --out <publish-dir> --state <dir>
 
 Writes the documents of a ResourceSync Source for the directories (one set of resources each) into
 <publish-dir>, which is to be served at <url>. Each run records the changes since the previous one.
@@ -23,8 +27,9 @@ Options:
   --base-url URL          where <publish-dir> is served (required)
   --out DIR               the publish folder (required)
   --state DIR             state folder (default <dir>/.resourcesync/ of each set)
-  --name NAME             set name, once per <dir> in order (default: the folder's name)
-${PUBLISH_HELP}  --hub URL               advertise notification channels with this WebSub hub and publish the
+  --name NAME             set name, once per <dir> in order (default: the folder's name;
+                          for a feed, the file's name, or 'resources')
+${FEED_HELP}${PUBLISH_HELP}  --hub URL               advertise notification channels with this WebSub hub and publish the
                           changes of this run to it (Change and Framework Notifications),
                           with the secret in ${PUBLISH_SECRET_ENV}, when set
                           (sent as Authorization: Bearer)
@@ -68,6 +73,7 @@ const ARGS = {
   state: { type: 'string' },
   name: { type: 'string', multiple: true },
   ...PUBLISH_ARGS,
+  ...FEED_ARGS,
   hub: { type: 'string' },
   json: { type: 'boolean' },
 } as const;
@@ -76,7 +82,13 @@ const ARGS = {
 function readOptions(values: ParsedCommandArgs<typeof ARGS>['values'], positionals: string[]): PublishOptions | number {
   let opts: PublishOptions;
   try {
-    if (positionals.length === 0) throw new UsageError('give at least one directory');
+    const feed = feedFromArgs(values, { stdin: () => process.stdin, ...(values.name?.[0] !== undefined ? { name: values.name[0] } : {}) });
+    if (feed !== undefined && positionals.length > 0) throw new UsageError('give directories or a feed (--jsonl, --pg-inventory), not both');
+    if (feed !== undefined && (values.name ?? []).length > 1) throw new UsageError('a feed is one set: give --name once');
+    if (feed === undefined && positionals.length === 0) throw new UsageError('give at least one directory, --jsonl or --pg-inventory');
+    if (feed !== undefined && values.state === undefined) throw new UsageError('a feed needs --state DIR (where its snapshots are kept)');
+    if (feed?.file !== undefined && statSync(feed.file, { throwIfNoEntry: false })?.isFile() !== true) throw new UsageError(`--jsonl '${values.jsonl}' is not a file`);
+    if (feed !== undefined && values.dumps === true) throw new UsageError('--dumps is not for a feed: its resources are held elsewhere');
     if (values['base-url'] === undefined) throw new UsageError('--base-url is required');
     if (values.out === undefined) throw new UsageError('--out is required');
     const baseUrl = normalizeBaseUrl(values['base-url']);
@@ -86,12 +98,12 @@ function readOptions(values: ParsedCommandArgs<typeof ARGS>['values'], positiona
       );
     const shared = publishArgs(values);
     const given = values.name ?? [];
-    if (given.length > positionals.length) throw new UsageError('more --name options than directories');
-    const names = setNames(positionals, given);
+    if (feed === undefined && given.length > positionals.length) throw new UsageError('more --name options than directories');
+    const names = feed === undefined ? setNames(positionals, given) : [];
     if (values.hub !== undefined && (!URL.canParse(values.hub) || !/^https?:$/.test(new URL(values.hub).protocol)))
       throw new UsageError(`--hub '${values.hub}' is not an http(s) URL`);
     opts = {
-      sets: positionals.map((dir, i) => ({ name: names[i]!, dir })),
+      sets: feed !== undefined ? [{ name: feed.name, feed: feed.feed }] : positionals.map((dir, i) => ({ name: names[i]!, dir })),
       baseUrl,
       outDir: values.out,
       ...shared,
@@ -99,7 +111,7 @@ function readOptions(values: ParsedCommandArgs<typeof ARGS>['values'], positiona
       ...(values.hub !== undefined ? { notifications: { hub: values.hub } } : {}),
     };
   } catch (err) {
-    if (err instanceof UsageError || err instanceof PublishArgsError)
+    if (err instanceof UsageError || err instanceof PublishArgsError || err instanceof FeedArgsError)
       return usageError('build', err.message);
     throw err;
   }
@@ -112,14 +124,14 @@ function readOptions(values: ParsedCommandArgs<typeof ARGS>['values'], positiona
 }
 
 /** Progress on a terminal: one line, rewritten at most every 100 ms while scanning. */
-function progressLine(): (p: PublishProgress) => void {
+function progressLine(feed: boolean): (p: PublishProgress) => void {
   let last = 0;
   return (p) => {
     const t = Date.now();
     if (t - last < 100 && p.phase === 'scan') return;
     last = t;
     const what =
-      p.phase === 'scan' ? `scanned ${p.files} files (${(p.bytes / 1e6).toFixed(1)} MB)` : `writing ${p.phase}`;
+      p.phase !== 'scan' ? `writing ${p.phase}` : feed ? `read ${p.files} lines` : `scanned ${p.files} files (${(p.bytes / 1e6).toFixed(1)} MB)`;
     process.stderr.write(`\r\x1b[K${p.set}: ${what}`);
   };
 }
@@ -143,7 +155,8 @@ function printWarnings(result: PublishResult): void {
   const shown = result.warnings.slice(0, 10);
   for (const w of shown) process.stderr.write(`resourcesync build: warning ${w.code}: set '${w.set}': ${w.message}\n`);
   const more = result.warnings.length - shown.length + result.warningsOmitted;
-  if (more > 0) process.stderr.write(`resourcesync build: warning ${shown[0]!.code}: ${more} more names not published\n`);
+  if (more > 0) process.stderr.write(`resourcesync build: warning ${shown[0]!.code}: ${more} more ${shown[0]!.code === 'RS_INVALID_FEED' ? 'bad lines left out' : 'names not published'}\n`);
+  if (result.skipped > 0) process.stderr.write(`resourcesync build: ${result.skipped} bad line(s) of the feed left out (--lenient)\n`);
 }
 
 /** Runs `resourcesync build` with its arguments; resolves to the exit code (0 done, 1 failure, 2 usage). */
@@ -161,7 +174,7 @@ export async function run(args: string[]): Promise<number> {
   const tty = process.stderr.isTTY;
   const started = Date.now();
   try {
-    const { notifications, ...result } = await publish({ ...opts, signal: ac.signal, ...(tty ? { onProgress: progressLine() } : {}) });
+    const { notifications, ...result } = await publish({ ...opts, signal: ac.signal, ...(tty ? { onProgress: progressLine(opts.sets.some((s) => s.feed !== undefined)) } : {}) });
     if (tty) process.stderr.write('\r\x1b[K');
     const published = await sendNotifications(notifications);
     const ms = Date.now() - started;
@@ -174,6 +187,7 @@ export async function run(args: string[]): Promise<number> {
       process.stdout.write(
         `Published ${result.resources} resources in ${opts.sets.length} set(s) to ${resolve(opts.outDir)} in ${(ms / 1000).toFixed(1)} s\n` +
           `Changes: ${c.created} created, ${c.updated} updated, ${c.deleted} deleted\n` +
+          (result.skipped > 0 ? `Skipped: ${result.skipped} bad line(s)\n` : '') +
           `Source Description: ${result.sourceDescription}\n` +
           (notifications ? `Notifications published to ${opts.notifications!.hub}: ${published}\n` : ''),
       );

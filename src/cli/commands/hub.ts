@@ -1,7 +1,8 @@
 /**
- * `resourcesync hub [--port N] [--host H] [--data DIR] [--public-url URL] [--allow-callback PATTERN]...`:
+ * `resourcesync hub [--port N] [--host H] [--data DIR | --store URL|FILE] [--public-url URL] [--allow-callback PATTERN]...`:
  * runs a WebSub hub for ResourceSync Change and Framework Notifications. The hub URL is the origin's
- * `/`. Subscriptions and undelivered notifications persist in `<data>/hub.sqlite`, so that a hub that
+ * `/`. Subscriptions and undelivered notifications persist in `<data>/hub.sqlite` (or in PostgreSQL with
+ * `--store postgres://…`, shared by every hub process given the same URL and `--store-key`), so that a hub that
  * is restarted (even after kill -9) delivers everything it accepted, within the limits set by the
  * `--max-*` options. Publishing is open for topics on allowed hosts (loopback and `--allow-topic`), or
  * needs the secret in `RESOURCESYNC_HUB_PUBLISH_SECRET` when that is set. Prints `listening on <url>`;
@@ -15,6 +16,8 @@ import type { HubStore } from '../../notify/hub-store.js';
 import { HUB_LIMIT_ARGS, hubLimitHelp, hubLimitOptions, type HubLimitOptions } from '../hub-limit-options.js';
 import { PUBLISH_SECRET_ENV } from '../serve-push.js';
 import { openSqliteHubStore } from '../../notify/sqlite-hub-store.js';
+import { openPostgresHubStore } from '../../notify/postgres-hub-store.js';
+import { openFailure, redactedUrl } from '../state-option.js';
 import { requireFolderOrNothing } from '../../node/folder.js';
 import { listen } from '../../notify/node-listener.js';
 import { SIGNATURE_METHODS, type SignatureMethod } from '../../notify/signature.js';
@@ -31,6 +34,12 @@ Options:
   --port N                 TCP port (default 8090; 0 picks a free one)
   --host H                 interface to listen on (default 127.0.0.1)
   --data DIR               where subscriptions and queued notifications are kept (default ./.resourcesync-hub)
+  --store URL|FILE         keep them in PostgreSQL instead (postgres://USER@HOST:PORT/DB, the password
+                           in the URL or in PGPASSWORD): every hub process given the same URL and key
+                           shares the subscriptions and the outbox, each delivery made by one of them;
+                           or in the SQLite file FILE. Not with --data
+  --store-key NAME         with --store postgres://: the hub's key in the database (default 'default');
+                           several hubs share one database, each under its own key
   --public-url URL         the hub URL sent in Link rel="hub" (default http://<host>:<port>/)
   --allow-callback PATTERN also contact callbacks matching PATTERN: a host ('*.example.org', any port)
                            or a URL ('https://*.example.org/hooks/*', matched scheme, host, port and path
@@ -44,6 +53,12 @@ ${hubLimitHelp(27)}  --signature METHOD       X-Hub-Signature method: sha256 (de
 
 Environment: ${PUBLISH_SECRET_ENV}, when set, is the secret every publisher must send
 (Authorization: Bearer <secret>); publishing is then closed to everyone else.
+
+Exit codes:
+  0  stopped by SIGINT or SIGTERM
+  1  cannot listen on <host>:<port>
+  2  usage error
+  3  the --store database cannot be reached, refused the login or does not exist
 `;
 
 function describe(e: HubEvent): string {
@@ -73,6 +88,8 @@ const HUB_ARGS = {
   port: { type: 'string' },
   host: { type: 'string' },
   data: { type: 'string' },
+  store: { type: 'string' },
+  'store-key': { type: 'string' },
   'public-url': { type: 'string' },
   'allow-callback': { type: 'string', multiple: true },
   'allow-topic': { type: 'string', multiple: true },
@@ -90,7 +107,8 @@ interface HubSettings {
   retryMs: number;
   bounds: HubLimitOptions;
   publicUrl: string | undefined;
-  dataDir: string;
+  /** Where the store is: a PostgreSQL URL and key, or an SQLite file. */
+  store: { kind: 'postgres'; url: string; key: string } | { kind: 'sqlite'; file: string };
   allowCallback: string[];
   allowTopic: string[] | undefined;
   verbose: boolean;
@@ -117,12 +135,8 @@ function hubSettings(args: string[]): HubSettings | number {
   if (publicUrl !== undefined && (!URL.canParse(publicUrl) || !/^https?:$/.test(new URL(publicUrl).protocol))) {
     return usageError('hub', `--public-url '${publicUrl}' is not an absolute http(s) URL.`);
   }
-  const dataDir = resolve(values.data ?? '.resourcesync-hub');
-  try {
-    requireFolderOrNothing(dataDir, '--data');
-  } catch (err) {
-    return usageError('hub', err);
-  }
+  const store = storeSettings(values);
+  if (typeof store === 'string') return usageError('hub', store);
   return {
     port,
     host: values.host ?? '127.0.0.1',
@@ -130,12 +144,46 @@ function hubSettings(args: string[]): HubSettings | number {
     retryMs,
     bounds,
     publicUrl,
-    dataDir,
+    store,
     allowCallback: values['allow-callback'] ?? [],
     allowTopic: values['allow-topic'],
     verbose: values.verbose === true,
   };
 }
+
+/** Where `--data`, `--store` and `--store-key` put the store, or what is wrong with them. */
+function storeSettings(values: { data?: string | undefined; store?: string | undefined; 'store-key'?: string | undefined }): HubSettings['store'] | string {
+  const { data, store, 'store-key': key } = values;
+  if (store !== undefined && data !== undefined) return '--store and --data exclude each other.';
+  if (store === '') return '--store is empty.';
+  if (store !== undefined && /^postgres(ql)?:/i.test(store)) {
+    if (!URL.canParse(store) || new URL(store).hostname === '') return `--store '${redactedUrl(store)}' is not a PostgreSQL URL (postgres://USER@HOST:PORT/DB).`;
+    if (key === '') return '--store-key is empty.';
+    return { kind: 'postgres', url: store, key: key ?? 'default' };
+  }
+  if (key !== undefined) return '--store-key goes with --store postgres://…';
+  if (store !== undefined) return { kind: 'sqlite', file: resolve(store) };
+  const dataDir = resolve(data ?? '.resourcesync-hub');
+  try {
+    requireFolderOrNothing(dataDir, '--data');
+  } catch (err) {
+    return messageOf(err);
+  }
+  return { kind: 'sqlite', file: join(dataDir, 'hub.sqlite') };
+}
+
+/** Opens the store the settings name; a PostgreSQL one that cannot be opened is named without its password. */
+async function openStore(store: HubSettings['store']): Promise<HubStore> {
+  if (store.kind === 'sqlite') return openSqliteHubStore(store.file);
+  try {
+    return await openPostgresHubStore(store.url, { hub: store.key });
+  } catch (err) {
+    throw openFailure('store', store.url, err, { key: store.key });
+  }
+}
+
+/** How often a hub over a shared (PostgreSQL) store looks for deliveries that other hub processes queued or let go. */
+const SHARED_STORE_LOOK_MS = 2000;
 
 /** A line on stderr (the hub's log). */
 function log(line: string): void {
@@ -177,7 +225,13 @@ export async function run(args: string[]): Promise<number> {
   const settings = hubSettings(args);
   if (typeof settings === 'number') return settings;
   const { port, host } = settings;
-  const store = openSqliteHubStore(join(settings.dataDir, 'hub.sqlite'));
+  let store: HubStore;
+  try {
+    store = await openStore(settings.store);
+  } catch (e) {
+    process.stderr.write(`resourcesync hub: ${messageOf(e)}\n`);
+    return 3;
+  }
   const ref: { hub?: Hub } = {};
   let listener;
   try {
@@ -187,18 +241,21 @@ export async function run(args: string[]): Promise<number> {
       onError: (e) => log(`resourcesync hub: ${messageOf(e)}`),
     });
   } catch (e) {
-    store.close();
+    await store.close();
     process.stderr.write(
       `resourcesync hub: cannot listen on ${host}:${port}: ${messageOf(e)}\n`,
     );
     return 1;
   }
   const hub = (ref.hub = hubOf(settings, store, settings.publicUrl ?? `${listener.url}/`));
+  // a shared store: other hub processes queue deliveries, or stop holding claims, without telling this one
+  const look = settings.store.kind === 'postgres' ? setInterval(() => hub.kick(), SHARED_STORE_LOOK_MS).unref() : undefined;
   const stopped = untilStopSignal();
   process.stdout.write(`listening on ${listener.url}/\n`);
   await stopped;
+  clearInterval(look);
   await listener.close();
   await hub.close();
-  store.close();
+  await store.close();
   return 0;
 }

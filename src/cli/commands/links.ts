@@ -10,23 +10,26 @@ import { KEPT_RELATIONS, type KeptRelation } from '../../destination/links.js';
 import { isResourceSyncError } from '../../core/errors.js';
 import { parseCommandArgs, usageError } from '../command-args.js';
 import { EXIT, reportFailure } from '../mirror-options.js';
+import { STATE_HELP, STATE_OPTIONS, openStateChoice, stateChoice, type OpenedState, type StateChoice } from '../state-option.js';
 
 const HELP = `Usage: resourcesync links <dest-dir> [<url-or-path>] [options]
 
 Show the links (Z39.99 §14) that a mirror keeps for its resources, read from its state in
-<dest-dir>/.resourcesync/: ${KEPT_RELATIONS.join(', ')}.
+<dest-dir>/.resourcesync/ (or where --state says): ${KEPT_RELATIONS.join(', ')}.
 Without <url-or-path>, every resource that has such links; with it, the resource of that URL or
 of that path in the mirror. Nothing is fetched or changed.
 
 Options:
   --rel REL      only this relation; repeatable
   --json         one JSON object per resource and line: {"url","path","links":{REL:[{"href",…}]}}
+${STATE_HELP}
   -h, --help     show this help
 
 Exit codes:
   0  done
   1  the resource asked for is not in the mirror
   2  usage error, or <dest-dir> holds no mirror
+  3  the --state database cannot be reached, refused the login or does not exist
 `;
 
 function describe(r: ResourceLinks): string {
@@ -52,7 +55,7 @@ async function links(args: string[]): Promise<number> {
   const parsed = parseCommandArgs(
     'links',
     args,
-    { rel: { type: 'string', multiple: true }, json: { type: 'boolean' } },
+    { rel: { type: 'string', multiple: true }, json: { type: 'boolean' }, ...STATE_OPTIONS },
     HELP,
   );
   if (typeof parsed === 'number') return parsed;
@@ -63,9 +66,17 @@ async function links(args: string[]): Promise<number> {
   const unknown = rels.find((r) => !(KEPT_RELATIONS as readonly string[]).includes(r));
   if (unknown !== undefined)
     return usageError('links', `--rel '${unknown}' is not one of ${KEPT_RELATIONS.join(', ')}`);
-  let shown = 0;
+  let choice: StateChoice;
   try {
-    for await (const found of keptLinks(dest, select)) {
+    choice = stateChoice(values, dest);
+  } catch (err) {
+    return usageError('links', err);
+  }
+  let shown = 0;
+  let opened: OpenedState | undefined;
+  try {
+    opened = await openStateChoice(choice, dest, { readonly: true });
+    for await (const found of keptLinks(dest, select, opened.state === undefined ? {} : { state: opened.state })) {
       const r =
         rels.length === 0
           ? found
@@ -83,6 +94,8 @@ async function links(args: string[]): Promise<number> {
     if (isResourceSyncError(err, 'RS_INVALID_ARGUMENT')) return usageError('links', err);
     reportFailure('links', err, values.json);
     return EXIT.ERROR;
+  } finally {
+    await opened?.close();
   }
   if (select !== undefined && shown === 0) {
     stderr.write(`resourcesync links: '${select}' is not in the mirror '${dest}'.\n`);

@@ -19,8 +19,12 @@ import { XMPP_PASSWORD_ENV, xmppAccount } from '../xmpp-options.js';
 import { XmppPublisher } from '../../notify/xmpp-publisher.js';
 import type { HubEvent } from '../../notify/hub.js';
 import { isResourceSyncError, messageOf } from '../../core/errors.js';
+import type { LiveSet } from '../../live/live-source.js';
+import { FEED_ARGS, FEED_HELP, FeedArgsError, feedFromArgs } from '../feed-options.js';
 
 const HELP = `Usage: resourcesync serve <dir>... [options]
+       resourcesync serve --jsonl <file> --state <dir> [options]
+       resourcesync serve --pg-inventory <postgres-url> --pg-query <sql> --state <dir> [options]
 
 Publishes each directory as a set of resources of a ResourceSync Source and serves it over HTTP:
 resources at their relative paths (with several directories, under /<name>/), the Source Description at
@@ -51,6 +55,11 @@ ${hubLimitHelp(26)}  --xmpp URI              also publish the notifications to a
                           the environment variable ${XMPP_PASSWORD_ENV}. One node per
                           channel, named by its topic URI, created (open to subscribers) when
                           missing; each channel in the Capability Lists names its node
+  --name NAME             the set name of a feed (default: the file's name, or 'resources')
+${FEED_HELP}                          A feed's file is published again when it changes (not with
+                          --no-watch)
+  --pg-interval S         run the query of --pg-inventory again every S seconds (default 60;
+                          not with --no-watch)
 ${PUBLISH_HELP}  --verbose               log every request on stderr
   -h, --help              show this help
 `;
@@ -73,6 +82,9 @@ const ARGS = {
   'base-url': { type: 'string' },
   state: { type: 'string' },
   'no-watch': { type: 'boolean' },
+  name: { type: 'string' },
+  'pg-interval': { type: 'string' },
+  ...FEED_ARGS,
   ...PUBLISH_ARGS,
   hub: { type: 'string' },
   'no-hub': { type: 'boolean' },
@@ -88,7 +100,7 @@ type ServeValues = ParsedCommandArgs<typeof ARGS>['values'];
 interface ServeConfig {
   port: number;
   host: string;
-  sets: Array<{ name: string; dir: string }>;
+  sets: LiveSet[];
   stateDir: string | undefined;
   shared: PublishArgsResult;
   /** Push, without the XMPP publisher (made once the options are checked), or undefined with --no-hub. */
@@ -99,8 +111,8 @@ interface ServeConfig {
 type XmppAccount = ConstructorParameters<typeof XmppPublisher>[0]['account'];
 
 /** The sets, one per directory, named for their folders; or the usage error's exit code. */
-async function readSets(positionals: string[], stateDir: string | undefined): Promise<ServeConfig['sets'] | number> {
-  const sets: ServeConfig['sets'] = [];
+async function readSets(positionals: string[], stateDir: string | undefined): Promise<Array<{ name: string; dir: string }> | number> {
+  const sets: Array<{ name: string; dir: string }> = [];
   for (const dir of positionals.map((d) => resolve(d))) {
     const st = await stat(dir).catch(() => undefined);
     if (st?.isDirectory() !== true) {
@@ -121,21 +133,21 @@ async function readSets(positionals: string[], stateDir: string | undefined): Pr
   return sets;
 }
 
-/** Push as --hub, --no-hub, --allow-callback and the hub's limits ask for; or the usage error's exit code. */
-function readPush(values: ServeValues): LivePushOptions | undefined | number {
+/** Push as --hub, --no-hub, --allow-callback and the hub's limits ask for; or the usage error's exit code (also `oai-pmh`'s). */
+export function readPush(values: Pick<ServeValues, 'hub' | 'no-hub' | 'allow-callback' | keyof typeof HUB_LIMIT_ARGS>, command = 'serve'): LivePushOptions | undefined | number {
   if (values.hub !== undefined && (!URL.canParse(values.hub) || !/^https?:$/.test(new URL(values.hub).protocol))) {
-    return usageError('serve', `--hub '${values.hub}' is not an http(s) URL.`);
+    return usageError(command, `--hub '${values.hub}' is not an http(s) URL.`);
   }
-  if (values.hub !== undefined && values['no-hub'] === true) return usageError('serve', '--hub and --no-hub exclude each other.');
+  if (values.hub !== undefined && values['no-hub'] === true) return usageError(command, '--hub and --no-hub exclude each other.');
   const allowCallback = values['allow-callback'] ?? [];
   if (allowCallback.length > 0 && (values.hub !== undefined || values['no-hub'] === true)) {
-    return usageError('serve', '--allow-callback applies to the embedded hub: not with --hub or --no-hub.');
+    return usageError(command, '--allow-callback applies to the embedded hub: not with --hub or --no-hub.');
   }
   const hubBounds = hubLimitOptions(values);
-  if (typeof hubBounds === 'string') return usageError('serve', hubBounds);
+  if (typeof hubBounds === 'string') return usageError(command, hubBounds);
   const limitGiven = hubLimitGiven(values);
   if (limitGiven !== undefined && (values.hub !== undefined || values['no-hub'] === true)) {
-    return usageError('serve', `${limitGiven} applies to the embedded hub: not with --hub or --no-hub.`);
+    return usageError(command, `${limitGiven} applies to the embedded hub: not with --hub or --no-hub.`);
   }
   if (values['no-hub'] === true) return undefined;
   const publishSecret = process.env[PUBLISH_SECRET_ENV];
@@ -149,7 +161,25 @@ function readPush(values: ServeValues): LivePushOptions | undefined | number {
 
 /** Checks the options; returns what they ask for, or the usage error's exit code. */
 async function readConfig(values: ServeValues, positionals: string[]): Promise<ServeConfig | number> {
-  if (positionals.length === 0) return usageError('serve', 'a directory is needed.');
+  let feed: ReturnType<typeof feedFromArgs>;
+  try {
+    feed = feedFromArgs(values, values.name === undefined ? {} : { name: values.name });
+  } catch (error) {
+    if (error instanceof FeedArgsError) return usageError('serve', `${error.message}.`);
+    throw error;
+  }
+  if (feed === undefined && values.name !== undefined) return usageError('serve', '--name names a feed (--jsonl, --pg-inventory); a folder is named by its name.');
+  if (feed === undefined && positionals.length === 0) return usageError('serve', 'a directory is needed.');
+  if (feed !== undefined) {
+    if (positionals.length > 0) return usageError('serve', 'give directories or a feed (--jsonl, --pg-inventory), not both.');
+    if (values.state === undefined) return usageError('serve', 'a feed needs --state DIR (its snapshots and documents are kept there).');
+    if (values.dumps === true) return usageError('serve', '--dumps is not for a feed: its resources are held elsewhere.');
+    if (feed.file !== undefined && (await stat(feed.file).catch(() => undefined))?.isFile() !== true) return usageError('serve', `--jsonl '${values.jsonl}' is not a file.`);
+  }
+  const interval = values['pg-interval'];
+  if (interval !== undefined && (values['pg-inventory'] === undefined || !/^\d+$/.test(interval) || Number(interval) < 1)) {
+    return usageError('serve', `--pg-interval '${interval}' is not a number of seconds (>= 1) for --pg-inventory.`);
+  }
   const port = values.port === undefined ? 8080 : Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) return usageError('serve', `--port '${values.port}' is not a port number.`);
   let shared: PublishArgsResult;
@@ -168,7 +198,10 @@ async function readConfig(values: ServeValues, positionals: string[]): Promise<S
     }
   }
   const stateDir = values.state === undefined ? undefined : resolve(values.state);
-  const sets = await readSets(positionals, stateDir);
+  const sets: ServeConfig['sets'] | number =
+    feed === undefined
+      ? await readSets(positionals, stateDir)
+      : [{ name: feed.name, feed: feed.feed, ...(feed.file === undefined ? { everyMs: Number(interval ?? 60) * 1000 } : { file: feed.file }) }];
   if (typeof sets === 'number') return sets;
   const push = readPush(values);
   if (typeof push === 'number') return push;

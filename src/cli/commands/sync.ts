@@ -13,6 +13,10 @@ import { SyncfsFlush } from '../../node/syncfs.js';
 import { FsyncEach, RenameOnly, type Durability } from '../../node/durability.js';
 import { durabilityFor } from '../../node/durability-for.js';
 import { SmallFileThread } from '../../node/small-file-thread.js';
+import { QUEUE_HELP, QUEUE_OPTIONS, queueChoice, queueSyncOptions, type QueueChoice } from '../queue-options.js';
+import { syncWithQueue } from '../../destination/queue-sync.js';
+import { STATE_HELP, STATE_OPTIONS, openStateChoice, stateChoice, type OpenedState, type StateChoice } from '../state-option.js';
+import { S3_HELP, S3_OPTIONS, openS3Target, s3Overrides, s3Target, type OpenedS3, type S3Target } from '../s3-dest.js';
 
 /**
  * The CLI's durability: what `--no-fsync` and `--fsync-method` name (for `batch`, the default, a group commit
@@ -37,7 +41,9 @@ const HELP = `Usage: resourcesync sync <source-url> <dest-dir> [options]
 Mirror a ResourceSync Source into <dest-dir>: a baseline from the Resource List the first time (or
 when changes were missed), incremental from the Change List afterwards. Every resource is verified
 (length and hashes) while streaming to a temporary file, then renamed into place. State (SQLite),
-cursor and lock live in <dest-dir>/.resourcesync/.
+cursor and lock live in <dest-dir>/.resourcesync/, or where --state says (PostgreSQL, another file).
+<dest-dir> may be s3://BUCKET/PREFIX: the copies go to that bucket, each one verified before it
+becomes visible (Content-MD5 checked by the server), and --state is required.
 
 <source-url> is a Capability List, Source Description, Resource List (Index) or Change List (Index).
 
@@ -86,6 +92,9 @@ Options:
                            or file (an fsync of each file)
   --no-fsync               do not make files durable before renaming them (faster, not
                            safe against a power cut)
+${STATE_HELP}
+${QUEUE_HELP}
+${S3_HELP}
   --follow                 keep following the Source: subscribe to its change notification
                            channel and apply changes as they are announced (poll the Change
                            List when there is no channel or the hub is unreachable); one line
@@ -113,8 +122,10 @@ Exit codes:
      at the Source while the sync ran included
   1  finished, but some resources (or --with describedby targets) failed (see the report)
   2  usage error
-  3  error (not a ResourceSync document, nothing to synchronize from, unsafe input, I/O)
-  4  the destination is locked by another sync
+  3  error (not a ResourceSync document, nothing to synchronize from, unsafe input, I/O;
+     a --state database that cannot be reached, refused the login or does not exist)
+  4  the destination is locked by another sync (here or, with --state postgres://, on
+     any machine sharing the database)
   5  the Source could not be reached (connection refused, DNS, timeout, 5xx after
      retries), is unavailable for now (a 5xx or 429 while discovering: the status,
      URL and Retry-After are named; try again later) or refused access (401/403: see
@@ -187,6 +198,9 @@ function describeDescribedBy(d: DescribedByReport): string {
 
 const SYNC_FLAGS = {
   ...MIRROR_OPTIONS,
+  ...STATE_OPTIONS,
+  ...QUEUE_OPTIONS,
+  ...S3_OPTIONS,
   delete: { type: 'boolean' },
   baseline: { type: 'boolean' },
   concurrency: { type: 'string' },
@@ -222,6 +236,12 @@ interface SyncCommand {
   fsyncMethod: 'batch' | 'file';
   xmpp: XmppArgs | undefined;
   withDescribedBy: boolean;
+  /** Where the state lives (`--state`, `--state-key`). */
+  state: StateChoice;
+  /** Where the resources are handed to workers (`--queue`), if anywhere. */
+  queue: QueueChoice | undefined;
+  /** The bucket of an `s3://` destination. */
+  s3: S3Target | undefined;
   /** `--warc` and `--warc-max-size`. */
   warc: { path: string; maxBytes: number } | undefined;
 }
@@ -243,12 +263,16 @@ function parseSync(args: string[]): SyncCommand | number {
   const positionals = sourceAndDest('sync', parsed.positionals);
   if (typeof positionals === 'number') return positionals;
   const [source, dest] = positionals;
-  let concurrency: number | undefined, retries: number | undefined, common: MirrorOptions, warcMax: number;
+  let concurrency: number | undefined, retries: number | undefined, common: MirrorOptions, state: StateChoice, queue: QueueChoice | undefined, s3: S3Target | undefined, warcMax: number;
   try {
     warcMax = warcSize(flags['warc-max-size']);
     concurrency = integerOption('concurrency', flags.concurrency, 1);
     retries = integerOption('retries', flags.retries, 0);
     common = mirrorOptions(flags);
+    state = stateChoice(flags, dest);
+    queue = queueChoice(flags, state);
+    s3 = s3Target(dest, flags, state);
+    if (queue !== undefined && s3 !== undefined) throw new Error('--queue does not take an s3:// destination yet: workers write to a folder they share');
     if (flags['fsync-method'] !== undefined && flags['fsync-method'] !== 'batch' && flags['fsync-method'] !== 'file') {
       throw new Error(`--fsync-method must be 'batch' or 'file', not '${flags['fsync-method']}'`);
     }
@@ -259,16 +283,17 @@ function parseSync(args: string[]): SyncCommand | number {
   const unknownWith = (flags.with ?? []).find((w) => w !== 'describedby');
   if (unknownWith !== undefined) return usageError('sync', `--with '${unknownWith}' is not a relation this sync mirrors (describedby).`);
   const withDescribedBy = (flags.with ?? []).length > 0;
-  if (withDescribedBy && (flags['dry-run'] === true || flags.follow === true)) return usageError('sync', '--with goes without --dry-run and --follow.');
+  if (withDescribedBy && (flags['dry-run'] === true || flags.follow === true || s3 !== undefined)) return usageError('sync', '--with goes without --dry-run, --follow and an s3:// destination.');
   const xmpp = flags.xmpp === undefined ? undefined : xmppAccount(flags.xmpp, 'destination');
   if (typeof xmpp === 'string') return usageError('sync', xmpp);
   if (flags.warc !== undefined && flags['dry-run'] === true) return usageError('sync', '--warc goes without --dry-run.');
+  if (flags.warc !== undefined && queue !== undefined) return usageError('sync', '--warc goes without --queue (the workers fetch the resources).');
   if (flags.warc === '') return usageError('sync', '--warc needs a folder or a .warc.gz file name.');
   if (flags['warc-max-size'] !== undefined && flags.warc === undefined) return usageError('sync', '--warc-max-size goes with --warc.');
   const warc = flags.warc === undefined ? undefined : { path: flags.warc, maxBytes: warcMax };
   const fsync = !(flags['no-fsync'] ?? false);
   const fsyncMethod = flags['fsync-method'] === 'file' ? 'file' : 'batch';
-  return { source, dest, flags, common, concurrency, retries, fsync, fsyncMethod, xmpp, withDescribedBy, warc };
+  return { source, dest, flags, common, concurrency, retries, fsync, fsyncMethod, xmpp, withDescribedBy, state, queue, s3, warc };
 }
 
 /** The library options of a sync and of following alike. */
@@ -332,12 +357,17 @@ async function runFollow(command: SyncCommand): Promise<number> {
   const { flags, xmpp } = command;
   // the thread and the syncfs shell, once the arguments are known good
   const durable = cliDurability(command.fsync, command.fsyncMethod);
+  let opened: OpenedState | undefined;
+  let s3: OpenedS3 | undefined;
   let archive: WarcArchive | undefined;
   const work = async (signal: AbortSignal): Promise<number> => {
     try {
+      s3 = command.s3 === undefined ? undefined : await openS3Target(command.s3);
+      opened = await openStateChoice(command.state, command.dest, { readonly: false });
+      const state = opened.state === undefined ? {} : { state: opened.state };
       if (command.warc !== undefined) archive = await openWarcArchive(command.warc);
       return await follow({
-        syncOptions: { ...baseSyncOptions(command), durability: durable.durability, ...(archive === undefined ? {} : { archive }) },
+        syncOptions: { ...baseSyncOptions(command), ...state, durability: durable.durability, ...s3Overrides(s3), ...(archive === undefined ? {} : { archive }) },
         ...settings,
         ...(xmpp === undefined ? {} : { xmpp }),
         json: flags.json ?? false,
@@ -354,6 +384,8 @@ async function runFollow(command: SyncCommand): Promise<number> {
     const summary = await archive?.close().catch(() => undefined);
     if (summary !== undefined && flags.json !== true) stderr.write(describeWarc(summary));
     await durable.close();
+    await opened?.close();
+    await s3?.close();
   });
 }
 
@@ -387,6 +419,14 @@ function printSync(command: SyncCommand, report: SyncReport & { warc?: WarcArchi
   return report.failed.length > 0 || (described?.failed.length ?? 0) > 0 ? EXIT.INCOMPLETE : EXIT.OK;
 }
 
+/** A plain sync on the state `open` opens, or with `--queue` a coordinator's (which opens the state it names). */
+async function syncOnce(command: SyncCommand, options: SyncOptions, bar: ProgressBar, open: () => Promise<SyncOptions['state']>): Promise<SyncReport> {
+  const { queue, state: choice } = command;
+  if (queue !== undefined && choice.kind === 'postgres') return syncWithQueue(queueSyncOptions(options, queue, choice, bar));
+  const state = await open();
+  return sync({ ...options, ...(state === undefined ? {} : { state }) });
+}
+
 /** One sync (and, with `--with describedby`, the describedby targets), its report printed. */
 async function runOnce(command: SyncCommand): Promise<number> {
   const { source, dest, flags, common, retries } = command;
@@ -394,11 +434,19 @@ async function runOnce(command: SyncCommand): Promise<number> {
   // the thread and the syncfs shell, not for a dry run (which writes nothing)
   const durable = flags['dry-run'] === true ? undefined : cliDurability(command.fsync, command.fsyncMethod);
   const durability = durable?.durability ?? durabilityFor({ fsync: command.fsync, method: command.fsyncMethod });
+  let opened: OpenedState | undefined;
+  let s3: OpenedS3 | undefined;
   let archive: WarcArchive | undefined;
   const work = async (signal: AbortSignal): Promise<number> => {
     try {
+      s3 = command.s3 === undefined ? undefined : await openS3Target(command.s3);
       if (command.warc !== undefined) archive = await openWarcArchive(command.warc);
-      const report = await sync({ ...onceOptions(command, durability, bar, signal), ...(archive === undefined ? {} : { archive }) });
+      const warcOption = archive === undefined ? {} : { archive };
+      const synced = await syncOnce(command, { ...onceOptions(command, durability, bar, signal), ...s3Overrides(s3), ...warcOption }, bar, async () => {
+        opened = await openStateChoice(command.state, dest, { readonly: flags['dry-run'] === true });
+        return opened.state;
+      });
+      const report = s3 === undefined ? synced : { ...synced, dest: s3.location };
       bar.done();
       let warcSummary: WarcArchiveSummary | undefined;
       if (archive !== undefined) {
@@ -421,6 +469,8 @@ async function runOnce(command: SyncCommand): Promise<number> {
     // an interrupted or failed sync: the records written so far are kept, their file closed and indexed
     await archive?.close().catch(() => undefined);
     await durable?.close();
+    await opened?.close();
+    await s3?.close();
   });
 }
 

@@ -1,0 +1,178 @@
+// Sync workers on a job queue (pg-boss on PostgreSQL), against a plain sync in the same run:
+//  1. `sync --queue` (coordinator) + 2 `worker` processes against a single-process `sync` of the same N resources
+//     (a Resource List Index of parts of 50,000)
+//     (default 10^4, RS_BENCH_QUEUE_RESOURCES; 1 KB bodies with length and MD5, on loopback, state in PostgreSQL
+//     for both, --no-fsync), as the ratio of their times; peak RSS of every process.
+//  2. Planning 10^6 resources (RS_BENCH_QUEUE_PLAN): a Resource List Index of 20 parts read and parsed, and every
+//     chunk job (1,000 entries each, the entries in the job's row) inserted, with no worker running; split by
+//     phase: the list read and parsed alone (the same lists, entries drained) and the jobs' inserts (the rest).
+// Skips, saying why, where PostgreSQL is not installed.
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { postgresBin, startPostgresCluster } from './postgres-cluster.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const CLI = join(ROOT, 'dist', 'src', 'cli', 'main.js');
+const N = Number(process.env.RS_BENCH_QUEUE_RESOURCES ?? 10_000);
+const PLAN = Number(process.env.RS_BENCH_QUEUE_PLAN ?? 1_000_000);
+const PART = 50_000;
+
+const body = (i) => `resource ${i} `.repeat(80).slice(0, 1000 + (i % 24));
+const md5 = (s) => createHash('md5').update(s).digest('hex');
+
+/** The Source: a Capability List of N resources (`/small/`) and a Resource List Index of PLAN (`/big/`). */
+function source() {
+  const md5s = Array.from({ length: N }, (_, i) => md5(body(i)));
+  const head = (cap, extra = '') => `<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">\n<rs:md capability="${cap}"${extra}/>\n`;
+  const at = ' at="2026-01-01T00:00:00Z"';
+  return createServer((req, res) => {
+    const origin = `http://${req.headers.host}`;
+    const url = req.url ?? '/';
+    const xml = (s) => res.writeHead(200, { 'content-type': 'application/xml' }).end(s);
+    if (url === '/small/capabilitylist.xml' || url === '/big/capabilitylist.xml') {
+      const list = `${origin}${url.slice(0, url.lastIndexOf('/'))}/resourcelist-index.xml`;
+      return xml(`${head('capabilitylist')}<url><loc>${list}</loc><rs:md capability="resourcelist"/></url>\n</urlset>\n`);
+    }
+    const index = /^\/(small|big)\/resourcelist-index\.xml$/.exec(url);
+    if (index !== null) {
+      const count = index[1] === 'small' ? N : PLAN;
+      const parts = Array.from({ length: Math.ceil(count / PART) }, (_, k) => `<sitemap><loc>${origin}/${index[1]}/part-${k}.xml</loc></sitemap>`);
+      return xml(`<?xml version="1.0" encoding="UTF-8"?>\n<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">\n<rs:md capability="resourcelist"${at}/>\n${parts.join('\n')}\n</sitemapindex>\n`);
+    }
+    const part = /^\/(small|big)\/part-(\d+)\.xml$/.exec(url);
+    if (part !== null) {
+      const small = part[1] === 'small';
+      res.writeHead(200, { 'content-type': 'application/xml' });
+      let out = `${head('resourcelist', at)}<rs:ln rel="up" href="${origin}/${part[1]}/capabilitylist.xml"/>\n`;
+      const k = Number(part[2]);
+      for (let i = k * PART; i < Math.min(small ? N : PLAN, (k + 1) * PART); i++) {
+        out += small
+          ? `<url><loc>${origin}/small/r/${i}.txt</loc><rs:md hash="md5:${md5s[i]}" length="${body(i).length}"/></url>\n`
+          : `<url><loc>${origin}/big/r/${i}.txt</loc><lastmod>2025-12-31T00:00:00Z</lastmod><rs:md length="${1000 + (i % 24)}"/></url>\n`;
+      }
+      return res.end(`${out}</urlset>\n`);
+    }
+    const r = /^\/small\/r\/(\d+)\.txt$/.exec(url);
+    if (r !== null && Number(r[1]) < N) return res.writeHead(200, { 'content-type': 'text/plain' }).end(body(Number(r[1])));
+    res.writeHead(404).end();
+  });
+}
+
+/** A node process with its peak RSS written to `rssFile` at exit. */
+function child(args, rssFile) {
+  const p = spawn(process.execPath, ['--require', RSS_HOOK, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, RS_BENCH_RSS_FILE: rssFile } });
+  let out = '';
+  let err = '';
+  p.stdout.on('data', (d) => (out += d));
+  p.stderr.on('data', (d) => (err += d));
+  return { p, out: () => out, err: () => err };
+}
+
+let RSS_HOOK = '';
+/** The peak RSS (MB) a child wrote at its exit. */
+function rssOf(dir, name) {
+  try {
+    return (Number(readFileSync(join(dir, name), 'utf8')) / 1024).toFixed(0);
+  } catch {
+    return '?';
+  }
+}
+
+/** Runs `args` to its exit; resolves with seconds taken and what it printed. */
+async function timedRun(args, rssFile) {
+  const t0 = performance.now();
+  const c = child(args, rssFile);
+  const [code] = await once(c.p, 'exit');
+  const secs = (performance.now() - t0) / 1000;
+  if (code !== 0) throw new Error(`${args.slice(0, 2).join(' ')} exited ${code}: ${c.err().slice(0, 500)}`);
+  return { secs, out: c.out() };
+}
+
+async function main() {
+  const work = mkdtempSync(join(tmpdir(), 'rs-bench-queue-'));
+  RSS_HOOK = join(work, 'rss-hook.cjs');
+  writeFileSync(RSS_HOOK, "process.on('exit', () => require('node:fs').writeFileSync(process.env.RS_BENCH_RSS_FILE, String(process.resourceUsage().maxRSS)));\n");
+  const pg = await startPostgresCluster();
+  const server = source();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const origin = `http://127.0.0.1:${server.address().port}`;
+  try {
+    const common = ['--state', pg.url, '--no-fsync', '--json'];
+    // 1. plain sync, then coordinator + 2 workers, each into a folder of its own
+    const plain = await timedRun([CLI, 'sync', `${origin}/small/capabilitylist.xml`, join(work, 'plain'), ...common], join(work, 'rss-plain'));
+    const workers = [0, 1].map((k) => child([CLI, 'worker', '--queue', pg.url, '--no-fsync', '--poll', '50'], join(work, `rss-worker-${k}`)));
+    await new Promise((r) => setTimeout(r, 1500)); // the workers' queue opened before the clock starts (their start is not the run's)
+    const queued = await timedRun([CLI, 'sync', `${origin}/small/capabilitylist.xml`, join(work, 'queued'), '--queue', pg.url, ...common], join(work, 'rss-coordinator'));
+    for (const w of workers) w.p.kill('SIGTERM');
+    for (const w of workers) if (w.p.exitCode === null) await once(w.p, 'exit');
+    const a = JSON.parse(plain.out);
+    const b = JSON.parse(queued.out);
+    if (a.created !== N || b.created !== N) throw new Error(`created ${a.created} and ${b.created}, not ${N}`);
+    console.log(`queue: ${N} resources (1 KB): plain sync ${plain.secs.toFixed(2)} s (${(N / plain.secs).toFixed(0)}/s); coordinator + 2 workers ${queued.secs.toFixed(2)} s (${(N / queued.secs).toFixed(0)}/s): ${(queued.secs / plain.secs).toFixed(2)}x the plain sync's time (target <= 1.25x)`);
+    console.log(`queue: peak RSS: plain sync ${rssOf(work, 'rss-plain')} MB, coordinator ${rssOf(work, 'rss-coordinator')} MB, workers ${rssOf(work, 'rss-worker-0')} and ${rssOf(work, 'rss-worker-1')} MB`);
+    // 2. planning PLAN resources: parse alone, then parse + jobs inserted, no worker running
+    const parse = await timedRun([join(ROOT, 'bench', 'queue.bench.js'), '--plan-child', `${origin}/big/capabilitylist.xml`, 'parse', String(PLAN)], join(work, 'rss-parse'));
+    const planned = await timedRun([join(ROOT, 'bench', 'queue.bench.js'), '--plan-child', `${origin}/big/capabilitylist.xml`, pg.url, String(PLAN)], join(work, 'rss-plan'));
+    const p = JSON.parse(planned.out);
+    const parsed = JSON.parse(parse.out);
+    const jobBytes = p.jobBytes;
+    console.log(`queue: planning ${PLAN} resources: ${p.secs.toFixed(1)} s (target about 30 s): lists read and parsed ${parsed.secs.toFixed(1)} s, ${p.chunks} jobs inserted ${(p.secs - parsed.secs).toFixed(1)} s (${(p.chunks / Math.max(0.001, p.secs - parsed.secs)).toFixed(0)} jobs/s, ${(PLAN / p.secs).toFixed(0)} resources/s overall); ${(jobBytes / PLAN).toFixed(0)} B of job table per resource`);
+    console.log(`queue: peak RSS planning ${PLAN}: coordinator ${rssOf(work, 'rss-plan')} MB (parse alone ${rssOf(work, 'rss-parse')} MB; coordinator of ${N}: ${rssOf(work, 'rss-coordinator')} MB)`);
+  } finally {
+    server.close();
+    pg.stop();
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The planning child: with `queue` 'parse', the lists read and parsed with their entries drained; otherwise a
+ * coordinator on that queue (and state) stopped once every chunk job of `total` resources is inserted.
+ */
+async function planChild(capabilityList, queue, total) {
+  const dest = mkdtempSync(join(tmpdir(), 'rs-bench-plan-'));
+  const t0 = performance.now();
+  try {
+    if (queue === 'parse') {
+      const { baseline } = await import(join(ROOT, 'dist/src/destination/baseline.js'));
+      const { connect } = await import(join(ROOT, 'dist/src/destination/connection.js'));
+      const c = connect({ source: capabilityList });
+      let n = 0;
+      const applier = { phase() {}, estimateTotal() {}, addTotal() {}, flush: async () => {}, warn() {}, fail(u, e) { throw e; } };
+      await baseline({ http: c.documents, authority: c.authority, applier, applyEntries: async (es) => { for await (const e of es) if (e.loc !== '') n++; } }, capabilityList.replace('capabilitylist.xml', 'resourcelist-index.xml'));
+      await c.close();
+      if (n !== total) throw new Error(`parsed ${n} entries, not ${total}`);
+      console.log(JSON.stringify({ secs: (performance.now() - t0) / 1000 }));
+      return;
+    }
+    const { syncWithQueue } = await import(join(ROOT, 'dist/src/destination/queue-sync.js'));
+    const stop = new globalThis.AbortController();
+    const expected = Math.ceil(total / 1000);
+    let secs;
+    await syncWithQueue({ source: capabilityList, dest, queue, stateUrl: queue, signal: stop.signal, onQueueProgress: (p) => {
+      if (secs === undefined && p.chunks === expected) {
+        secs = (performance.now() - t0) / 1000;
+        stop.abort();
+      }
+    } }).catch((err) => { if (!stop.signal.aborted) throw err; });
+    const pg = (await import('pg')).default;
+    const client = new pg.Client({ connectionString: queue });
+    await client.connect();
+    const size = await client.query(`SELECT coalesce(sum(pg_total_relation_size(inhrelid)), 0) + pg_total_relation_size('pgboss.job') AS b FROM pg_inherits WHERE inhparent = 'pgboss.job'::regclass`).catch(() => ({ rows: [{ b: 0 }] }));
+    await client.end();
+    console.log(JSON.stringify({ secs, chunks: expected, jobBytes: Number(size.rows[0].b) }));
+  } finally {
+    rmSync(dest, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[2] === '--plan-child') await planChild(process.argv[3], process.argv[4], Number(process.argv[5]));
+else if (postgresBin() === undefined) console.log('queue: skipped (PostgreSQL is not installed: apt-get install postgresql)');
+else await main();

@@ -1,0 +1,246 @@
+/**
+ * A sync whose resources are fetched by workers fed from a job queue (pg-boss on PostgreSQL): the coordinator
+ * discovers and plans as `sync` does, hands each Resource List's entries to the queue in chunks, waits for the
+ * workers to apply them, then goes on as `sync` does (deletions inferred, changes since the snapshot, settling).
+ * @see Z39.99 §5.2 (Baseline Synchronization)
+ */
+import { randomUUID } from 'node:crypto';
+import { resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ResourceSyncError } from '../core/errors.js';
+import type { Entry } from '../core/model/types.js';
+import { openPostgresDestinationState } from './postgres-state.js';
+import {
+  CHUNK_QUEUE,
+  MAX_CHUNK,
+  chunkId,
+  isPostgresUrl,
+  jobEntry,
+  openQueue,
+  redactedUrl,
+  storageDescriptorFor,
+  type ChunkJob,
+  type ChunkOutcome,
+  type ChunkQueue,
+} from './queue-jobs.js';
+import { runPool } from './run-pool.js';
+import { runSync } from './sync.js';
+import type { SyncOptions, SyncReport } from './sync-options.js';
+import type { ResourceDispatch, SetRun, SyncRun } from './sync-run.js';
+
+/** The state's key of the run in hand: a coordinator run again after a kill finds its run (and its jobs) there. */
+const RUN_META = 'queue:run';
+/** Chunks sent to the queue in one statement. */
+const INSERT_BATCH = 20;
+
+/** The chunk jobs of a run, by state, while the coordinator waits. */
+export interface QueueProgress {
+  /** Chunks sent so far in the run. */
+  chunks: number;
+  /** Waiting for a worker (`created` or `retry` in pg-boss). */
+  waiting: number;
+  /** In a worker's hands. */
+  active: number;
+  /** Done (their outcome counted). */
+  completed: number;
+  /** Given up after every retry (then applied by the coordinator itself). */
+  failed: number;
+}
+
+/** Options of {@link syncWithQueue}: a sync's, with the queue and the shared state named by URL. */
+export interface QueueSyncOptions extends Omit<SyncOptions, 'state' | 'storage' | 'http' | 'auth'> {
+  /** The queue's PostgreSQL URL (pg-boss's tables are created there, in the schema `pgboss`). */
+  queue: string;
+  /** The Destination state's PostgreSQL URL (may be the queue's database); workers open it from the jobs. */
+  stateUrl: string;
+  /** The destination's key in the state. Default: `dest` resolved to an absolute path. */
+  destination?: string;
+  /** Entries per job, at most 10,000. Default 1,000. */
+  chunkSize?: number;
+  /** A job in a worker's hands longer than this is given to another worker (a killed worker's). Default 60. */
+  expireInSeconds?: number;
+  /** Attempts of a job after the first, when a worker fails or is lost; then the coordinator applies it. Default 5. */
+  retryLimit?: number;
+  /** How often the coordinator reads the jobs' states while it waits, ms. Default 250. */
+  pollIntervalMs?: number;
+  /** Hears the jobs' states while the coordinator waits for them. */
+  onQueueProgress?: (p: QueueProgress) => void;
+}
+
+/**
+ * Synchronizes `dest` with a Source as {@link sync} does, with the resources of every Resource List fetched,
+ * verified, written and recorded by workers ({@link runSyncWorker}) that take chunk jobs from the queue: a job names
+ * the run's state (`stateUrl`, `destination`) and storage (`dest`), so a worker needs nothing else. The coordinator
+ * holds the state's lease throughout; the workers write their records through the state's `apply` without it,
+ * on the coordinator's behalf. Returns the report a plain sync returns (the same counts and failures).
+ * A coordinator killed and run again with the same options resumes its run: the run's id is in the state, its jobs
+ * keep their ids, and the jobs already done are counted, not done again. A dry run needs no worker: it plans as
+ * `sync` does.
+ * @throws ResourceSyncError RS_INVALID_ARGUMENT when `queue` or `stateUrl` is not a postgres:// URL, and what `sync` throws
+ * @example
+ * const report = await syncWithQueue({ source: 'http://example.com/capabilitylist.xml', dest: '/shared/mirror',
+ *   queue: 'postgres://rs@db/rs', stateUrl: 'postgres://rs@db/rs' });
+ */
+export async function syncWithQueue(options: QueueSyncOptions): Promise<SyncReport> {
+  for (const [name, url] of [['queue', options.queue], ['state', options.stateUrl]] as const) {
+    if (!isPostgresUrl(url)) throw new ResourceSyncError('RS_INVALID_ARGUMENT', `The ${name} '${redactedUrl(url)}' is not a postgres:// URL.`, { data: { [name]: redactedUrl(url) } });
+  }
+  const chunkSize = options.chunkSize ?? 1000;
+  if (!Number.isInteger(chunkSize) || chunkSize < 1 || chunkSize > MAX_CHUNK) {
+    throw new ResourceSyncError('RS_INVALID_ARGUMENT', `Chunk size ${chunkSize} is not between 1 and ${MAX_CHUNK}.`, { data: { chunkSize } });
+  }
+  const dryRun = options.dryRun ?? false;
+  const destination = options.destination ?? resolve(options.dest);
+  const state = await openPostgresDestinationState(options.stateUrl, { destination, readonly: dryRun });
+  const expireInSeconds = options.expireInSeconds ?? 60;
+  let queue: ChunkQueue | undefined;
+  try {
+    if (!dryRun) queue = await openQueue(options.queue, { maintenanceIntervalSeconds: Math.max(1, Math.min(10, Math.ceil(expireInSeconds / 2))) });
+    const q = queue;
+    const report = await runSync({ ...options, state }, q === undefined ? undefined : (run) => ChunkDispatch.open(q, run, options, { chunkSize, expireInSeconds, destination }));
+    if (!dryRun) await state.setMeta(RUN_META, undefined);
+    return report;
+  } finally {
+    await queue?.close();
+    await state.close();
+  }
+}
+
+/** The ResourceDispatch of a coordinator: chunk jobs sent to the queue, then waited for and counted. */
+class ChunkDispatch implements ResourceDispatch {
+  readonly #queue: ChunkQueue;
+  readonly #options: QueueSyncOptions;
+  readonly #template: Omit<ChunkJob, 'set' | 'entries'>;
+  readonly #chunkSize: number;
+  readonly #expireInSeconds: number;
+  /** Jobs sent and not yet counted. */
+  readonly #outstanding = new Set<string>();
+  #sent = 0;
+  #completed = 0;
+  #failed = 0;
+
+  private constructor(queue: ChunkQueue, options: QueueSyncOptions, template: Omit<ChunkJob, 'set' | 'entries'>, sizes: { chunkSize: number; expireInSeconds: number }) {
+    this.#queue = queue;
+    this.#options = options;
+    this.#template = template;
+    this.#chunkSize = sizes.chunkSize;
+    this.#expireInSeconds = sizes.expireInSeconds;
+  }
+
+  /** The dispatch of `run`: its id found in the state (a run resumed) or made and recorded there. */
+  static async open(queue: ChunkQueue, run: SyncRun, options: QueueSyncOptions, sizes: { chunkSize: number; expireInSeconds: number; destination: string }): Promise<ChunkDispatch> {
+    let id = await run.state.getMeta(RUN_META);
+    if (id === undefined) {
+      id = randomUUID();
+      await run.state.setMeta(RUN_META, id);
+    }
+    const connection: ChunkJob['connection'] = { source: options.source };
+    if (options.allowOrigins !== undefined) connection.allowOrigins = options.allowOrigins;
+    if (options.maps !== undefined) connection.maps = options.maps;
+    if (options.base !== undefined) connection.base = options.base;
+    if (options.timeoutMs !== undefined) connection.timeoutMs = options.timeoutMs;
+    if (options.retries !== undefined) connection.retries = options.retries;
+    if (options.rate !== undefined) connection.rate = options.rate;
+    const template: Omit<ChunkJob, 'set' | 'entries'> = {
+      version: 1,
+      run: id,
+      state: { url: options.stateUrl, destination: sizes.destination },
+      storage: storageDescriptorFor(options.dest),
+      connection,
+      behaviour: { delete: options.delete ?? false, verifyRetries: options.verifyRetries ?? 2, preferMirrors: options.preferMirrors ?? false, rehash: options.baseline === true && !run.fresh },
+      fresh: run.fresh,
+    };
+    return new ChunkDispatch(queue, options, template, sizes);
+  }
+
+  /** Sends the entries in chunks of `chunkSize`, `INSERT_BATCH` chunks a statement; resolves once all are sent. */
+  async enqueue(run: SyncRun, setRun: SetRun, entries: AsyncIterable<Entry>): Promise<void> {
+    const set = setRun.set.key;
+    let chunk: Entry[] = [];
+    let jobs: { id: string; name: string; data: ChunkJob; expireInSeconds: number; retryLimit: number; retryDelay: number }[] = [];
+    const retryLimit = this.#options.retryLimit ?? 5;
+    const send = async (): Promise<void> => {
+      if (jobs.length === 0) return;
+      await this.#queue.boss.insert(jobs);
+      jobs = [];
+      await this.#report();
+    };
+    const close = async (): Promise<void> => {
+      if (chunk.length === 0) return;
+      const id = chunkId(this.#template.run, set, this.#sent, chunk);
+      jobs.push({ id, name: CHUNK_QUEUE, data: { ...this.#template, set, entries: chunk }, expireInSeconds: this.#expireInSeconds, retryLimit, retryDelay: 1 });
+      this.#outstanding.add(id);
+      this.#sent++;
+      chunk = [];
+      if (jobs.length >= INSERT_BATCH) await send();
+    };
+    for await (const e of entries) {
+      if (run.options.signal?.aborted) throw new ResourceSyncError('RS_ABORTED', 'Sync aborted.', { data: {} });
+      chunk.push(jobEntry(e));
+      if (chunk.length >= this.#chunkSize) await close();
+    }
+    await close();
+    await send();
+  }
+
+  /** Waits for every job sent: each done one's outcome counted, each given up applied here. */
+  async settled(run: SyncRun): Promise<void> {
+    const pollMs = this.#options.pollIntervalMs ?? 250;
+    const signal = run.options.signal;
+    while (this.#outstanding.size > 0) {
+      if (signal?.aborted) throw new ResourceSyncError('RS_ABORTED', 'Sync aborted while waiting for the workers.', { data: {} });
+      const before = this.#outstanding.size;
+      await this.#collect(run);
+      if (this.#outstanding.size === before) await sleep(pollMs, undefined, signal ? { signal } : {}).catch(() => undefined);
+    }
+    await this.#report();
+    await run.flush();
+  }
+
+  /** Counts the jobs that ended since the last look: done ones absorbed, given-up ones applied here. */
+  async #collect(run: SyncRun): Promise<void> {
+    const ids = [...this.#outstanding];
+    const { job, archive } = this.#queue.tables;
+    type Row = { id: string; state: string; output: ChunkOutcome | null };
+    const ended = await this.#queue.query<Row>(
+      `SELECT id, state, CASE WHEN state = 'completed' THEN output END AS output FROM ${job} WHERE name = $1 AND id = ANY($2::uuid[]) AND state IN ('completed', 'failed', 'cancelled')
+       UNION ALL SELECT id, state, CASE WHEN state = 'completed' THEN output END FROM ${archive} WHERE name = $1 AND id = ANY($2::uuid[])`,
+      [CHUNK_QUEUE, ids],
+    );
+    for (const row of ended) {
+      if (!this.#outstanding.delete(row.id)) continue; // archived twice
+      if (row.state === 'completed' && row.output !== null && typeof row.output.done === 'number') {
+        run.applier.absorb(row.output);
+        this.#completed++;
+      } else {
+        this.#failed++;
+        await this.#applyHere(run, row.id);
+      }
+    }
+    await this.#report();
+  }
+
+  /** A job the workers gave up on (or that was cancelled): its entries applied by the coordinator. */
+  async #applyHere(run: SyncRun, id: string): Promise<void> {
+    const { job, archive } = this.#queue.tables;
+    const rows = await this.#queue.query<{ data: ChunkJob }>(`SELECT data FROM ${job} WHERE name = $1 AND id = $2 UNION ALL SELECT data FROM ${archive} WHERE name = $1 AND id = $2 LIMIT 1`, [CHUNK_QUEUE, id]);
+    const data = rows[0]?.data;
+    if (data === undefined) return;
+    const previous = run.applier.setKey;
+    run.applier.setKey = data.set;
+    await runPool(data.entries, run.concurrency, (e, release) => run.applier.apply(e, release));
+    await run.flush();
+    run.applier.setKey = previous;
+  }
+
+  /** Tells `onQueueProgress` the run's jobs by state. */
+  async #report(): Promise<void> {
+    const cb = this.#options.onQueueProgress;
+    if (cb === undefined) return;
+    const { job } = this.#queue.tables;
+    const ids = [...this.#outstanding];
+    const rows = ids.length === 0 ? [] : await this.#queue.query<{ state: string; n: string }>(`SELECT state, count(*) AS n FROM ${job} WHERE name = $1 AND id = ANY($2::uuid[]) GROUP BY state`, [CHUNK_QUEUE, ids]);
+    const of = (...states: string[]): number => rows.filter((r) => states.includes(r.state)).reduce((n, r) => n + Number(r.n), 0);
+    cb({ chunks: this.#sent, waiting: of('created', 'retry'), active: of('active'), completed: this.#completed, failed: this.#failed });
+  }
+}

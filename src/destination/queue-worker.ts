@@ -1,0 +1,179 @@
+/**
+ * A sync worker: takes chunk jobs from the queue ({@link syncWithQueue}'s), fetches, verifies and writes their
+ * resources into the storage the job names, and records them in the state the job names, through its `apply`.
+ * Jobs are at least once: a chunk done again changes nothing (a resource recorded with the same facts, or a file
+ * that already has them, is left as it is), and a killed worker's chunk is taken by another once it expires.
+ * @see Z39.99 §5.2 (Baseline Synchronization)
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ResourceSyncError, messageOf } from '../core/errors.js';
+import type { Durability } from '../node/durability.js';
+import { connect, type Connection } from './connection.js';
+import type { MirrorStorage } from './mirror-storage.js';
+import { openPostgresDestinationState } from './postgres-state.js';
+import { CHUNK_QUEUE, openQueue, openStorage, type ChunkJob, type ChunkOutcome, type ChunkQueue } from './queue-jobs.js';
+import { runPool } from './run-pool.js';
+import type { DestinationState } from './state.js';
+import { applierFor } from './sync-run.js';
+
+/** Options of {@link runSyncWorker}. */
+export interface SyncWorkerOptions {
+  /** The queue's PostgreSQL URL (the coordinator's `queue`). */
+  queue: string;
+  /** Resources fetched at once. Default 16. */
+  concurrency?: number;
+  /** Stops the worker: the chunk in hand is finished and reported first, then it returns. */
+  signal?: AbortSignal;
+  /** Authorization header values per origin, for the Sources of the jobs (never carried by a job). */
+  auth?: Record<string, string>;
+  /** How a folder's files are made durable. Default: a group commit. */
+  durability?: Durability;
+  /** How long to wait before looking again when the queue has nothing, ms. Default 500. */
+  pollIntervalMs?: number;
+  /** How often to look for expired jobs (a killed worker's), s; the processes of a queue share it. Default 5. */
+  maintenanceIntervalSeconds?: number;
+  /** Hears each chunk done (or failed, to be retried). */
+  onChunk?: (c: ChunkReport) => void;
+  /** Hears errors met in the background (the queue's maintenance). */
+  onError?: (err: unknown) => void;
+}
+
+/** A chunk a worker dealt with. */
+export interface ChunkReport {
+  /** The job's id. */
+  id: string;
+  run: string;
+  set: string;
+  entries: number;
+  /** Attempts before this one (a retry after a failure or an expiry). */
+  retry: number;
+  /** What was done; undefined when the chunk failed as a whole (it is retried). */
+  outcome?: ChunkOutcome;
+  /** Why the chunk failed as a whole. */
+  error?: string;
+  durationMs: number;
+}
+
+/** What a worker keeps open between chunks: the states, storages and connections the jobs named. */
+class Opened {
+  readonly states = new Map<string, Promise<DestinationState>>();
+  readonly storages = new Map<string, MirrorStorage>();
+  readonly connections = new Map<string, Connection>();
+
+  state(job: ChunkJob): Promise<DestinationState> {
+    const key = JSON.stringify([job.state.url, job.state.destination]);
+    let s = this.states.get(key);
+    if (s === undefined) {
+      s = openPostgresDestinationState(job.state.url, { destination: job.state.destination });
+      s.catch(() => this.states.delete(key));
+      this.states.set(key, s);
+    }
+    return s;
+  }
+
+  storage(job: ChunkJob, durability: Durability | undefined): MirrorStorage {
+    const key = JSON.stringify(job.storage);
+    let s = this.storages.get(key);
+    if (s === undefined) {
+      s = openStorage(job.storage, durability !== undefined ? { durability } : {});
+      this.storages.set(key, s);
+    }
+    return s;
+  }
+
+  connection(job: ChunkJob, options: SyncWorkerOptions): Connection {
+    const key = JSON.stringify(job.connection);
+    let c = this.connections.get(key);
+    if (c === undefined) {
+      c = connect({ ...job.connection, concurrency: options.concurrency ?? 16, ...(options.auth ? { auth: options.auth } : {}) });
+      this.connections.set(key, c);
+    }
+    return c;
+  }
+
+  async close(): Promise<void> {
+    for (const s of this.storages.values()) await s.settle().catch(() => undefined);
+    for (const c of this.connections.values()) await c.close();
+    for (const s of this.states.values()) await (await s.catch(() => undefined))?.close();
+  }
+}
+
+/**
+ * Applies one chunk: every entry fetched (or found held), verified, written and recorded; failures recorded as
+ * pending under the job's capability set, as a plain sync records them. A resource whose record (or file) already
+ * has the entry's facts is left as it is: a chunk done twice writes nothing the second time (a retry in a run that
+ * started on an empty destination counts what an earlier attempt wrote as created).
+ */
+async function applyChunk(job: ChunkJob, retry: number, opened: Opened, options: SyncWorkerOptions): Promise<ChunkOutcome> {
+  if (job.version !== 1 || !Array.isArray(job.entries)) {
+    throw new ResourceSyncError('RS_INVALID_ARGUMENT', 'The job is not a chunk job this worker knows (version 1).', { data: {} });
+  }
+  const store = await opened.state(job);
+  const storage = opened.storage(job, options.durability);
+  const connection = opened.connection(job, options);
+  const { behaviour } = job;
+  // every record and file is looked at first, even on a first attempt: the same chunk may be in two hands
+  const applier = applierFor(
+    { connection, store, storage, options: { delete: behaviour.delete, verifyRetries: behaviour.verifyRetries, preferMirrors: behaviour.preferMirrors } },
+    { dryRun: false, adopt: true, fresh: false, rehash: behaviour.rehash },
+  );
+  applier.setKey = job.set;
+  await runPool(job.entries, options.concurrency ?? 16, (e, release) => applier.apply(e, release));
+  await storage.settle();
+  await applier.flush();
+  const { created, updated, deleted, unchanged, bytes, failed, warnings } = applier.counts;
+  if (job.fresh && retry > 0) return { created: created + unchanged, updated, deleted, unchanged: 0, bytes, failed, warnings, done: job.entries.length };
+  return { created, updated, deleted, unchanged, bytes, failed, warnings, done: job.entries.length };
+}
+
+/**
+ * Runs a sync worker until `signal` aborts: takes one chunk job at a time from the queue, applies it, and completes
+ * the job with its outcome (the coordinator counts it); a chunk that fails as a whole (its state or storage out of
+ * reach) is failed, to be retried by pg-boss. An abort lets the chunk in hand finish and be reported first.
+ * Workers do not take the state's lease: the coordinator holds it for the run, and the workers write their records
+ * on its behalf through the state's `apply` (one transaction per batch).
+ * @returns the number of chunks done
+ * @throws ResourceSyncError RS_INVALID_ARGUMENT when `queue` is not a postgres:// URL, RS_IO when it cannot be reached
+ * @example
+ * const stop = new AbortController();
+ * process.once('SIGTERM', () => stop.abort());
+ * await runSyncWorker({ queue: 'postgres://rs@db/rs', concurrency: 16, signal: stop.signal });
+ */
+export async function runSyncWorker(options: SyncWorkerOptions): Promise<number> {
+  const queue = await openQueue(options.queue, {
+    maintenanceIntervalSeconds: options.maintenanceIntervalSeconds ?? 5,
+    ...(options.onError ? { onError: options.onError } : {}),
+  });
+  const opened = new Opened();
+  let chunks = 0;
+  try {
+    while (options.signal?.aborted !== true) {
+      const [job] = await queue.boss.fetch<ChunkJob>(CHUNK_QUEUE, { batchSize: 1, includeMetadata: true });
+      if (job === undefined) {
+        await sleep(options.pollIntervalMs ?? 500, undefined, options.signal ? { signal: options.signal } : {}).catch(() => undefined);
+        continue;
+      }
+      await takeJob(queue, job, opened, options);
+      chunks++;
+    }
+  } finally {
+    await opened.close();
+    await queue.close();
+  }
+  return chunks;
+}
+
+/** Applies one job and completes it with its outcome, or fails it (to be retried) when it could not be applied. */
+async function takeJob(queue: ChunkQueue, job: { id: string; data: ChunkJob; retryCount: number }, opened: Opened, options: SyncWorkerOptions): Promise<void> {
+  const started = Date.now();
+  const report: ChunkReport = { id: job.id, run: String(job.data.run), set: String(job.data.set), entries: job.data.entries?.length ?? 0, retry: job.retryCount, durationMs: 0 };
+  try {
+    report.outcome = await applyChunk(job.data, job.retryCount, opened, options);
+    await queue.boss.complete(CHUNK_QUEUE, job.id, report.outcome);
+  } catch (err) {
+    report.error = messageOf(err);
+    await queue.boss.fail(CHUNK_QUEUE, job.id, { message: report.error });
+  }
+  report.durationMs = Date.now() - started;
+  options.onChunk?.(report);
+}
