@@ -1,7 +1,8 @@
 import { stderr, stdout } from 'node:process';
 import { sync, type SyncOptions, type SyncReport } from '../../destination/sync.js';
 import { mirrorDescribedBy, type DescribedByReport } from '../../destination/described-by.js';
-import { openWarcArchive, type WarcArchive, type WarcArchiveSummary } from '../../destination/warc-archive.js';
+import { openWarcArchive, type WarcArchive, type WarcArchiveOptions, type WarcArchiveSummary } from '../../destination/warc-archive.js';
+import { WARC_ARGS, describeWarc, warcChoice } from '../warc-options.js';
 import type { PlanItem, PlanSummary } from '../../destination/plan.js';
 import { ProgressBar } from '../progress.js';
 import { EXIT, MIRROR_OPTIONS, describeNotes, exitCodeOf, integerOption, mirrorOptions, reportFailure, sourceAndDest, type MirrorOptions } from '../mirror-options.js';
@@ -217,8 +218,7 @@ const SYNC_FLAGS = {
   'reconcile-interval': { type: 'string' },
   xmpp: { type: 'string' },
   with: { type: 'string', multiple: true },
-  warc: { type: 'string' },
-  'warc-max-size': { type: 'string' },
+  ...WARC_ARGS,
 } as const;
 
 type SyncFlags = ParsedCommandArgs<typeof SYNC_FLAGS>['values'];
@@ -243,17 +243,9 @@ interface SyncCommand {
   /** The bucket of an `s3://` destination. */
   s3: S3Target | undefined;
   /** `--warc` and `--warc-max-size`. */
-  warc: { path: string; maxBytes: number } | undefined;
+  warc: Pick<WarcArchiveOptions, 'path' | 'maxBytes'> | undefined;
 }
 
-/** `--warc-max-size`: bytes, with an optional K, M or G (binary) suffix. */
-function warcSize(value: string | undefined): number {
-  if (value === undefined) return 2 ** 30;
-  const m = /^(\d+)([KMG]?)$/i.exec(value);
-  const n = m === null ? NaN : Number(m[1]) * 1024 ** ' KMG'.indexOf((m[2] || ' ').toUpperCase());
-  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`--warc-max-size '${value}' is not a size in bytes (e.g. 1048576, 500M, 1G)`);
-  return n;
-}
 
 /** The arguments parsed and checked, or the exit code after the help or a usage error. */
 function parseSync(args: string[]): SyncCommand | number {
@@ -263,9 +255,8 @@ function parseSync(args: string[]): SyncCommand | number {
   const positionals = sourceAndDest('sync', parsed.positionals);
   if (typeof positionals === 'number') return positionals;
   const [source, dest] = positionals;
-  let concurrency: number | undefined, retries: number | undefined, common: MirrorOptions, state: StateChoice, queue: QueueChoice | undefined, s3: S3Target | undefined, warcMax: number;
+  let concurrency: number | undefined, retries: number | undefined, common: MirrorOptions, state: StateChoice, queue: QueueChoice | undefined, s3: S3Target | undefined;
   try {
-    warcMax = warcSize(flags['warc-max-size']);
     concurrency = integerOption('concurrency', flags.concurrency, 1);
     retries = integerOption('retries', flags.retries, 0);
     common = mirrorOptions(flags);
@@ -286,11 +277,8 @@ function parseSync(args: string[]): SyncCommand | number {
   if (withDescribedBy && (flags['dry-run'] === true || flags.follow === true || s3 !== undefined)) return usageError('sync', '--with goes without --dry-run, --follow and an s3:// destination.');
   const xmpp = flags.xmpp === undefined ? undefined : xmppAccount(flags.xmpp, 'destination');
   if (typeof xmpp === 'string') return usageError('sync', xmpp);
-  if (flags.warc !== undefined && flags['dry-run'] === true) return usageError('sync', '--warc goes without --dry-run.');
-  if (flags.warc !== undefined && queue !== undefined) return usageError('sync', '--warc goes without --queue (the workers fetch the resources).');
-  if (flags.warc === '') return usageError('sync', '--warc needs a folder or a .warc.gz file name.');
-  if (flags['warc-max-size'] !== undefined && flags.warc === undefined) return usageError('sync', '--warc-max-size goes with --warc.');
-  const warc = flags.warc === undefined ? undefined : { path: flags.warc, maxBytes: warcMax };
+  const warc = warcChoice(flags, { dryRun: flags['dry-run'] === true, queue: queue !== undefined });
+  if (typeof warc === 'string') return usageError('sync', warc);
   const fsync = !(flags['no-fsync'] ?? false);
   const fsyncMethod = flags['fsync-method'] === 'file' ? 'file' : 'batch';
   return { source, dest, flags, common, concurrency, retries, fsync, fsyncMethod, xmpp, withDescribedBy, state, queue, s3, warc };
@@ -474,12 +462,6 @@ async function runOnce(command: SyncCommand): Promise<number> {
   });
 }
 
-/** The WARC files written (`--warc`), and the files of a killed run that were repaired. */
-function describeWarc(s: WarcArchiveSummary): string {
-  const lines = s.recovered.map((r) => `WARC: repaired ${r.file} (a killed run's): ${r.records} records kept, ${r.truncatedBytes} bytes cut off`);
-  lines.push(`WARC: ${s.records} records, ${s.bytes} bytes in ${s.files.length} file(s)${s.files.length > 0 ? `: ${s.files.join(', ')}` : ''}`);
-  return `${lines.join('\n')}\n`;
-}
 
 /** `resourcesync sync`. */
 export async function run(args: string[]): Promise<number> {
