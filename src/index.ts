@@ -9,3 +9,5 @@ export * from './core/index.js';
 export { openInput, type OpenInputOptions } from './node/open-input.js';
 export { gzipChunks } from './node/gzip.js';
 export { fileSink, writeFileAtomic, type FileSinkOptions, type FileSink } from './node/file-sink.js';
+export { WarcWriter, type WarcRecordInit, type WarcBlock, type WrittenWarcRecord } from './node/warc-write.js';
+export { scanWarc, readWarcPayload, type ScannedWarcRecord, type WarcReadLimits } from './node/warc-read.js';

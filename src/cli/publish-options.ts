@@ -15,6 +15,7 @@ export const PUBLISH_ARGS = {
   'changelist-period': { type: 'string' },
   dumps: { type: 'boolean' },
   'package-size': { type: 'string' },
+  'dump-format': { type: 'string' },
   retention: { type: 'string' },
   gzip: { type: 'boolean' },
   'described-by': { type: 'string' },
@@ -27,6 +28,7 @@ export const PUBLISH_HELP = `  --hashes LIST           fixity algorithms, comma-
   --changelist-period S   close the open Change List after S seconds (checked at each run)
   --dumps                 also write a Resource Dump and a Change Dump (ZIP packages)
   --package-size BYTES    bytes of bitstreams per dump package (default 104857600)
+  --dump-format F         package format of the dumps: zip (default) or warc (WARC/1.1, .warc.gz)
   --retention N           closed Change Lists, Resource Lists and Resource Dumps kept
                           (default: every Change List, 5 Resource Lists, 5 Resource Dumps)
   --gzip                  write the documents gzipped, as .xml.gz (the Source Description
@@ -38,7 +40,7 @@ export const PUBLISH_HELP = `  --hashes LIST           fixity algorithms, comma-
 export class PublishArgsError extends Error {}
 
 /** The values of the shared options as `parseArgs` gives them. */
-export type PublishArgValues = Partial<Record<'hashes' | 'max-entries' | 'changelist-max' | 'changelist-period' | 'package-size' | 'retention' | 'described-by', string>> &
+export type PublishArgValues = Partial<Record<'hashes' | 'max-entries' | 'changelist-max' | 'changelist-period' | 'package-size' | 'dump-format' | 'retention' | 'described-by', string>> &
   Partial<Record<'dumps' | 'gzip', boolean>>;
 
 /** The publication options set by the shared command-line options. */
@@ -66,6 +68,10 @@ export function publishArgs(values: PublishArgValues): PublishArgsResult {
   const packageSize = posInt(values['package-size'], 'package-size');
   const maxEntries = posInt(values['max-entries'], 'max-entries');
   const retention = posInt(values.retention, 'retention');
+  const format = values['dump-format'];
+  if (format !== undefined && format !== 'zip' && format !== 'warc') throw new PublishArgsError(`--dump-format '${format}' is not zip or warc`);
+  if (format !== undefined && values.dumps !== true) throw new PublishArgsError('--dump-format needs --dumps');
+  const dumpOptions = { ...(packageSize !== undefined ? { maxPackageBytes: packageSize } : {}), ...(format === 'warc' ? { format: 'warc' as const } : {}) };
   return {
     hashes: [...new Set(hashes)] as HashAlgorithm[],
     changeList: {
@@ -75,7 +81,7 @@ export function publishArgs(values: PublishArgValues): PublishArgsResult {
     ...(maxEntries !== undefined ? { maxEntries } : {}),
     ...(retention !== undefined ? { retention } : {}),
     ...(values['described-by'] !== undefined ? { describedBy: values['described-by'] } : {}),
-    ...(values.dumps === true ? { dumps: packageSize !== undefined ? { maxPackageBytes: packageSize } : true } : {}),
+    ...(values.dumps === true ? { dumps: Object.keys(dumpOptions).length > 0 ? dumpOptions : true } : {}),
     ...(values.gzip === true ? { gzip: true } : {}),
   };
 }

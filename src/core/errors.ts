@@ -40,6 +40,8 @@ export type ErrorCode =
   | 'RS_LOCKED'
   | 'RS_ABORTED'
   | 'RS_ZIP'
+  // a WARC package or file that is malformed: a truncated or misframed record, a broken gzip member
+  | 'RS_WARC'
   // links (Z39.99 §14)
   | 'RS_PATCH';
 

@@ -17,6 +17,7 @@ export { parseHashes, formatHashes, isKnownHashAlgorithm, parseLength, type Hash
 export { parseW3CDatetime, formatW3CDatetime, normalizeW3CDatetime, type DatetimeGranularity, type W3CDatetime } from './w3c-datetime.js';
 export { feedRecord, parseFeedLine, type FeedRecord } from './feed-record.js';
 export { readManifestPath, type ManifestPath } from './manifest-path.js';
+export { WARC_VERSION, WARC_MEDIA_TYPE, WARC_RECORD_TYPES, formatWarcHeader, parseWarcHeader, parseWarcDigest, base32, warcDate, cdxTimestamp, surtKey, type WarcRecordType, type WarcField, type WarcHeader, type WarcDigest } from './warc.js';
 export { robotsSitemaps, htmlResourceSyncLinks } from './discovery-hints.js';
 export { parseXmppAccountUri, xmppPubsubUri, parseXmppPubsubUri, type XmppAccountUri, XMPP_CLIENT_PORT } from './xmpp-uri.js';
 export { type ForeignAttribute, type ForeignElement, type Md, type Ln, MD_ATTRIBUTES, LN_ATTRIBUTES, type RootElement, type Entry, type DocumentHeader, type ResourceSyncDocument, PARSE_NOTE_CODES, type ParseNoteCode, type ParseNote } from './model/types.js';

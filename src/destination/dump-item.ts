@@ -1,14 +1,13 @@
-import type { FileHandle } from 'node:fs/promises';
 import { knownHashes, parseLength, type HashValue } from '../core/hash.js';
 import type { Entry, Ln } from '../core/model/types.js';
 import { parseW3CDatetime } from '../core/w3c-datetime.js';
 import { safeRelativePath } from '../node/safe-path.js';
-import { capped, isStored, openEntry, storedEntrySource, type ZipEntry, type ZipFile } from '../node/zip-read.js';
 import { applyJsonPatchBytes, singleChunk } from './apply-patch.js';
 import { relatedLinks } from './links.js';
 import type { MirrorStorage } from './mirror-storage.js';
 import type { ItemReport } from './run-pool.js';
 import { writeVerified, type ByteSource } from './verified-write.js';
+import type { OpenPackage } from './dump-package.js';
 import { MAX_PATCH_BYTES, fail, packageName, packagedPatch, rsError, type Run } from './dump-run.js';
 
 /**
@@ -21,13 +20,10 @@ import { MAX_PATCH_BYTES, fail, packageName, packagedPatch, rsError, type Run } 
 export interface PackageCtx {
   run: Run;
   pkgUrl: string;
-  tmp: string;
-  zip: ZipFile;
-  entries: Map<string, ZipEntry>;
-  /** ZIP entry names the manifest refers to. */
+  /** The package, ZIP or WARC. */
+  pkg: OpenPackage;
+  /** Bitstream names (ZIP entries, WARC record ids) the manifest refers to. */
   used: Set<string>;
-  /** The package file, opened once for every stored entry read from it. */
-  file: () => Promise<FileHandle>;
   progress: { files: number };
 }
 
@@ -132,10 +128,10 @@ async function applied(
 /** An update given only as a JSON Patch in the package: checks the patch entry, returns the work that applies it. @see Z39.99 §14.4 */
 function patchWork(target: ItemTarget, patchLn: Ln): Work {
   const { ctx, item, relPath } = target;
-  const { pkgUrl, entries, used, run } = ctx;
+  const { pkgUrl, used, run } = ctx;
   const loc = item.loc;
   const patchName = packageName(patchLn.path!);
-  const patchEntry = entries.get(patchName);
+  const patchEntry = ctx.pkg.get(patchName);
   if (patchEntry === undefined)
     throw rsError('RS_ZIP', `Package '${pkgUrl}' lacks the patch '${patchLn.path!}' of '${loc}'.`, {
       url: pkgUrl,
@@ -143,8 +139,8 @@ function patchWork(target: ItemTarget, patchLn: Ln): Work {
       path: patchLn.path,
     });
   used.add(patchName);
-  const patchLimit = Math.min(patchEntry.uncompressedSize, MAX_PATCH_BYTES);
-  if (patchEntry.uncompressedSize > MAX_PATCH_BYTES)
+  const patchLimit = Math.min(patchEntry.size, MAX_PATCH_BYTES);
+  if (patchEntry.size > MAX_PATCH_BYTES)
     throw rsError('RS_LIMIT_BYTES', `Patch '${patchName}' is larger than ${MAX_PATCH_BYTES} bytes.`, {
       loc,
       path: patchName,
@@ -153,8 +149,7 @@ function patchWork(target: ItemTarget, patchLn: Ln): Work {
   const length = parseLength(item.md?.length);
   return async (staged) => {
     const chunks: Buffer[] = [];
-    for await (const c of capped(await openEntry(ctx.zip, patchEntry, ctx.tmp), patchLimit, patchName, () => {}))
-      chunks.push(Buffer.from(c));
+    for await (const c of asChunks(await patchEntry.body(patchLimit, () => {}))) chunks.push(Buffer.from(c));
     const local = await readPatchBase(run.storage, relPath, loc);
     const bytes = applyJsonPatchBytes(
       local,
@@ -195,22 +190,26 @@ function extractWork(target: ItemTarget, path: string): Work {
   const { pkgUrl, run } = ctx;
   const loc = item.loc;
   const name = packageName(path);
-  const zipEntry = ctx.entries.get(name);
-  if (zipEntry === undefined || name.endsWith('/'))
-    throw rsError('RS_ZIP', `Package '${pkgUrl}' lacks the bitstream '${path}' of '${loc}'.`, { url: pkgUrl, loc, path });
+  const zipEntry = ctx.pkg.get(name);
+  const kind = ctx.pkg.format === 'zip' ? 'ZIP entry' : 'WARC record';
+  if (zipEntry === undefined)
+    throw rsError(ctx.pkg.format === 'zip' ? 'RS_ZIP' : 'RS_WARC', `Package '${pkgUrl}' lacks the bitstream '${path}' of '${loc}'.`, { url: pkgUrl, loc, path });
   ctx.used.add(name);
+  if (zipEntry.targetUri !== undefined && !sameUri(zipEntry.targetUri, loc)) {
+    throw rsError('RS_WARC', `WARC record '${name}' is of '${zipEntry.targetUri}', the manifest entry of '${loc}'.`, { url: pkgUrl, loc, path });
+  }
   const length = parseLength(item.md?.length);
   const hashes = knownHashes(item.md?.hash);
-  if (length !== undefined && zipEntry.uncompressedSize !== length) {
+  if (length !== undefined && zipEntry.size !== length) {
     throw rsError(
       'RS_LENGTH_MISMATCH',
-      `ZIP entry '${name}' declares ${zipEntry.uncompressedSize} bytes, the manifest '${length}'.`,
-      { loc, path, expected: length, actual: zipEntry.uncompressedSize },
+      `${kind} '${name}' declares ${zipEntry.size} bytes, the manifest '${length}'.`,
+      { loc, path, expected: length, actual: zipEntry.size },
     );
   }
-  const limit = Math.min(length ?? zipEntry.uncompressedSize, zipEntry.uncompressedSize);
+  const limit = Math.min(length ?? zipEntry.size, zipEntry.size);
   if (run.extractedTotal + limit > run.maxTotal) {
-    throw rsError('RS_LIMIT_BYTES', `ZIP entry '${name}' would pass the cap of ${run.maxTotal} extracted bytes.`, {
+    throw rsError('RS_LIMIT_BYTES', `${kind} '${name}' would pass the cap of ${run.maxTotal} extracted bytes.`, {
       loc,
       path,
       limit: run.maxTotal,
@@ -218,7 +217,7 @@ function extractWork(target: ItemTarget, path: string): Work {
   }
   run.extractedTotal += limit; // reserved before extraction starts
   if (hashes.length === 0) run.report.unverified.push(loc);
-  const expected: { length: number; hashes?: HashValue[] } = { length: length ?? zipEntry.uncompressedSize };
+  const expected: { length: number; hashes?: HashValue[] } = { length: length ?? zipEntry.size };
   if (hashes.length > 0) expected.hashes = hashes;
   return async (staged) => {
     if (
@@ -238,9 +237,7 @@ function extractWork(target: ItemTarget, path: string): Work {
       written += n;
       run.opts.onProgress?.({ phase: 'extract', package: pkgUrl, bytes: written, files: ctx.progress.files });
     };
-    const body = isStored(zipEntry)
-      ? await storedEntrySource(ctx.zip, zipEntry, await ctx.file(), onBytes)
-      : capped(await openEntry(ctx.zip, zipEntry, ctx.tmp), limit, name, onBytes);
+    const body = await zipEntry.body(limit, onBytes);
     const result = await writeItem(target, body, expected, staged);
     return async () => {
       ctx.progress.files++;
@@ -275,4 +272,28 @@ async function applyDeletion(run: Run, pkgUrl: string, item: Entry, relPath: str
     report.deleted++;
     await opts.onResource?.({ ...base, applied: true });
   };
+}
+
+/** The same resource URI, compared as URLs (a WARC writer may normalise the one it records). */
+function sameUri(a: string, b: string): boolean {
+  if (a === b) return true;
+  try {
+    return new URL(a).href === new URL(b).href;
+  } catch {
+    return false;
+  }
+}
+
+/** Chunks of a body (a ByteSource read into fresh buffers). */
+async function* asChunks(body: AsyncIterable<Uint8Array> | ByteSource): AsyncGenerator<Uint8Array> {
+  if (Symbol.asyncIterator in body) {
+    yield* body;
+    return;
+  }
+  for (;;) {
+    const buf = new Uint8Array(64 * 1024);
+    const n = await body.read(buf);
+    if (n === 0) return;
+    yield buf.subarray(0, n);
+  }
 }

@@ -15,6 +15,8 @@ export { discover, type Discovery, type DiscoverOptions, type DiscoveredCapabili
 export { plan, PLAN_ITEMS_LISTED, type PlanSummary, type PlanItem, type PlanAction, type PlanReason, type PlanDecision, type PlanOptions, type SourceFacts, type LocalFacts, type LocalLookup, type LocalLookupFn } from './plan.js';
 export { NOTES, NOTE_CODES, note, type DestinationNote, type NoteCode, type NoteData, type NoteSeverity, type NoteDefinition, type GapData, type GapNote, type GapRemedy } from './notes.js';
 export { applyResourceDump, applyChangeDump, type ApplyDumpOptions, type DumpReport, type DumpFailure, type DumpProgress, type DumpResource } from './dump.js';
+export { openWarcArchive, type WarcArchive, type WarcArchiveOptions, type WarcArchiveSummary } from './warc-archive.js';
+export type { FetchArchive, FetchCapture } from './resource-fetch.js';
 export { fetchResource, mirrorLinks, patchLinks, relatedLinks, type FetchResult, type FetchResourceOptions, type AuthorityCheck, type FetchAttempt, type RelatedLinks, type KeptRelation, type LinkRef, KEPT_RELATIONS } from './links.js';
 export { keptLinks, type ResourceLinks } from './kept-links.js';
 export { mirrorDescribedBy, describedByTree, type DescribedByOptions, type DescribedByReport, type DescribedByFailure } from './described-by.js';

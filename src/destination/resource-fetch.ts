@@ -26,6 +26,21 @@ export interface ResourceFetchOptions {
   ) => Promise<{ length: number; hashes: Record<string, string> }>;
   /** Try `duplicate` mirrors before the primary URL. */
   preferMirrors?: boolean;
+  /** Where the responses fetched from the resources' URLs are recorded (`sync --warc`). */
+  archive?: FetchArchive;
+}
+
+/** One response being recorded: its body read through `body`; `keep` once the bytes are verified, else `drop`. */
+export interface FetchCapture {
+  body: AsyncIterable<Uint8Array>;
+  keep(): Promise<void>;
+  drop(): Promise<void>;
+}
+
+/** Records what a sync fetches (a WARC archive: `openWarcArchive`). */
+export interface FetchArchive {
+  /** Starts recording the response of `url` (the URL that answered, after redirects). */
+  capture(url: string, response: { status: number; headers: Record<string, string> }, body: AsyncIterable<Uint8Array>): FetchCapture;
 }
 
 const RETRYABLE: ReadonlySet<ErrorCode> = new Set(['RS_HASH_MISMATCH', 'RS_LENGTH_MISMATCH', 'RS_NETWORK', 'RS_HTTP_TIMEOUT']);
@@ -117,14 +132,22 @@ export class ResourceFetcher {
           await res.discard();
           throw new ResourceSyncError('RS_HTTP_STATUS', `URL '${url}' answered HTTP ${res.status}.`, { data: { url, status: res.status }, recoverable: true });
         }
-        const written = await writeVerified({
-          storage: options.storage,
-          relPath,
-          body: res.body,
-          expected,
-          ...(mtime !== undefined ? { mtime } : {}),
-          ...(release !== undefined ? { onVerified: release } : {}),
-        });
+        const capture = options.archive?.capture(res.url || url, res, res.body);
+        let written;
+        try {
+          written = await writeVerified({
+            storage: options.storage,
+            relPath,
+            body: capture?.body ?? res.body,
+            expected,
+            ...(mtime !== undefined ? { mtime } : {}),
+            ...(release !== undefined ? { onVerified: release } : {}),
+          });
+        } catch (err) {
+          await capture?.drop();
+          throw err;
+        }
+        await capture?.keep();
         await this.#written(toRecord(url, relPath, entry, written, res.headers['etag']));
         return 'written';
       } catch (err) {

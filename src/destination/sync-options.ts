@@ -9,6 +9,7 @@ import type { MirrorStorage } from './mirror-storage.js';
 import type { DestinationState } from './state.js';
 import type { PlanItem, PlanSummary } from './plan.js';
 import type { SyncCounts, SyncProgress } from './resource-applier.js';
+import type { FetchArchive } from './resource-fetch.js';
 
 /** The mirror a Destination call works on. */
 export interface MirrorTarget {
@@ -56,6 +57,11 @@ export interface SyncBehaviour {
   preferMirrors?: boolean;
   /** Extra attempts after a failed verification or a broken body. Default 2. */
   verifyRetries?: number;
+  /**
+   * Records every response fetched from a resource's URL and verified, e.g. as WARC (`openWarcArchive`); the
+   * caller closes it. Not with `dryRun`.
+   */
+  archive?: FetchArchive;
   /**
    * Makes each file durable before it is renamed into place; settled by the sync. Default a group commit (the files
    * of about 50 ms fsynced together, then renamed); `new FsyncEach()` fsyncs each file, `new RenameOnly()` none.

@@ -34,7 +34,7 @@ export interface ApplierParts {
   connection: Pick<Connection, 'http' | 'authority' | 'mapper'>;
   store: DestinationState;
   storage: MirrorStorage;
-  options: Pick<SyncOptions, 'delete' | 'verifyRetries' | 'preferMirrors' | 'signal'>;
+  options: Pick<SyncOptions, 'delete' | 'verifyRetries' | 'preferMirrors' | 'signal' | 'archive'>;
 }
 
 /** What differs between the applier of a sync and the one of a follower's batch. */
@@ -56,6 +56,7 @@ export function applierFor(parts: ApplierParts, overrides: ApplierOverrides): Re
     preferMirrors: options.preferMirrors ?? false,
     fetchViaLinks: linkFetcher({ http, authority, storage, signal: options.signal }),
     ...(options.signal ? { signal: options.signal } : {}),
+    ...(options.archive ? { archive: options.archive } : {}),
     ...overrides,
   });
 }

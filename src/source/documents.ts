@@ -117,8 +117,9 @@ export function packageEntry(
   pkg: { length: number; md5: string },
   time: { at: number; completed?: number } | { from: number; until?: number },
   manifestUrl: string,
+  type = 'application/zip',
 ): Entry {
-  const md: Md = { type: 'application/zip', length: String(pkg.length), hash: `md5:${pkg.md5}` };
+  const md: Md = { type, length: String(pkg.length), hash: `md5:${pkg.md5}` };
   if ('at' in time) {
     md.at = formatW3CDatetime(time.at);
     if (time.completed !== undefined) md.completed = formatW3CDatetime(time.completed);

@@ -48,5 +48,6 @@ export { openPostgresSnapshots, type PostgresSnapshotsOptions } from './postgres
 export type { DocumentSink, SinkResult } from './document-sink.js';
 export { createS3Documents, type S3Documents, type S3DocumentsOptions } from './s3-documents.js';
 export { writeZipPackage, type PackageItem, type PackageResult } from './zip-package.js';
+export { writeDumpPackage, bitstreamPath, PACKAGE_MEDIA_TYPES, PACKAGE_EXTENSIONS, type DumpFormat, type DumpItem } from './warc-package.js';
 export { inventory, type InventoryEntry, type InventoryOptions, type InventoryProgress, type PreviousState, type Hashes } from '../node/inventory.js';
 export { watchSources, type SourceWatcher, type WatchOptions, type WatchAction } from './watch/watch.js';

@@ -16,13 +16,15 @@ import type { Rewrite } from './publish-html.js';
 import { DOCUMENTS_PREFIX } from './url-path.js';
 import type { ChangePeriod, ChangeRecord, DumpRecord } from './snapshot-rows.js';
 import type { SourceSnapshots } from './source-snapshots.js';
-import { writeZipPackage, type PackageItem } from './zip-package.js';
+import { bitstreamPath, PACKAGE_EXTENSIONS, PACKAGE_MEDIA_TYPES, writeDumpPackage, type DumpFormat, type DumpItem } from './warc-package.js';
 
 interface ChangePackage {
+  /** The package's file name (a `.zip`, or a `.warc.gz` when `format` is `warc`). */
   zip: string;
   manifest: string;
   length: number;
   md5: string;
+  format?: 'warc';
 }
 
 /** Where a set's Change Dump goes and what it packages. */
@@ -80,7 +82,12 @@ export async function changeDump(
     const old = have.get(p.id);
     const kept = old !== undefined && !target.fresh && existsSync(names.documentFile((JSON.parse(old.data) as ChangePackage).zip)) && existsSync(names.documentFile(names.periodDoc(p)));
     if (kept) continue;
-    if (old !== undefined) await snapshots.removeDump(old.id);
+    if (old !== undefined) {
+      // a package of another format (or options) is replaced: one dump never mixes formats (§13.1)
+      const was = JSON.parse(old.data) as ChangePackage;
+      for (const name of [was.zip, was.manifest]) rmSync(names.documentFile(name), { force: true });
+      await snapshots.removeDump(old.id);
+    }
     const record = await writePeriodPackage(ctx, snapshots, set, target, names, p);
     if (record !== undefined) have.set(p.id, record);
   }
@@ -102,14 +109,16 @@ async function writePeriodPackage(
 ): Promise<DumpRecord | undefined> {
   const changes: ChangeRecord[] = [];
   for await (const c of snapshots.changes(p.id)) changes.push(c);
-  const { items, entries } = packageItems(set.dir, target, changes);
+  const format = ctx.dumps!.format ?? 'zip';
+  const { items, entries } = packageItems(set.dir, target, changes, format);
   const manifest = await docBytes(header('change-dump-manifest', fromTimes(p.from, p.until), { up: target.capUrl }), entries);
-  const zip = `changedump-${pad(p.id)}.zip`;
+  const zip = `changedump-${pad(p.id)}${PACKAGE_EXTENSIONS[format]}`;
   const manifestName = `changedump-${pad(p.id)}-manifest${ctx.ext}`;
   let pkg;
   try {
-    pkg = await writeZipPackage(names.documentFile(zip), manifest, items, {
+    pkg = await writeDumpPackage(format, names.documentFile(zip), manifest, items, {
       now: ctx.now,
+      manifestUrl: names.documentUrl(manifestName),
       ...(ctx.signal ? { signal: ctx.signal } : {}),
     });
   } catch (err) {
@@ -117,11 +126,11 @@ async function writePeriodPackage(
     return undefined; // a kept bitstream was altered: leave this package for a later call
   }
   await writeFileAtomic(names.documentFile(manifestName), [ctx.gzip ? gzipSync(manifest) : manifest]);
-  const data: ChangePackage = { zip, manifest: manifestName, length: pkg.length, md5: pkg.md5 };
+  const data: ChangePackage = { zip, manifest: manifestName, length: pkg.length, md5: pkg.md5, ...(format === 'warc' ? { format } : {}) };
   await writeDoc(
     names.documentFile(names.periodDoc(p)),
     header('change-dump', fromTimes(p.from, p.until), { up: target.capUrl, links: archivesLn(names.archiveUrl) }),
-    [packageEntry(names.documentUrl(zip), data, { from: p.from, until: p.until! }, names.documentUrl(manifestName))],
+    [packageEntry(names.documentUrl(zip), data, { from: p.from, until: p.until! }, names.documentUrl(manifestName), PACKAGE_MEDIA_TYPES[format])],
     ctx.gzip,
   );
   const record = await snapshots.addDump({ kind: 'changedump', from: p.from, until: p.until!, period: p.id, data: JSON.stringify(data) });
@@ -130,8 +139,13 @@ async function writePeriodPackage(
 }
 
 /** The package items and manifest entries of a period's changes (a deletion has an entry and no item). */
-function packageItems(setDir: string, target: ChangeDumpTarget, changes: readonly ChangeRecord[]): { items: PackageItem[]; entries: Entry[] } {
-  const items: PackageItem[] = [];
+function packageItems(
+  setDir: string,
+  target: ChangeDumpTarget,
+  changes: readonly ChangeRecord[],
+  format: DumpFormat,
+): { items: DumpItem[]; entries: Entry[] } {
+  const items: DumpItem[] = [];
   const entries: Entry[] = [];
   for (const c of changes) {
     if (c.change === 'deleted') {
@@ -148,15 +162,21 @@ function packageItems(setDir: string, target: ChangeDumpTarget, changes: readonl
       file = current;
     }
     const rewrite = target.rewrite?.(c.path);
-    items.push({
+    const entry = target.linked(c.path, changeEntry(target.resBase, c));
+    const item: DumpItem = {
       zipPath,
       file,
       size: rewrite !== undefined && c.size !== undefined ? c.size : statSync(file).size,
       mtimeMs: c.mtimeMs ?? c.datetime,
+      loc: entry.loc,
+      ...(entry.md?.type !== undefined ? { type: entry.md.type } : {}),
+      ...(entry.md?.datetime !== undefined ? { date: entry.md.datetime } : {}),
       ...(c.hashes?.md5 !== undefined ? { md5: c.hashes.md5 } : {}),
       ...(rewrite !== undefined ? { rewrite } : {}),
-    });
-    entries.push(target.linked(c.path, changeEntry(target.resBase, c, `/${zipPath}`)));
+    };
+    entry.md = { ...entry.md, path: bitstreamPath(format, item) };
+    items.push(item);
+    entries.push(entry);
   }
   return { items, entries };
 }
@@ -175,7 +195,7 @@ async function writeChangeDumpDocuments(
   await writeDoc(
     documentFile(`changedump${ext}`),
     header('change-dump', fromTimes(from), { up: target.capUrl, links: archivesLn(archived ? archiveUrl : undefined) }),
-    packages.map(({ p, d }) => packageEntry(documentUrl(d.zip), d, { from: p.from, until: p.until! }, documentUrl(d.manifest))),
+    packages.map(({ p, d }) => packageEntry(documentUrl(d.zip), d, { from: p.from, until: p.until! }, documentUrl(d.manifest), PACKAGE_MEDIA_TYPES[d.format ?? 'zip'])),
     ctx.gzip,
   );
   if (archived) {

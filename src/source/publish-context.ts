@@ -15,11 +15,20 @@ import type { ChangeRecord } from './snapshot-rows.js';
 import { openSqliteSnapshots } from './sqlite-snapshots.js';
 import type { SnapshotsOpener, SourceSnapshots } from './source-snapshots.js';
 import type { DocumentSink } from './document-sink.js';
+import type { DumpFormat } from './warc-package.js';
 import type { InventoryFeed } from './inventory-feed.js';
 import { DOCUMENTS_PREFIX, isValidSetName, normalizeBaseUrl, setBaseUrl } from './url-path.js';
 
 const DEFAULT_PACKAGE_BYTES = 100 * 1024 * 1024;
 
+/** The dump format asked for; anything but `zip` or `warc` is refused. */
+function dumpFormat(opt: true | { format?: DumpFormat }): DumpFormat {
+  const format = opt === true ? 'zip' : (opt.format ?? 'zip');
+  if (format !== 'zip' && format !== 'warc') {
+    throw new ResourceSyncError('RS_INVALID_ARGUMENT', `Dump format '${String(format)}' is not 'zip' or 'warc'.`, { data: { format } });
+  }
+  return format;
+}
 /**
  * A set of resources: the files of a folder (`dir`), or an inventory given as records (`feed`: a JSON-lines feed,
  * a database query), whose resources are where their `loc` says, on this host or another.
@@ -60,8 +69,13 @@ export interface PublishOptions {
   maxBytes?: number;
   /** When the open Change List is closed. Default: 50,000 entries, no period. */
   changeList?: { maxEntries?: number; periodMs?: number };
-  /** Write a Resource Dump and a Change Dump; packages split at `maxPackageBytes` (default 100 MiB). */
-  dumps?: boolean | { maxPackageBytes?: number };
+  /**
+   * Write a Resource Dump and a Change Dump; packages split at `maxPackageBytes` (default 100 MiB), written as
+   * `format`: `'zip'` (default, the standard's format) or `'warc'` (WARC/1.1 `.warc.gz` packages, see
+   * docs/source.md "Dumps as WARC"). One dump never mixes formats: changing it rewrites the dumps.
+   * @see Z39.99 §11.1, §13.1
+   */
+  dumps?: boolean | { maxPackageBytes?: number; format?: DumpFormat };
   /**
    * Write every document of the sets gzipped, as `<name>.xml.gz`, and link to those names everywhere (Capability
    * Lists, indexes, `up`/`index`/`archives`/`contents` links, robots.txt, the Source Description). The Source
@@ -177,7 +191,8 @@ export interface Context {
   maxEntries: number;
   maxBytes: number;
   changeList: { maxEntries?: number; periodMs?: number };
-  dumps: { maxPackageBytes: number } | undefined;
+  /** `format` only when it is not ZIP (so that the options of ZIP publications read as before). */
+  dumps: { maxPackageBytes: number; format?: 'warc' } | undefined;
   gzip: boolean;
   htmlDiscoveryLink: boolean;
   /** Extension of the document names: `.xml`, or `.xml.gz` with `gzip`. */
@@ -301,7 +316,10 @@ export function publishContext(options: PublishOptions): Context {
     dumps:
       dumpsOpt === undefined || dumpsOpt === false
         ? undefined
-        : { maxPackageBytes: positive(dumpsOpt === true ? undefined : dumpsOpt.maxPackageBytes, 'maxPackageBytes', DEFAULT_PACKAGE_BYTES) },
+        : {
+            maxPackageBytes: positive(dumpsOpt === true ? undefined : dumpsOpt.maxPackageBytes, 'maxPackageBytes', DEFAULT_PACKAGE_BYTES),
+            ...(dumpFormat(dumpsOpt) === 'warc' ? { format: 'warc' as const } : {}),
+          },
     gzip: options.gzip === true,
     htmlDiscoveryLink: options.htmlDiscoveryLink === true,
     ext: options.gzip === true ? '.xml.gz' : '.xml',

@@ -16,7 +16,7 @@ import type { Rewrite } from './publish-html.js';
 import { DOCUMENTS_PREFIX } from './url-path.js';
 import type { DumpRecord, StoredResource } from './snapshot-rows.js';
 import type { SourceSnapshots } from './source-snapshots.js';
-import { writeZipPackage, type PackageItem } from './zip-package.js';
+import { bitstreamPath, PACKAGE_EXTENSIONS, PACKAGE_MEDIA_TYPES, writeDumpPackage, type DumpItem } from './warc-package.js';
 
 interface DumpFiles {
   doc: string;
@@ -126,7 +126,7 @@ class DumpPackages {
       return true;
     } catch (err) {
       const gone = (err as { code?: string; cause?: { code?: string } }).cause?.code === 'ENOENT';
-      if (!isResourceSyncError(err, 'RS_HASH_MISMATCH') && !(isResourceSyncError(err, 'RS_ZIP') && gone)) throw err;
+      if (!isResourceSyncError(err, 'RS_HASH_MISMATCH') && !((isResourceSyncError(err, 'RS_ZIP') || isResourceSyncError(err, 'RS_WARC')) && gone)) throw err;
       for (const name of [...this.files.zips, ...this.files.manifests]) rmSync(this.names.documentFile(name), { force: true });
       return false;
     }
@@ -135,31 +135,36 @@ class DumpPackages {
   /** Writes the batch as one package with its manifest. */
   private async flush(): Promise<void> {
     const { ctx, target, names } = this;
+    const format = ctx.dumps!.format ?? 'zip';
     const k = this.files.zips.length + 1;
-    const zipName = `${this.prefix}-part${k}.zip`;
+    const zipName = `${this.prefix}-part${k}${PACKAGE_EXTENSIONS[format]}`;
     const manifestName = `${this.prefix}-part${k}-manifest${ctx.ext}`;
     const start = ctx.now();
-    const manifest = await docBytes(
-      header('resource-dump-manifest', atTimes(target.at, target.completed), { up: target.capUrl }),
-      this.batch.map((res) => target.linked(res.path, resourceEntry(target.resBase, res, `/resources/${res.path}`))),
-    );
-    const items: PackageItem[] = this.batch.map((res) => {
+    const entries = this.batch.map((res) => target.linked(res.path, resourceEntry(target.resBase, res)));
+    const items: DumpItem[] = this.batch.map((res, i) => {
       const rewrite = target.rewrite?.(res.path);
+      const entry = entries[i]!;
       return {
         zipPath: `resources/${res.path}`,
         file: join(this.setDir, ...res.path.split('/')),
         size: res.size,
         mtimeMs: res.mtimeMs,
+        loc: entry.loc,
+        ...(entry.md?.type !== undefined ? { type: entry.md.type } : {}),
+        ...(entry.lastmod !== undefined ? { date: entry.lastmod } : {}),
         ...(res.hashes.md5 !== undefined ? { md5: res.hashes.md5 } : {}),
         ...(rewrite !== undefined ? { rewrite } : {}),
       };
     });
-    const pkg = await writeZipPackage(names.documentFile(zipName), manifest, items, {
+    entries.forEach((e, i) => (e.md = { ...e.md, path: bitstreamPath(format, items[i]!) }));
+    const manifest = await docBytes(header('resource-dump-manifest', atTimes(target.at, target.completed), { up: target.capUrl }), entries);
+    const pkg = await writeDumpPackage(format, names.documentFile(zipName), manifest, items, {
       now: ctx.now,
+      manifestUrl: names.documentUrl(manifestName),
       ...(ctx.signal ? { signal: ctx.signal } : {}),
     });
     await writeFileAtomic(names.documentFile(manifestName), [ctx.gzip ? gzipSync(manifest) : manifest]);
-    this.entries.push(packageEntry(names.documentUrl(zipName), pkg, { at: start, completed: ctx.now() }, names.documentUrl(manifestName)));
+    this.entries.push(packageEntry(names.documentUrl(zipName), pkg, { at: start, completed: ctx.now() }, names.documentUrl(manifestName), PACKAGE_MEDIA_TYPES[format]));
     this.files.zips.push(zipName);
     this.files.manifests.push(manifestName);
     this.batch = [];

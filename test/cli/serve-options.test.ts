@@ -162,7 +162,7 @@ void test('argument errors exit 2 with a message', () => {
   assert.match(help.stdout, /--no-watch/);
   const buildHelp = spawnSync(process.execPath, [MAIN, 'build', '--help'], { encoding: 'utf8', timeout: 60_000 });
   // the publication options read the same in both commands
-  for (const option of ['--hashes', '--max-entries', '--changelist-max', '--changelist-period', '--dumps', '--package-size', '--retention', '--gzip', '--described-by']) {
+  for (const option of ['--hashes', '--max-entries', '--changelist-max', '--changelist-period', '--dumps', '--package-size', '--dump-format', '--retention', '--gzip', '--described-by']) {
     const line = (text: string): string | undefined => text.split('\n').find((l) => l.startsWith(`  ${option} `));
     assert.ok(line(help.stdout) !== undefined, option);
     assert.equal(line(help.stdout), line(buildHelp.stdout), option);

@@ -1,6 +1,8 @@
 import { stderr, stdout } from 'node:process';
 import { sync, type SyncOptions, type SyncReport } from '../../destination/sync.js';
 import { mirrorDescribedBy, type DescribedByReport } from '../../destination/described-by.js';
+import { openWarcArchive, type WarcArchive, type WarcArchiveOptions, type WarcArchiveSummary } from '../../destination/warc-archive.js';
+import { WARC_ARGS, describeWarc, warcChoice } from '../warc-options.js';
 import type { PlanItem, PlanSummary } from '../../destination/plan.js';
 import { ProgressBar } from '../progress.js';
 import { EXIT, MIRROR_OPTIONS, describeNotes, exitCodeOf, integerOption, mirrorOptions, reportFailure, sourceAndDest, type MirrorOptions } from '../mirror-options.js';
@@ -72,6 +74,12 @@ Options:
                            and hash; copies whose link is gone are removed (not with --dry-run
                            or --follow)
   --prefer-mirrors         try rel="duplicate" mirrors before the primary URL
+  --warc PATH              also write every resource fetched (and verified) as a WARC/1.1 response
+                           record, gzip per record, with a CDXJ index beside each file: PATH is
+                           a folder, or a file name ending in .warc.gz; a file left half-written
+                           by a killed run is cut back to its last whole record on the next run;
+                           with --follow, the changes applied as they come too
+  --warc-max-size SIZE     bytes per WARC file before the next one (default 1G; K, M, G suffixes)
   --timeout MS             HTTP connect/headers/body-idle timeout (default 30000); with --follow,
                            also the deadline for reading the whole change channel
   --deadline MS            most time for one ResourceSync document, whole body included, spent
@@ -210,6 +218,7 @@ const SYNC_FLAGS = {
   'reconcile-interval': { type: 'string' },
   xmpp: { type: 'string' },
   with: { type: 'string', multiple: true },
+  ...WARC_ARGS,
 } as const;
 
 type SyncFlags = ParsedCommandArgs<typeof SYNC_FLAGS>['values'];
@@ -233,7 +242,10 @@ interface SyncCommand {
   queue: QueueChoice | undefined;
   /** The bucket of an `s3://` destination. */
   s3: S3Target | undefined;
+  /** `--warc` and `--warc-max-size`. */
+  warc: Pick<WarcArchiveOptions, 'path' | 'maxBytes'> | undefined;
 }
+
 
 /** The arguments parsed and checked, or the exit code after the help or a usage error. */
 function parseSync(args: string[]): SyncCommand | number {
@@ -265,9 +277,11 @@ function parseSync(args: string[]): SyncCommand | number {
   if (withDescribedBy && (flags['dry-run'] === true || flags.follow === true || s3 !== undefined)) return usageError('sync', '--with goes without --dry-run, --follow and an s3:// destination.');
   const xmpp = flags.xmpp === undefined ? undefined : xmppAccount(flags.xmpp, 'destination');
   if (typeof xmpp === 'string') return usageError('sync', xmpp);
+  const warc = warcChoice(flags, { dryRun: flags['dry-run'] === true, queue: queue !== undefined });
+  if (typeof warc === 'string') return usageError('sync', warc);
   const fsync = !(flags['no-fsync'] ?? false);
   const fsyncMethod = flags['fsync-method'] === 'file' ? 'file' : 'batch';
-  return { source, dest, flags, common, concurrency, retries, fsync, fsyncMethod, xmpp, withDescribedBy, state, queue, s3 };
+  return { source, dest, flags, common, concurrency, retries, fsync, fsyncMethod, xmpp, withDescribedBy, state, queue, s3, warc };
 }
 
 /** The library options of a sync and of following alike. */
@@ -333,13 +347,15 @@ async function runFollow(command: SyncCommand): Promise<number> {
   const durable = cliDurability(command.fsync, command.fsyncMethod);
   let opened: OpenedState | undefined;
   let s3: OpenedS3 | undefined;
+  let archive: WarcArchive | undefined;
   const work = async (signal: AbortSignal): Promise<number> => {
     try {
       s3 = command.s3 === undefined ? undefined : await openS3Target(command.s3);
       opened = await openStateChoice(command.state, command.dest, { readonly: false });
       const state = opened.state === undefined ? {} : { state: opened.state };
+      if (command.warc !== undefined) archive = await openWarcArchive(command.warc);
       return await follow({
-        syncOptions: { ...baseSyncOptions(command), ...state, durability: durable.durability, ...s3Overrides(s3) },
+        syncOptions: { ...baseSyncOptions(command), ...state, durability: durable.durability, ...s3Overrides(s3), ...(archive === undefined ? {} : { archive }) },
         ...settings,
         ...(xmpp === undefined ? {} : { xmpp }),
         json: flags.json ?? false,
@@ -352,6 +368,9 @@ async function runFollow(command: SyncCommand): Promise<number> {
     }
   };
   return interruptible(work, async () => {
+    // the records written while following: their file closed, indexed and renamed
+    const summary = await archive?.close().catch(() => undefined);
+    if (summary !== undefined && flags.json !== true) stderr.write(describeWarc(summary));
     await durable.close();
     await opened?.close();
     await s3?.close();
@@ -382,7 +401,7 @@ function onceOptions(command: SyncCommand, durability: Durability, bar: Progress
 }
 
 /** Prints the report (and the describedby targets' one); the exit code says whether everything arrived. */
-function printSync(command: SyncCommand, report: SyncReport, described: DescribedByReport | undefined): number {
+function printSync(command: SyncCommand, report: SyncReport & { warc?: WarcArchiveSummary }, described: DescribedByReport | undefined): number {
   if (command.flags.json) stdout.write(`${JSON.stringify(described === undefined ? report : { ...report, describedby: described })}\n`);
   else stdout.write(describeSync(report) + (described === undefined ? '' : describeDescribedBy(described)));
   return report.failed.length > 0 || (described?.failed.length ?? 0) > 0 ? EXIT.INCOMPLETE : EXIT.OK;
@@ -405,20 +424,29 @@ async function runOnce(command: SyncCommand): Promise<number> {
   const durability = durable?.durability ?? durabilityFor({ fsync: command.fsync, method: command.fsyncMethod });
   let opened: OpenedState | undefined;
   let s3: OpenedS3 | undefined;
+  let archive: WarcArchive | undefined;
   const work = async (signal: AbortSignal): Promise<number> => {
     try {
       s3 = command.s3 === undefined ? undefined : await openS3Target(command.s3);
-      const synced = await syncOnce(command, { ...onceOptions(command, durability, bar, signal), ...s3Overrides(s3) }, bar, async () => {
+      if (command.warc !== undefined) archive = await openWarcArchive(command.warc);
+      const warcOption = archive === undefined ? {} : { archive };
+      const synced = await syncOnce(command, { ...onceOptions(command, durability, bar, signal), ...s3Overrides(s3), ...warcOption }, bar, async () => {
         opened = await openStateChoice(command.state, dest, { readonly: flags['dry-run'] === true });
         return opened.state;
       });
       const report = s3 === undefined ? synced : { ...synced, dest: s3.location };
       bar.done();
+      let warcSummary: WarcArchiveSummary | undefined;
+      if (archive !== undefined) {
+        warcSummary = await archive.close();
+        archive = undefined;
+        if (flags.json !== true) stderr.write(describeWarc(warcSummary));
+      }
       const describedDurability = command.fsync ? new FsyncEach() : new RenameOnly();
       const described = command.withDescribedBy
         ? await mirrorDescribedBy({ source, dest, ...common, durability: describedDurability, signal, ...(retries !== undefined ? { retries } : {}) })
         : undefined;
-      return printSync(command, report, described);
+      return printSync(command, warcSummary === undefined ? report : { ...report, warc: warcSummary }, described);
     } catch (err) {
       bar.done();
       reportFailure('sync', err, flags.json);
@@ -426,11 +454,14 @@ async function runOnce(command: SyncCommand): Promise<number> {
     }
   };
   return interruptible(work, async () => {
+    // an interrupted or failed sync: the records written so far are kept, their file closed and indexed
+    await archive?.close().catch(() => undefined);
     await durable?.close();
     await opened?.close();
     await s3?.close();
   });
 }
+
 
 /** `resourcesync sync`. */
 export async function run(args: string[]): Promise<number> {
