@@ -3,15 +3,19 @@ import { runSyncWorker, type ChunkReport } from '../../destination/queue-worker.
 import { messageOf } from '../../core/errors.js';
 import { parseCommandArgs, usageError } from '../command-args.js';
 import { EXIT, exitCodeOf, integerOption, reportFailure } from '../mirror-options.js';
+import { quietSdk } from '../s3-dest.js';
 import { cliDurability } from './sync.js';
 
 const HELP = `Usage: resourcesync worker --queue <postgres-url> [options]
 
 Take chunk jobs of 'resourcesync sync ... --queue <postgres-url>' from the queue and apply them: each
 resource fetched, verified (length and hashes) and written into the mirror the job names (a folder
-this machine reaches at the same path), and recorded in the PostgreSQL state the job names. Run as
-many workers as you like, on any machines. A job names everything a worker needs but credentials:
-the Source's come from RESOURCESYNC_BEARER, RESOURCESYNC_BASIC or RESOURCESYNC_AUTH_<HOST>, as for sync.
+this machine reaches at the same path, or an s3://BUCKET/PREFIX), and recorded in the PostgreSQL
+state the job names. Run as many workers as you like, on any machines. A job names everything a
+worker needs but credentials: the Source's come from RESOURCESYNC_BEARER, RESOURCESYNC_BASIC or
+RESOURCESYNC_AUTH_<HOST>, as for sync; a bucket's from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY
+(AWS_SESSION_TOKEN, AWS_PROFILE) and AWS_REGION, on the endpoint of --s3-endpoint, else
+AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, else AWS S3.
 
 A chunk is done at least once: one done again writes nothing (what is held is checked first); a
 worker killed (kill -9) leaves its chunk to another once the job expires (sync's --job-expiry).
@@ -22,6 +26,8 @@ Options:
   --concurrency N          resources fetched at once (default 16)
   --poll MS                how long to wait before looking again when the queue is empty
                            (default 500)
+  --s3-endpoint URL        the S3-compatible server of the jobs' s3:// mirrors (path-style
+                           addressing)
   --no-fsync               do not make files durable before renaming them
   --fsync-method M         batch (default) or file, as for sync
   --json                   one JSON line per chunk on stdout
@@ -41,6 +47,7 @@ const WORKER_FLAGS = {
   queue: { type: 'string' },
   concurrency: { type: 'string' },
   poll: { type: 'string' },
+  's3-endpoint': { type: 'string' },
   'no-fsync': { type: 'boolean' },
   'fsync-method': { type: 'string' },
   json: { type: 'boolean' },
@@ -66,6 +73,8 @@ export async function run(args: string[]): Promise<number> {
     if (!/^postgres(ql)?:\/\/[^/]/i.test(flags.queue) || !URL.canParse(flags.queue)) throw new Error('--queue is not a PostgreSQL URL (postgres://USER@HOST:PORT/DB)');
     concurrency = integerOption('concurrency', flags.concurrency, 1);
     poll = integerOption('poll', flags.poll, 10);
+    const endpoint = flags['s3-endpoint'];
+    if (endpoint !== undefined && (!URL.canParse(endpoint) || !/^https?:$/.test(new URL(endpoint).protocol))) throw new Error(`--s3-endpoint '${endpoint}' is not an http(s) URL`);
     if (flags['fsync-method'] !== undefined && flags['fsync-method'] !== 'batch' && flags['fsync-method'] !== 'file') {
       throw new Error(`--fsync-method must be 'batch' or 'file', not '${flags['fsync-method']}'`);
     }
@@ -73,6 +82,7 @@ export async function run(args: string[]): Promise<number> {
     return usageError('worker', err);
   }
   const durable = cliDurability(!(flags['no-fsync'] ?? false), flags['fsync-method'] === 'file' ? 'file' : 'batch');
+  quietSdk();
   const stop = new AbortController();
   const onSignal = (): void => stop.abort();
   process.once('SIGINT', onSignal);
@@ -84,6 +94,7 @@ export async function run(args: string[]): Promise<number> {
       durability: durable.durability,
       ...(concurrency !== undefined ? { concurrency } : {}),
       ...(poll !== undefined ? { pollIntervalMs: poll } : {}),
+      ...(flags['s3-endpoint'] !== undefined ? { s3Endpoint: flags['s3-endpoint'] } : {}),
       onChunk: (c) => void stdout.write(`${flags.json === true ? JSON.stringify(c) : chunkLine(c)}\n`),
       onError: (err) => void stderr.write(`resourcesync worker: the queue's maintenance failed: ${messageOf(err)}\n`),
     });
