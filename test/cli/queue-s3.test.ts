@@ -3,7 +3,8 @@
 // worker is killed with -9 in the middle of its second chunk: the sync exits 0, `audit` finds the bucket in sync,
 // every object in the bucket is byte-identical to the Source, no row is committed twice, and the bucket received at
 // most one chunk's PUTs more than there are resources (counted by loopback proxies in front of RGW: one for the worker
-// to be killed, so that it is killed once some objects of its second chunk are written, one for the others).
+// to be killed, so that it is killed once some objects of its second chunk are written, one for the others). The run's
+// progress is asked of the queue (`worker --status --json`) while the killed worker's job waits, and at the end.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -18,6 +19,7 @@ import { exited } from '../helpers/exited.js';
 import { POSTGRES_SKIP, startPostgres, type PostgresCluster } from '../helpers/postgres.js';
 import { RGW_SKIP, startRgw, type RgwServer } from '../helpers/rgw.js';
 import type { FakeSource } from '../helpers/fake-source.js';
+import type { QueueStatus } from '../../src/destination/queue-status.js';
 
 const N = 2500;
 const CHUNK = 100;
@@ -102,6 +104,14 @@ void describe('sync --queue into s3:// with three workers, one killed with -9', 
     return cli(['worker', '--queue', cluster.url, '--json', '--poll', '50', ...(option ? ['--s3-endpoint', endpoint] : [])], option ? undefined : endpoint);
   }
 
+  /** `worker --status --json`. */
+  async function status(): Promise<QueueStatus> {
+    const c = cli(['worker', '--queue', cluster.url, '--status', '--json']);
+    const [code] = await exited(c.child, 60_000);
+    assert.equal(code, 0, c.err());
+    return JSON.parse(c.out()) as QueueStatus;
+  }
+
   const sum = (m: Map<string, number>): number => [...m.values()].reduce((a, b) => a + b, 0);
 
   /** The chunk lines a worker printed. */
@@ -157,6 +167,13 @@ void describe('sync --queue into s3:// with three workers, one killed with -9', 
       await until('the first worker writing its next chunk', () => sum(killedProxy.puts) >= CHUNK * chunks(workers[0]!).length + 10, 120_000);
       workers[0]!.child.kill('SIGKILL');
       const doneByKilled = chunks(workers[0]!).length;
+      // the run's progress, asked of the queue while the killed worker's job waits to expire
+      const during = await status();
+      assert.equal(during.runs.length, 1);
+      const r = during.runs[0]!;
+      assert.equal(r.storage, DEST);
+      assert.ok(r.active >= 1 && r.completed < r.chunks, JSON.stringify(r));
+      assert.equal(r.waiting + r.active + r.completed + r.failed, r.chunks);
       const [code] = await exited(sync.child, 400_000);
       const seconds = (Date.now() - started) / 1000;
       assert.equal(code, 0, sync.out() + sync.err());
@@ -180,6 +197,10 @@ void describe('sync --queue into s3:// with three workers, one killed with -9', 
       const gets = server.requests.filter((r) => r.method === 'GET' && r.url.endsWith('.txt')).length;
       assert.ok(gets <= N + CHUNK, `${gets} GETs of the Source for ${N} resources`);
 
+      const end = (await status()).runs[0]!;
+      assert.deepEqual([end.chunks, end.completed, end.resources, end.done, end.failed], [N / CHUNK, N / CHUNK, N, N, 0]);
+      assert.ok(end.retried >= 1, JSON.stringify(end));
+
       const audit = cli(['audit', src.capabilityList, DEST, '--state', cluster.url]);
       const [auditCode] = await exited(audit.child, 300_000);
       assert.equal(auditCode, 0, audit.out() + audit.err());
@@ -192,6 +213,14 @@ void describe('sync --queue into s3:// with three workers, one killed with -9', 
       t.diagnostic(`${N} resources in ${seconds.toFixed(1)} s (sync and workers); ${puts} PUTs (${sum(killedProxy.puts)} by the killed worker), ${gets} Source GETs, ${retried.length} chunk(s) retried`);
     }),
   );
+
+  void test('sync --queue into a bucket that does not exist: exit 3 before any job, naming the bucket', async () => {
+    const missing = cli(['sync', 'http://127.0.0.1:9/capabilitylist.xml', 's3://no-such-bucket/x', '--queue', cluster.url, '--state', cluster.url]);
+    const [code] = await exited(missing.child, 120_000);
+    assert.equal(code, 3, missing.out() + missing.err());
+    assert.match(missing.err(), /no-such-bucket/);
+    assert.doesNotMatch(missing.err(), /TESTSECRET/);
+  });
 
   void test('worker --s3-endpoint that is not an http(s) URL: usage error, exit 2', async () => {
     const bad = cli(['worker', '--queue', cluster.url, '--s3-endpoint', 'ftp://127.0.0.1/']);

@@ -1,5 +1,6 @@
 import { stderr, stdout } from 'node:process';
 import { runSyncWorker, type ChunkReport } from '../../destination/queue-worker.js';
+import { readQueueStatus, type QueueRunStatus } from '../../destination/queue-status.js';
 import { messageOf } from '../../core/errors.js';
 import { parseCommandArgs, usageError } from '../command-args.js';
 import { EXIT, exitCodeOf, integerOption, reportFailure } from '../mirror-options.js';
@@ -7,6 +8,7 @@ import { quietSdk } from '../s3-dest.js';
 import { cliDurability } from './sync.js';
 
 const HELP = `Usage: resourcesync worker --queue <postgres-url> [options]
+       resourcesync worker --queue <postgres-url> --status [--json]
 
 Take chunk jobs of 'resourcesync sync ... --queue <postgres-url>' from the queue and apply them: each
 resource fetched, verified (length and hashes) and written into the mirror the job names (a folder
@@ -31,6 +33,9 @@ Options:
   --no-fsync               do not make files durable before renaming them
   --fsync-method M         batch (default) or file, as for sync
   --json                   one JSON line per chunk on stdout
+  --status                 print the progress of the runs the queue holds jobs of (chunks
+                           waiting, active, done, given up and retried; resources done), then
+                           exit; with --json, one JSON object
   -h, --help               show this help
 
 Output: one line per chunk: its id, the capability set, created, updated, unchanged and failed
@@ -38,9 +43,9 @@ counts and the time taken; a chunk that could not be applied as a whole (its sta
 reach) is named with the reason, and retried by the queue.
 
 Exit codes:
-  0  stopped by SIGTERM or SIGINT
+  0  stopped by SIGTERM or SIGINT; with --status, the status printed
   2  usage error
-  3  the queue could not be opened
+  3  the queue could not be opened (or, with --status, read)
 `;
 
 const WORKER_FLAGS = {
@@ -51,6 +56,7 @@ const WORKER_FLAGS = {
   'no-fsync': { type: 'boolean' },
   'fsync-method': { type: 'string' },
   json: { type: 'boolean' },
+  status: { type: 'boolean' },
 } as const;
 
 /** One line for a chunk dealt with. */
@@ -59,6 +65,25 @@ function chunkLine(c: ChunkReport): string {
   if (c.outcome === undefined) return `${head}: not applied, to be retried: ${c.error ?? 'unknown error'}`;
   const o = c.outcome;
   return `${head}: created ${o.created}, updated ${o.updated}, unchanged ${o.unchanged}, failed ${o.failed.length} in ${(c.durationMs / 1000).toFixed(1)} s`;
+}
+
+/** One line for a run's progress. */
+function runLine(r: QueueRunStatus): string {
+  const extra = `${r.failed > 0 ? `, ${r.failed} given up` : ''}${r.retried > 0 ? `, ${r.retried} retried` : ''}`;
+  return `run ${r.run} into ${r.storage}: ${r.completed}/${r.chunks} chunks done (${r.done}/${r.resources} resources), ${r.waiting} waiting, ${r.active} active${extra}`;
+}
+
+/** `worker --status`: the queue's runs, printed. */
+async function printStatus(queue: string, json: boolean): Promise<number> {
+  try {
+    const status = await readQueueStatus(queue);
+    if (json) stdout.write(`${JSON.stringify(status)}\n`);
+    else stdout.write(status.runs.length === 0 ? `no run on the queue ${status.queue}\n` : status.runs.map((r) => `${runLine(r)}\n`).join(''));
+    return EXIT.OK;
+  } catch (err) {
+    reportFailure('worker', err, json);
+    return exitCodeOf(err);
+  }
 }
 
 /** `resourcesync worker`. */
@@ -81,6 +106,7 @@ export async function run(args: string[]): Promise<number> {
   } catch (err) {
     return usageError('worker', err);
   }
+  if (flags.status === true) return printStatus(flags.queue, flags.json ?? false);
   const durable = cliDurability(!(flags['no-fsync'] ?? false), flags['fsync-method'] === 'file' ? 'file' : 'batch');
   quietSdk();
   const stop = new AbortController();
