@@ -119,7 +119,14 @@ export function openStorage(descriptor: StorageDescriptor, options: OpenStorageO
       const endpoint = options.s3Endpoint ?? (env.AWS_ENDPOINT_URL_S3 || undefined) ?? (env.AWS_ENDPOINT_URL || undefined);
       const region = env.AWS_REGION || env.AWS_DEFAULT_REGION || undefined;
       const s3 = createS3Storage({ ...parseS3Url(descriptor.url), ...(endpoint !== undefined ? { endpoint } : {}), ...(region !== undefined ? { region } : {}) });
-      return { storage: s3, s3, close: async () => { try { await s3.settle(); } finally { s3.close(); } } };
+      const close = async (): Promise<void> => {
+        try {
+          await s3.settle();
+        } finally {
+          s3.close();
+        }
+      };
+      return { storage: s3, s3, close };
     }
     default:
       throw new ResourceSyncError('RS_INVALID_ARGUMENT', `Storage of kind '${String((descriptor as { kind: unknown }).kind)}' cannot be opened by this worker.`, { data: {} });
