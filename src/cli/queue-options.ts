@@ -20,8 +20,9 @@ export const QUEUE_HELP = `  --queue URL              fetch the resources of Res
                            worker --queue URL', on any machine): chunk jobs on a pg-boss queue
                            in that PostgreSQL database; needs --state postgres://… (it may be
                            the same database) and a <dest-dir> every worker reaches at the same
-                           path. Output and exit codes as without it; run again after a kill,
-                           it resumes the run and its jobs
+                           path, or s3://BUCKET/PREFIX (each worker's endpoint: its --s3-endpoint
+                           or AWS_ENDPOINT_URL). Output and exit codes as without it; run again
+                           after a kill, it resumes the run and its jobs
   --chunk-size N           with --queue: resources per job (default 1000, at most 10000)
   --job-expiry S           with --queue: a job in a worker's hands longer than S seconds is
                            given to another worker (default 60)`;

@@ -42,6 +42,11 @@ export interface OpenedS3 {
   close(): Promise<void>;
 }
 
+/** Silences the warning the SDK line the package pins prints on every run (later lines will need Node 22): not the user's concern. */
+export function quietSdk(): void {
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+}
+
 /** True for a destination named `s3://…`. */
 function isS3Dest(dest: string): boolean {
   return /^s3:\/\//i.test(dest);
@@ -78,8 +83,7 @@ export function s3Target(dest: string, flags: { 's3-endpoint'?: string | undefin
  * bucket and the endpoint) and makes the temporary local folder.
  */
 export async function openS3Target(target: S3Target): Promise<OpenedS3> {
-  // the SDK line the package pins warns on every run that later lines will need Node 22: not the user's concern here
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  quietSdk();
   const storage = createS3Storage({
     bucket: target.bucket,
     prefix: target.prefix,

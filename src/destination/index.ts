@@ -41,4 +41,5 @@ export { followSource, type FollowSourceOptions, type FollowHandle, type FollowE
 export { syncWithQueue, type QueueSyncOptions, type QueueProgress } from './queue-sync.js';
 export { runSyncWorker, type SyncWorkerOptions, type ChunkReport } from './queue-worker.js';
 export type { ChunkJob, ChunkOutcome, StorageDescriptor, SharedStateName, JobConnection } from './queue-jobs.js';
+export { readQueueStatus, type QueueStatus, type QueueRunStatus } from './queue-status.js';
 export type { AppliedElsewhere } from './sync-counts.js';

@@ -16,6 +16,7 @@ import { durabilityFor } from '../node/durability-for.js';
 import type { ConnectionOptions } from './connection.js';
 import { LocalDirectory } from './local-directory.js';
 import type { MirrorStorage } from './mirror-storage.js';
+import { createS3Storage, type S3Storage } from './s3-storage.js';
 import type { AppliedElsewhere } from './sync-counts.js';
 
 /** The pg-boss queue that chunk jobs go through. */
@@ -73,18 +74,63 @@ export function storageDescriptorFor(dest: string): StorageDescriptor {
 export interface OpenStorageOptions {
   /** How a folder's files are made durable. Default: a group commit. */
   durability?: Durability;
+  /** The S3-compatible server of an `s3://` storage. Default: `AWS_ENDPOINT_URL_S3`, else `AWS_ENDPOINT_URL`, else AWS S3. */
+  s3Endpoint?: string;
+  /** Where the endpoint and region are read from when not given. Default: `process.env`. */
+  env?: NodeJS.ProcessEnv;
+}
+
+/** A storage opened from its descriptor, and how to let it go (an S3 client's connections). */
+export interface OpenedStorage {
+  storage: MirrorStorage;
+  /** The bucket's storage, for an `s3://` descriptor. */
+  s3?: S3Storage;
+  /** Settles what was written and lets the storage go. */
+  close(): Promise<void>;
 }
 
 /**
- * Opens the storage a job names.
- * @throws ResourceSyncError RS_INVALID_ARGUMENT for a kind of storage this build cannot open
+ * The bucket and prefix of `s3://bucket/prefix`.
+ * @throws ResourceSyncError RS_INVALID_ARGUMENT for a URL that names no bucket or whose prefix is not a safe relative path
  */
-export function openStorage(descriptor: StorageDescriptor, options: OpenStorageOptions = {}): MirrorStorage {
+export function parseS3Url(url: string): { bucket: string; prefix: string } {
+  const m = /^s3:\/\/([^/?#]*)\/?([^?#]*)$/i.exec(url);
+  const bucket = m?.[1] ?? '';
+  const prefix = decodeURIComponent(m?.[2] ?? '').replace(/\/+$/, '');
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{1,254}$/.test(bucket) || prefix.split('/').some((s) => s === '..' || s === '.' || (s === '' && prefix !== ''))) {
+    throw new ResourceSyncError('RS_INVALID_ARGUMENT', `'${url}' is not s3://BUCKET/PREFIX with a safe prefix.`, { data: { url } });
+  }
+  return { bucket, prefix };
+}
+
+/**
+ * Opens the storage a job names: a folder, or a bucket (`s3://bucket/prefix`) on the endpoint of `options` or of
+ * the environment, with the credentials and region of the environment (the SDK's chain): a job never carries them.
+ * This is the one place a descriptor becomes a storage, for the coordinator and the workers alike.
+ * @throws ResourceSyncError RS_INVALID_ARGUMENT for a kind of storage this build cannot open, or a malformed URL
+ */
+export function openStorage(descriptor: StorageDescriptor, options: OpenStorageOptions = {}): OpenedStorage {
   switch (descriptor.kind) {
-    case 'folder':
-      return new LocalDirectory(descriptor.path, { durability: options.durability ?? durabilityFor() });
+    case 'folder': {
+      const storage = new LocalDirectory(descriptor.path, { durability: options.durability ?? durabilityFor() });
+      return { storage, close: () => storage.settle() };
+    }
+    case 's3': {
+      const env = options.env ?? process.env;
+      const endpoint = options.s3Endpoint ?? (env.AWS_ENDPOINT_URL_S3 || undefined) ?? (env.AWS_ENDPOINT_URL || undefined);
+      const region = env.AWS_REGION || env.AWS_DEFAULT_REGION || undefined;
+      const s3 = createS3Storage({ ...parseS3Url(descriptor.url), ...(endpoint !== undefined ? { endpoint } : {}), ...(region !== undefined ? { region } : {}) });
+      const close = async (): Promise<void> => {
+        try {
+          await s3.settle();
+        } finally {
+          s3.close();
+        }
+      };
+      return { storage: s3, s3, close };
+    }
     default:
-      throw new ResourceSyncError('RS_INVALID_ARGUMENT', `Storage '${descriptor.url}' cannot be opened by this worker (no S3 mirror support).`, { data: { url: descriptor.url } });
+      throw new ResourceSyncError('RS_INVALID_ARGUMENT', `Storage of kind '${String((descriptor as { kind: unknown }).kind)}' cannot be opened by this worker.`, { data: {} });
   }
 }
 

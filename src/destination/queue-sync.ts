@@ -5,7 +5,9 @@
  * @see Z39.99 §5.2 (Baseline Synchronization)
  */
 import { randomUUID } from 'node:crypto';
-import { resolve } from 'node:path';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ResourceSyncError } from '../core/errors.js';
 import type { Entry } from '../core/model/types.js';
@@ -17,10 +19,13 @@ import {
   isPostgresUrl,
   jobEntry,
   openQueue,
+  openStorage,
   storageDescriptorFor,
   type ChunkJob,
   type ChunkOutcome,
   type ChunkQueue,
+  type OpenedStorage,
+  type StorageDescriptor,
 } from './queue-jobs.js';
 import { redactedUrl } from '../node/postgres.js';
 import { runPool } from './run-pool.js';
@@ -53,8 +58,13 @@ export interface QueueSyncOptions extends Omit<SyncOptions, 'state' | 'storage' 
   queue: string;
   /** The Destination state's PostgreSQL URL (may be the queue's database); workers open it from the jobs. */
   stateUrl: string;
-  /** The destination's key in the state. Default: `dest` resolved to an absolute path. */
+  /** The destination's key in the state. Default: `dest` resolved to an absolute path, or an `s3://` URL as given. */
   destination?: string;
+  /**
+   * With an `s3://` `dest`: the S3-compatible server. Default: `AWS_ENDPOINT_URL_S3`, else `AWS_ENDPOINT_URL`, else
+   * AWS S3; credentials and region from the standard AWS variables, for the coordinator and each worker alike.
+   */
+  s3Endpoint?: string;
   /** Entries per job, at most 10,000. Default 1,000. */
   chunkSize?: number;
   /** A job in a worker's hands longer than this is given to another worker (a killed worker's). Default 60. */
@@ -73,6 +83,8 @@ export interface QueueSyncOptions extends Omit<SyncOptions, 'state' | 'storage' 
  * the run's state (`stateUrl`, `destination`) and storage (`dest`), so a worker needs nothing else. The coordinator
  * holds the state's lease throughout; the workers write their records through the state's `apply` without it,
  * on the coordinator's behalf. Returns the report a plain sync returns (the same counts and failures).
+ * `dest` may be `s3://bucket/prefix`: the coordinator and every worker then open that bucket (the same way, from
+ * the URL and their own environment's endpoint and credentials), and the report names the bucket as its `dest`.
  * A coordinator killed and run again with the same options resumes its run: the run's id is in the state, its jobs
  * keep their ids, and the jobs already done are counted, not done again. A dry run needs no worker: it plans as
  * `sync` does.
@@ -80,6 +92,8 @@ export interface QueueSyncOptions extends Omit<SyncOptions, 'state' | 'storage' 
  * @example
  * const report = await syncWithQueue({ source: 'http://example.com/capabilitylist.xml', dest: '/shared/mirror',
  *   queue: 'postgres://rs@db/rs', stateUrl: 'postgres://rs@db/rs' });
+ * await syncWithQueue({ source: 'http://example.com/capabilitylist.xml', dest: 's3://mirrors/example',
+ *   queue: 'postgres://rs@db/rs', stateUrl: 'postgres://rs@db/rs', s3Endpoint: 'http://127.0.0.1:7480' });
  */
 export async function syncWithQueue(options: QueueSyncOptions): Promise<SyncReport> {
   for (const [name, url] of [['queue', options.queue], ['state', options.stateUrl]] as const) {
@@ -90,20 +104,52 @@ export async function syncWithQueue(options: QueueSyncOptions): Promise<SyncRepo
     throw new ResourceSyncError('RS_INVALID_ARGUMENT', `Chunk size ${chunkSize} is not between 1 and ${MAX_CHUNK}.`, { data: { chunkSize } });
   }
   const dryRun = options.dryRun ?? false;
-  const destination = options.destination ?? resolve(options.dest);
-  const state = await openPostgresDestinationState(options.stateUrl, { destination, readonly: dryRun });
+  const descriptor = storageDescriptorFor(options.dest);
+  const destination = options.destination ?? (descriptor.kind === 's3' ? descriptor.url : resolve(options.dest));
+  const mirror = await openMirror(descriptor, options);
+  let state: Awaited<ReturnType<typeof openPostgresDestinationState>> | undefined;
   const expireInSeconds = options.expireInSeconds ?? 60;
   let queue: ChunkQueue | undefined;
   try {
+    state = await openPostgresDestinationState(options.stateUrl, { destination, readonly: dryRun });
     if (!dryRun) queue = await openQueue(options.queue, { maintenanceIntervalSeconds: Math.max(1, Math.min(10, Math.ceil(expireInSeconds / 2))) });
     const q = queue;
-    const report = await runSync({ ...options, state }, q === undefined ? undefined : (run) => ChunkDispatch.open(q, run, options, { chunkSize, expireInSeconds, destination }));
+    const runOptions = { ...options, ...mirror.overrides, state };
+    const report = await runSync(runOptions, q === undefined ? undefined : (run) => ChunkDispatch.open(q, run, options, { chunkSize, expireInSeconds, destination, storage: descriptor }));
     if (!dryRun) await state.setMeta(RUN_META, undefined);
-    return report;
+    return mirror.location === undefined ? report : { ...report, dest: mirror.location };
   } finally {
     await queue?.close();
-    await state.close();
+    await state?.close();
+    await mirror.close();
   }
+}
+
+/**
+ * The coordinator's mirror: for a bucket, its storage (opened as the workers open it, the bucket checked first) and
+ * a temporary local folder as the sync's `dest`; for a folder, nothing (the sync opens `dest`).
+ */
+async function openMirror(descriptor: StorageDescriptor, options: QueueSyncOptions): Promise<{ overrides: Partial<SyncOptions>; location?: string; close(): Promise<void> }> {
+  if (descriptor.kind !== 's3') return { overrides: {}, close: () => Promise.resolve() };
+  const opened: OpenedStorage = openStorage(descriptor, options.s3Endpoint !== undefined ? { s3Endpoint: options.s3Endpoint } : {});
+  try {
+    await opened.s3!.checkBucket();
+  } catch (err) {
+    await opened.close().catch(() => undefined);
+    throw err;
+  }
+  const workDir = await mkdtemp(join(tmpdir(), 'resourcesync-s3-run-'));
+  return {
+    overrides: { dest: workDir, storage: opened.storage },
+    location: opened.s3!.location,
+    close: async () => {
+      try {
+        await opened.close();
+      } finally {
+        await rm(workDir, { recursive: true, force: true });
+      }
+    },
+  };
 }
 
 /** The ResourceDispatch of a coordinator: chunk jobs sent to the queue, then waited for and counted. */
@@ -128,7 +174,7 @@ class ChunkDispatch implements ResourceDispatch {
   }
 
   /** The dispatch of `run`: its id found in the state (a run resumed) or made and recorded there. */
-  static async open(queue: ChunkQueue, run: SyncRun, options: QueueSyncOptions, sizes: { chunkSize: number; expireInSeconds: number; destination: string }): Promise<ChunkDispatch> {
+  static async open(queue: ChunkQueue, run: SyncRun, options: QueueSyncOptions, sizes: { chunkSize: number; expireInSeconds: number; destination: string; storage: StorageDescriptor }): Promise<ChunkDispatch> {
     let id = await run.state.getMeta(RUN_META);
     if (id === undefined) {
       id = randomUUID();
@@ -145,7 +191,7 @@ class ChunkDispatch implements ResourceDispatch {
       version: 1,
       run: id,
       state: { url: options.stateUrl, destination: sizes.destination },
-      storage: storageDescriptorFor(options.dest),
+      storage: sizes.storage,
       connection,
       behaviour: { delete: options.delete ?? false, verifyRetries: options.verifyRetries ?? 2, preferMirrors: options.preferMirrors ?? false, rehash: options.baseline === true && !run.fresh },
       fresh: run.fresh,

@@ -9,9 +9,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ResourceSyncError, messageOf } from '../core/errors.js';
 import type { Durability } from '../node/durability.js';
 import { connect, type Connection } from './connection.js';
-import type { MirrorStorage } from './mirror-storage.js';
 import { openPostgresDestinationState } from './postgres-state.js';
-import { CHUNK_QUEUE, openQueue, openStorage, type ChunkJob, type ChunkOutcome, type ChunkQueue } from './queue-jobs.js';
+import { CHUNK_QUEUE, openQueue, openStorage, type ChunkJob, type ChunkOutcome, type ChunkQueue, type OpenedStorage } from './queue-jobs.js';
 import { runPool } from './run-pool.js';
 import type { DestinationState } from './state.js';
 import { applierFor } from './sync-run.js';
@@ -28,6 +27,11 @@ export interface SyncWorkerOptions {
   auth?: Record<string, string>;
   /** How a folder's files are made durable. Default: a group commit. */
   durability?: Durability;
+  /**
+   * The S3-compatible server of the jobs' `s3://` storages. Default: `AWS_ENDPOINT_URL_S3`, else `AWS_ENDPOINT_URL`,
+   * else AWS S3; credentials and region from the standard AWS variables (never carried by a job).
+   */
+  s3Endpoint?: string;
   /** How long to wait before looking again when the queue has nothing, ms. Default 500. */
   pollIntervalMs?: number;
   /** How often to look for expired jobs (a killed worker's), s; the processes of a queue share it. Default 5. */
@@ -57,7 +61,7 @@ export interface ChunkReport {
 /** What a worker keeps open between chunks: the states, storages and connections the jobs named. */
 class Opened {
   readonly states = new Map<string, Promise<DestinationState>>();
-  readonly storages = new Map<string, MirrorStorage>();
+  readonly storages = new Map<string, OpenedStorage>();
   readonly connections = new Map<string, Connection>();
 
   state(job: ChunkJob): Promise<DestinationState> {
@@ -71,11 +75,12 @@ class Opened {
     return s;
   }
 
-  storage(job: ChunkJob, durability: Durability | undefined): MirrorStorage {
+  /** The storage the job names, opened once for every job that names it (an S3 client's connections reused). */
+  storage(job: ChunkJob, options: SyncWorkerOptions): OpenedStorage {
     const key = JSON.stringify(job.storage);
     let s = this.storages.get(key);
     if (s === undefined) {
-      s = openStorage(job.storage, durability !== undefined ? { durability } : {});
+      s = openStorage(job.storage, { ...(options.durability !== undefined ? { durability: options.durability } : {}), ...(options.s3Endpoint !== undefined ? { s3Endpoint: options.s3Endpoint } : {}) });
       this.storages.set(key, s);
     }
     return s;
@@ -92,7 +97,7 @@ class Opened {
   }
 
   async close(): Promise<void> {
-    for (const s of this.storages.values()) await s.settle().catch(() => undefined);
+    for (const s of this.storages.values()) await s.close().catch(() => undefined);
     for (const c of this.connections.values()) await c.close();
     for (const s of this.states.values()) await (await s.catch(() => undefined))?.close();
   }
@@ -109,7 +114,7 @@ async function applyChunk(job: ChunkJob, retry: number, opened: Opened, options:
     throw new ResourceSyncError('RS_INVALID_ARGUMENT', 'The job is not a chunk job this worker knows (version 1).', { data: {} });
   }
   const store = await opened.state(job);
-  const storage = opened.storage(job, options.durability);
+  const { storage } = opened.storage(job, options);
   const connection = opened.connection(job, options);
   const { behaviour } = job;
   // every record and file is looked at first, even on a first attempt: the same chunk may be in two hands

@@ -17,7 +17,7 @@ import { SmallFileThread } from '../../node/small-file-thread.js';
 import { QUEUE_HELP, QUEUE_OPTIONS, queueChoice, queueSyncOptions, type QueueChoice } from '../queue-options.js';
 import { syncWithQueue } from '../../destination/queue-sync.js';
 import { STATE_HELP, STATE_OPTIONS, openStateChoice, stateChoice, type OpenedState, type StateChoice } from '../state-option.js';
-import { S3_HELP, S3_OPTIONS, openS3Target, s3Overrides, s3Target, type OpenedS3, type S3Target } from '../s3-dest.js';
+import { S3_HELP, S3_OPTIONS, openS3Target, quietSdk, s3Overrides, s3Target, type OpenedS3, type S3Target } from '../s3-dest.js';
 
 /**
  * The CLI's durability: what `--no-fsync` and `--fsync-method` name (for `batch`, the default, a group commit
@@ -263,7 +263,6 @@ function parseSync(args: string[]): SyncCommand | number {
     state = stateChoice(flags, dest);
     queue = queueChoice(flags, state);
     s3 = s3Target(dest, flags, state);
-    if (queue !== undefined && s3 !== undefined) throw new Error('--queue does not take an s3:// destination yet: workers write to a folder they share');
     if (flags['fsync-method'] !== undefined && flags['fsync-method'] !== 'batch' && flags['fsync-method'] !== 'file') {
       throw new Error(`--fsync-method must be 'batch' or 'file', not '${flags['fsync-method']}'`);
     }
@@ -410,7 +409,12 @@ function printSync(command: SyncCommand, report: SyncReport & { warc?: WarcArchi
 /** A plain sync on the state `open` opens, or with `--queue` a coordinator's (which opens the state it names). */
 async function syncOnce(command: SyncCommand, options: SyncOptions, bar: ProgressBar, open: () => Promise<SyncOptions['state']>): Promise<SyncReport> {
   const { queue, state: choice } = command;
-  if (queue !== undefined && choice.kind === 'postgres') return syncWithQueue(queueSyncOptions(options, queue, choice, bar));
+  if (queue !== undefined && choice.kind === 'postgres') {
+    // with a bucket the coordinator opens it as the workers do: from the URL, with the endpoint here
+    if (command.s3 !== undefined) quietSdk();
+    const s3 = command.s3 === undefined ? {} : { dest: command.dest, ...(command.s3.endpoint !== undefined ? { s3Endpoint: command.s3.endpoint } : {}) };
+    return syncWithQueue({ ...queueSyncOptions(options, queue, choice, bar), ...s3 });
+  }
   const state = await open();
   return sync({ ...options, ...(state === undefined ? {} : { state }) });
 }
@@ -427,7 +431,7 @@ async function runOnce(command: SyncCommand): Promise<number> {
   let archive: WarcArchive | undefined;
   const work = async (signal: AbortSignal): Promise<number> => {
     try {
-      s3 = command.s3 === undefined ? undefined : await openS3Target(command.s3);
+      s3 = command.s3 === undefined || command.queue !== undefined ? undefined : await openS3Target(command.s3);
       if (command.warc !== undefined) archive = await openWarcArchive(command.warc);
       const warcOption = archive === undefined ? {} : { archive };
       const synced = await syncOnce(command, { ...onceOptions(command, durability, bar, signal), ...s3Overrides(s3), ...warcOption }, bar, async () => {
