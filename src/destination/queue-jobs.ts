@@ -93,7 +93,7 @@ export interface OpenedStorage {
  * The bucket and prefix of `s3://bucket/prefix`.
  * @throws ResourceSyncError RS_INVALID_ARGUMENT for a URL that names no bucket or whose prefix is not a safe relative path
  */
-export function parseS3Url(url: string): { bucket: string; prefix: string } {
+function parseS3Url(url: string): { bucket: string; prefix: string } {
   const m = /^s3:\/\/([^/?#]*)\/?([^?#]*)$/i.exec(url);
   const bucket = m?.[1] ?? '';
   const prefix = decodeURIComponent(m?.[2] ?? '').replace(/\/+$/, '');

@@ -9,8 +9,6 @@
 
 import { createHash, randomBytes } from 'node:crypto';
 import { lstat, mkdir, rm } from 'node:fs/promises';
-import { Agent as HttpAgent } from 'node:http';
-import { Agent as HttpsAgent } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -29,6 +27,7 @@ import type { HashAlgorithm } from '../core/constants.js';
 import { BodyDigests } from '../node/body-digests.js';
 import { ioError } from '../node/destination-root.js';
 import { safeRelativePath } from '../node/safe-path.js';
+import { createS3Client, s3Place } from '../node/s3-client.js';
 import type { MirrorStorage, ReadOptions, StageOptions, StagedWrite, StoredDigests, StoredFacts, StoredItem } from './mirror-storage.js';
 import { bucketMissing, isNoSuchKey, s3Failure, s3Status, type S3Place } from './s3-errors.js';
 import { S3StagedWrite } from './s3-staged-write.js';
@@ -137,24 +136,16 @@ class S3MirrorStorage implements S3Storage {
     this.bucket = options.bucket;
     this.#top = this.prefix === '' ? '' : `${this.prefix}/`;
     this.location = `s3://${this.bucket}/${this.prefix}`;
-    const endpoint = options.endpoint;
-    this.#place = { bucket: this.bucket, endpoint: endpoint ?? 'AWS S3' };
-    this.#client = new S3Client({
-      ...(endpoint !== undefined ? { endpoint } : {}),
-      ...(options.region !== undefined ? { region: options.region } : endpoint !== undefined ? { region: process.env.AWS_REGION ?? 'us-east-1' } : {}),
+    const { client, endpoint } = createS3Client({
+      ...(options.endpoint !== undefined ? { endpoint: options.endpoint } : {}),
+      ...(options.region !== undefined ? { region: options.region } : {}),
       ...(options.credentials !== undefined ? { credentials: options.credentials } : {}),
-      forcePathStyle: options.forcePathStyle ?? endpoint !== undefined,
-      maxAttempts: options.maxAttempts ?? 3,
-      requestChecksumCalculation: 'WHEN_REQUIRED',
-      responseChecksumValidation: 'WHEN_REQUIRED',
-      // agents of our own: the SDK's own one opens a new connection for each PUT and waits for `100 Continue`
-      requestHandler: {
-        httpAgent: new HttpAgent({ keepAlive: true, maxSockets: SOCKETS }),
-        httpsAgent: new HttpsAgent({ keepAlive: true, maxSockets: SOCKETS }),
-        connectionTimeout: 30_000,
-        requestTimeout: 300_000,
-      },
+      ...(options.forcePathStyle !== undefined ? { forcePathStyle: options.forcePathStyle } : {}),
+      ...(options.maxAttempts !== undefined ? { maxAttempts: options.maxAttempts } : {}),
+      sockets: SOCKETS,
     });
+    this.#client = client;
+    this.#place = s3Place(this.bucket, endpoint);
     this.#multipartThreshold = options.multipartThreshold ?? 16 * MiB;
     this.#partSize = options.partSize ?? 8 * MiB;
     this.#partConcurrency = Math.max(1, options.partConcurrency ?? 2);

@@ -17,6 +17,12 @@ export interface S3ClientOptions {
   region?: string;
   /** Connections kept per host. Default 16. */
   sockets?: number;
+  /** Default: the SDK's chain (the AWS variables, profiles…). */
+  credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
+  /** Default: path-style whenever an endpoint is given. */
+  forcePathStyle?: boolean;
+  /** Attempts per request. Default 3. */
+  maxAttempts?: number;
 }
 
 /** A client, and the endpoint it talks to (undefined: AWS S3). */
@@ -27,9 +33,11 @@ export function createS3Client(options: S3ClientOptions = {}): { client: S3Clien
     options.region ??
     (process.env.AWS_REGION || process.env.AWS_DEFAULT_REGION || (endpoint !== undefined ? 'us-east-1' : undefined));
   const client = new S3Client({
-    ...(endpoint !== undefined ? { endpoint, forcePathStyle: true } : {}),
+    ...(endpoint !== undefined ? { endpoint } : {}),
+    forcePathStyle: options.forcePathStyle ?? endpoint !== undefined,
     ...(region !== undefined ? { region } : {}),
-    maxAttempts: 3,
+    ...(options.credentials !== undefined ? { credentials: options.credentials } : {}),
+    maxAttempts: options.maxAttempts ?? 3,
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
     requestHandler: {
