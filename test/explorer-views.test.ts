@@ -2,7 +2,7 @@
 // secret), the Queue view over a throwaway PostgreSQL with pg-boss chunk jobs in every state (the queue's URL and
 // the jobs' state URLs never reach the page), both through the handler, and the Aggregate view in Chromium
 // (failing Source on top, a click on a column header sorts by it).
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -116,7 +116,7 @@ describe('api/queue on a real PostgreSQL', { skip: POSTGRES_SKIP }, () => {
     await pg?.stop();
   });
 
-  void test('chunks by state and resources per run and destination; no URL with its password reaches the page', async () => {
+  void test('chunks by state and resources per run and destination; no URL with its password reaches the page', async (t) => {
     const secretUrl = pg.url.replace('postgres@', 'postgres:s3cret@');
     const reader = await openQueueProgress(secretUrl);
     const { handler, close } = handlerWith({ queue: () => reader.read() });
@@ -168,6 +168,8 @@ describe('api/queue on a real PostgreSQL', { skip: POSTGRES_SKIP }, () => {
         const again = (await getJson<QueueStatusView>(handler, 'api/queue')).body.runs.find((r) => r.run === 'A')!;
         assert.deepEqual(again.chunks, { waiting: 2, active: 0, done: 3, failed: 1, total: 6 });
         assert.deepEqual(again.resources, { done: 28, failed: 2 });
+        if (noBrowser() === undefined) await queueInChromium(handler, t);
+        else t.diagnostic(`Queue view in Chromium not tried: ${noBrowser()}`);
       } finally {
         await queue.close();
       }
@@ -192,6 +194,27 @@ describe('api/queue on a real PostgreSQL', { skip: POSTGRES_SKIP }, () => {
     }
   });
 });
+
+/** Opens the Queue view of `handler` in Chromium: the runs' rows, the one with a failed chunk marked; a screenshot. */
+async function queueInChromium(handler: ExplorerHandler, t: TestContext): Promise<void> {
+  const listener = await listen(handler, { port: 0 });
+  const browser = await launchChromium();
+  try {
+    const page = await browser.context.newPage();
+    await page.goto(`${listener.url}/`);
+    await page.waitForSelector('#queue-table tbody tr');
+    assert.equal(await page.getAttribute('#tab-queue', 'aria-selected'), 'true');
+    assert.equal(await page.getAttribute('#queue-table tr[data-id="A"]', 'class'), 'failing');
+    assert.match((await page.textContent('#queue-table tr[data-id="A"]')) ?? '', /\/mirror\/a.*3 of 6/);
+    assert.doesNotMatch(await page.content(), /s3cret/);
+    const path = join(ARTIFACTS, 'explorer-queue.png');
+    await page.screenshot({ path, fullPage: false });
+    t.diagnostic(`screenshot: ${path}`);
+  } finally {
+    await browser.close();
+    await listener.close();
+  }
+}
 
 void describe('the Aggregate view in Chromium', () => {
   const skip = noBrowser();
