@@ -6,7 +6,7 @@
  */
 
 /** How often a visible status view is read again, ms. */
-export const STATUS_REFRESH_MS = 3000;
+const STATUS_REFRESH_MS = 3000;
 
 /** The views' styles. */
 export const STATUS_CSS: string = `
