@@ -10,6 +10,7 @@ import { createHttpClient } from '../client/http-client.js';
 import { nodeListener } from '../notify/node-listener.js';
 import { DOCUMENTS_PREFIX } from '../source/url-path.js';
 import { createExplorerHandler, type ChannelSummary } from '../web/explorer.js';
+import type { AggregateStatusView } from '../web/status-views.js';
 import { hostCheck } from '../node/request-guard.js';
 
 /** The page as a live Source mounts it. */
@@ -28,6 +29,8 @@ export function mountExplorer(options: {
   /** The interface name it listens on as given (`--host`), also accepted as `Host`. */
   host?: string;
   channels?: () => ChannelSummary;
+  /** The status of an aggregate's Sources (the Aggregate tab), when the served Source is an aggregate. */
+  aggregate?: () => Promise<AggregateStatusView>;
   signal: AbortSignal;
   /** Errors of the page's handler (answered 500). */
   onError: (error: unknown) => void;
@@ -45,6 +48,7 @@ export function mountExplorer(options: {
     signal: options.signal,
     allowHost: hostCheck(options.origin, [options.baseUrl, options.host ?? '']),
     ...(options.channels === undefined ? {} : { channels: options.channels }),
+    ...(options.aggregate === undefined ? {} : { aggregate: options.aggregate }),
   });
   const listener = nodeListener(handler, options.origin, options.onError);
   return {

@@ -31,6 +31,8 @@ export const INDEX_HTML: string = `<!DOCTYPE html>
       <button type="button" role="tab" id="tab-timeline" data-panel="timeline" aria-selected="false">Timeline</button>
       <button type="button" role="tab" id="tab-check" data-panel="check" aria-selected="false">Check</button>
       <button type="button" role="tab" id="tab-channels" data-panel="channels" aria-selected="false" hidden>Channels</button>
+      <button type="button" role="tab" id="tab-aggregate" data-panel="aggregate" aria-selected="false" hidden>Aggregate</button>
+      <button type="button" role="tab" id="tab-queue" data-panel="queue" aria-selected="false" hidden>Queue</button>
     </nav>
     <div id="panel-entries" class="panel" role="tabpanel">
       <p id="doc-title" class="muted">Choose a document on the left to see its entries.</p>
@@ -54,6 +56,8 @@ export const INDEX_HTML: string = `<!DOCTYPE html>
     <div id="panel-channels" class="panel" role="tabpanel" hidden>
       <div id="channels"></div>
     </div>
+    <div id="panel-aggregate" class="panel" role="tabpanel" hidden><div id="aggregate-view" class="status-view"></div></div>
+    <div id="panel-queue" class="panel" role="tabpanel" hidden><div id="queue-view" class="status-view"></div></div>
   </section>
 </main>
 </body>

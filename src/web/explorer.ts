@@ -8,7 +8,8 @@
  *
  * Routes, under `basePath` (default `/`): the page (`basePath`), `app.js`, `app.css`, and
  * `api/tree[?refresh=1]`, `api/entries?doc=URL&page=N&q=TEXT`, `api/changes?page=N`,
- * `api/package?doc=URL&page=N&q=TEXT`, `api/check[?refresh=1]`, `api/channels` (when `channels` is given).
+ * `api/package?doc=URL&page=N&q=TEXT`, `api/check[?refresh=1]`, `api/channels` (when `channels` is given),
+ * `api/views` (which status views are offered), `api/aggregate` and `api/queue` (when `aggregate`, `queue` are given).
  * @see Z39.99 §6.1 (structure), §7 (documents), §11–13 (dumps and Change Lists)
  */
 import { isResourceSyncError, messageOf } from '../core/errors.js';
@@ -17,6 +18,8 @@ import { explore, type ExploreOptions, type ExploreResult, type TreeNode } from 
 import { originOf, type Authority } from '../client/authority.js';
 import type { HttpGet } from '../client/http.js';
 import { APP_CSS, APP_JS, INDEX_HTML } from './assets.js';
+import { STATUS_CSS, STATUS_JS } from './status-assets.js';
+import type { AggregateStatusView, QueueStatusView } from './status-views.js';
 import { readEntriesPage } from './entries.js';
 import { decodablePath } from '../node/request-guard.js';
 import { PackageReader } from './packages.js';
@@ -71,6 +74,10 @@ export interface ExplorerOptions {
   treeMaxAgeMs?: number;
   /** The notification channels to show (the Channels tab). Default: none. */
   channels?: () => ChannelSummary;
+  /** The status of every Source of an aggregate (the Aggregate tab), read on each request. Default: none. */
+  aggregate?: () => Promise<AggregateStatusView>;
+  /** The runs of a sync job queue (the Queue tab), read on each request. Default: none. */
+  queue?: () => Promise<QueueStatusView>;
   /** Aborts crawls, checks and reads in flight. */
   signal?: AbortSignal;
   /**
@@ -79,6 +86,10 @@ export interface ExplorerOptions {
    */
   allowHost?: (host: string | null) => boolean;
 }
+
+/** The page's script and styles: its own, then the status views'. */
+const PAGE_JS = `${APP_JS}${STATUS_JS}`;
+const PAGE_CSS = `${APP_CSS}${STATUS_CSS}`;
 
 /** Most entries per page a caller may ask for. */
 const MAX_PAGE_SIZE = 500;
@@ -205,8 +216,8 @@ class Explorer {
     if (!path.startsWith(basePath)) return respond(404, 'Not Found\n', 'text/plain; charset=utf-8');
     const rest = path.slice(basePath.length);
     if (rest === '' || rest === 'index.html') return respond(200, INDEX_HTML, 'text/html; charset=utf-8');
-    if (rest === 'app.js') return respond(200, APP_JS, 'text/javascript; charset=utf-8');
-    if (rest === 'app.css') return respond(200, APP_CSS, 'text/css; charset=utf-8');
+    if (rest === 'app.js') return respond(200, PAGE_JS, 'text/javascript; charset=utf-8');
+    if (rest === 'app.css') return respond(200, PAGE_CSS, 'text/css; charset=utf-8');
     if (rest.startsWith('api/')) {
       try {
         return await this.#api(rest.slice(4), url.searchParams);
@@ -251,6 +262,14 @@ class Explorer {
       case 'channels':
         if (this.#options.channels === undefined) break;
         return json(this.#options.channels());
+      case 'views':
+        return json({ aggregate: this.#options.aggregate !== undefined, queue: this.#options.queue !== undefined, channels: this.#options.channels !== undefined });
+      case 'aggregate':
+        if (this.#options.aggregate === undefined) break;
+        return json(await this.#options.aggregate());
+      case 'queue':
+        if (this.#options.queue === undefined) break;
+        return json(await this.#options.queue());
     }
     return json({ error: { code: 'RS_NOT_FOUND', message: `no endpoint api/${route}.` } }, 404);
   }

@@ -8,6 +8,7 @@
  * @see Z39.99 §6–13
  */
 export { createExplorerHandler, type ExplorerHandler, type ExplorerOptions, type ChannelSummary } from './explorer.js';
+export type { AggregateStatusView, AggregateSourceRow, QueueStatusView, QueueRunRow } from './status-views.js';
 export { readEntriesPage, type EntriesPage, type EntryRow } from './entries.js';
 export { readTimeline, type TimelinePage, type TimelineEntry } from './timeline.js';
 export type { PackagePage } from './packages.js';

@@ -6,11 +6,14 @@
  * @see docs/aggregate.md
  */
 import { unwatchFile, watchFile } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isResourceSyncError, messageOf } from '../../core/errors.js';
 import { loadAggregateConfig, type AggregateConfig } from '../../aggregate/config.js';
 import { startAggregator, type AggregateEvent, type Aggregator } from '../../aggregate/aggregator.js';
 import { metricsResponse, METRICS_PATH } from '../../aggregate/metrics.js';
 import { isFailing, readAggregateStatus, type SourceStatus } from '../../aggregate/status.js';
+import { aggregateStatusView } from '../../aggregate/status-view.js';
+import { mountExplorer, type ExplorerMount } from '../../live/explorer-mount.js';
 import { serve, type RunningServer } from '../../server/node-adapter.js';
 import type { ResponderHandler } from '../../server/request-response.js';
 import { parseCommandArgs, usageError } from '../command-args.js';
@@ -23,7 +26,8 @@ Keeps every Source named in <config> (YAML or JSON) in step, each in its own mir
 whose Resource and Change Lists carry rs:ln rel="via" to each original (Z39.99 §14.8).
 Prints 'listening on <url>' once listening. SIGHUP or a change of <config> reloads it: added
 Sources start, removed ones stop (their mirror is kept), changed ones restart. Prometheus metrics
-of every Source are at /metrics. See docs/aggregate.md.
+of every Source are at /metrics; the explorer page, with an Aggregate tab (the status of every
+Source, failing ones first), at /.resourcesync/ui/ under base-url. See docs/aggregate.md.
 
 Options:
   --port N      TCP port (default: the port of base-url, else 8080; 0 picks a free one)
@@ -80,7 +84,7 @@ function defaultPort(config: AggregateConfig): number {
 
 async function aggregate(file: string, config: AggregateConfig, port: number, host: string, verbose: boolean): Promise<number> {
   const log = (line: string): void => void process.stderr.write(`${line}\n`);
-  const started: { aggregator?: Aggregator } = {};
+  const started: { aggregator?: Aggregator; explorer?: ExplorerMount } = {};
   const handler: ResponderHandler = (req) => {
     const a = started.aggregator;
     if (a === undefined) return { status: 503, headers: { 'retry-after': '1', 'content-length': '0' } };
@@ -88,8 +92,10 @@ async function aggregate(file: string, config: AggregateConfig, port: number, ho
     return a.publication.handler(req);
   };
   let server: RunningServer;
+  const ui = new AbortController();
   try {
-    server = await serve(handler, { port, host, onError: (e) => log(`resourcesync aggregate: ${messageOf(e)}`) });
+    const intercept = (req: IncomingMessage, res: ServerResponse): boolean => started.explorer?.intercept(req, res) ?? false;
+    server = await serve(handler, { port, host, intercept, onError: (e) => log(`resourcesync aggregate: ${messageOf(e)}`) });
   } catch (error) {
     log(`resourcesync aggregate: cannot listen on ${host}:${port}: ${messageOf(error)}`);
     return 1;
@@ -103,6 +109,15 @@ async function aggregate(file: string, config: AggregateConfig, port: number, ho
     },
   });
   started.aggregator = running;
+  const explorer = mountExplorer({
+    baseUrl: (config.baseUrl ?? `${server.url}/`).replace(/\/$/, ''),
+    origin: server.url,
+    host,
+    aggregate: () => Promise.resolve(aggregateStatusView(running.status(), running.config.sources, Date.now())),
+    signal: ui.signal,
+    onError: (e) => log(`resourcesync aggregate: explorer page: ${messageOf(e)}`),
+  });
+  started.explorer = explorer;
   const reload = (): void => {
     const next = load(file);
     if (typeof next === 'number') return; // the message is out; the configuration in force stays
@@ -129,6 +144,8 @@ async function aggregate(file: string, config: AggregateConfig, port: number, ho
   process.off('SIGHUP', reload);
   process.off('SIGINT', stop);
   process.off('SIGTERM', stop);
+  ui.abort();
+  await explorer.close();
   await running.close();
   return 0;
 }

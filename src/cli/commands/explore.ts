@@ -16,9 +16,12 @@ import { parseCommandArgs, usageError } from '../command-args.js';
 import { CRAWL_OPTIONS, crawlOf, withCrawlClient, type Crawl } from '../crawl-options.js';
 import { integerOption } from '../mirror-options.js';
 import { messageOf } from '../../core/errors.js';
+import { isPostgresUrl } from '../../destination/queue-jobs.js';
+import { openQueueProgress, type QueueProgressReader } from '../../destination/queue-progress.js';
+import { redactedUrl } from '../../node/postgres.js';
 
 const HELP = `Usage: resourcesync explore <url> [options]
-       resourcesync explore --web <url> [--port N] [--host H] [options]
+       resourcesync explore --web <url> [--port N] [--host H] [--queue postgres://…] [options]
 
 Prints the document tree of a ResourceSync Source found from <url> (origin, Source Description,
 Capability List, list, resource or HTML page): Capability Lists (one per set of resources), the
@@ -28,13 +31,16 @@ documents they advertise, index parts, archives, dumps and their packages, each 
 With --web, serves a page on 127.0.0.1 instead (its URL is printed) that shows the tree, opens any
 document's entries (paged, searchable by URL), shows the Change Lists as a time line, opens dump packages
 and their manifests, and runs check. It reads the Source on the server side and only the Source (and
-the --allow-origin origins); it runs until interrupted (Ctrl-C).
+the --allow-origin origins); it runs until interrupted (Ctrl-C). With --queue, the page also has a
+Queue tab: each sync run on that job queue (sync --queue, worker), its chunks waiting, active, done
+and failed and the resources done and failed, read every few seconds (the URL is not shown).
 
 Options:
   --json               print the tree as one JSON object
   --web                serve the explorer page instead of printing the tree
   --port N             port of the page (with --web; default 8090, 0 picks a free one)
   --host H             interface of the page (with --web; default 127.0.0.1)
+  --queue URL          also show the runs of the job queue at this postgres:// URL (with --web)
   --depth N            levels below the Source Description to read (default: all)
   --max-documents N    most documents fetched (default 1000)
   --rate N             requests per second at most (default 20; 0 for no pacing)
@@ -84,7 +90,7 @@ export function describeTree(result: ExploreResult): string {
 }
 
 /** Serves the explorer page until SIGINT or SIGTERM. */
-async function serveWeb(crawl: Crawl, port: number, host: string): Promise<number> {
+async function serveWeb(crawl: Crawl, port: number, host: string, queueUrl: string | undefined): Promise<number> {
   const ac = new AbortController();
   const stop = (): void => ac.abort();
   process.once('SIGINT', stop);
@@ -94,7 +100,18 @@ async function serveWeb(crawl: Crawl, port: number, host: string): Promise<numbe
   // only requests addressed to the page's own host (DNS rebinding); known once it listens
   let ownHost: ((host: string | null) => boolean) | undefined;
   const allowHost = (host: string | null): boolean => ownHost?.(host) ?? false;
-  const handler = createExplorerHandler({ source: url, http, authority, maxDocuments, rate, signal: ac.signal, allowHost });
+  // read-only, and its connection is made on the first read: a queue that cannot be reached shows on the page
+  const queue: QueueProgressReader | undefined = queueUrl === undefined ? undefined : await openQueueProgress(queueUrl);
+  const handler = createExplorerHandler({
+    source: url,
+    http,
+    authority,
+    maxDocuments,
+    rate,
+    signal: ac.signal,
+    allowHost,
+    ...(queue === undefined ? {} : { queue: () => queue.read() }),
+  });
   let listener: Listener | undefined;
   try {
     listener = await listen(handler, {
@@ -117,6 +134,7 @@ async function serveWeb(crawl: Crawl, port: number, host: string): Promise<numbe
     process.off('SIGTERM', stop);
     await listener?.close();
     await http.close();
+    await queue?.close();
   }
 }
 
@@ -125,7 +143,7 @@ export async function run(args: string[]): Promise<number> {
   const parsed = parseCommandArgs(
     'explore',
     args,
-    { ...CRAWL_OPTIONS, depth: { type: 'string' }, web: { type: 'boolean' }, port: { type: 'string' }, host: { type: 'string' } },
+    { ...CRAWL_OPTIONS, depth: { type: 'string' }, web: { type: 'boolean' }, port: { type: 'string' }, host: { type: 'string' }, queue: { type: 'string' } },
     HELP,
   );
   if (typeof parsed === 'number') return parsed;
@@ -141,11 +159,13 @@ export async function run(args: string[]): Promise<number> {
   } catch (error) {
     return usageError('explore', error);
   }
-  if (values.web !== true && (values.port !== undefined || values.host !== undefined))
-    return usageError('explore', '--port and --host go with --web.');
+  if (values.web !== true && (values.port !== undefined || values.host !== undefined || values.queue !== undefined))
+    return usageError('explore', '--port, --host and --queue go with --web.');
+  if (values.queue !== undefined && !isPostgresUrl(values.queue))
+    return usageError('explore', `--queue '${redactedUrl(values.queue)}' is not a postgres:// URL.`);
   if (values.web === true) {
     if (values.json === true || maxDepth !== undefined) return usageError('explore', '--web does not take --json or --depth.');
-    return serveWeb(crawl, port, values.host ?? '127.0.0.1');
+    return serveWeb(crawl, port, values.host ?? '127.0.0.1', values.queue);
   }
   return withCrawlClient('explore', crawl, values.json, async (http, signal) => {
     const { url, authority, maxDocuments, rate, deadlineMs } = crawl;
