@@ -35,7 +35,7 @@ export { createS3Storage, type S3Storage, type S3StorageOptions } from './s3-sto
 export type { MirrorStorage, StagedWrite, StageOptions, WriteChunkOptions, ReadOptions, StoredFacts, StoredItem, StoredDigests } from './mirror-storage.js';
 export { Follower, type FollowerOptions, type FollowBatch } from './follower.js';
 export { readChangeChannel, type ChangeChannel, type ChangeChannelContext } from './change-channel.js';
-export { followSource, type FollowSourceOptions, type FollowHandle, type FollowEvent, type FollowVia } from './follow.js';
+export { followSource, type FollowSourceOptions, type FollowHandle, type FollowEvent, type FollowVia, type CallbackMount } from './follow.js';
 export { syncWithQueue, type QueueSyncOptions, type QueueProgress } from './queue-sync.js';
 export { runSyncWorker, type SyncWorkerOptions, type ChunkReport } from './queue-worker.js';
 export type { ChunkJob, ChunkOutcome, StorageDescriptor, SharedStateName, JobConnection } from './queue-jobs.js';
