@@ -17,6 +17,7 @@ export { NOTES, NOTE_CODES, note, type DestinationNote, type NoteCode, type Note
 export { applyResourceDump, applyChangeDump, type ApplyDumpOptions, type DumpReport, type DumpFailure, type DumpProgress, type DumpResource } from './dump.js';
 export { fetchResource, mirrorLinks, patchLinks, relatedLinks, type FetchResult, type FetchResourceOptions, type AuthorityCheck, type FetchAttempt, type RelatedLinks, type KeptRelation, type LinkRef, KEPT_RELATIONS } from './links.js';
 export { keptLinks, type ResourceLinks } from './kept-links.js';
+export { auditVia, type ViaAuditOptions, type ViaAuditReport, type ViaDifference } from './audit-via.js';
 export { mirrorDescribedBy, describedByTree, type DescribedByOptions, type DescribedByReport, type DescribedByFailure } from './described-by.js';
 export { createHttpClient, authFromEnv, type HttpClientOptions } from '../client/http-client.js';
 export type { HttpGet, HttpResponse, HttpRequestInit } from '../client/http.js';
