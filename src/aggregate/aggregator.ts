@@ -328,7 +328,7 @@ class RunningAggregator implements Aggregator {
           if (slot.stopped) return;
           this.#update(id, (s) => ({ ...succeeded(s, this.#now(), result, undefined), mode: slot.following?.mode ?? s.mode }));
           this.#emit({ type: 'synced', id, result });
-          void this.publication.request([id]);
+          if (result.created + result.updated + result.deleted > 0) void this.publication.request([id]);
         },
         onProblem: (error) => this.#emit({ type: 'follow-problem', id, error }),
         onMode: (mode) => {

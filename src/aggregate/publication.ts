@@ -79,6 +79,9 @@ export class AggregatePublication {
    * Source gone) or of `'all'`; resolves once a run that started after this call has ended (failed ones included).
    */
   request(ids: readonly string[] | 'all'): Promise<void> {
+    // the mirrors changed: the copies are served as they are now (the responder keeps small files for a second),
+    // also to a Destination that a Change Notification sends for them before this publication ends
+    this.#responder?.invalidate();
     if (ids === 'all') this.#dirty = 'all';
     else if (this.#dirty !== 'all') for (const id of ids) this.#dirty.add(id);
     if (this.#running !== undefined) {
@@ -131,7 +134,15 @@ export class AggregatePublication {
         ...(only === undefined ? {} : { only }),
         resourceLinks: (set, path, entry): Ln[] | undefined => vias.get(set)?.links(path, entry),
         // Change Notifications go out as the changes are recorded (their entries carry the `via` links too)
-        ...(push === undefined ? {} : { notifications: { hub: push.hubUrl }, onRecorded: (n: SetNotifications) => push.send([n]) }),
+        ...(push === undefined
+          ? {}
+          : {
+              notifications: { hub: push.hubUrl },
+              onRecorded: (n: SetNotifications) => {
+                this.#responder?.invalidate();
+                push.send([n]);
+              },
+            }),
       });
     } finally {
       for (const v of vias.values()) await v.close();

@@ -11,7 +11,7 @@ import { addCounts, countResources, emptyResult, sourceSyncOptions, type SourceS
 
 /** What a Source followed by push reports. */
 export interface PushFollowEvents {
-  /** A batch applied (the first sync included). */
+  /** A batch applied after the first sync (a reconciliation that changed nothing included: the Source is in step). */
   onBatch(result: SourceSyncResult): void;
   /** A batch that failed, a hub that refused or was lost: following goes on (polling meanwhile). */
   onProblem(error: unknown): void;
@@ -62,7 +62,7 @@ export async function followByPush(
     else if (e.type === 'no-channel' || e.type === 'hub-refused') channel = false;
     else if (e.type === 'renew-failed') setMode('poll');
     else if (e.type === 'error' || e.type === 'subscribe-failed' || e.type === 'channel-unreadable') events.onProblem(e.error);
-    else if (e.type === 'batch' && e.batch.created + e.batch.updated + e.batch.deleted + e.batch.failed.length > 0) {
+    else if (e.type === 'batch') {
       const batchStarted = performance.now();
       const r = emptyResult();
       addCounts(r, e.batch);
