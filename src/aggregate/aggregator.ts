@@ -111,6 +111,8 @@ class RunningAggregator implements Aggregator {
   #closed = false;
   readonly #push: Push | undefined;
   readonly #callbacks: CallbackRouter | undefined;
+  /** Followers of removed or changed Sources, unsubscribing. */
+  readonly #stopping = new Map<string, Promise<void>>();
 
   constructor(config: AggregateConfig, options: AggregatorOptions) {
     this.config = config;
@@ -194,7 +196,7 @@ class RunningAggregator implements Aggregator {
       if (slot.running !== undefined) running.push(slot.running);
       if (slot.following !== undefined) running.push(slot.following.stop());
     }
-    await Promise.all(running);
+    await Promise.all([...running, ...this.#stopping.values()]);
     await this.publication.settled();
     await this.#push?.close();
     this.#status.close();
@@ -223,7 +225,13 @@ class RunningAggregator implements Aggregator {
     if (slot === undefined) return;
     slot.stopped = true;
     slot.controller?.abort();
-    void slot.following?.stop();
+    if (slot.following !== undefined) {
+      // a Source changed and started again subscribes after this one unsubscribed (one callback URL per id)
+      const stopping = slot.following.stop().finally(() => {
+        if (this.#stopping.get(id) === stopping) this.#stopping.delete(id);
+      });
+      this.#stopping.set(id, stopping);
+    }
     this.#slots.delete(id);
   }
 
@@ -312,6 +320,7 @@ class RunningAggregator implements Aggregator {
   async #follow(slot: Slot, started: number, signal: AbortSignal): Promise<void> {
     const { source } = slot;
     const id = source.id;
+    await this.#stopping.get(id);
     const following = await followByPush(
       this.config.out,
       source,
