@@ -6,7 +6,7 @@
  *   core ← node ← server
  *   live  imports source, server, notify, check, web, client
  *   oai   imports client, source, live (the OAI-PMH client and the bridge)
- *   aggregate imports what live imports, and destination
+ *   aggregate imports what live imports, destination and live (its embedded hub)
  *   cli   imports everything
  *
  * A module imports only from its own folder and the folders its row names. `source` and `destination`
@@ -28,7 +28,7 @@ const MAY_IMPORT = {
   server: ['core', 'node'],
   live: ['core', 'node', 'client', 'notify', 'source', 'server', 'check', 'web'],
   oai: ['core', 'node', 'client', 'notify', 'source', 'server', 'live'],
-  aggregate: ['core', 'node', 'client', 'notify', 'source', 'server', 'check', 'web', 'destination'],
+  aggregate: ['core', 'node', 'client', 'notify', 'source', 'server', 'check', 'web', 'destination', 'live'],
 };
 const LAYERS = [...Object.keys(MAY_IMPORT), 'cli'];
 const ABOVE = Object.fromEntries(

@@ -146,12 +146,14 @@ sources:
   - url: ${live.url}/.well-known/resourcesync
     id: live
     interval: 1
+    mode: poll
   - url: ${web.origin}/.well-known/resourcesync
     id: static
     interval: 1
   - url: http://127.0.0.1:${laterPort}/
     id: later
     interval: 1
+    mode: poll
   - url: ${garbage.url}
     id: garbage
     interval: 1
@@ -254,7 +256,7 @@ ${extra}`;
   await write(extraDir, { 'e.txt': 'extra\n' });
   const extra = await startServe([extraDir]);
   children.push(extra.child);
-  await writeFile(config, sources(`  - url: ${extra.url}/\n    id: extra\n    interval: 1\n`).replace(/ {2}- url: \S+\n {4}id: static\n {4}interval: 1\n/, ''));
+  await writeFile(config, sources(`  - url: ${extra.url}/\n    id: extra\n    interval: 1\n    mode: poll\n`).replace(/ {2}- url: \S+\n {4}id: static\n {4}interval: 1\n/, ''));
   agg.p.child.kill('SIGHUP');
   await until('extra in step', () => statusOf(out, 'extra')?.lastSync !== undefined && statusOf(out, 'static')?.state === 'stopped', 60_000);
   await assertSame(extraDir, join(out, 'sources', 'extra', 'mirror'), 'extra');

@@ -13,8 +13,13 @@ import { ResourceSyncError, messageOf } from '../core/errors.js';
 import { originOf } from '../client/authority.js';
 import type { PublishResult } from '../source/publish.js';
 import type { AggregateConfig, AggregateSource } from './config.js';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ResponderHandler } from '../server/request-response.js';
+import type { Push, PushEvent } from '../live/push.js';
 import { AggregatePublication } from './publication.js';
 import { syncSource, type SourceSyncResult } from './source-mirror.js';
+import { CallbackRouter, startAggregateHub } from './push.js';
+import { followable, followByPush, type PushFollowing } from './push-follow.js';
 import { openStatusStore, type SourceStatus, type StatusStore } from './status.js';
 
 /** What the aggregator reports (it never prints). */
@@ -23,7 +28,11 @@ export type AggregateEvent =
   | { type: 'sync-failed'; id: string; error: unknown; failures: number; nextAttempt: number }
   | { type: 'published'; sources: number; changes: PublishResult['changes'] | undefined; ms: number }
   | { type: 'publish-failed'; error: unknown }
-  | { type: 'reloaded'; added: string[]; removed: string[]; changed: string[] };
+  | { type: 'reloaded'; added: string[]; removed: string[]; changed: string[] }
+  /** A Source followed by push: a problem (following goes on), or the mode in use changed. */
+  | { type: 'follow-problem'; id: string; error: unknown }
+  | { type: 'mode'; id: string; mode: 'push' | 'poll' }
+  | PushEvent;
 
 /** Options of {@link startAggregator}. */
 export interface AggregatorOptions {
@@ -38,6 +47,14 @@ export interface AggregatorOptions {
   onEvent?: (event: AggregateEvent) => void;
   /** Clock, ms since the epoch. Default `Date.now`. */
   now?: () => number;
+  /**
+   * The listening server's origin (`http://host:port`): with it the aggregate has an embedded hub (Change
+   * Notifications of every publication) and follows Sources by push, their callbacks on this server (see
+   * {@link Aggregator.intercept}). Without it, every Source is polled and nothing is pushed.
+   */
+  origin?: string;
+  /** While pushed to, a followed Source's Change List is read every this many ms all the same. Default 300,000. */
+  reconcileMs?: number;
 }
 
 /** One Source as scheduled. */
@@ -49,14 +66,22 @@ interface Slot {
   controller: AbortController | undefined;
   /** Removed or replaced: no further attempt. */
   stopped: boolean;
+  /** Followed through the follower (push, or polling until the hub answers). */
+  following?: PushFollowing;
+  /** `auto`, and the Source advertises no change channel: polled. */
+  noChannel?: boolean;
 }
 
 /** A running aggregator. */
 export interface Aggregator {
   /** The configuration in force. */
   readonly config: AggregateConfig;
-  /** The handler that serves the aggregate (mount it on a server). */
+  /** The published aggregate. */
   readonly publication: AggregatePublication;
+  /** Serves the aggregate and its channels' topics (mount it on a server, with {@link Aggregator.intercept}). */
+  readonly handler: ResponderHandler;
+  /** Takes the requests to the embedded hub and to the callbacks of the Sources followed by push; false for others. */
+  intercept(req: IncomingMessage, res: ServerResponse): boolean;
   /** Applies a new configuration: added Sources start, removed ones stop (their mirror kept), changed ones restart. */
   reload(config: AggregateConfig): void;
   /** Makes every Source due now. */
@@ -84,6 +109,10 @@ class RunningAggregator implements Aggregator {
   #active = 0;
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
+  readonly #push: Push | undefined;
+  readonly #callbacks: CallbackRouter | undefined;
+  /** Followers of removed or changed Sources, unsubscribing. */
+  readonly #stopping = new Map<string, Promise<void>>();
 
   constructor(config: AggregateConfig, options: AggregatorOptions) {
     this.config = config;
@@ -91,6 +120,12 @@ class RunningAggregator implements Aggregator {
     this.#now = options.now ?? Date.now;
     this.#emit = options.onEvent ?? (() => undefined);
     this.#status = openStatusStore(config.out);
+    if (options.origin !== undefined) {
+      const baseUrl = config.baseUrl ?? options.defaultBaseUrl;
+      this.#push = startAggregateHub({ baseUrl, origin: options.origin, out: config.out, allowCallback: config.allowCallback, onEvent: this.#emit });
+      this.#callbacks = new CallbackRouter(options.origin, config.callback, (error) => this.#emit({ type: 'hub-error', error }));
+    }
+    const push = this.#push;
     this.publication = new AggregatePublication({
       out: config.out,
       baseUrl: config.baseUrl ?? options.defaultBaseUrl,
@@ -98,6 +133,7 @@ class RunningAggregator implements Aggregator {
       sources: () => [...this.#slots.values()].filter((s) => this.#status.get(s.source.id)?.lastSync !== undefined).map((s) => s.source),
       onPublished: ({ result, ms }) => this.#emit({ type: 'published', sources: result?.capabilityLists.length ?? 0, changes: result?.changes, ms }),
       onError: (error) => this.#emit({ type: 'publish-failed', error }),
+      ...(push === undefined ? {} : { push }),
     });
     const known = new Set(config.sources.map((s) => s.id));
     for (const s of this.#status.all()) if (!known.has(s.id) && s.state !== 'stopped') this.#status.put(stopped(s));
@@ -134,8 +170,14 @@ class RunningAggregator implements Aggregator {
     this.#pump();
   }
 
+  readonly handler: ResponderHandler = (req) => this.#push?.topic(req) ?? this.publication.handler(req);
+
+  intercept(req: IncomingMessage, res: ServerResponse): boolean {
+    return (this.#push?.intercept(req, res) ?? false) || (this.#callbacks?.intercept(req, res) ?? false);
+  }
+
   syncAll(): void {
-    for (const slot of this.#slots.values()) slot.due = Math.min(slot.due, this.#now());
+    for (const slot of this.#slots.values()) if (slot.following === undefined) slot.due = Math.min(slot.due, this.#now());
     this.#pump();
   }
 
@@ -152,9 +194,11 @@ class RunningAggregator implements Aggregator {
       slot.stopped = true;
       slot.controller?.abort();
       if (slot.running !== undefined) running.push(slot.running);
+      if (slot.following !== undefined) running.push(slot.following.stop());
     }
-    await Promise.all(running);
+    await Promise.all([...running, ...this.#stopping.values()]);
     await this.publication.settled();
+    await this.#push?.close();
     this.#status.close();
   }
 
@@ -181,6 +225,13 @@ class RunningAggregator implements Aggregator {
     if (slot === undefined) return;
     slot.stopped = true;
     slot.controller?.abort();
+    if (slot.following !== undefined) {
+      // a Source changed and started again subscribes after this one unsubscribed (one callback URL per id)
+      const stopping = slot.following.stop().finally(() => {
+        if (this.#stopping.get(id) === stopping) this.#stopping.delete(id);
+      });
+      this.#stopping.set(id, stopping);
+    }
     this.#slots.delete(id);
   }
 
@@ -189,7 +240,7 @@ class RunningAggregator implements Aggregator {
     if (this.#closed) return;
     clearTimeout(this.#timer);
     const now = this.#now();
-    const waiting = [...this.#slots.values()].filter((s) => s.running === undefined).sort((a, b) => a.due - b.due);
+    const waiting = [...this.#slots.values()].filter((s) => s.running === undefined && s.following === undefined).sort((a, b) => a.due - b.due);
     let next = Infinity;
     for (const slot of waiting) {
       if (slot.due > now) {
@@ -223,6 +274,10 @@ class RunningAggregator implements Aggregator {
     this.#update(source.id, (s) => ({ ...s, state: 'syncing', lastAttempt: started }));
     const timeout = AbortSignal.timeout(source.timeout * 1000);
     try {
+      if (this.#callbacks !== undefined && followable(source) && slot.noChannel !== true) {
+        await this.#follow(slot, started, AbortSignal.any([signal, timeout]));
+        return;
+      }
       const result = await syncSource(this.config.out, source, {
         signal: AbortSignal.any([signal, timeout]),
         env: this.#options.env,
@@ -257,6 +312,60 @@ class RunningAggregator implements Aggregator {
     }
   }
 
+  /**
+   * Follows a Source through the follower: subscribed through its hub (mode push) or polling its Change List
+   * until the hub answers (mode poll); no further attempt is scheduled. An `auto` Source that advertises no
+   * change channel is polled from then on.
+   */
+  async #follow(slot: Slot, started: number, signal: AbortSignal): Promise<void> {
+    const { source } = slot;
+    const id = source.id;
+    await this.#stopping.get(id);
+    const following = await followByPush(
+      this.config.out,
+      source,
+      {
+        env: this.#options.env,
+        mount: this.#callbacks!.mount(id),
+        startSignal: signal,
+        ...(this.#options.resourceConcurrency === undefined ? {} : { concurrency: this.#options.resourceConcurrency }),
+        ...(this.#options.timeoutMs === undefined ? {} : { timeoutMs: this.#options.timeoutMs }),
+        ...(this.#options.reconcileMs === undefined ? {} : { reconcileMs: this.#options.reconcileMs }),
+      },
+      {
+        onBatch: (result) => {
+          if (slot.stopped) return;
+          this.#update(id, (s) => ({ ...succeeded(s, this.#now(), result, undefined), mode: slot.following?.mode ?? s.mode }));
+          this.#emit({ type: 'synced', id, result });
+          if (result.created + result.updated + result.deleted > 0) void this.publication.request([id]);
+        },
+        onProblem: (error) => this.#emit({ type: 'follow-problem', id, error }),
+        onMode: (mode) => {
+          this.#update(id, (s) => ({ ...s, mode }));
+          this.#emit({ type: 'mode', id, mode });
+        },
+      },
+    );
+    if (slot.stopped) {
+      await following.stop();
+      return;
+    }
+    const pollOnly = source.mode === 'auto' && !following.channel;
+    if (pollOnly) {
+      await following.stop();
+      slot.noChannel = true;
+      slot.due = this.#now() + source.interval * 1000;
+    } else {
+      slot.following = following;
+      slot.due = Infinity;
+    }
+    const mode = pollOnly ? 'poll' : following.mode;
+    this.#update(id, (s) => ({ ...succeeded(s, started, following.first, pollOnly ? slot.due : undefined), mode }));
+    this.#emit({ type: 'synced', id, result: following.first });
+    this.#published.add(id);
+    void this.publication.request([id]);
+  }
+
   /** Sources published since the aggregator started (a first sync republishes even when nothing changed). */
   readonly #published = new Set<string>();
 
@@ -272,8 +381,8 @@ class RunningAggregator implements Aggregator {
   }
 }
 
-function succeeded(s: SourceStatus, started: number, r: SourceSyncResult, due: number): SourceStatus {
-  const { lastError, ...rest } = s;
+function succeeded(s: SourceStatus, started: number, r: SourceSyncResult, due: number | undefined): SourceStatus {
+  const { lastError, nextAttempt: _next, ...rest } = s;
   return {
     ...rest,
     ...(lastError === undefined ? {} : { lastError }),
@@ -284,7 +393,7 @@ function succeeded(s: SourceStatus, started: number, r: SourceSyncResult, due: n
     lastRun: { created: r.created, updated: r.updated, deleted: r.deleted, unchanged: r.unchanged, failed: r.failed, durationMs: r.durationMs },
     totals: { ...s.totals, syncs: s.totals.syncs + 1, created: s.totals.created + r.created, updated: s.totals.updated + r.updated, deleted: s.totals.deleted + r.deleted },
     failures: 0,
-    nextAttempt: due,
+    ...(due === undefined ? {} : { nextAttempt: due }),
   };
 }
 

@@ -56,6 +56,13 @@ export interface AggregateConfig {
   concurrency: number;
   /** Longest wait (s) between attempts at a failing Source. */
   maxBackoff: number;
+  /**
+   * Where the Sources' hubs reach the aggregator's WebSub callbacks (`<callback><id>`), ending in `/`; undefined:
+   * `<listening URL>/.resourcesync-callback/`. The callbacks are served on the aggregator's own port either way.
+   */
+  callback: string | undefined;
+  /** Non-loopback callbacks the aggregate's embedded hub may contact (patterns, as `serve --allow-callback`). */
+  allowCallback: string[];
   sources: AggregateSource[];
 }
 
@@ -78,7 +85,7 @@ const DEFAULT_MAX_BACKOFF = 3600;
 /** Most Sources in one configuration, and the longest configuration file (bytes). */
 const CONFIG_LIMITS = { sources: 100_000, bytes: 16 * 1024 * 1024 } as const;
 
-const TOP_FIELDS = ['base-url', 'out', 'sources', 'concurrency', 'max-backoff'] as const;
+const TOP_FIELDS = ['base-url', 'out', 'sources', 'concurrency', 'max-backoff', 'callback', 'allow-callback'] as const;
 const SOURCE_FIELDS = ['url', 'id', 'interval', 'timeout', 'mode', 'credentials', 'rate', 'capability-sets', 'url-prefixes'] as const;
 const SCHEMES = ['bearer', 'basic', 'authorization'] as const;
 const ID_RE = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;
@@ -184,6 +191,9 @@ function checkTop(ctx: Checker, root: unknown, file: string): AggregateConfig | 
   if (typeof outValue !== 'string' || outValue === '') fail(ctx, outPair?.value ?? (root as Node), 'out', 'expected a folder (a non-empty string)');
   const concurrency = positiveInteger(ctx, top.get('concurrency'), 'concurrency', DEFAULT_CONCURRENCY, 1000);
   const maxBackoff = positiveNumber(ctx, top.get('max-backoff'), 'max-backoff', DEFAULT_MAX_BACKOFF);
+  const callbackPair = top.get('callback');
+  const callback = callbackPair === undefined ? undefined : checkUrl(ctx, callbackPair, 'callback', root as Node);
+  const allowCallback = patternList(ctx, top.get('allow-callback'), 'allow-callback');
   const sources = checkSources(ctx, top.get('sources'), root as Node);
   if (ctx.issues.length > 0 || typeof outValue !== 'string' || sources === undefined) return undefined;
   return {
@@ -192,6 +202,8 @@ function checkTop(ctx: Checker, root: unknown, file: string): AggregateConfig | 
     out: resolve(dirname(file), outValue),
     concurrency: concurrency!,
     maxBackoff: maxBackoff!,
+    callback: callback === undefined || callback.endsWith('/') ? callback : `${callback}/`,
+    allowCallback: allowCallback ?? [],
     sources,
   };
 }
@@ -249,7 +261,6 @@ function checkSource(ctx: Checker, node: Node, field: string): AggregateSource |
   const modePair = f.get('mode');
   const mode = scalar(modePair) ?? 'auto';
   if (mode !== 'push' && mode !== 'poll' && mode !== 'auto') fail(ctx, modePair?.value, `${field}.mode`, `${JSON.stringify(mode)} is not one of push, poll, auto`);
-  else if (mode === 'push') fail(ctx, modePair?.value, `${field}.mode`, 'push is not supported yet: use poll or auto (auto polls until push is supported)');
   const rate = positiveNumber(ctx, f.get('rate'), `${field}.rate`, undefined);
   const credentials = checkCredentials(ctx, f.get('credentials'), `${field}.credentials`);
   const capabilitySets = urlList(ctx, f.get('capability-sets'), `${field}.capability-sets`);
@@ -291,6 +302,18 @@ function urlList(ctx: Checker, pair: Pair<Node, Node> | undefined, field: string
   pair.value.items.forEach((item, i) => {
     const v = isScalar(item) ? item.value : undefined;
     if (typeof v !== 'string' || !isHttpUrl(v)) fail(ctx, item as Node, `${field}[${i}]`, `'${String(v)}' is not an http(s) URL`);
+    else out.push(v);
+  });
+  return out;
+}
+
+function patternList(ctx: Checker, pair: Pair<Node, Node> | undefined, field: string): string[] | undefined {
+  if (pair === undefined) return undefined;
+  if (!isSeq(pair.value)) return fail(ctx, pair.value, field, 'expected a list of host patterns');
+  const out: string[] = [];
+  pair.value.items.forEach((item, i) => {
+    const v = isScalar(item) ? item.value : undefined;
+    if (typeof v !== 'string' || v === '') fail(ctx, item as Node, `${field}[${i}]`, `'${String(v)}' is not a host pattern`);
     else out.push(v);
   });
   return out;

@@ -11,6 +11,7 @@ import type { Ln } from '../core/model/types.js';
 import type { ResponderHandler, ResponderResponse } from '../server/request-response.js';
 import { createSourceResponder, type SourceResponder } from '../server/source-responder.js';
 import { publish, type PublishResult } from '../source/publish.js';
+import type { SetNotifications } from '../source/notifications.js';
 import type { AggregateSource } from './config.js';
 import { mirrorDir, openViaLinks, type ViaLinks } from './source-mirror.js';
 
@@ -22,6 +23,13 @@ const UNAVAILABLE: ResponderResponse = {
   headers: { 'content-type': 'text/plain; charset=utf-8', 'retry-after': '5', 'content-length': '41' },
   body: { type: 'bytes', bytes: Buffer.from('503 no Source of the aggregate is synced\n') },
 };
+
+/** Where the aggregate's notifications go (its embedded hub, `../live/push.ts`). */
+export interface AggregatePush {
+  hubUrl: string;
+  /** Queues notifications for the hub, sent in order. */
+  send(notifications: readonly SetNotifications[] | undefined): void;
+}
 
 /** The published aggregate and the handler that serves it. */
 export class AggregatePublication {
@@ -36,6 +44,7 @@ export class AggregatePublication {
   readonly #sources: () => readonly AggregateSource[];
   readonly #onPublished: (r: { result: PublishResult | undefined; ms: number }) => void;
   readonly #onError: (error: unknown) => void;
+  readonly #push: AggregatePush | undefined;
 
   constructor(options: {
     out: string;
@@ -44,7 +53,10 @@ export class AggregatePublication {
     sources: () => readonly AggregateSource[];
     onPublished: (r: { result: PublishResult | undefined; ms: number }) => void;
     onError: (error: unknown) => void;
+    /** Announces each publication's changes (Change Notifications, with the `via` links) and framework changes. */
+    push?: AggregatePush;
   }) {
+    this.#push = options.push;
     this.#out = options.out;
     this.#baseUrl = options.baseUrl;
     this.#sources = options.sources;
@@ -67,6 +79,9 @@ export class AggregatePublication {
    * Source gone) or of `'all'`; resolves once a run that started after this call has ended (failed ones included).
    */
   request(ids: readonly string[] | 'all'): Promise<void> {
+    // the mirrors changed: the copies are served as they are now (the responder keeps small files for a second),
+    // also to a Destination that a Change Notification sends for them before this publication ends
+    this.#responder?.invalidate();
     if (ids === 'all') this.#dirty = 'all';
     else if (this.#dirty !== 'all') for (const id of ids) this.#dirty.add(id);
     if (this.#running !== undefined) {
@@ -106,6 +121,7 @@ export class AggregatePublication {
     this.#dirty = new Set();
     const only = dirty === 'all' ? undefined : sources.filter((s) => dirty.has(s.id)).map((s) => s.id);
     const vias = new Map<string, ViaLinks>();
+    const push = this.#push;
     let result: PublishResult;
     try {
       for (const s of sources) if (only === undefined || only.includes(s.id)) vias.set(s.id, await openViaLinks(this.#out, s));
@@ -117,11 +133,22 @@ export class AggregatePublication {
         namedSets: true,
         ...(only === undefined ? {} : { only }),
         resourceLinks: (set, path, entry): Ln[] | undefined => vias.get(set)?.links(path, entry),
+        // Change Notifications go out as the changes are recorded (their entries carry the `via` links too)
+        ...(push === undefined
+          ? {}
+          : {
+              notifications: { hub: push.hubUrl },
+              onRecorded: (n: SetNotifications) => {
+                this.#responder?.invalidate();
+                push.send([n]);
+              },
+            }),
       });
     } finally {
       for (const v of vias.values()) await v.close();
     }
     this.#serve(sources, result);
+    push?.send(result.notifications?.map((n) => ({ ...n, change: [] }))); // the Framework Notifications
     this.#onPublished({ result, ms: Math.round(performance.now() - started) });
   }
 

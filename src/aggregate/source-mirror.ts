@@ -14,7 +14,8 @@ import { originOf } from '../client/authority.js';
 import { createMapper } from '../destination/mapper.js';
 import { openSqliteDestinationState } from '../destination/sqlite-state.js';
 import type { DestinationState, ResourceRecord } from '../destination/state.js';
-import { sync, type SyncReport } from '../destination/sync.js';
+import { sync, type SyncOptions, type SyncReport } from '../destination/sync.js';
+import type { SyncCounts } from '../destination/sync-counts.js';
 import type { AggregateSource, SourceCredentials } from './config.js';
 
 /** The folder of a Source in the aggregate. */
@@ -76,28 +77,17 @@ export interface SourceSyncOptions {
  */
 export async function syncSource(out: string, source: AggregateSource, options: SourceSyncOptions): Promise<SourceSyncResult> {
   const started = performance.now();
-  const origin = originOf(source.url)!;
-  const auth = source.credentials === undefined ? undefined : { [origin]: authorizationFor(source.credentials, options.env) };
-  const dest = mirrorDir(out, source.id);
   const dirs = stateDirs(out, source);
-  const total: SourceSyncResult = { mode: 'none', created: 0, updated: 0, deleted: 0, unchanged: 0, failed: 0, failures: [], resources: 0, durationMs: 0 };
+  const total = emptyResult();
   for (const [i, dir] of dirs.entries()) {
     const state = source.capabilitySets === undefined ? undefined : await openSqliteDestinationState(dir);
     try {
       const report = await sync({
-        source: source.url,
-        dest,
-        delete: true,
-        signal: options.signal,
-        retries: 1,
-        concurrency: options.concurrency ?? 4,
-        ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-        ...(auth === undefined ? {} : { auth }),
-        ...(source.rate === undefined ? {} : { rate: source.rate }),
+        ...sourceSyncOptions(out, source, options),
         ...(source.capabilitySets === undefined ? {} : { capabilityList: source.capabilitySets[i]! }),
         ...(state === undefined ? {} : { state }),
       });
-      add(total, report);
+      addCounts(total, report);
     } finally {
       await state?.close();
     }
@@ -107,8 +97,34 @@ export async function syncSource(out: string, source: AggregateSource, options: 
   return total;
 }
 
-function add(total: SourceSyncResult, r: SyncReport): void {
-  total.mode = total.mode === 'baseline' || r.mode === 'baseline' ? 'baseline' : r.mode === 'incremental' ? 'incremental' : total.mode;
+/**
+ * How the aggregator syncs a Source into its mirror (deletions applied), without the capability set: for `sync`,
+ * and for the follower of a Source followed by push.
+ */
+export function sourceSyncOptions(out: string, source: AggregateSource, options: SourceSyncOptions): SyncOptions {
+  const origin = originOf(source.url)!;
+  const auth = source.credentials === undefined ? undefined : { [origin]: authorizationFor(source.credentials, options.env) };
+  return {
+    source: source.url,
+    dest: mirrorDir(out, source.id),
+    delete: true,
+    signal: options.signal,
+    retries: 1,
+    concurrency: options.concurrency ?? 4,
+    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    ...(auth === undefined ? {} : { auth }),
+    ...(source.rate === undefined ? {} : { rate: source.rate }),
+  };
+}
+
+/** A result with nothing done yet. */
+export function emptyResult(): SourceSyncResult {
+  return { mode: 'none', created: 0, updated: 0, deleted: 0, unchanged: 0, failed: 0, failures: [], resources: 0, durationMs: 0 };
+}
+
+/** Adds what a sync (or a batch of the follower) did to `total`. */
+export function addCounts(total: SourceSyncResult, r: SyncCounts & { mode: SourceSyncResult['mode'] | 'notification' }): void {
+  total.mode = total.mode === 'baseline' || r.mode === 'baseline' ? 'baseline' : r.mode === 'incremental' || r.mode === 'notification' ? 'incremental' : total.mode;
   total.created += r.created;
   total.updated += r.updated;
   total.deleted += r.deleted;
@@ -117,7 +133,8 @@ function add(total: SourceSyncResult, r: SyncReport): void {
   for (const f of r.failed.slice(0, 10 - total.failures.length)) total.failures.push({ url: f.url, code: f.code });
 }
 
-async function countResources(out: string, source: AggregateSource): Promise<number> {
+/** Resources held in the Source's state(s). */
+export async function countResources(out: string, source: AggregateSource): Promise<number> {
   let n = 0;
   for (const dir of stateDirs(out, source)) {
     if (!existsSync(join(dir, '.resourcesync', 'state.sqlite'))) continue;

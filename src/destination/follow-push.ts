@@ -94,6 +94,17 @@ export interface WebSubPushOptions {
   capabilityList: string;
   listen: { host: string; port: number };
   callbackUrl?: string | undefined;
+  /** A callback endpoint served elsewhere (one server for many followers): no listener is opened. */
+  mount?: CallbackMount | undefined;
+}
+
+/**
+ * A WebSub callback endpoint on a server the caller runs (e.g. one per aggregator, a path per Source): `url` is
+ * given to the hub; `attach` routes its requests to the handler until the returned `close`.
+ */
+export interface CallbackMount {
+  url: string;
+  attach(handler: (r: Request) => Promise<Response>): { port: number; close(): Promise<void> };
 }
 
 /**
@@ -101,7 +112,7 @@ export interface WebSubPushOptions {
  * taken over (same callback, port and secret) when it is for this channel and its port is free, otherwise ended
  * at the hub. Returns the push and the listener of its callback (the caller closes it last).
  */
-export async function webSubPush(options: WebSubPushOptions, host: PushHost): Promise<{ push: Push; listener: Listener }> {
+export async function webSubPush(options: WebSubPushOptions, host: PushHost): Promise<{ push: Push; listener: Pick<Listener, 'port' | 'close'> }> {
   const { channel, dest, capabilityList: key } = options;
   const hub = channel.hub;
   const saved = await loadSubscription(dest, key);
@@ -119,8 +130,9 @@ export async function webSubPush(options: WebSubPushOptions, host: PushHost): Pr
   const holder: { websub?: Subscriber } = {};
   const handler = (r: Request): Promise<Response> =>
     holder.websub?.handle(r) ?? Promise.resolve(new Response(null, { status: 404 }));
-  const listener = await listenAgain(handler, options.listen, same?.listen);
-  const callbackUrl = options.callbackUrl ?? `${listener.url}/callback`;
+  const mount = options.mount;
+  const listener: Pick<Listener, 'port' | 'close'> = mount !== undefined ? mount.attach(handler) : await listenAgain(handler, options.listen, same?.listen);
+  const callbackUrl = mount?.url ?? options.callbackUrl ?? `${(listener as Listener).url}/callback`;
   if (saved !== undefined && saved.callbackUrl !== callbackUrl) await endSubscription(saved, (e) => host.emit(e));
   const websub = (holder.websub = new Subscriber({
     hub,

@@ -16,11 +16,12 @@ import type { Listener } from '../notify/node-listener.js';
 import type { XmppAccount } from '../notify/xmpp-pubsub.js';
 import type { ChangeChannel } from './change-channel.js';
 import type { FollowEvent, FollowVia } from './follow-events.js';
-import { webSubPush, xmppPush, type Push, type PushHost } from './follow-push.js';
+import { webSubPush, xmppPush, type CallbackMount, type Push, type PushHost } from './follow-push.js';
 import { Follower } from './follower.js';
 import type { SyncOptions, SyncReport } from './sync.js';
 
 export type { FollowEvent, FollowVia } from './follow-events.js';
+export type { CallbackMount } from './follow-push.js';
 
 /** Options of {@link followSource}. */
 export interface FollowSourceOptions {
@@ -30,6 +31,8 @@ export interface FollowSourceOptions {
   listen: { host: string; port: number };
   /** The callback URL the hub is given; default `http://<listen>/callback`. */
   callbackUrl?: string | undefined;
+  /** The callback served on the caller's server instead of a listener of its own (`listen` is then unused). */
+  callbackMount?: CallbackMount | undefined;
   /** Polling interval while not pushed to (ms). */
   intervalMs: number;
   /** While pushed to, the Change List is read every this many ms all the same. Default 300,000. */
@@ -87,7 +90,7 @@ class FollowLoop implements PushHost {
   private requested: FollowVia = 'catch-up';
   private follower: Follower | undefined;
   private push: Push | undefined;
-  private listener: Listener | undefined;
+  private listener: Pick<Listener, 'close'> | undefined;
   private subscribing: Promise<void> | undefined;
   /** Resources failed: the Change List (which retries them) is read again after this delay, doubled each time. */
   private retryFailed: NodeJS.Timeout | undefined;
@@ -205,9 +208,9 @@ class FollowLoop implements PushHost {
       if (target === undefined) this.emit({ type: 'no-xmpp-node' });
       else this.push = xmppPush({ account: xmpp.account, ...target, dest, signal }, this);
     } else if (channel?.hub !== undefined) {
-      const { listen, callbackUrl } = this.options;
+      const { listen, callbackUrl, callbackMount } = this.options;
       const websub = await webSubPush(
-        { channel: { ...channel, hub: channel.hub }, dest, capabilityList: follower.capabilityList!, listen, callbackUrl },
+        { channel: { ...channel, hub: channel.hub }, dest, capabilityList: follower.capabilityList!, listen, callbackUrl, mount: callbackMount },
         this,
       );
       this.push = websub.push;

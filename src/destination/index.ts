@@ -19,6 +19,7 @@ export { openWarcArchive, type WarcArchive, type WarcArchiveOptions, type WarcAr
 export type { FetchArchive, FetchCapture } from './resource-fetch.js';
 export { fetchResource, mirrorLinks, patchLinks, relatedLinks, type FetchResult, type FetchResourceOptions, type AuthorityCheck, type FetchAttempt, type RelatedLinks, type KeptRelation, type LinkRef, KEPT_RELATIONS } from './links.js';
 export { keptLinks, type ResourceLinks } from './kept-links.js';
+export { auditVia, type ViaAuditOptions, type ViaAuditReport, type ViaDifference } from './audit-via.js';
 export { mirrorDescribedBy, describedByTree, type DescribedByOptions, type DescribedByReport, type DescribedByFailure } from './described-by.js';
 export { createHttpClient, authFromEnv, type HttpClientOptions } from '../client/http-client.js';
 export type { HttpGet, HttpResponse, HttpRequestInit } from '../client/http.js';
@@ -37,7 +38,7 @@ export { createS3Storage, type S3Storage, type S3StorageOptions } from './s3-sto
 export type { MirrorStorage, StagedWrite, StageOptions, WriteChunkOptions, ReadOptions, StoredFacts, StoredItem, StoredDigests } from './mirror-storage.js';
 export { Follower, type FollowerOptions, type FollowBatch } from './follower.js';
 export { readChangeChannel, type ChangeChannel, type ChangeChannelContext } from './change-channel.js';
-export { followSource, type FollowSourceOptions, type FollowHandle, type FollowEvent, type FollowVia } from './follow.js';
+export { followSource, type FollowSourceOptions, type FollowHandle, type FollowEvent, type FollowVia, type CallbackMount } from './follow.js';
 export { syncWithQueue, type QueueSyncOptions, type QueueProgress } from './queue-sync.js';
 export { runSyncWorker, type SyncWorkerOptions, type ChunkReport } from './queue-worker.js';
 export type { ChunkJob, ChunkOutcome, StorageDescriptor, SharedStateName, JobConnection } from './queue-jobs.js';

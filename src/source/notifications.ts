@@ -57,7 +57,7 @@ export interface SetNotifications {
 /**
  * Change Notifications for the changes of `[from, until]`: one per {@link MAX_NOTIFICATION_ENTRIES}
  * changes; the first covers the window, the others `[until, until]`, so that windows stay contiguous
- * and never overlap.
+ * and never overlap. `linked` adds a resource's further links (`PublishOptions.resourceLinks`, e.g. `via`).
  * @see Change Notification §3
  */
 export function changeNotifications(
@@ -66,6 +66,7 @@ export function changeNotifications(
   from: number,
   until: number,
   changes: readonly ChangeRecord[],
+  linked: (path: string, entry: Entry) => Entry = (_path, entry) => entry,
 ): ResourceSyncDocument[] {
   const out: ResourceSyncDocument[] = [];
   for (let i = 0; i < changes.length; i += MAX_NOTIFICATION_ENTRIES) {
@@ -75,7 +76,7 @@ export function changeNotifications(
         from: formatW3CDatetime(start),
         until: formatW3CDatetime(until),
         up: capabilityList,
-        entries: changes.slice(i, i + MAX_NOTIFICATION_ENTRIES).map((c) => changeEntry(resBase, c)),
+        entries: changes.slice(i, i + MAX_NOTIFICATION_ENTRIES).map((c) => linked(c.path, changeEntry(resBase, c))),
       }),
     );
   }

@@ -474,7 +474,7 @@ export async function announceChanges(
     hub: ctx.notifications.hub,
     changeTopic: topics.change,
     frameworkTopic: topics.framework,
-    change: recorded.length > 0 ? changeNotifications(paths.resBase, paths.capUrl, from, at, recorded) : [],
+    change: recorded.length > 0 ? changeNotifications(paths.resBase, paths.capUrl, from, at, recorded, paths.linked) : [],
     framework: undefined,
     frameworkChanges: [],
   };

@@ -89,19 +89,25 @@ async function aggregate(file: string, config: AggregateConfig, port: number, ho
     const a = started.aggregator;
     if (a === undefined) return { status: 503, headers: { 'retry-after': '1', 'content-length': '0' } };
     if ((req.method === 'GET' || req.method === 'HEAD') && req.target.split('?')[0] === METRICS_PATH) return metricsResponse(a.status(), req.method);
-    return a.publication.handler(req);
+    return a.handler(req);
   };
   let server: RunningServer;
   const ui = new AbortController();
   try {
-    const intercept = (req: IncomingMessage, res: ServerResponse): boolean => started.explorer?.intercept(req, res) ?? false;
-    server = await serve(handler, { port, host, intercept, onError: (e) => log(`resourcesync aggregate: ${messageOf(e)}`) });
+    server = await serve(handler, {
+      port,
+      host,
+      onError: (e) => log(`resourcesync aggregate: ${messageOf(e)}`),
+      // the explorer page, then the embedded hub and the callbacks of the Sources followed by push
+      intercept: (req: IncomingMessage, res: ServerResponse) => (started.explorer?.intercept(req, res) ?? false) || (started.aggregator?.intercept(req, res) ?? false),
+    });
   } catch (error) {
     log(`resourcesync aggregate: cannot listen on ${host}:${port}: ${messageOf(error)}`);
     return 1;
   }
   const running = startAggregator(config, {
     defaultBaseUrl: `${server.url}/`,
+    origin: server.url,
     env: process.env,
     onEvent: (e) => {
       const line = eventLine(e, verbose);
@@ -166,6 +172,16 @@ function eventLine(e: AggregateEvent, verbose: boolean): string | undefined {
       return `aggregate: publishing failed: ${messageOf(e.error)}`;
     case 'reloaded':
       return `aggregate: reloaded: ${e.added.length} added, ${e.removed.length} removed, ${e.changed.length} changed`;
+    case 'mode':
+      return `aggregate: ${e.id}: followed by ${e.mode}${e.mode === 'poll' ? ' (its hub cannot be reached: the Change List is polled until it answers)' : ''}`;
+    case 'follow-problem':
+      return `aggregate: ${e.id}: ${messageOf(e.error)}`;
+    case 'hub-error':
+      return `aggregate: hub: ${messageOf(e.error)}`;
+    case 'notification-failed':
+      return `aggregate: notification on ${e.topic} not published: ${messageOf(e.error)}`;
+    case 'hub':
+      return verbose ? `aggregate: hub: ${e.event.type} ${e.event.topic}` : undefined;
   }
 }
 

@@ -1,6 +1,7 @@
 import { stdout } from 'node:process';
 import { audit, type AuditReport } from '../../destination/audit.js';
 import { repair, type RepairReport } from '../../destination/repair.js';
+import { auditVia, type ViaAuditReport } from '../../destination/audit-via.js';
 import { EXIT, MIRROR_OPTIONS, describeNotes, exitCodeOf, mirrorOptions, reportFailure, sourceAndDest, type MirrorOptions } from '../mirror-options.js';
 import { parseCommandArgs, usageError } from '../command-args.js';
 import { STATE_HELP, STATE_OPTIONS, openStateChoice, stateChoice, type OpenedState, type StateChoice } from '../state-option.js';
@@ -20,6 +21,12 @@ Options:
                            keeps those that match and fetches the missing and changed ones again
                            (as 'sync --baseline'); the audit after the repair is reported
   --delete                 with --repair: also delete the extra files
+  --via                    then check the provenance (Z39.99 §14.8) of a mirror of an aggregate: fetch
+                           the original each copy's rs:ln rel="via" names and report the copies whose
+                           original has moved on (other hash or length than the link says, or gone:
+                           404/410) or cannot be reached; exit 1 when any. Originals are fetched
+                           only on the origins --allow-origin names (the aggregated Sources'),
+                           redirects are not followed, and a body is read up to the link's length
   --capability-list URL    with several Capability Lists, audit only this one
   --allow-origin ORIGIN    also allow this origin; repeatable
   --base URL               the URL that maps to <dest-dir> (default: the origin of <source-url>)
@@ -55,6 +62,18 @@ export function describeAudit(r: AuditReport): string {
   return `${lines.join('\n')}\n${describeNotes(r.warnings)}`;
 }
 
+/** Human summary of a provenance check. */
+export function describeVia(r: ViaAuditReport): string {
+  const lines = [
+    `Provenance of ${r.dest}: ${r.inStep ? 'every original as its via link says' : 'ORIGINALS MOVED ON'}`,
+    `  ${r.checked} copies with a via link: ${r.current} current, ${r.counts.changed} changed, ${r.counts.gone} gone, ${r.counts.unreachable} unreachable`,
+  ];
+  for (const d of r.movedOn.slice(0, 20)) lines.push(`  ${d.reason}: ${d.path} (original ${d.original}${d.detail === undefined ? '' : `: ${d.detail}`})`);
+  if (r.unverifiable > 0) lines.push(`  ${r.unverifiable} via link(s) give no hash or length: only the original's presence was checked`);
+  if (r.notChecked > 0) lines.push(`  ${r.notChecked} copies not checked (limit)`);
+  return `${lines.join('\n')}\n`;
+}
+
 /** Human summary of a repair: the audit before, what was done, the audit after. */
 function describeRepair(r: RepairReport): string {
   if (r.sync === undefined) return describeAudit(r.before);
@@ -75,7 +94,7 @@ function inBucket<T extends { dest: string } | RepairReport>(report: T, s3: Open
 
 /** `resourcesync audit`. */
 export async function run(args: string[]): Promise<number> {
-  const parsed = parseCommandArgs('audit', args, { ...MIRROR_OPTIONS, ...STATE_OPTIONS, ...S3_OPTIONS, 'trust-state': { type: 'boolean' }, repair: { type: 'boolean' }, delete: { type: 'boolean' } }, HELP);
+  const parsed = parseCommandArgs('audit', args, { ...MIRROR_OPTIONS, ...STATE_OPTIONS, ...S3_OPTIONS, 'trust-state': { type: 'boolean' }, repair: { type: 'boolean' }, delete: { type: 'boolean' }, via: { type: 'boolean' } }, HELP);
   if (typeof parsed === 'number') return parsed;
   const v = parsed.values;
   const positionals = sourceAndDest('audit', parsed.positionals);
@@ -90,6 +109,7 @@ export async function run(args: string[]): Promise<number> {
     return usageError('audit', err);
   }
   if (v.delete === true && v.repair !== true) return usageError('audit', '--delete goes with --repair.');
+  if (v.via === true && v.repair === true) return usageError('audit', '--via checks the provenance only: not with --repair.');
   let opened: OpenedState | undefined;
   let s3: OpenedS3 | undefined;
   try {
@@ -103,9 +123,10 @@ export async function run(args: string[]): Promise<number> {
       return r.after.inSync ? EXIT.OK : EXIT.INCOMPLETE;
     }
     const report = inBucket(await audit({ source, dest, trustState: v['trust-state'] ?? false, ...common, ...state }), s3);
-    if (v.json) stdout.write(`${JSON.stringify(report)}\n`);
-    else stdout.write(describeAudit(report));
-    return report.inSync ? EXIT.OK : EXIT.INCOMPLETE;
+    const via = v.via === true ? await auditVia({ dest, allowOrigins: common.allowOrigins ?? [], ...(opened.state === undefined ? {} : { state: opened.state }) }) : undefined;
+    if (v.json) stdout.write(`${JSON.stringify(via === undefined ? report : { ...report, via })}\n`);
+    else stdout.write(describeAudit(report) + (via === undefined ? '' : describeVia(via)));
+    return report.inSync && via?.inStep !== false ? EXIT.OK : EXIT.INCOMPLETE;
   } catch (err) {
     reportFailure('audit', err, v.json);
     return exitCodeOf(err);
