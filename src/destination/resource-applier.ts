@@ -7,7 +7,7 @@ import type { DestinationNote } from './notes.js';
 import { planEntry, planGone, sourceFacts, type LocalLookup, type PlanAction, type PlanItem, type SourceFacts } from './plan.js';
 import type { DestinationState, ResourceRecord, StateBatch } from './state.js';
 import { adoptable, localFacts, recordHolds } from './local-copy.js';
-import type { FingerprintSet } from '../core/fingerprint-set.js';
+import type { SeenSet } from '../core/fingerprint-set.js';
 import { ResourceFetcher, keptLinks, toRecord, withLinks, type ResourceFetchOptions } from './resource-fetch.js';
 import { CountOnce, emptyCounts, type AppliedElsewhere, type Counted, type SyncCounts, type SyncFailure, type SyncProgress } from './sync-counts.js';
 
@@ -96,7 +96,7 @@ export class ResourceApplier {
    * The baseline of this run is done and recorded: the changes after it are planned against the state, and a
    * resource the baseline counted is not counted again, only moved from `unchanged` to `updated` when it changed.
    */
-  async endBaseline(seen: FingerprintSet): Promise<void> {
+  async endBaseline(seen: SeenSet): Promise<void> {
     await this.flush();
     this.#once.endBaseline(seen, this.#fresh);
     this.#fresh = false;

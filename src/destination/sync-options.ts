@@ -67,6 +67,14 @@ export interface SyncBehaviour {
    * of about 50 ms fsynced together, then renamed); `new FsyncEach()` fsyncs each file, `new RenameOnly()` none.
    */
   durability?: Durability;
+  /**
+   * The resources on offer that a baseline remembers in memory (to infer deletions, §5.2) before it moves them to a
+   * temporary SQLite file in `seenDir`, so memory stays flat whatever the number of resources. Default 524,288
+   * (a table of about 8 MB).
+   */
+  seenInMemory?: number;
+  /** Where that temporary file is made (and removed at the end of the run). Default the OS temporary folder. */
+  seenDir?: string;
 }
 
 /**

@@ -31,8 +31,9 @@ export async function runSync(options: SyncOptions, dispatchFor: ((run: SyncRun)
   const started = Date.now();
   const hold = new RunHold(options);
   hold.keepStaged = dispatchFor !== undefined;
+  let run: SyncRun | undefined;
   try {
-    const run = await openRun(hold, options, started);
+    run = await openRun(hold, options, started);
     if (dispatchFor !== undefined) run.dispatch = await dispatchFor(run);
     const sets = await discover(run);
     for (const set of sets) await syncSet(run, set);
@@ -44,6 +45,7 @@ export async function runSync(options: SyncOptions, dispatchFor: ((run: SyncRun)
     await hold.abandon();
     throw err;
   } finally {
+    run?.close();
     await hold.release();
   }
 }
