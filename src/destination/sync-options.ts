@@ -69,8 +69,8 @@ export interface SyncBehaviour {
   durability?: Durability;
   /**
    * The resources on offer that a baseline remembers in memory (to infer deletions, §5.2) before it moves them to a
-   * temporary SQLite file in `seenDir`, so memory stays flat whatever the number of resources. Default 524,288
-   * (a table of about 8 MB).
+   * temporary SQLite file in `seenDir`, so memory stays flat whatever the number of resources. Default 262,144
+   * (a table of 4 MB).
    */
   seenInMemory?: number;
   /** Where that temporary file is made (and removed at the end of the run). Default the OS temporary folder. */

@@ -5,8 +5,8 @@ import Database from 'better-sqlite3';
 import { ResourceSyncError } from '../core/errors.js';
 import { FingerprintSet, fingerprintOf, type SeenSet } from '../core/fingerprint-set.js';
 
-/** Strings a {@link SpillingSet} keeps in memory by default before it spills (a table of 8 MB). */
-export const DEFAULT_IN_MEMORY = 1 << 19;
+/** Strings a {@link SpillingSet} keeps in memory by default before it spills (a table of 4 MB). */
+export const DEFAULT_IN_MEMORY = 1 << 18;
 
 /** Options of {@link SpillingSet}. */
 export interface SpillingSetOptions {
