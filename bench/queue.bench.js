@@ -117,13 +117,13 @@ async function main() {
     const at = await syncRound(work, origin, pg.url, common, N);
     console.log(`queue: ${N} resources (1 KB): plain sync ${at.plain.toFixed(2)} s (${(N / at.plain).toFixed(0)}/s); coordinator + 2 workers ${at.queued.toFixed(2)} s (${(N / at.queued).toFixed(0)}/s): ${(at.queued / at.plain).toFixed(2)}x the plain sync's time (target <= 1.25x)`);
     console.log(`queue: peak RSS: plain sync ${at.rss.plain} MB, coordinator ${at.rss.coordinator} MB, workers ${at.rss.workers.join(' and ')} MB`);
-    // 2. planning PLAN resources: parse alone, then parse + jobs inserted, no worker running
+    // 3. (memory) the same at a tenth of N, before any planning: a planning run leaves jobs that no worker is to take
+    const small = Math.max(100, Math.round(N / 10));
+    const tenth = await syncRound(work, origin, pg.url, common, small);
+    // 2. planning PLAN resources: parse alone, then parse + jobs inserted, no worker running; then (3) a tenth of PLAN
     const p = await planRound(work, origin, pg.url, PLAN);
     console.log(`queue: planning ${PLAN} resources: ${p.secs.toFixed(1)} s (target about 30 s): lists read and parsed ${p.parseSecs.toFixed(1)} s, ${p.chunks} jobs inserted ${(p.secs - p.parseSecs).toFixed(1)} s (${(p.chunks / Math.max(0.001, p.secs - p.parseSecs)).toFixed(0)} jobs/s, ${(PLAN / p.secs).toFixed(0)} resources/s overall); ${(p.jobBytes / PLAN).toFixed(0)} B of job table per resource`);
     console.log(`queue: peak RSS planning ${PLAN}: coordinator ${p.rss.plan} MB (parse alone ${p.rss.parse} MB; coordinator of ${N}: ${at.rss.coordinator} MB)`);
-    // 3. memory per process at a tenth of each size
-    const small = Math.max(100, Math.round(N / 10));
-    const tenth = await syncRound(work, origin, pg.url, common, small);
     const planSmall = Math.max(1000, Math.round(PLAN / 10));
     const p10 = await planRound(work, origin, pg.url, planSmall);
     const ratio = (a, b) => `${a} -> ${b} MB (${(Number(b) / Number(a)).toFixed(2)}x)`;
