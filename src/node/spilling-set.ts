@@ -6,7 +6,7 @@ import { ResourceSyncError } from '../core/errors.js';
 import { FingerprintSet, fingerprintOf, type SeenSet } from '../core/fingerprint-set.js';
 
 /** Strings a {@link SpillingSet} keeps in memory by default before it spills (a table of 4 MB). */
-export const DEFAULT_IN_MEMORY = 1 << 18;
+const DEFAULT_IN_MEMORY = 1 << 18;
 
 /** Options of {@link SpillingSet}. */
 export interface SpillingSetOptions {
