@@ -6,6 +6,7 @@ import { WARC_ARGS, describeWarc, warcChoice } from '../warc-options.js';
 import type { PlanItem, PlanSummary } from '../../destination/plan.js';
 import { ProgressBar } from '../progress.js';
 import { EXIT, MIRROR_OPTIONS, describeNotes, exitCodeOf, integerOption, mirrorOptions, reportFailure, sourceAndDest, type MirrorOptions } from '../mirror-options.js';
+import { urlPrefixProblem } from '../../destination/url-filter.js';
 import { parseCommandArgs, usageError, type ParsedCommandArgs } from '../command-args.js';
 import { follow, type FollowOptions } from '../follow.js';
 import { XMPP_PASSWORD_ENV, xmppAccount, type XmppArgs } from '../xmpp-options.js';
@@ -63,6 +64,11 @@ Options:
                            count of each action and reason, and the first 1,000 items that
                            change something)
   --capability-list URL    with several Capability Lists, sync only this one
+  --url-prefix URL         mirror only the resources whose URL starts with URL (an absolute
+                           http(s) URL); repeatable. The others are left alone and counted
+                           (note outside-url-prefixes); a resource held from before that falls
+                           outside is removed by the next baseline with --delete. Another set
+                           of prefixes than the last baseline's takes a new baseline
   --allow-origin ORIGIN    also allow this origin (mirrors, other hosts); repeatable
   --base URL               the URL that maps to <dest-dir> (default: the origin of <source-url>)
   --map URL=DIR            resources under URL go to <dest-dir>/DIR; repeatable
@@ -218,6 +224,7 @@ const SYNC_FLAGS = {
   'reconcile-interval': { type: 'string' },
   xmpp: { type: 'string' },
   with: { type: 'string', multiple: true },
+  'url-prefix': { type: 'string', multiple: true },
   ...WARC_ARGS,
 } as const;
 
@@ -263,6 +270,10 @@ function parseSync(args: string[]): SyncCommand | number {
     state = stateChoice(flags, dest);
     queue = queueChoice(flags, state);
     s3 = s3Target(dest, flags, state);
+    for (const p of flags['url-prefix'] ?? []) {
+      const problem = urlPrefixProblem(p);
+      if (problem !== undefined) throw new Error(`--url-prefix '${p}' ${problem}`);
+    }
     if (flags['fsync-method'] !== undefined && flags['fsync-method'] !== 'batch' && flags['fsync-method'] !== 'file') {
       throw new Error(`--fsync-method must be 'batch' or 'file', not '${flags['fsync-method']}'`);
     }
@@ -293,6 +304,7 @@ function baseSyncOptions(command: SyncCommand): SyncOptions {
     preferDump: flags['prefer-dump'] ?? false,
     preferMirrors: flags['prefer-mirrors'] ?? false,
     ...common,
+    ...(flags['url-prefix'] !== undefined ? { urlPrefixes: flags['url-prefix'] } : {}),
     ...(concurrency !== undefined ? { concurrency } : {}),
     ...(retries !== undefined ? { retries } : {}),
   };
