@@ -13,7 +13,7 @@ import { startTestServer, type TestServer } from './helpers/test-server.js';
 import { FakeSource } from './helpers/fake-source.js';
 import { REPO_ROOT } from './helpers/paths.js';
 import { sync, type SyncReport } from '../src/destination/sync.js';
-import { listFiles } from '../src/destination/audit.js';
+import { audit, listFiles } from '../src/destination/audit.js';
 import { RenameOnly } from '../src/node/durability.js';
 import { isResourceSyncError } from '../src/core/errors.js';
 import { openSqliteDestinationState } from '../src/destination/sqlite-state.js';
@@ -156,5 +156,32 @@ void test('sync --url-prefix: repeatable; the count left alone is in the JSON re
     assert.equal(report.created, 2);
     assert.equal(outside(report), 1);
     assert.deepEqual(files(dest), ['a/1.txt', 'c/1.txt']);
+  });
+});
+
+void test('audit --url-prefix: a mirror synced with the prefixes is in sync with them; a copy held outside them is extra', async () => {
+  await withSource(async (src, dest) => {
+    src.put('a/1.txt', 'a1');
+    src.put('b/1.txt', 'b1');
+    src.publish();
+    const prefix = `${src.origin}/a/`;
+    await sync({ source: src.capabilityList, dest, delete: true, durability: new RenameOnly(), urlPrefixes: [prefix] });
+    const whole = await audit({ source: src.capabilityList, dest });
+    assert.equal(whole.inSync, false, 'without the prefixes, b/1.txt is missing');
+    assert.deepEqual(whole.missing.map((m) => m.path), ['b/1.txt']);
+    const filtered = await audit({ source: src.capabilityList, dest, urlPrefixes: [prefix] });
+    assert.equal(filtered.inSync, true);
+    assert.equal(filtered.total, 1);
+    assert.equal(outside(filtered as unknown as SyncReport), 1);
+    // a copy held from before, outside the prefixes: extra
+    await sync({ source: src.capabilityList, dest, delete: true, durability: new RenameOnly() });
+    const narrowed = await audit({ source: src.capabilityList, dest, urlPrefixes: [prefix] });
+    assert.equal(narrowed.inSync, false);
+    assert.equal(narrowed.counts.extra, 1);
+    const cli = await run(['audit', src.capabilityList, dest, '--url-prefix', 'nope']);
+    assert.equal(cli.code, 2, cli.stderr);
+    const ok = await run(['audit', src.capabilityList, dest, '--json', '--url-prefix', prefix, '--url-prefix', `${src.origin}/b/`]);
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.equal((JSON.parse(ok.stdout) as { inSync: boolean }).inSync, true);
   });
 });

@@ -6,7 +6,6 @@ import { WARC_ARGS, describeWarc, warcChoice } from '../warc-options.js';
 import type { PlanItem, PlanSummary } from '../../destination/plan.js';
 import { ProgressBar } from '../progress.js';
 import { EXIT, MIRROR_OPTIONS, describeNotes, exitCodeOf, integerOption, mirrorOptions, reportFailure, sourceAndDest, type MirrorOptions } from '../mirror-options.js';
-import { urlPrefixProblem } from '../../destination/url-filter.js';
 import { parseCommandArgs, usageError, type ParsedCommandArgs } from '../command-args.js';
 import { follow, type FollowOptions } from '../follow.js';
 import { XMPP_PASSWORD_ENV, xmppAccount, type XmppArgs } from '../xmpp-options.js';
@@ -224,7 +223,6 @@ const SYNC_FLAGS = {
   'reconcile-interval': { type: 'string' },
   xmpp: { type: 'string' },
   with: { type: 'string', multiple: true },
-  'url-prefix': { type: 'string', multiple: true },
   ...WARC_ARGS,
 } as const;
 
@@ -270,10 +268,6 @@ function parseSync(args: string[]): SyncCommand | number {
     state = stateChoice(flags, dest);
     queue = queueChoice(flags, state);
     s3 = s3Target(dest, flags, state);
-    for (const p of flags['url-prefix'] ?? []) {
-      const problem = urlPrefixProblem(p);
-      if (problem !== undefined) throw new Error(`--url-prefix '${p}' ${problem}`);
-    }
     if (flags['fsync-method'] !== undefined && flags['fsync-method'] !== 'batch' && flags['fsync-method'] !== 'file') {
       throw new Error(`--fsync-method must be 'batch' or 'file', not '${flags['fsync-method']}'`);
     }
@@ -304,7 +298,6 @@ function baseSyncOptions(command: SyncCommand): SyncOptions {
     preferDump: flags['prefer-dump'] ?? false,
     preferMirrors: flags['prefer-mirrors'] ?? false,
     ...common,
-    ...(flags['url-prefix'] !== undefined ? { urlPrefixes: flags['url-prefix'] } : {}),
     ...(concurrency !== undefined ? { concurrency } : {}),
     ...(retries !== undefined ? { retries } : {}),
   };
