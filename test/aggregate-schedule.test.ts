@@ -7,12 +7,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseAggregateConfig } from '../src/aggregate/config.js';
 import { startAggregator, type AggregateEvent } from '../src/aggregate/aggregator.js';
 import { listFiles } from '../src/destination/audit.js';
-import { until } from './helpers/cli-child.js';
+import { startCli, until } from './helpers/cli-child.js';
+import { exited } from './helpers/exited.js';
+import { runCli } from './helpers/mirror-check.js';
 import { tempDir } from './helpers/tmp.js';
 
 const RS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/"';
@@ -169,4 +171,48 @@ sources:
   assert.equal(s2.nextAttempt, Date.UTC(2031, 0, 1), 'the next time after its last sync');
   await new Promise((r) => setTimeout(r, 300));
   assert.equal(server.seen.length, requests, 'no request before the next time');
+});
+
+void test('the aggregate process: a scheduled Source synced once, `aggregate status` shows its next time; url-prefixes held', { timeout: 120_000 }, async (t) => {
+  const { dir, cleanup } = await tempDir('rs-aggregate-cron-cli-');
+  const server = await sourcesServer(['a'], 5);
+  const teardown: (() => unknown)[] = [() => server.close()];
+  t.after(async () => {
+    for (const f of teardown.reverse()) await f();
+    await cleanup();
+  });
+  const config = join(dir, 'agg.yaml');
+  await writeFile(
+    config,
+    `out: ./out
+origin-rate: 50
+sources:
+  - url: ${server.origin}/a/capabilitylist.xml
+    id: a
+    schedule: "15 4 * * sun"
+    url-prefixes: [${server.origin}/a/r3.txt, ${server.origin}/a/r4.txt]
+`,
+  );
+  const p = startCli(['aggregate', config, '--port', '0']);
+  teardown.push(async () => {
+    p.child.kill('SIGTERM');
+    await exited(p.child);
+  });
+  const status = async (): Promise<{ sources: { id: string; lastSync?: number; nextAttempt?: number; resources?: number; state: string }[] }> => {
+    const r = await runCli(['aggregate', 'status', config, '--json']);
+    return JSON.parse(r.stdout || '{"sources":[]}') as never;
+  };
+  let last: Awaited<ReturnType<typeof status>> = { sources: [] };
+  const deadline = Date.now() + 90_000;
+  while (last.sources[0]?.lastSync === undefined) {
+    assert.ok(Date.now() < deadline && p.child.exitCode === null, `not synced: ${p.err()}`);
+    await new Promise((r) => setTimeout(r, 200));
+    last = await status();
+  }
+  const a = last.sources[0]!;
+  assert.equal(a.resources, 2);
+  const next = new Date(a.nextAttempt!);
+  assert.deepEqual([next.getUTCDay(), next.getUTCHours(), next.getUTCMinutes(), next.getUTCSeconds()], [0, 4, 15, 0], next.toISOString());
+  assert.ok(a.nextAttempt! > a.lastSync! && a.nextAttempt! - a.lastSync! <= 7 * 86_400_000, 'the first Sunday 04:15 after the sync');
+  assert.deepEqual(listFiles(join(dir, 'out', 'sources', 'a', 'mirror', 'a')).sort(), ['r3.txt', 'r4.txt']);
 });
