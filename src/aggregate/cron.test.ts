@@ -26,6 +26,9 @@ void describe('cron schedules', () => {
     assert.equal(next('0 0 13 * fri', '2026-11-28T00:00:00Z'), '2026-12-04T00:00:00.000Z');
     // only the day of the week restricted: Fridays alone
     assert.equal(next('0 0 * * fri', '2026-12-04T00:00:00Z'), '2026-12-11T00:00:00.000Z');
+    // a day field starting with '*' is not restricted, a step included (Vixie cron): the 1st, 11th, 21st or 31st that
+    // is also a Saturday or Sunday
+    assert.equal(next('0 0 */10 * sun,sat', '2026-08-26T12:21:00Z'), '2026-10-11T00:00:00.000Z');
   });
 
   void it('says what is wrong, field by field', () => {

@@ -3,7 +3,7 @@
  * crontab(5) writes them: `*`, numbers, ranges `a-b`, lists `a,b`, steps `*∕n` and `a-b/n` (and `a/n`: from a to
  * the end), month and weekday names (`jan`…`dec`, `sun`…`sat`), 0 or 7 for Sunday, and the shorthands `@hourly`,
  * `@daily` (`@midnight`), `@weekly`, `@monthly`, `@yearly` (`@annually`). When both day fields are restricted, a day
- * matching either is due (as cron does). Pure: no clock; the caller gives the time.
+ * matching either is due; a day field that starts with `*` (a step `*∕2` too) is not restricted, as in Vixie cron. Pure: no clock; the caller gives the time.
  * @see docs/aggregate.md (`schedule`)
  */
 import { ResourceSyncError } from '../core/errors.js';
