@@ -10,6 +10,8 @@ import { dirname, resolve } from 'node:path';
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Node, type Pair } from 'yaml';
 import { ResourceSyncError } from '../core/errors.js';
 import { parseHttpUrl } from '../core/http-url.js';
+import { urlPrefixProblem } from '../destination/url-filter.js';
+import { checkCron } from './cron.js';
 
 const isHttpUrl = (v: string): boolean => parseHttpUrl(v) !== undefined;
 
@@ -32,6 +34,8 @@ export interface AggregateSource {
   url: string;
   /** Seconds between polls. */
   interval: number;
+  /** When to poll instead of every `interval`: a 5-field cron expression, in UTC (see `cron.ts`). */
+  schedule?: string;
   /** Longest a sync of the Source may take (s): past it the attempt is abandoned and counts as a failure. */
   timeout: number;
   mode: FollowMode;
@@ -40,6 +44,8 @@ export interface AggregateSource {
   rate?: number;
   /** Only these Capability Lists of the Source (URLs); default every one. */
   capabilitySets?: string[];
+  /** Only the resources whose URL starts with one of these (absolute http(s) URLs); default every one. */
+  urlPrefixes?: string[];
   /** Line of the Source's entry in the file. */
   line: number;
 }
@@ -56,6 +62,11 @@ export interface AggregateConfig {
   concurrency: number;
   /** Longest wait (s) between attempts at a failing Source. */
   maxBackoff: number;
+  /**
+   * Requests per second shared by every Source on one origin, across their syncs; with it, Sources on one origin
+   * may sync at once. Undefined: one Source per origin at a time.
+   */
+  originRate?: number;
   /**
    * Where the Sources' hubs reach the aggregator's WebSub callbacks (`<callback><id>`), ending in `/`; undefined:
    * `<listening URL>/.resourcesync-callback/`. The callbacks are served on the aggregator's own port either way.
@@ -85,8 +96,8 @@ const DEFAULT_MAX_BACKOFF = 3600;
 /** Most Sources in one configuration, and the longest configuration file (bytes). */
 const CONFIG_LIMITS = { sources: 100_000, bytes: 16 * 1024 * 1024 } as const;
 
-const TOP_FIELDS = ['base-url', 'out', 'sources', 'concurrency', 'max-backoff', 'callback', 'allow-callback'] as const;
-const SOURCE_FIELDS = ['url', 'id', 'interval', 'timeout', 'mode', 'credentials', 'rate', 'capability-sets', 'url-prefixes'] as const;
+const TOP_FIELDS = ['base-url', 'out', 'sources', 'concurrency', 'max-backoff', 'callback', 'allow-callback', 'origin-rate'] as const;
+const SOURCE_FIELDS = ['url', 'id', 'interval', 'schedule', 'timeout', 'mode', 'credentials', 'rate', 'capability-sets', 'url-prefixes'] as const;
 const SCHEMES = ['bearer', 'basic', 'authorization'] as const;
 const ID_RE = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;
 const ENV_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -194,6 +205,7 @@ function checkTop(ctx: Checker, root: unknown, file: string): AggregateConfig | 
   const callbackPair = top.get('callback');
   const callback = callbackPair === undefined ? undefined : checkUrl(ctx, callbackPair, 'callback', root as Node);
   const allowCallback = patternList(ctx, top.get('allow-callback'), 'allow-callback');
+  const originRate = positiveNumber(ctx, top.get('origin-rate'), 'origin-rate', undefined);
   const sources = checkSources(ctx, top.get('sources'), root as Node);
   if (ctx.issues.length > 0 || typeof outValue !== 'string' || sources === undefined) return undefined;
   return {
@@ -204,6 +216,7 @@ function checkTop(ctx: Checker, root: unknown, file: string): AggregateConfig | 
     maxBackoff: maxBackoff!,
     callback: callback === undefined || callback.endsWith('/') ? callback : `${callback}/`,
     allowCallback: allowCallback ?? [],
+    ...(originRate === undefined ? {} : { originRate }),
     sources,
   };
 }
@@ -257,6 +270,7 @@ function checkSource(ctx: Checker, node: Node, field: string): AggregateSource |
     fail(ctx, idPair.value, `${field}.id`, `'${String(idValue)}' is not an id: 1 to 64 of A-Z a-z 0-9 . _ -, not starting with '.'`);
   }
   const interval = positiveNumber(ctx, f.get('interval'), `${field}.interval`, DEFAULT_INTERVAL);
+  const schedule = checkSchedule(ctx, f.get('schedule'), f.get('interval'), `${field}.schedule`);
   const timeout = positiveNumber(ctx, f.get('timeout'), `${field}.timeout`, DEFAULT_TIMEOUT);
   const modePair = f.get('mode');
   const mode = scalar(modePair) ?? 'auto';
@@ -264,8 +278,7 @@ function checkSource(ctx: Checker, node: Node, field: string): AggregateSource |
   const rate = positiveNumber(ctx, f.get('rate'), `${field}.rate`, undefined);
   const credentials = checkCredentials(ctx, f.get('credentials'), `${field}.credentials`);
   const capabilitySets = urlList(ctx, f.get('capability-sets'), `${field}.capability-sets`);
-  const prefixes = f.get('url-prefixes');
-  if (prefixes !== undefined) fail(ctx, prefixes.key, `${field}.url-prefixes`, 'not supported yet: every resource of the chosen capability sets is kept');
+  const urlPrefixes = prefixList(ctx, f.get('url-prefixes'), `${field}.url-prefixes`);
   // with a problem in another field, the Source is still returned for the check of duplicate ids (the whole
   // configuration is refused anyway)
   if (url === undefined) return undefined;
@@ -275,11 +288,13 @@ function checkSource(ctx: Checker, node: Node, field: string): AggregateSource |
     id: validId ? idValue : sourceIdFromUrl(url),
     url,
     interval: interval!,
+    ...(schedule === undefined ? {} : { schedule }),
     timeout: timeout!,
     mode: mode as FollowMode,
     ...(credentials === undefined ? {} : { credentials }),
     ...(rate === undefined ? {} : { rate }),
     ...(capabilitySets === undefined ? {} : { capabilitySets }),
+    ...(urlPrefixes === undefined ? {} : { urlPrefixes }),
     line: ctx.lineOf(node),
   };
 }
@@ -303,6 +318,30 @@ function urlList(ctx: Checker, pair: Pair<Node, Node> | undefined, field: string
     const v = isScalar(item) ? item.value : undefined;
     if (typeof v !== 'string' || !isHttpUrl(v)) fail(ctx, item as Node, `${field}[${i}]`, `'${String(v)}' is not an http(s) URL`);
     else out.push(v);
+  });
+  return out;
+}
+
+/** A cron expression (see `cron.ts`), never with `interval`. */
+function checkSchedule(ctx: Checker, pair: Pair<Node, Node> | undefined, interval: Pair<Node, Node> | undefined, field: string): string | undefined {
+  if (pair === undefined) return undefined;
+  const v = scalar(pair);
+  if (typeof v !== 'string') return fail(ctx, pair.value, field, `'${String(v)}' is not a schedule: expected 5 fields (minute hour day-of-month month day-of-week) in quotes`);
+  if (interval !== undefined) return fail(ctx, pair.key, field, 'give either interval or schedule, not both');
+  const got = checkCron(v);
+  return typeof got === 'string' ? fail(ctx, pair.value, field, `'${v}': ${got}`) : v;
+}
+
+/** URL prefixes: a non-empty list of absolute http(s) URLs. */
+function prefixList(ctx: Checker, pair: Pair<Node, Node> | undefined, field: string): string[] | undefined {
+  if (pair === undefined) return undefined;
+  if (!isSeq(pair.value) || pair.value.items.length === 0) return fail(ctx, pair.value, field, 'expected a non-empty list of URL prefixes');
+  const out: string[] = [];
+  pair.value.items.forEach((item, i) => {
+    const v = isScalar(item) ? item.value : undefined;
+    const problem = typeof v === 'string' ? urlPrefixProblem(v) : 'is not a URL';
+    if (problem !== undefined) fail(ctx, item as Node, `${field}[${i}]`, `'${String(v)}' ${problem}`);
+    else out.push(v as string);
   });
   return out;
 }

@@ -11,6 +11,7 @@ import { ResourceSyncError } from '../core/errors.js';
 import { formatHashes } from '../core/hash.js';
 import type { Entry, Ln } from '../core/model/types.js';
 import { originOf } from '../client/authority.js';
+import type { Pace } from '../client/origin-pace.js';
 import { createMapper } from '../destination/mapper.js';
 import { openSqliteDestinationState } from '../destination/sqlite-state.js';
 import type { DestinationState, ResourceRecord } from '../destination/state.js';
@@ -69,6 +70,8 @@ export interface SourceSyncOptions {
   concurrency?: number;
   /** HTTP timeout, ms. */
   timeoutMs?: number;
+  /** The pace shared by every Source on an origin (`origin-rate`), if any. */
+  originPace?: (origin: string) => Pace | undefined;
 }
 
 /**
@@ -114,6 +117,8 @@ export function sourceSyncOptions(out: string, source: AggregateSource, options:
     ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     ...(auth === undefined ? {} : { auth }),
     ...(source.rate === undefined ? {} : { rate: source.rate }),
+    ...(options.originPace === undefined ? {} : { originPace: options.originPace }),
+    ...(source.urlPrefixes === undefined ? {} : { urlPrefixes: source.urlPrefixes }),
   };
 }
 

@@ -75,7 +75,8 @@ export async function baseline(options: BaselineOptions, url: string): Promise<B
         if (share !== undefined && share > 0 && share < 1) estimate = Math.round(n / share);
         if (estimate > 0) applier.estimateTotal(Math.max(estimate, n));
         result.seen.add(e.loc);
-        yield e;
+        // outside the sync's URL filter: counted and left alone here, before it is handed to anyone
+        if (applier.includes(e.loc)) yield e;
       }
       applier.addTotal(n);
     };

@@ -55,6 +55,7 @@ interface ItemTarget {
 export function prepareItem(ctx: PackageCtx, item: Entry): PreparedItem {
   const where = { loc: item.loc, ...(item.md?.path === undefined ? {} : { path: item.md.path }) };
   try {
+    if (ctx.run.opts.include?.(item.loc) === false) return { where, work: () => Promise.resolve(() => undefined) };
     const checked = checkItem(ctx, item);
     if (checked === undefined) {
       return { where, work: () => Promise.resolve(() => void ctx.run.report.skippedBeforeCursor++) };

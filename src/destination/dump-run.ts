@@ -111,6 +111,11 @@ export interface ApplyDumpOptions {
   storage: MirrorStorage;
   /** The mapper: a resource URI (`loc`) → its key in `storage` (its relative path); throws `RS_UNSAFE_PATH` to refuse. */
   mapPath: (loc: string) => string;
+  /**
+   * False for a manifest entry to leave alone (a sync's URL filter): nothing written or removed, `onResource` not
+   * called. Default every entry.
+   */
+  include?: (loc: string) => boolean;
   /** Apply deletions of Change Dump Manifests. Default false: reported only. */
   delete?: boolean;
   signal?: AbortSignal;

@@ -333,6 +333,7 @@ export class Follower {
     });
     await this.#storage.settle();
     await applier.flush();
+    if (applier.outside > 0) applier.warn(note('outside-url-prefixes', { count: applier.outside, prefixes: this.#options.urlPrefixes ?? [] }));
     const counts = applier.counts;
     if (applier.failedUrls.size > 0) {
       // the cursor stays: the Change List from there brings what failed (or its newer changes). What a notification

@@ -35,6 +35,8 @@ export interface ResourceApplierOptions extends ResourceFetchOptions {
    * resource's slot until it settles: a slow consumer slows the plan down instead of letting items pile up.
    */
   onPlan?: (item: PlanItem) => void | Promise<void>;
+  /** True for a resource to mirror (the sync's `urlPrefixes`); the others are left alone and counted. Default every one. */
+  include?: (url: string) => boolean;
 }
 
 const STATE_BATCH = 256;
@@ -67,6 +69,8 @@ export class ResourceApplier {
   readonly #failures = new Map<string, SyncFailure>();
   /** The capability set being synchronized (failed entries are remembered under it). */
   setKey = '';
+  /** Entries left alone because their URL is outside the filter (`include`). */
+  outside = 0;
   #done = 0;
   #lastProgress = 0;
   #phase: SyncProgress['phase'] = 'baseline';
@@ -282,6 +286,7 @@ export class ResourceApplier {
   async apply(entry: Entry, release?: () => void): Promise<PlanAction | undefined> {
     const url = entry.loc;
     const deletion = entry.md?.change === 'deleted';
+    if (!this.includes(url)) return 'unchanged';
     try {
       if (this.#options.signal?.aborted) throw new ResourceSyncError('RS_ABORTED', `Sync of '${url}' aborted.`, { data: { url } });
       const source = sourceFacts(entry);
@@ -312,6 +317,23 @@ export class ResourceApplier {
     } finally {
       this.#tick();
     }
+  }
+
+  /**
+   * True when `url` is inside the sync's filter; a URL outside is counted (an entry left alone) and the resource
+   * progresses all the same.
+   */
+  includes(url: string): boolean {
+    const include = this.#options.include;
+    if (include === undefined || include(url)) return true;
+    this.outside++;
+    this.#tick();
+    return false;
+  }
+
+  /** True when `url` is inside the sync's filter (nothing counted): a held resource outside it is to be removed. */
+  wanted(url: string): boolean {
+    return this.#options.include?.(url) ?? true;
   }
 
   /** A deletion not applied: reported, and remembered in the state for a later run with `delete`. */

@@ -38,6 +38,7 @@ export function dumpOptionsFor(run: SyncRun, dumpUrl: string, after: string | un
     mapPath: (loc) => mapper.toPath(loc),
     delete: options.delete ?? false,
     current: (loc, relPath, expected) => applier.holds(loc, relPath, expected),
+    include: (loc) => applier.includes(loc),
     ...(after !== undefined ? { after } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
     onResource: (r) => {

@@ -51,6 +51,14 @@ export interface SyncBehaviour {
   onProgress?: (p: SyncProgress) => void;
   /** With a Source Description (or several Capability Lists), sync only this Capability List. */
   capabilityList?: string;
+  /**
+   * Only the resources whose URL starts with one of these prefixes (absolute http(s) URLs) are mirrored: the others
+   * are never fetched, written or deleted because of a change, and counted in the note `outside-url-prefixes`. A
+   * resource held from before that falls outside them is removed by the next baseline (with `delete`; otherwise a
+   * deletion skipped); a filter other than the one of the set's last baseline takes a new baseline. Default: every
+   * resource. @see Z39.99 §5.2
+   */
+  urlPrefixes?: string[];
   /** Use a Resource Dump / Change Dump when offered. Default false. */
   preferDump?: boolean;
   /** Try `duplicate` mirrors before the primary URL. Default false (mirrors only when the primary fails). */

@@ -21,6 +21,12 @@ import { holdLease, type HeldLease } from './lease.js';
 import { LocalDirectory } from './local-directory.js';
 import type { MirrorStorage } from './mirror-storage.js';
 import type { SyncOptions, SyncReport } from './sync-options.js';
+import { urlFilter } from './url-filter.js';
+
+/** `{ [key]: value }`, or nothing when the value is undefined (for `exactOptionalPropertyTypes`). */
+function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
+}
 
 /**
  * The run's mirror: the caller's `storage`, else the folder `dest` as a `LocalDirectory` with the caller's
@@ -35,7 +41,7 @@ export interface ApplierParts {
   connection: Pick<Connection, 'http' | 'authority' | 'mapper'>;
   store: DestinationState;
   storage: MirrorStorage;
-  options: Pick<SyncOptions, 'delete' | 'verifyRetries' | 'preferMirrors' | 'signal' | 'archive'>;
+  options: Pick<SyncOptions, 'delete' | 'verifyRetries' | 'preferMirrors' | 'signal' | 'archive' | 'urlPrefixes'>;
 }
 
 /** What differs between the applier of a sync and the one of a follower's batch. */
@@ -58,6 +64,7 @@ export function applierFor(parts: ApplierParts, overrides: ApplierOverrides): Re
     fetchViaLinks: linkFetcher({ http, authority, storage, signal: options.signal }),
     ...(options.signal ? { signal: options.signal } : {}),
     ...(options.archive ? { archive: options.archive } : {}),
+    ...optional('include', urlFilter(options.urlPrefixes)),
     ...overrides,
   });
 }

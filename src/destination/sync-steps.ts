@@ -16,6 +16,7 @@ import { applySkippedDeletions } from './skipped-deletions.js';
 import { absorbDump, changesFromDumps, changesFromList, dumpOptionsFor, NO_CURSOR } from './sync-changes.js';
 import type { SyncReport } from './sync-options.js';
 import type { CatchUp, SetRun, SyncRun } from './sync-run.js';
+import { urlFilterKey } from './url-filter.js';
 
 /** Discovers the Source's capability sets (only `capabilityList` when given); what discovery noticed becomes notes. */
 export async function discover(run: SyncRun): Promise<CapabilitySet[]> {
@@ -43,7 +44,9 @@ export async function beginSet(run: SyncRun, set: CapabilitySet): Promise<SetRun
   run.pendingUrls.clear();
   for (const e of pendingBefore) run.pendingUrls.add(e.loc);
   const metaKey = `baseline:${set.key}`;
-  const baselineAt = options.baseline === true ? undefined : await state.getMeta(metaKey);
+  // a filter other than the one of the set's last baseline: the resources it now takes in were never fetched
+  const filterChanged = ((await state.getMeta(`url-prefixes:${set.key}`)) ?? '') !== urlFilterKey(options.urlPrefixes);
+  const baselineAt = options.baseline === true || filterChanged ? undefined : await state.getMeta(metaKey);
   const cursor = await state.getCursor(set.key);
   const preferDump = options.preferDump ?? false;
   return {
@@ -182,6 +185,7 @@ export async function recordBaseline(run: SyncRun, setRun: SetRun): Promise<void
   const snapshot = setRun.snapshotAt!;
   await run.flush();
   await run.state.setMeta(setRun.metaKey, snapshot);
+  await run.state.setMeta(`url-prefixes:${setRun.set.key}`, urlFilterKey(run.options.urlPrefixes));
   await run.state.setCursor(setRun.set.key, { datetime: snapshot });
   run.catchUps.push({ setRun, snapshot });
 }
@@ -229,7 +233,8 @@ export async function inferDeletions(run: SyncRun): Promise<void> {
   } else if (run.report.sets.every((s) => s.mode === 'baseline')) {
     const gone: string[] = [];
     // fresh: every record is from the lists just read
-    if (!run.fresh) for await (const u of run.state.urls()) if (!run.seenAll.has(u)) gone.push(u);
+    // a resource outside the filter is one the mirror should not hold, even when the Source still offers it
+    if (!run.fresh) for await (const u of run.state.urls()) if (!run.seenAll.has(u) || !applier.wanted(u)) gone.push(u);
     applier.phase('baseline', gone.length);
     await runPool(gone, run.concurrency, (u) => applier.remove(u));
   }
@@ -260,6 +265,7 @@ export async function settle(run: SyncRun): Promise<SyncReport> {
   await run.storage.settle();
   await run.flush();
   if (!run.dryRun) await run.storage.discardStaged();
+  if (applier.outside > 0) applier.warn(note('outside-url-prefixes', { count: applier.outside, prefixes: run.options.urlPrefixes ?? [] }));
   const counts = applier.counts;
   applier.progress(true);
   const mode = run.anyBaseline ? 'baseline' : report.sets.length > 0 ? 'incremental' : 'none';
