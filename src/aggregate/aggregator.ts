@@ -11,7 +11,7 @@
  */
 import { ResourceSyncError, messageOf } from '../core/errors.js';
 import { originOf } from '../client/authority.js';
-import type { PublishResult } from '../source/publish.js';
+import type { PublishOptions, PublishResult } from '../source/publish.js';
 import type { AggregateConfig, AggregateSource } from './config.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ResponderHandler } from '../server/request-response.js';
@@ -134,6 +134,7 @@ class RunningAggregator implements Aggregator {
       onPublished: ({ result, ms }) => this.#emit({ type: 'published', sources: result?.capabilityLists.length ?? 0, changes: result?.changes, ms }),
       onError: (error) => this.#emit({ type: 'publish-failed', error }),
       ...(push === undefined ? {} : { push }),
+      dumps: () => dumpsOption(this.config),
     });
     const known = new Set(config.sources.map((s) => s.id));
     for (const s of this.#status.all()) if (!known.has(s.id) && s.state !== 'stopped') this.#status.put(stopped(s));
@@ -153,6 +154,7 @@ class RunningAggregator implements Aggregator {
     const removed = [...before.keys()].filter((id) => !after.has(id));
     const changed = [...after.keys()].filter((id) => before.has(id) && sameSource(before.get(id)!, after.get(id)!) === false);
     const baseChanged = config.baseUrl !== this.config.baseUrl;
+    const dumpsChanged = JSON.stringify(config.dumps) !== JSON.stringify(this.config.dumps);
     this.config = config;
     for (const id of [...removed, ...changed]) this.#stop(id);
     for (const id of removed) {
@@ -165,7 +167,8 @@ class RunningAggregator implements Aggregator {
       if (slot !== undefined) slot.source = after.get(id)!; // the line may have moved
     }
     if (baseChanged) this.publication.baseUrl = config.baseUrl ?? this.#options.defaultBaseUrl;
-    if (removed.length > 0 || baseChanged) void this.publication.request([]);
+    if (dumpsChanged) void this.publication.request('all');
+    else if (removed.length > 0 || baseChanged) void this.publication.request([]);
     this.#emit({ type: 'reloaded', added, removed, changed });
     this.#pump();
   }
@@ -290,7 +293,7 @@ class RunningAggregator implements Aggregator {
       this.#emit({ type: 'synced', id: source.id, result });
       if (result.created + result.updated + result.deleted > 0 || result.mode === 'baseline' || !this.#published.has(source.id)) {
         this.#published.add(source.id);
-        void this.publication.request([source.id]);
+        void this.publication.request([source.id], { [source.id]: result.applied });
       }
     } catch (caught) {
       if (slot.stopped) return;
@@ -337,7 +340,7 @@ class RunningAggregator implements Aggregator {
           if (slot.stopped) return;
           this.#update(id, (s) => ({ ...succeeded(s, this.#now(), result, undefined), mode: slot.following?.mode ?? s.mode }));
           this.#emit({ type: 'synced', id, result });
-          if (result.created + result.updated + result.deleted > 0) void this.publication.request([id]);
+          if (result.created + result.updated + result.deleted > 0) void this.publication.request([id], { [id]: result.applied });
         },
         onProblem: (error) => this.#emit({ type: 'follow-problem', id, error }),
         onMode: (mode) => {
@@ -363,7 +366,7 @@ class RunningAggregator implements Aggregator {
     this.#update(id, (s) => ({ ...succeeded(s, started, following.first, pollOnly ? slot.due : undefined), mode }));
     this.#emit({ type: 'synced', id, result: following.first });
     this.#published.add(id);
-    void this.publication.request([id]);
+    void this.publication.request([id], { [id]: following.first.applied });
   }
 
   /** Sources published since the aggregator started (a first sync republishes even when nothing changed). */
@@ -395,6 +398,14 @@ function succeeded(s: SourceStatus, started: number, r: SourceSyncResult, due: n
     failures: 0,
     ...(due === undefined ? {} : { nextAttempt: due }),
   };
+}
+
+/** The configuration's `dumps` as `publish` takes them (ZIP packages unless `format` says WARC). */
+function dumpsOption(config: AggregateConfig): PublishOptions['dumps'] {
+  const d = config.dumps;
+  if (d === undefined) return undefined;
+  const o = { ...(d.maxPackageBytes === undefined ? {} : { maxPackageBytes: d.maxPackageBytes }), ...(d.format === 'warc' ? { format: 'warc' as const } : {}) };
+  return Object.keys(o).length > 0 ? o : true;
 }
 
 function stopped(s: SourceStatus): SourceStatus {

@@ -64,6 +64,18 @@ export interface AggregateConfig {
   /** Non-loopback callbacks the aggregate's embedded hub may contact (patterns, as `serve --allow-callback`). */
   allowCallback: string[];
   sources: AggregateSource[];
+  /**
+   * The dumps each Source's set in the aggregate offers besides its lists: a Resource Dump and Change Dumps of the
+   * copies (`publish`'s `dumps`), or undefined for none.
+   * @see Z39.99 §11.1, §13.1
+   */
+  dumps?: AggregateDumps;
+}
+
+/** The dumps of the aggregate: package format and bytes of bitstreams per package (default 100 MiB). */
+export interface AggregateDumps {
+  format?: 'zip' | 'warc';
+  maxPackageBytes?: number;
 }
 
 /** One problem of a configuration: where, which field, what. */
@@ -85,7 +97,7 @@ const DEFAULT_MAX_BACKOFF = 3600;
 /** Most Sources in one configuration, and the longest configuration file (bytes). */
 const CONFIG_LIMITS = { sources: 100_000, bytes: 16 * 1024 * 1024 } as const;
 
-const TOP_FIELDS = ['base-url', 'out', 'sources', 'concurrency', 'max-backoff', 'callback', 'allow-callback'] as const;
+const TOP_FIELDS = ['base-url', 'out', 'sources', 'concurrency', 'max-backoff', 'callback', 'allow-callback', 'dumps'] as const;
 const SOURCE_FIELDS = ['url', 'id', 'interval', 'timeout', 'mode', 'credentials', 'rate', 'capability-sets', 'url-prefixes'] as const;
 const SCHEMES = ['bearer', 'basic', 'authorization'] as const;
 const ID_RE = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;
@@ -195,6 +207,7 @@ function checkTop(ctx: Checker, root: unknown, file: string): AggregateConfig | 
   const callback = callbackPair === undefined ? undefined : checkUrl(ctx, callbackPair, 'callback', root as Node);
   const allowCallback = patternList(ctx, top.get('allow-callback'), 'allow-callback');
   const sources = checkSources(ctx, top.get('sources'), root as Node);
+  const dumps = checkDumps(ctx, top.get('dumps'));
   if (ctx.issues.length > 0 || typeof outValue !== 'string' || sources === undefined) return undefined;
   return {
     file,
@@ -205,6 +218,7 @@ function checkTop(ctx: Checker, root: unknown, file: string): AggregateConfig | 
     callback: callback === undefined || callback.endsWith('/') ? callback : `${callback}/`,
     allowCallback: allowCallback ?? [],
     sources,
+    ...(dumps === undefined ? {} : { dumps }),
   };
 }
 
@@ -317,4 +331,26 @@ function patternList(ctx: Checker, pair: Pair<Node, Node> | undefined, field: st
     else out.push(v);
   });
   return out;
+}
+
+/** `dumps`: true, false, or `{ format: zip | warc, package-size: bytes }`. */
+function checkDumps(ctx: Checker, pair: Pair<Node, Node> | undefined): AggregateDumps | undefined {
+  if (pair === undefined) return undefined;
+  if (isScalar(pair.value) && typeof pair.value.value === 'boolean') return pair.value.value ? {} : undefined;
+  if (!isMap(pair.value)) return fail(ctx, pair.value, 'dumps', `'${String(scalar(pair))}' is not true, false or a mapping (format, package-size)`);
+  const f = fields(ctx, pair.value, 'dumps', ['format', 'package-size']);
+  if (f === undefined) return undefined;
+  const dumps: AggregateDumps = {};
+  const format = f.get('format');
+  if (format !== undefined) {
+    const v = scalar(format);
+    if (v !== 'zip' && v !== 'warc') fail(ctx, format.value, 'dumps.format', `'${String(v)}' is not zip or warc`);
+    else dumps.format = v;
+  }
+  const size = f.get('package-size');
+  if (size !== undefined) {
+    const v = positiveInteger(ctx, size, 'dumps.package-size', 0, Number.MAX_SAFE_INTEGER);
+    if (v !== undefined) dumps.maxPackageBytes = v;
+  }
+  return dumps;
 }
