@@ -85,7 +85,7 @@ void test('aggregate dumps: a Resource Dump of the copies with via links in its 
   assert.equal(build.status, 0, build.stderr);
 
   const config = join(dir, 'agg.yaml');
-  await writeFile(config, `out: ${join(dir, 'out')}\ndumps: true\nsources:\n  - url: ${origin}/\n    id: src\n    interval: 1\n`);
+  await writeFile(config, `out: ${join(dir, 'out')}\ndumps: true\nchangelist-max: 2\nsources:\n  - url: ${origin}/\n    id: src\n    interval: 1\n`);
   const agg = await startAggregate(config);
   teardown.push(() => agg.p.child.kill('SIGKILL'));
   const capUrl = `${agg.url}/.resourcesync/src/capabilitylist.xml`;
@@ -129,13 +129,42 @@ void test('aggregate dumps: a Resource Dump of the copies with via links in its 
   const check = await runCli(['check', `${agg.url}/`]);
   assert.equal(check.status, 0, `check: ${check.stdout}${check.stderr}`);
 
-  // a configuration whose dumps are wrong is refused, naming the line and the field
+  // two changes at the Source close the aggregate's Change List (changelist-max: 2): a Change Dump of its period
+  files['one.txt'] = Buffer.from('one, again\n');
+  files['four.txt'] = Buffer.from('four\n');
+  await writeFile(join(data, 'one.txt'), files['one.txt']);
+  await writeFile(join(data, 'four.txt'), files['four.txt']);
+  const rebuild = await runCli(['build', data, '--base-url', `${origin}/`, '--out', root, '--state', join(dir, 'state')]);
+  assert.equal(rebuild.status, 0, rebuild.stderr);
+  assert.ok(offered.includes('changedump'), 'the Capability List offers a Change Dump (empty until a Change List closes)');
+  const cd = await documentWhen(`${agg.url}/.resourcesync/src/changedump.xml`, (d) => d.entries.length > 0, 'a package in the Change Dump', agg.p);
+  const cdManifestUrl = cd.entries[0]?.ln?.find((l) => l.rel === 'contents')?.href;
+  assert.ok(cdManifestUrl, `the Change Dump package links its manifest: ${JSON.stringify(cd)}`);
+  const cdManifest = parseXml(await (await fetch(cdManifestUrl)).text());
+  assert.deepEqual(cdManifest.entries.map((e) => `${e.md?.change ?? '?'} ${e.loc.slice(`${agg.url}/src/`.length)}`).sort(), ['created four.txt', 'updated one.txt']);
+  for (const e of cdManifest.entries) assert.equal(e.ln?.find((l) => l.rel === 'via')?.href, e.loc.replace(`${agg.url}/src/`, `${origin}/`), 'a Change Dump entry names its original');
+  // the Destination goes on from the Change Dump
+  const s2 = await runCli(['sync', `${agg.url}/`, mirror, '--prefer-dump', '--delete', '--json']);
+  assert.equal(s2.status, 0, s2.stderr);
+  const report2 = JSON.parse(s2.stdout) as { mode: string; sets: { documents: string[] }[] };
+  assert.equal(report2.mode, 'incremental');
+  assert.ok(
+    report2.sets.some((x) => x.documents.some((d) => d.includes('changedump'))),
+    `the Destination read the Change Dump: ${JSON.stringify(report2.sets)}`,
+  );
+  for (const [p, b] of Object.entries(files)) assert.deepEqual(await readFile(join(mirror, 'src', ...p.split('/'))), b, p);
+  const check2 = await runCli(['check', `${agg.url}/`]);
+  assert.equal(check2.status, 0, `check: ${check2.stdout}${check2.stderr}`);
+
+  // a configuration whose dump fields are wrong is refused, naming the line and the field
   const bad = join(dir, 'bad.yaml');
-  await writeFile(bad, `out: ${join(dir, 'out2')}\nsources: []\ndumps:\n  format: tar\n  package-size: -1\n`);
+  await writeFile(bad, `out: ${join(dir, 'out2')}\nsources: []\ndumps: yes please\ndump-format: tar\npackage-size: -1\nchangelist-max: 0\n`);
   const refused = await runCli(['aggregate', bad]);
   assert.equal(refused.status, 2);
-  assert.match(refused.stderr, /bad\.yaml:4: dumps\.format: 'tar' is not zip or warc/);
-  assert.match(refused.stderr, /bad\.yaml:5: dumps\.package-size: '-1' is not an integer/);
+  assert.match(refused.stderr, /bad\.yaml:3: dumps: 'yes please' is not true or false/);
+  assert.match(refused.stderr, /bad\.yaml:4: dump-format: 'tar' is not zip or warc/);
+  assert.match(refused.stderr, /bad\.yaml:5: package-size: '-1' is not an integer/);
+  assert.match(refused.stderr, /bad\.yaml:6: changelist-max: '0' is not an integer from 1 to 50000/);
 
   agg.p.child.kill('SIGTERM');
   assert.equal((await exited(agg.p.child))[0], 0, agg.p.err());

@@ -134,7 +134,7 @@ class RunningAggregator implements Aggregator {
       onPublished: ({ result, ms }) => this.#emit({ type: 'published', sources: result?.capabilityLists.length ?? 0, changes: result?.changes, ms }),
       onError: (error) => this.#emit({ type: 'publish-failed', error }),
       ...(push === undefined ? {} : { push }),
-      dumps: () => dumpsOption(this.config),
+      publishing: () => publishingOptions(this.config),
     });
     const known = new Set(config.sources.map((s) => s.id));
     for (const s of this.#status.all()) if (!known.has(s.id) && s.state !== 'stopped') this.#status.put(stopped(s));
@@ -154,7 +154,7 @@ class RunningAggregator implements Aggregator {
     const removed = [...before.keys()].filter((id) => !after.has(id));
     const changed = [...after.keys()].filter((id) => before.has(id) && sameSource(before.get(id)!, after.get(id)!) === false);
     const baseChanged = config.baseUrl !== this.config.baseUrl;
-    const dumpsChanged = JSON.stringify(config.dumps) !== JSON.stringify(this.config.dumps);
+    const dumpsChanged = JSON.stringify(publishingOptions(config)) !== JSON.stringify(publishingOptions(this.config));
     this.config = config;
     for (const id of [...removed, ...changed]) this.#stop(id);
     for (const id of removed) {
@@ -400,12 +400,13 @@ function succeeded(s: SourceStatus, started: number, r: SourceSyncResult, due: n
   };
 }
 
-/** The configuration's `dumps` as `publish` takes them (ZIP packages unless `format` says WARC). */
-function dumpsOption(config: AggregateConfig): PublishOptions['dumps'] {
+/** The configuration's dumps and Change List closing as `publish` takes them. */
+function publishingOptions(config: AggregateConfig): Pick<PublishOptions, 'dumps' | 'changeList'> {
   const d = config.dumps;
-  if (d === undefined) return undefined;
-  const o = { ...(d.maxPackageBytes === undefined ? {} : { maxPackageBytes: d.maxPackageBytes }), ...(d.format === 'warc' ? { format: 'warc' as const } : {}) };
-  return Object.keys(o).length > 0 ? o : true;
+  return {
+    ...(d === undefined ? {} : { dumps: Object.keys(d).length > 0 ? d : true }),
+    ...(config.changeList === undefined ? {} : { changeList: config.changeList }),
+  };
 }
 
 function stopped(s: SourceStatus): SourceStatus {

@@ -70,6 +70,8 @@ export interface AggregateConfig {
    * @see Z39.99 §11.1, §13.1
    */
   dumps?: AggregateDumps;
+  /** When the aggregate's open Change Lists are closed (`publish`'s `changeList`); undefined: at 50,000 entries. */
+  changeList?: { maxEntries?: number; periodMs?: number };
 }
 
 /** The dumps of the aggregate: package format and bytes of bitstreams per package (default 100 MiB). */
@@ -97,7 +99,7 @@ const DEFAULT_MAX_BACKOFF = 3600;
 /** Most Sources in one configuration, and the longest configuration file (bytes). */
 const CONFIG_LIMITS = { sources: 100_000, bytes: 16 * 1024 * 1024 } as const;
 
-const TOP_FIELDS = ['base-url', 'out', 'sources', 'concurrency', 'max-backoff', 'callback', 'allow-callback', 'dumps'] as const;
+const TOP_FIELDS = ['base-url', 'out', 'sources', 'concurrency', 'max-backoff', 'callback', 'allow-callback', 'dumps', 'dump-format', 'package-size', 'changelist-max', 'changelist-period'] as const;
 const SOURCE_FIELDS = ['url', 'id', 'interval', 'timeout', 'mode', 'credentials', 'rate', 'capability-sets', 'url-prefixes'] as const;
 const SCHEMES = ['bearer', 'basic', 'authorization'] as const;
 const ID_RE = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;
@@ -207,7 +209,7 @@ function checkTop(ctx: Checker, root: unknown, file: string): AggregateConfig | 
   const callback = callbackPair === undefined ? undefined : checkUrl(ctx, callbackPair, 'callback', root as Node);
   const allowCallback = patternList(ctx, top.get('allow-callback'), 'allow-callback');
   const sources = checkSources(ctx, top.get('sources'), root as Node);
-  const dumps = checkDumps(ctx, top.get('dumps'));
+  const publishing = checkPublishing(ctx, top);
   if (ctx.issues.length > 0 || typeof outValue !== 'string' || sources === undefined) return undefined;
   return {
     file,
@@ -218,7 +220,7 @@ function checkTop(ctx: Checker, root: unknown, file: string): AggregateConfig | 
     callback: callback === undefined || callback.endsWith('/') ? callback : `${callback}/`,
     allowCallback: allowCallback ?? [],
     sources,
-    ...(dumps === undefined ? {} : { dumps }),
+    ...publishing,
   };
 }
 
@@ -333,24 +335,25 @@ function patternList(ctx: Checker, pair: Pair<Node, Node> | undefined, field: st
   return out;
 }
 
-/** `dumps`: true, false, or `{ format: zip | warc, package-size: bytes }`. */
-function checkDumps(ctx: Checker, pair: Pair<Node, Node> | undefined): AggregateDumps | undefined {
-  if (pair === undefined) return undefined;
-  if (isScalar(pair.value) && typeof pair.value.value === 'boolean') return pair.value.value ? {} : undefined;
-  if (!isMap(pair.value)) return fail(ctx, pair.value, 'dumps', `'${String(scalar(pair))}' is not true, false or a mapping (format, package-size)`);
-  const f = fields(ctx, pair.value, 'dumps', ['format', 'package-size']);
-  if (f === undefined) return undefined;
-  const dumps: AggregateDumps = {};
-  const format = f.get('format');
-  if (format !== undefined) {
-    const v = scalar(format);
-    if (v !== 'zip' && v !== 'warc') fail(ctx, format.value, 'dumps.format', `'${String(v)}' is not zip or warc`);
-    else dumps.format = v;
+/**
+ * The publication fields, named as `build`'s options: `dumps` (true or false), `dump-format` (zip or warc) and
+ * `package-size` (bytes, with `dumps`), `changelist-max` (entries) and `changelist-period` (seconds).
+ */
+function checkPublishing(ctx: Checker, top: Map<string, Pair<Node, Node>>): Pick<AggregateConfig, 'dumps' | 'changeList'> {
+  const out: Pick<AggregateConfig, 'dumps' | 'changeList'> = {};
+  const dumpsPair = top.get('dumps');
+  const dumps = scalar(dumpsPair);
+  if (dumpsPair !== undefined && typeof dumps !== 'boolean') fail(ctx, dumpsPair.value, 'dumps', `'${String(dumps)}' is not true or false`);
+  const formatPair = top.get('dump-format');
+  const format = scalar(formatPair);
+  if (formatPair !== undefined && format !== 'zip' && format !== 'warc') fail(ctx, formatPair.value, 'dump-format', `'${String(format)}' is not zip or warc`);
+  const size = positiveInteger(ctx, top.get('package-size'), 'package-size', 0, Number.MAX_SAFE_INTEGER);
+  for (const f of ['dump-format', 'package-size'] as const) {
+    if (top.has(f) && dumps !== true) fail(ctx, top.get(f), f, 'needs dumps: true');
   }
-  const size = f.get('package-size');
-  if (size !== undefined) {
-    const v = positiveInteger(ctx, size, 'dumps.package-size', 0, Number.MAX_SAFE_INTEGER);
-    if (v !== undefined) dumps.maxPackageBytes = v;
-  }
-  return dumps;
+  if (dumps === true) out.dumps = { ...(format === 'warc' ? { format: 'warc' as const } : {}), ...(size !== undefined && size > 0 ? { maxPackageBytes: size } : {}) };
+  const max = positiveInteger(ctx, top.get('changelist-max'), 'changelist-max', 0, 50_000);
+  const period = positiveNumber(ctx, top.get('changelist-period'), 'changelist-period', undefined);
+  if ((max !== undefined && max > 0) || period !== undefined) out.changeList = { ...(max !== undefined && max > 0 ? { maxEntries: max } : {}), ...(period === undefined ? {} : { periodMs: period * 1000 }) };
+  return out;
 }

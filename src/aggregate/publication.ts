@@ -48,7 +48,7 @@ export class AggregatePublication {
   readonly #onPublished: (r: { result: PublishResult | undefined; ms: number }) => void;
   readonly #onError: (error: unknown) => void;
   readonly #push: AggregatePush | undefined;
-  readonly #dumps: () => PublishOptions['dumps'];
+  readonly #publishing: () => Pick<PublishOptions, 'dumps' | 'changeList'>;
   /** The mirror paths each Source's syncs changed since its last publication, in the order applied. */
   readonly #applied = new Map<string, string[]>();
 
@@ -61,11 +61,11 @@ export class AggregatePublication {
     onError: (error: unknown) => void;
     /** Announces each publication's changes (Change Notifications, with the `via` links) and framework changes. */
     push?: AggregatePush;
-    /** The dumps each set offers (`publish`'s `dumps`), read at each publication. Default none. */
-    dumps?: () => PublishOptions['dumps'];
+    /** The dumps each set offers and when its Change Lists close (`publish`'s options), read at each publication. */
+    publishing?: () => Pick<PublishOptions, 'dumps' | 'changeList'>;
   }) {
     this.#push = options.push;
-    this.#dumps = options.dumps ?? (() => undefined);
+    this.#publishing = options.publishing ?? (() => ({}));
     this.#out = options.out;
     this.#baseUrl = options.baseUrl;
     this.#sources = options.sources;
@@ -138,14 +138,13 @@ export class AggregatePublication {
     const only = dirty === 'all' ? undefined : sources.filter((s) => dirty.has(s.id)).map((s) => s.id);
     const vias = new Map<string, ViaLinks>();
     const push = this.#push;
-    const dumps = this.#dumps();
     const options: PublishOptions = {
       sets: sources.map((s) => ({ name: s.id, dir: mirrorDir(this.#out, s.id) })),
       baseUrl: this.#baseUrl,
       outDir: join(this.#out, PUBLISH_DIR),
       stateDir: join(this.#out, 'sources'),
       namedSets: true,
-      ...(dumps === undefined ? {} : { dumps }),
+      ...this.#publishing(),
       resourceLinks: (set, path, entry): Ln[] | undefined => vias.get(set)?.links(path, entry),
       // Change Notifications go out as the changes are recorded (their entries carry the `via` links too)
       ...(push === undefined
