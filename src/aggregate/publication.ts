@@ -135,6 +135,8 @@ export class AggregatePublication {
     }
     const dirty = this.#dirty;
     this.#dirty = new Set();
+    const ids = new Set(sources.map((s) => s.id));
+    for (const id of this.#applied.keys()) if (!ids.has(id)) this.#applied.delete(id); // a Source gone
     const only = dirty === 'all' ? undefined : sources.filter((s) => dirty.has(s.id)).map((s) => s.id);
     const vias = new Map<string, ViaLinks>();
     const push = this.#push;
