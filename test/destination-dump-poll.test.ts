@@ -1,7 +1,7 @@
 /**
- * A Source that offers a Resource Dump and no changes (no Change List, no Change Dump): a sync after the baseline
- * reads the dump's document and, when it is the very dump the baseline came from, no package again; a new dump is
- * applied as a new baseline. Requests counted at a loopback server.
+ * A Source that offers a Resource Dump and no changes (no Change List, no Change Dump), synced with `skipSameDump` (as
+ * the aggregator does): a sync after the baseline reads the dump's document and, when it is the very dump the
+ * baseline came from, no package again; a new dump is applied as a new baseline. Requests counted at a loopback server.
  * @see Z39.99 §11.1
  */
 import { test } from 'node:test';
@@ -20,7 +20,7 @@ async function dumpOnly(capFile: string): Promise<void> {
   await writeFile(capFile, cap.replace(/<url>(?:(?!<\/url>)[\s\S])*<\/url>/g, (u) => (/capability="resourcedump"/.test(u) ? u : '')));
 }
 
-void test('a dump-only Source polled: the same dump is not downloaded again; a new one is applied', async (t) => {
+void test('a dump-only Source polled with skipSameDump: the same dump is not downloaded again; a new one is applied', async (t) => {
   const { dir, cleanup } = await tempDir('rs-dump-poll-');
   const out = join(dir, 'out');
   const data = join(dir, 'data');
@@ -55,7 +55,7 @@ void test('a dump-only Source polled: the same dump is not downloaded again; a n
   const run = async (): Promise<{ mode: string; created: number; updated: number; deleted: number; packages: number; requests: number }> => {
     requests.length = 0;
     bytes = 0;
-    const r = await sync({ source: `${origin}/.well-known/resourcesync`, dest, delete: true });
+    const r = await sync({ source: `${origin}/.well-known/resourcesync`, dest, delete: true, skipSameDump: true });
     return { mode: r.mode, created: r.created, updated: r.updated, deleted: r.deleted, packages: requests.filter((p) => p.endsWith('.zip')).length, requests: requests.length };
   };
 
@@ -82,7 +82,11 @@ void test('a dump-only Source polled: the same dump is not downloaded again; a n
 
   // a forced baseline reads the packages all the same
   requests.length = 0;
-  const forced = await sync({ source: `${origin}/.well-known/resourcesync`, dest, delete: true, baseline: true });
+  const forced = await sync({ source: `${origin}/.well-known/resourcesync`, dest, delete: true, baseline: true, skipSameDump: true });
   assert.equal(forced.mode, 'baseline');
   assert.equal(requests.filter((p) => p.endsWith('.zip')).length, 1);
+  // without skipSameDump the packages are read each run (every bitstream checked against its copy)
+  requests.length = 0;
+  const plain = await sync({ source: `${origin}/.well-known/resourcesync`, dest, delete: true });
+  assert.deepEqual([plain.mode, plain.unchanged, requests.filter((p) => p.endsWith('.zip')).length], ['baseline', 2, 1]);
 });

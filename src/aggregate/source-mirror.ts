@@ -146,6 +146,8 @@ export function sourceSyncOptions(out: string, source: AggregateSource, options:
     source: source.url,
     dest: mirrorDir(out, source.id),
     delete: true,
+    // a dump-only Source's packages are read again only when it offers a new dump (the mirror is the aggregator's own)
+    skipSameDump: true,
     signal: options.signal,
     retries: 1,
     concurrency: options.concurrency ?? 4,

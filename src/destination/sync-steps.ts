@@ -142,10 +142,10 @@ async function takeBaseline(run: SyncRun, setRun: SetRun): Promise<void> {
 }
 
 /**
- * §11: a baseline from the Resource Dump's packages, as of the dump's `at`. A set that offers no changes (no Change
- * List, no Change Dump) and whose dump is the very one its last baseline came from, applied whole (the same `at`,
- * `completed` and packages: {@link dumpFingerprint}), has nothing new: the packages are not read again and the set
- * is in step (mode incremental).
+ * §11: a baseline from the Resource Dump's packages, as of the dump's `at`. With `skipSameDump`, a set that offers no
+ * changes (no Change List, no Change Dump) and whose dump is the very one its last baseline came from, applied whole
+ * (the same `at`, `completed` and packages: {@link dumpFingerprint}), has nothing new: the packages are not read
+ * again and the set is in step (mode incremental).
  */
 async function baselineFromDump(run: SyncRun, setRun: SetRun): Promise<void> {
   const { set } = setRun;
@@ -154,7 +154,7 @@ async function baselineFromDump(run: SyncRun, setRun: SetRun): Promise<void> {
   const fingerprint = dumpFingerprint(head);
   const metaKey = `dump:${set.key}`;
   const changes = set.changeList !== undefined || setRun.dumpChanges;
-  if (!changes && setRun.baselineAt !== undefined && setRun.baselineAt === head.md?.at && setRun.pendingBefore.length === 0 && (await run.state.getMeta(metaKey)) === fingerprint) {
+  if (run.options.skipSameDump === true && !changes && setRun.baselineAt !== undefined && setRun.baselineAt === head.md?.at && setRun.pendingBefore.length === 0 && (await run.state.getMeta(metaKey)) === fingerprint) {
     setRun.mode = 'incremental';
     setRun.documents.push(dumpUrl);
     return;
