@@ -7,6 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -21,10 +22,12 @@ import { parseXml } from './helpers/xml-oracle.js';
 
 const RS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/"';
 
-/** A static server over `roots` on loopback (the first that has the file answers), 404 for the others. */
-async function staticServer(...roots: string[]): Promise<{ origin: string; close: () => Promise<void> }> {
+/** A static server over `roots` on loopback (the first that has the file answers), 404 for the others; `seen` has every path asked for. */
+async function staticServer(...roots: string[]): Promise<{ origin: string; close: () => Promise<void>; seen: string[] }> {
+  const seen: string[] = [];
   const server = createServer((req, res) => {
     const path = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
+    seen.push(path);
     if (path.includes('..')) return void res.writeHead(400).end();
     const type = path.endsWith('.zip') ? 'application/zip' : path.endsWith('.txt') ? 'text/plain' : 'application/xml';
     const read = async (): Promise<Buffer | undefined> => {
@@ -37,7 +40,7 @@ async function staticServer(...roots: string[]): Promise<{ origin: string; close
     void read().then((b) => (b === undefined ? res.writeHead(404).end() : res.writeHead(200, { 'content-type': type }).end(b)));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((r) => server.close(() => r())) };
+  return { origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((r) => server.close(() => r())), seen };
 }
 
 async function startAggregate(config: string): Promise<{ p: CliChild; url: string }> {
@@ -234,6 +237,69 @@ void test('aggregate Change List: the changes in the order the aggregator applie
   assert.equal(cl.entries[4]!.ln?.find((l) => l.rel === 'via')?.href, `${o}/a.txt`);
   assert.deepEqual(cl.entries[5]!.ln, [{ rel: 'via', href: `${o}/c.txt` }]);
 
+  agg.p.child.kill('SIGTERM');
+  assert.equal((await exited(agg.p.child))[0], 0, agg.p.err());
+});
+
+void test('aggregate: a dump-only Source polled while its dump stays the same costs the dump document, no package', { timeout: 300_000 }, async (t) => {
+  const { dir, cleanup } = await tempDir('rs-agg-dump-poll-');
+  const teardown: (() => unknown)[] = [];
+  t.after(async () => {
+    for (const f of teardown.reverse()) await f();
+    await cleanup();
+  });
+  const root = join(dir, 'root');
+  const data = join(dir, 'data');
+  await mkdir(data, { recursive: true });
+  await mkdir(root);
+  await writeFile(join(data, 'one.txt'), 'one\n');
+  const server = await staticServer(root);
+  teardown.push(server.close);
+  const build = async (): Promise<void> => {
+    const r = await runCli(['build', data, '--base-url', `${server.origin}/`, '--out', root, '--state', join(dir, 'state'), '--dumps']);
+    assert.equal(r.status, 0, r.stderr);
+    const capFile = join(root, '.resourcesync', 'data', 'capabilitylist.xml');
+    const cap = await readFile(capFile, 'utf8');
+    await writeFile(capFile, cap.replace(/<url>(?:(?!<\/url>)[\s\S])*<\/url>/g, (u) => (/capability="resourcedump"/.test(u) ? u : '')));
+  };
+  await build();
+  const config = join(dir, 'agg.yaml');
+  const out = join(dir, 'out');
+  await writeFile(config, `out: ${out}\nsources:\n  - url: ${server.origin}/\n    id: dumped\n    interval: 0.2\n`);
+  const agg = await startAggregate(config);
+  teardown.push(() => agg.p.child.kill('SIGKILL'));
+  const syncs = async (): Promise<number> => {
+    const r = await runCli(['aggregate', 'status', config, '--json']);
+    return r.status === 0 ? ((JSON.parse(r.stdout) as { sources: { totals: { syncs: number } }[] }).sources[0]?.totals.syncs ?? 0) : 0;
+  };
+  const deadline = Date.now() + 120_000;
+  while ((await syncs()) < 1) {
+    assert.ok(Date.now() < deadline, `never synced: ${agg.p.err()}`);
+    await sleep(100);
+  }
+  const packages = (): number => server.seen.filter((p) => p.endsWith('.zip')).length;
+  const before = { packages: packages(), requests: server.seen.length, syncs: await syncs() };
+  while ((await syncs()) < before.syncs + 5) {
+    assert.ok(Date.now() < deadline, `the polls did not go on: ${agg.p.err()}`);
+    await sleep(100);
+  }
+  const window = server.seen.slice(before.requests);
+  const byPath = new Map<string, number>();
+  for (const p of window) byPath.set(p, (byPath.get(p) ?? 0) + 1);
+  // each poll reads the dump's document once: the polls in the window (a poll in flight at either end counted)
+  const polls = byPath.get('/.resourcesync/data/resourcedump.xml') ?? 0;
+  t.diagnostic(`${polls} polls of an unchanged dump-only Source: ${window.length} requests (${(window.length / polls).toFixed(1)} per poll): ${JSON.stringify(Object.fromEntries(byPath))}`);
+  assert.equal(packages(), before.packages, 'no package read again');
+  assert.ok(polls >= 4);
+  // a poll: the Source Description, the Capability List and the dump's document, nothing else
+  assert.deepEqual([...byPath.keys()].sort(), ['/.resourcesync/data/capabilitylist.xml', '/.resourcesync/data/resourcedump.xml', '/.well-known/resourcesync']);
+  for (const n of byPath.values()) assert.ok(Math.abs(n - polls) <= 1, `one of each a poll: ${JSON.stringify(Object.fromEntries(byPath))}`);
+
+  // a new dump is taken in
+  await writeFile(join(data, 'two.txt'), 'two\n');
+  await build();
+  await until('the new dump applied', () => existsSync(join(out, 'sources', 'dumped', 'mirror', 'two.txt')), 120_000);
+  assert.ok(packages() > before.packages);
   agg.p.child.kill('SIGTERM');
   assert.equal((await exited(agg.p.child))[0], 0, agg.p.err());
 });
