@@ -154,7 +154,8 @@ class RunningAggregator implements Aggregator {
     const removed = [...before.keys()].filter((id) => !after.has(id));
     const changed = [...after.keys()].filter((id) => before.has(id) && sameSource(before.get(id)!, after.get(id)!) === false);
     const baseChanged = config.baseUrl !== this.config.baseUrl;
-    const dumpsChanged = JSON.stringify(publishingOptions(config)) !== JSON.stringify(publishingOptions(this.config));
+    // other dumps: every set's documents are written again (one dump never mixes formats)
+    const dumpsChanged = JSON.stringify(config.dumps) !== JSON.stringify(this.config.dumps);
     this.config = config;
     for (const id of [...removed, ...changed]) this.#stop(id);
     for (const id of removed) {
