@@ -12,7 +12,7 @@
  */
 import { ResourceSyncError, messageOf } from '../core/errors.js';
 import { originOf } from '../client/authority.js';
-import type { PublishResult } from '../source/publish.js';
+import type { PublishOptions, PublishResult } from '../source/publish.js';
 import type { AggregateConfig, AggregateSource } from './config.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ResponderHandler } from '../server/request-response.js';
@@ -141,6 +141,7 @@ class RunningAggregator implements Aggregator {
       onPublished: ({ result, ms }) => this.#emit({ type: 'published', sources: result?.capabilityLists.length ?? 0, changes: result?.changes, ms }),
       onError: (error) => this.#emit({ type: 'publish-failed', error }),
       ...(push === undefined ? {} : { push }),
+      publishing: () => publishingOptions(this.config),
     });
     const known = new Set(config.sources.map((s) => s.id));
     for (const s of this.#status.all()) if (!known.has(s.id) && s.state !== 'stopped') this.#status.put(stopped(s));
@@ -161,6 +162,8 @@ class RunningAggregator implements Aggregator {
     const changed = [...after.keys()].filter((id) => before.has(id) && sameSource(before.get(id)!, after.get(id)!) === false);
     const baseChanged = config.baseUrl !== this.config.baseUrl;
     if (config.originRate !== this.#paces?.rate) this.#paces = config.originRate === undefined ? undefined : new SharedPaces(config.originRate);
+    // other dumps: every set's documents are written again (one dump never mixes formats)
+    const dumpsChanged = JSON.stringify(config.dumps) !== JSON.stringify(this.config.dumps);
     this.config = config;
     for (const id of [...removed, ...changed]) this.#stop(id);
     for (const id of removed) {
@@ -173,7 +176,8 @@ class RunningAggregator implements Aggregator {
       if (slot !== undefined) slot.source = after.get(id)!; // the line may have moved
     }
     if (baseChanged) this.publication.baseUrl = config.baseUrl ?? this.#options.defaultBaseUrl;
-    if (removed.length > 0 || baseChanged) void this.publication.request([]);
+    if (dumpsChanged) void this.publication.request('all');
+    else if (removed.length > 0 || baseChanged) void this.publication.request([]);
     this.#emit({ type: 'reloaded', added, removed, changed });
     this.#pump();
   }
@@ -306,7 +310,7 @@ class RunningAggregator implements Aggregator {
       this.#emit({ type: 'synced', id: source.id, result });
       if (result.created + result.updated + result.deleted > 0 || result.mode === 'baseline' || !this.#published.has(source.id)) {
         this.#published.add(source.id);
-        void this.publication.request([source.id]);
+        void this.publication.request([source.id], { [source.id]: result.applied });
       }
     } catch (caught) {
       if (slot.stopped) return;
@@ -354,7 +358,7 @@ class RunningAggregator implements Aggregator {
           if (slot.stopped) return;
           this.#update(id, (s) => ({ ...succeeded(s, this.#now(), result, undefined), mode: slot.following?.mode ?? s.mode }));
           this.#emit({ type: 'synced', id, result });
-          if (result.created + result.updated + result.deleted > 0) void this.publication.request([id]);
+          if (result.created + result.updated + result.deleted > 0) void this.publication.request([id], { [id]: result.applied });
         },
         onProblem: (error) => this.#emit({ type: 'follow-problem', id, error }),
         onMode: (mode) => {
@@ -380,7 +384,7 @@ class RunningAggregator implements Aggregator {
     this.#update(id, (s) => ({ ...succeeded(s, started, following.first, pollOnly ? slot.due : undefined), mode }));
     this.#emit({ type: 'synced', id, result: following.first });
     this.#published.add(id);
-    void this.publication.request([id]);
+    void this.publication.request([id], { [id]: following.first.applied });
   }
 
   /** Sources published since the aggregator started (a first sync republishes even when nothing changed). */
@@ -423,6 +427,15 @@ function succeeded(s: SourceStatus, started: number, r: SourceSyncResult, due: n
     totals: { ...s.totals, syncs: s.totals.syncs + 1, created: s.totals.created + r.created, updated: s.totals.updated + r.updated, deleted: s.totals.deleted + r.deleted },
     failures: 0,
     ...(due === undefined ? {} : { nextAttempt: due }),
+  };
+}
+
+/** The configuration's dumps and Change List closing as `publish` takes them. */
+function publishingOptions(config: AggregateConfig): Pick<PublishOptions, 'dumps' | 'changeList'> {
+  const d = config.dumps;
+  return {
+    ...(d === undefined ? {} : { dumps: Object.keys(d).length > 0 ? d : true }),
+    ...(config.changeList === undefined ? {} : { changeList: config.changeList }),
   };
 }
 

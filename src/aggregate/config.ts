@@ -75,6 +75,20 @@ export interface AggregateConfig {
   /** Non-loopback callbacks the aggregate's embedded hub may contact (patterns, as `serve --allow-callback`). */
   allowCallback: string[];
   sources: AggregateSource[];
+  /**
+   * The dumps each Source's set in the aggregate offers besides its lists: a Resource Dump and Change Dumps of the
+   * copies (`publish`'s `dumps`), or undefined for none.
+   * @see Z39.99 §11.1, §13.1
+   */
+  dumps?: AggregateDumps;
+  /** When the aggregate's open Change Lists are closed (`publish`'s `changeList`); undefined: at 50,000 entries. */
+  changeList?: { maxEntries?: number; periodMs?: number };
+}
+
+/** The dumps of the aggregate: package format and bytes of bitstreams per package (default 100 MiB). */
+export interface AggregateDumps {
+  format?: 'zip' | 'warc';
+  maxPackageBytes?: number;
 }
 
 /** One problem of a configuration: where, which field, what. */
@@ -96,7 +110,7 @@ const DEFAULT_MAX_BACKOFF = 3600;
 /** Most Sources in one configuration, and the longest configuration file (bytes). */
 const CONFIG_LIMITS = { sources: 100_000, bytes: 16 * 1024 * 1024 } as const;
 
-const TOP_FIELDS = ['base-url', 'out', 'sources', 'concurrency', 'max-backoff', 'callback', 'allow-callback', 'origin-rate'] as const;
+const TOP_FIELDS = ['base-url', 'out', 'sources', 'concurrency', 'max-backoff', 'callback', 'allow-callback', 'origin-rate', 'dumps', 'dump-format', 'package-size', 'changelist-max', 'changelist-period'] as const;
 const SOURCE_FIELDS = ['url', 'id', 'interval', 'schedule', 'timeout', 'mode', 'credentials', 'rate', 'capability-sets', 'url-prefixes'] as const;
 const SCHEMES = ['bearer', 'basic', 'authorization'] as const;
 const ID_RE = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;
@@ -207,6 +221,7 @@ function checkTop(ctx: Checker, root: unknown, file: string): AggregateConfig | 
   const allowCallback = patternList(ctx, top.get('allow-callback'), 'allow-callback');
   const originRate = positiveNumber(ctx, top.get('origin-rate'), 'origin-rate', undefined);
   const sources = checkSources(ctx, top.get('sources'), root as Node);
+  const publishing = checkPublishing(ctx, top);
   if (ctx.issues.length > 0 || typeof outValue !== 'string' || sources === undefined) return undefined;
   return {
     file,
@@ -218,6 +233,7 @@ function checkTop(ctx: Checker, root: unknown, file: string): AggregateConfig | 
     allowCallback: allowCallback ?? [],
     ...(originRate === undefined ? {} : { originRate }),
     sources,
+    ...publishing,
   };
 }
 
@@ -355,5 +371,28 @@ function patternList(ctx: Checker, pair: Pair<Node, Node> | undefined, field: st
     if (typeof v !== 'string' || v === '') fail(ctx, item as Node, `${field}[${i}]`, `'${String(v)}' is not a host pattern`);
     else out.push(v);
   });
+  return out;
+}
+
+/**
+ * The publication fields, named as `build`'s options: `dumps` (true or false), `dump-format` (zip or warc) and
+ * `package-size` (bytes, with `dumps`), `changelist-max` (entries) and `changelist-period` (seconds).
+ */
+function checkPublishing(ctx: Checker, top: Map<string, Pair<Node, Node>>): Pick<AggregateConfig, 'dumps' | 'changeList'> {
+  const out: Pick<AggregateConfig, 'dumps' | 'changeList'> = {};
+  const dumpsPair = top.get('dumps');
+  const dumps = scalar(dumpsPair);
+  if (dumpsPair !== undefined && typeof dumps !== 'boolean') fail(ctx, dumpsPair.value, 'dumps', `'${String(dumps)}' is not true or false`);
+  const formatPair = top.get('dump-format');
+  const format = scalar(formatPair);
+  if (formatPair !== undefined && format !== 'zip' && format !== 'warc') fail(ctx, formatPair.value, 'dump-format', `'${String(format)}' is not zip or warc`);
+  const size = positiveInteger(ctx, top.get('package-size'), 'package-size', 0, Number.MAX_SAFE_INTEGER);
+  for (const f of ['dump-format', 'package-size'] as const) {
+    if (top.has(f) && dumps !== true) fail(ctx, top.get(f), f, 'needs dumps: true');
+  }
+  if (dumps === true) out.dumps = { ...(format === 'warc' ? { format: 'warc' as const } : {}), ...(size !== undefined && size > 0 ? { maxPackageBytes: size } : {}) };
+  const max = positiveInteger(ctx, top.get('changelist-max'), 'changelist-max', 0, 50_000);
+  const period = positiveNumber(ctx, top.get('changelist-period'), 'changelist-period', undefined);
+  if ((max !== undefined && max > 0) || period !== undefined) out.changeList = { ...(max !== undefined && max > 0 ? { maxEntries: max } : {}), ...(period === undefined ? {} : { periodMs: period * 1000 }) };
   return out;
 }

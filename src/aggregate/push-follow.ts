@@ -7,7 +7,7 @@
  */
 import { followSource, type CallbackMount, type FollowEvent, type FollowHandle } from '../destination/follow.js';
 import type { AggregateSource } from './config.js';
-import { addCounts, countResources, emptyResult, sourceSyncOptions, type SourceSyncOptions, type SourceSyncResult } from './source-mirror.js';
+import { addCounts, appliedOrder, countResources, emptyResult, sourceSyncOptions, type SourceSyncOptions, type SourceSyncResult } from './source-mirror.js';
 
 /** What a Source followed by push reports. */
 export interface PushFollowEvents {
@@ -57,6 +57,8 @@ export async function followByPush(
     mode = m;
     events.onMode(m);
   };
+  // the paths each batch changed, in the order applied (the first sync's, then each batch's)
+  const order = appliedOrder();
   const onEvent = (e: FollowEvent): void => {
     if (e.type === 'subscribed') setMode('push');
     else if (e.type === 'no-channel' || e.type === 'hub-refused') channel = false;
@@ -66,6 +68,8 @@ export async function followByPush(
       const batchStarted = performance.now();
       const r = emptyResult();
       addCounts(r, e.batch);
+      const applied = order.take();
+      if (applied !== undefined) r.applied = applied;
       void countResources(out, source).then(
         (n) => events.onBatch({ ...r, resources: n, durationMs: Math.round(performance.now() - batchStarted) }),
         (error: unknown) => events.onProblem(error),
@@ -75,7 +79,7 @@ export async function followByPush(
   let handle: FollowHandle;
   try {
     handle = await followSource({
-      sync: sourceSyncOptions(out, source, { ...options, signal: controller.signal }),
+      sync: { ...sourceSyncOptions(out, source, { ...options, signal: controller.signal }), onPlan: order.onPlan },
       listen: { host: '127.0.0.1', port: 0 },
       callbackMount: options.mount,
       intervalMs: source.interval * 1000,
@@ -92,6 +96,8 @@ export async function followByPush(
   mode = handle.mode;
   const first = emptyResult();
   addCounts(first, handle.first);
+  const applied = order.take();
+  if (applied !== undefined) first.applied = applied;
   first.resources = await countResources(out, source);
   first.durationMs = Math.round(performance.now() - started);
   return {

@@ -122,6 +122,7 @@ async function applied(
     ...(result === 'unchanged' ? { unchanged: true } : { length: result.length, hashes: result.hashes }),
     ...(item.lastmod === undefined ? {} : { lastmod: item.lastmod }),
     links: relatedLinks(item),
+    ...(item.ln !== undefined && item.ln.length > 0 ? { ln: item.ln } : {}),
     package: ctx.pkgUrl,
   });
 }

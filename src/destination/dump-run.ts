@@ -44,6 +44,8 @@ export interface DumpResource {
   lastmod?: string;
   /** Links kept for the user (§14). */
   links: RelatedLinks;
+  /** The manifest entry's `rs:ln` links as written, kept in the state as a Resource List's are (§14, §14.8 `via`). */
+  ln?: Ln[];
   package: string;
 }
 

@@ -1,6 +1,6 @@
 import { ResourceSyncError, isResourceSyncError, type ErrorCode, messageOf } from '../core/errors.js';
 import type { HashValue } from '../core/hash.js';
-import type { Entry } from '../core/model/types.js';
+import type { Entry, Ln } from '../core/model/types.js';
 import type { Authority } from '../client/authority.js';
 import type { Mapper } from './mapper.js';
 import type { DestinationNote } from './notes.js';
@@ -410,7 +410,7 @@ export class ResourceApplier {
    * Records a resource written by someone else (a Resource Dump or Change Dump package), or a deletion seen
    * there, in the state and the counters.
    */
-  async recordExternal(r: { url: string; relPath: string; change: 'created' | 'updated' | 'deleted'; applied: boolean; unchanged?: true; length?: number; hashes?: Record<string, string>; lastmod?: string }): Promise<void> {
+  async recordExternal(r: { url: string; relPath: string; change: 'created' | 'updated' | 'deleted'; applied: boolean; unchanged?: true; length?: number; hashes?: Record<string, string>; lastmod?: string; links?: Ln[] }): Promise<void> {
     this.#succeeded(r.url);
     if (r.unchanged === true) {
       this.counts.unchanged++; // held already: the record stays as it is
@@ -427,6 +427,7 @@ export class ResourceApplier {
       this.counts.bytes += r.length ?? 0;
       const rec: ResourceRecord = { url: r.url, path: r.relPath, length: r.length ?? 0, hashes: r.hashes ?? {} };
       if (r.lastmod !== undefined) rec.lastmod = r.lastmod;
+      if (r.links !== undefined) rec.links = r.links; // a dump manifest's §14 links, kept as a Resource List's are
       await this.#record(rec);
     }
     this.#tick();

@@ -52,6 +52,7 @@ export function dumpOptionsFor(run: SyncRun, dumpUrl: string, after: string | un
         ...(r.length !== undefined ? { length: r.length } : {}),
         ...(r.hashes !== undefined ? { hashes: r.hashes } : {}),
         ...(r.lastmod !== undefined ? { lastmod: r.lastmod } : {}),
+        ...(r.ln !== undefined ? { links: r.ln } : {}),
       });
     },
   };

@@ -61,6 +61,15 @@ export interface SyncBehaviour {
   urlPrefixes?: string[];
   /** Use a Resource Dump / Change Dump when offered. Default false. */
   preferDump?: boolean;
+  /**
+   * A set that offers no changes (no Change List, no Change Dump) and whose Resource Dump is the very one its last
+   * baseline came from, applied whole (the same `at`, `completed` and packages), is taken as in step without reading
+   * its packages again (mode incremental): a poll costs the dump's document alone. A copy changed behind the
+   * mirror's back is then repaired only with the next new dump (or `baseline`). Default false: the packages are
+   * read each run and every bitstream checked against its copy.
+   * @see Z39.99 §11.1
+   */
+  skipSameDump?: boolean;
   /** Try `duplicate` mirrors before the primary URL. Default false (mirrors only when the primary fails). */
   preferMirrors?: boolean;
   /** Extra attempts after a failed verification or a broken body. Default 2. */

@@ -144,13 +144,26 @@ async function takeBaseline(run: SyncRun, setRun: SetRun): Promise<void> {
   if (setRun.mode === undefined && set.resourceList !== undefined) await baselineFromList(run, setRun);
 }
 
-/** §11: a baseline from the Resource Dump's packages, as of the dump's `at`. */
+/**
+ * §11: a baseline from the Resource Dump's packages, as of the dump's `at`. With `skipSameDump`, a set that offers no
+ * changes (no Change List, no Change Dump) and whose dump is the very one its last baseline came from, applied whole
+ * (the same `at`, `completed` and packages: {@link dumpFingerprint}), has nothing new: the packages are not read
+ * again and the set is in step (mode incremental).
+ */
 async function baselineFromDump(run: SyncRun, setRun: SetRun): Promise<void> {
   const { set } = setRun;
   const dumpUrl = set.resourceDump!;
+  const head = await loadDocument(run.context, dumpUrl);
+  const fingerprint = dumpFingerprint(head);
+  const metaKey = `dump:${set.key}`;
+  const changes = set.changeList !== undefined || setRun.dumpChanges;
+  if (run.options.skipSameDump === true && !changes && setRun.baselineAt !== undefined && setRun.baselineAt === head.md?.at && setRun.pendingBefore.length === 0 && (await run.state.getMeta(metaKey)) === fingerprint) {
+    setRun.mode = 'incremental';
+    setRun.documents.push(dumpUrl);
+    return;
+  }
   await run.state.clearPending(set.key);
   run.applier.phase('baseline', undefined, dumpUrl);
-  const head = await loadDocument(run.context, dumpUrl);
   const report = await applyResourceDump(dumpOptionsFor(run, dumpUrl, undefined, run.seenAll));
   absorbDump(run, report);
   await run.flush();
@@ -158,6 +171,13 @@ async function baselineFromDump(run: SyncRun, setRun: SetRun): Promise<void> {
   setRun.documents.push(dumpUrl);
   if (report.failures.length > 0) run.baselineComplete = false;
   setRun.snapshotAt = head.md?.at ?? new Date(run.started).toISOString();
+  // remembered only for a dump applied whole; its baseline time is recorded with the baseline (recordBaseline)
+  await run.state.setMeta(metaKey, report.failures.length === 0 && head.md?.at !== undefined ? fingerprint : undefined);
+}
+
+/** What identifies a Resource Dump's content: its `at`, `completed` and each package's URL, hash, length and `at`. @see Z39.99 §11.1 */
+function dumpFingerprint(doc: { md?: { at?: string; completed?: string }; entries: Entry[] }): string {
+  return JSON.stringify([doc.md?.at, doc.md?.completed, doc.entries.map((e) => [e.loc, e.md?.hash, e.md?.length, e.md?.at, e.md?.completed, e.lastmod])]);
 }
 
 /** §5.2: a baseline from the Resource List (or Index), as of the list's `at`. */
