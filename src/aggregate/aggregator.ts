@@ -21,6 +21,7 @@ import { syncSource, type SourceSyncResult } from './source-mirror.js';
 import { CallbackRouter, startAggregateHub } from './push.js';
 import { followable, followByPush, type PushFollowing } from './push-follow.js';
 import { openStatusStore, type SourceStatus, type StatusStore } from './status.js';
+import { postgresStateEngine, type AggregateStateEngine } from './engines.js';
 
 /** What the aggregator reports (it never prints). */
 export type AggregateEvent =
@@ -113,9 +114,12 @@ class RunningAggregator implements Aggregator {
   readonly #callbacks: CallbackRouter | undefined;
   /** Followers of removed or changed Sources, unsubscribing. */
   readonly #stopping = new Map<string, Promise<void>>();
+  /** The PostgreSQL database of the states and snapshots (`state`); undefined: SQLite under `out`. */
+  readonly #engine: AggregateStateEngine | undefined;
 
   constructor(config: AggregateConfig, options: AggregatorOptions) {
     this.config = config;
+    this.#engine = config.state === undefined ? undefined : postgresStateEngine(config.state, config.out);
     this.#options = options;
     this.#now = options.now ?? Date.now;
     this.#emit = options.onEvent ?? (() => undefined);
@@ -134,6 +138,7 @@ class RunningAggregator implements Aggregator {
       onPublished: ({ result, ms }) => this.#emit({ type: 'published', sources: result?.capabilityLists.length ?? 0, changes: result?.changes, ms }),
       onError: (error) => this.#emit({ type: 'publish-failed', error }),
       ...(push === undefined ? {} : { push }),
+      ...(this.#engine === undefined ? {} : { engine: this.#engine }),
     });
     const known = new Set(config.sources.map((s) => s.id));
     for (const s of this.#status.all()) if (!known.has(s.id) && s.state !== 'stopped') this.#status.put(stopped(s));
@@ -147,6 +152,7 @@ class RunningAggregator implements Aggregator {
     if (config.out !== this.config.out) {
       throw new ResourceSyncError('RS_INVALID_ARGUMENT', `out cannot change while the aggregator runs ('${this.config.out}' → '${config.out}'): restart it.`, { data: { out: config.out } });
     }
+    if (config.state !== this.config.state) throw new ResourceSyncError('RS_INVALID_ARGUMENT', 'state cannot change while the aggregator runs: restart it.');
     const before = new Map(this.config.sources.map((s) => [s.id, s]));
     const after = new Map(config.sources.map((s) => [s.id, s]));
     const added = [...after.keys()].filter((id) => !before.has(id));
@@ -280,6 +286,7 @@ class RunningAggregator implements Aggregator {
       }
       const result = await syncSource(this.config.out, source, {
         signal: AbortSignal.any([signal, timeout]),
+        ...(this.#engine === undefined ? {} : { engine: this.#engine }),
         env: this.#options.env,
         ...(this.#options.resourceConcurrency === undefined ? {} : { concurrency: this.#options.resourceConcurrency }),
         ...(this.#options.timeoutMs === undefined ? {} : { timeoutMs: this.#options.timeoutMs }),
@@ -327,6 +334,7 @@ class RunningAggregator implements Aggregator {
       {
         env: this.#options.env,
         mount: this.#callbacks!.mount(id),
+        ...(this.#engine === undefined ? {} : { engine: this.#engine }),
         startSignal: signal,
         ...(this.#options.resourceConcurrency === undefined ? {} : { concurrency: this.#options.resourceConcurrency }),
         ...(this.#options.timeoutMs === undefined ? {} : { timeoutMs: this.#options.timeoutMs }),

@@ -63,6 +63,11 @@ export interface AggregateConfig {
   callback: string | undefined;
   /** Non-loopback callbacks the aggregate's embedded hub may contact (patterns, as `serve --allow-callback`). */
   allowCallback: string[];
+  /**
+   * A PostgreSQL database (`postgres://…`) holding every Source's Destination state and the aggregate's snapshots;
+   * undefined: SQLite files under `out`.
+   */
+  state?: string;
   sources: AggregateSource[];
 }
 
@@ -85,7 +90,7 @@ const DEFAULT_MAX_BACKOFF = 3600;
 /** Most Sources in one configuration, and the longest configuration file (bytes). */
 const CONFIG_LIMITS = { sources: 100_000, bytes: 16 * 1024 * 1024 } as const;
 
-const TOP_FIELDS = ['base-url', 'out', 'sources', 'concurrency', 'max-backoff', 'callback', 'allow-callback'] as const;
+const TOP_FIELDS = ['base-url', 'out', 'sources', 'concurrency', 'max-backoff', 'callback', 'allow-callback', 'state'] as const;
 const SOURCE_FIELDS = ['url', 'id', 'interval', 'timeout', 'mode', 'credentials', 'rate', 'capability-sets', 'url-prefixes'] as const;
 const SCHEMES = ['bearer', 'basic', 'authorization'] as const;
 const ID_RE = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;
@@ -194,6 +199,7 @@ function checkTop(ctx: Checker, root: unknown, file: string): AggregateConfig | 
   const callbackPair = top.get('callback');
   const callback = callbackPair === undefined ? undefined : checkUrl(ctx, callbackPair, 'callback', root as Node);
   const allowCallback = patternList(ctx, top.get('allow-callback'), 'allow-callback');
+  const state = checkState(ctx, top.get('state'));
   const sources = checkSources(ctx, top.get('sources'), root as Node);
   if (ctx.issues.length > 0 || typeof outValue !== 'string' || sources === undefined) return undefined;
   return {
@@ -204,8 +210,19 @@ function checkTop(ctx: Checker, root: unknown, file: string): AggregateConfig | 
     maxBackoff: maxBackoff!,
     callback: callback === undefined || callback.endsWith('/') ? callback : `${callback}/`,
     allowCallback: allowCallback ?? [],
+    ...(state === undefined ? {} : { state }),
     sources,
   };
+}
+
+/** `state`: a PostgreSQL URL (its password never repeated in a message). */
+function checkState(ctx: Checker, pair: Pair<Node, Node> | undefined): string | undefined {
+  if (pair === undefined) return undefined;
+  const v = scalar(pair);
+  if (typeof v !== 'string' || !/^postgres(ql)?:\/\//i.test(v) || !URL.canParse(v) || new URL(v).hostname === '') {
+    return fail(ctx, pair.value, 'state', 'expected a PostgreSQL URL (postgres://USER@HOST:PORT/DB)');
+  }
+  return v;
 }
 
 function checkUrl(ctx: Checker, pair: Pair<Node, Node> | undefined, field: string, parent: Node): string | undefined {

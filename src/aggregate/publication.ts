@@ -14,6 +14,7 @@ import { publish, type PublishResult } from '../source/publish.js';
 import type { SetNotifications } from '../source/notifications.js';
 import type { AggregateSource } from './config.js';
 import { mirrorDir, openViaLinks, type ViaLinks } from './source-mirror.js';
+import type { AggregateStateEngine } from './engines.js';
 
 /** Where the published documents of an aggregate go, under its `out` folder. */
 const PUBLISH_DIR = 'publish';
@@ -45,6 +46,7 @@ export class AggregatePublication {
   readonly #onPublished: (r: { result: PublishResult | undefined; ms: number }) => void;
   readonly #onError: (error: unknown) => void;
   readonly #push: AggregatePush | undefined;
+  readonly #engine: AggregateStateEngine | undefined;
 
   constructor(options: {
     out: string;
@@ -55,8 +57,11 @@ export class AggregatePublication {
     onError: (error: unknown) => void;
     /** Announces each publication's changes (Change Notifications, with the `via` links) and framework changes. */
     push?: AggregatePush;
+    /** Where the Destination states and the snapshots are (PostgreSQL); default SQLite files under `out`. */
+    engine?: AggregateStateEngine;
   }) {
     this.#push = options.push;
+    this.#engine = options.engine;
     this.#out = options.out;
     this.#baseUrl = options.baseUrl;
     this.#sources = options.sources;
@@ -124,13 +129,14 @@ export class AggregatePublication {
     const push = this.#push;
     let result: PublishResult;
     try {
-      for (const s of sources) if (only === undefined || only.includes(s.id)) vias.set(s.id, await openViaLinks(this.#out, s));
+      for (const s of sources) if (only === undefined || only.includes(s.id)) vias.set(s.id, await openViaLinks(this.#out, s, this.#engine));
       result = await publish({
         sets: sources.map((s) => ({ name: s.id, dir: mirrorDir(this.#out, s.id) })),
         baseUrl: this.#baseUrl,
         outDir: join(this.#out, PUBLISH_DIR),
         stateDir: join(this.#out, 'sources'),
         namedSets: true,
+        ...(this.#engine === undefined ? {} : { snapshots: this.#engine.snapshots }),
         ...(only === undefined ? {} : { only }),
         resourceLinks: (set, path, entry): Ln[] | undefined => vias.get(set)?.links(path, entry),
         // Change Notifications go out as the changes are recorded (their entries carry the `via` links too)

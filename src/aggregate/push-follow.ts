@@ -66,16 +66,21 @@ export async function followByPush(
       const batchStarted = performance.now();
       const r = emptyResult();
       addCounts(r, e.batch);
-      void countResources(out, source).then(
+      void countResources(out, source, options.engine).then(
         (n) => events.onBatch({ ...r, resources: n, durationMs: Math.round(performance.now() - batchStarted) }),
         (error: unknown) => events.onProblem(error),
       );
     }
   };
   let handle: FollowHandle;
+  // a state in PostgreSQL is opened here, held while following and closed once it stopped
+  const state = options.engine === undefined ? undefined : await options.engine.openState(source, undefined, { readonly: false });
+  const closeState = async (): Promise<void> => {
+    await state?.close();
+  };
   try {
     handle = await followSource({
-      sync: sourceSyncOptions(out, source, { ...options, signal: controller.signal }),
+      sync: { ...sourceSyncOptions(out, source, { ...options, signal: controller.signal }), ...(state === undefined ? {} : { state }) },
       listen: { host: '127.0.0.1', port: 0 },
       callbackMount: options.mount,
       intervalMs: source.interval * 1000,
@@ -85,6 +90,7 @@ export async function followByPush(
     });
   } catch (error) {
     controller.abort();
+    await closeState();
     throw error;
   } finally {
     options.startSignal?.removeEventListener('abort', abortStart);
@@ -92,7 +98,7 @@ export async function followByPush(
   mode = handle.mode;
   const first = emptyResult();
   addCounts(first, handle.first);
-  first.resources = await countResources(out, source);
+  first.resources = await countResources(out, source, options.engine);
   first.durationMs = Math.round(performance.now() - started);
   return {
     first,
@@ -103,6 +109,7 @@ export async function followByPush(
     stop: async () => {
       controller.abort();
       await handle.done;
+      await closeState();
     },
   };
 }

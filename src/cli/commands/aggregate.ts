@@ -17,6 +17,7 @@ import { mountExplorer, type ExplorerMount } from '../../live/explorer-mount.js'
 import { serve, type RunningServer } from '../../server/node-adapter.js';
 import type { ResponderHandler } from '../../server/request-response.js';
 import { parseCommandArgs, usageError } from '../command-args.js';
+import { redactedUrl } from '../../node/postgres.js';
 
 const HELP = `Usage: resourcesync aggregate <config> [options]
        resourcesync aggregate status <config> [--json]
@@ -33,6 +34,9 @@ Options:
   --port N      TCP port (default: the port of base-url, else 8080; 0 picks a free one)
   --host H      interface to listen on (default 127.0.0.1)
   --verbose     log every sync and publication on stderr (failures and reloads are always logged)
+  --state URL   keep every Source's Destination state and the aggregate's snapshots in the
+                PostgreSQL database URL (postgres://USER@HOST:PORT/DB; the password in the
+                URL or in PGPASSWORD), as the configuration's 'state' field does (this wins)
   --json        (status) the status as one JSON object
   -h, --help    show this help
 
@@ -47,6 +51,7 @@ const ARGS = {
   host: { type: 'string' },
   verbose: { type: 'boolean' },
   json: { type: 'boolean' },
+  state: { type: 'string' },
 } as const;
 
 /** Runs `resourcesync aggregate`. */
@@ -57,16 +62,22 @@ export async function run(args: string[]): Promise<number> {
   if (positionals[0] === 'status' && positionals.length === 2) return status(positionals[1]!, values.json === true);
   if (positionals.length !== 1) return usageError('aggregate', 'expected <config>, or status <config>');
   if (values.json === true) return usageError('aggregate', '--json goes with status');
-  const config = load(positionals[0]!);
+  const state = values.state;
+  if (state !== undefined && (!/^postgres(ql)?:\/\//i.test(state) || !URL.canParse(state) || new URL(state).hostname === '')) {
+    return usageError('aggregate', `--state '${redactedUrl(state)}' is not a PostgreSQL URL (postgres://USER@HOST:PORT/DB)`);
+  }
+  const config = load(positionals[0]!, state);
   if (typeof config === 'number') return config;
   const port = values.port === undefined ? defaultPort(config) : Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) return usageError('aggregate', `--port '${values.port}' is not a port number`);
-  return aggregate(positionals[0]!, config, port, values.host ?? '127.0.0.1', values.verbose === true);
+  return aggregate(positionals[0]!, config, port, values.host ?? '127.0.0.1', values.verbose === true, state);
 }
 
-function load(file: string): AggregateConfig | number {
+/** The configuration in `file`, with `state` (from `--state`) in place of its own. */
+function load(file: string, state?: string): AggregateConfig | number {
   try {
-    return loadAggregateConfig(file);
+    const config = loadAggregateConfig(file);
+    return state === undefined ? config : { ...config, state };
   } catch (error) {
     if (isResourceSyncError(error, 'RS_INVALID_ARGUMENT') || isResourceSyncError(error, 'RS_IO') || isResourceSyncError(error, 'RS_LIMIT_BYTES')) {
       process.stderr.write(`resourcesync aggregate: ${error.message}\n`);
@@ -82,7 +93,7 @@ function defaultPort(config: AggregateConfig): number {
   return u.port === '' ? (u.protocol === 'https:' ? 443 : 80) : Number(u.port);
 }
 
-async function aggregate(file: string, config: AggregateConfig, port: number, host: string, verbose: boolean): Promise<number> {
+async function aggregate(file: string, config: AggregateConfig, port: number, host: string, verbose: boolean, state: string | undefined): Promise<number> {
   const log = (line: string): void => void process.stderr.write(`${line}\n`);
   const started: { aggregator?: Aggregator; explorer?: ExplorerMount } = {};
   const handler: ResponderHandler = (req) => {
@@ -125,7 +136,7 @@ async function aggregate(file: string, config: AggregateConfig, port: number, ho
   });
   started.explorer = explorer;
   const reload = (): void => {
-    const next = load(file);
+    const next = load(file, state);
     if (typeof next === 'number') return; // the message is out; the configuration in force stays
     try {
       running.reload(next);

@@ -1,0 +1,50 @@
+/**
+ * Where an aggregate keeps its state, when not in SQLite files under `out`: with `state: postgres://…` (the
+ * configuration's field, or `aggregate --state`), every Source's Destination state (key `aggregate:<out>:<id>`, one
+ * more `:sets/<n>` per chosen capability set) and the aggregate's snapshots of every Source (Source key
+ * `aggregate:<out>`, one set per Source id) are in that database. The URL may name a password: it is never shown
+ * ({@link AggregateStateEngine.shown} masks it).
+ * @see docs/aggregate.md ("What it keeps")
+ */
+import { openPostgresDestinationState } from '../destination/postgres-state.js';
+import type { DestinationState } from '../destination/state.js';
+import { redactedUrl } from '../node/postgres.js';
+import { openPostgresSnapshots } from '../source/postgres-snapshots.js';
+import type { SnapshotsOpener } from '../source/source-snapshots.js';
+import type { AggregateSource } from './config.js';
+
+/** The database of an aggregate's state. */
+export interface AggregateStateEngine {
+  /** The database's URL without its password, for messages. */
+  readonly shown: string;
+  /**
+   * Opens the Destination state of a Source (of its `set`-th chosen capability set, when it has some); the caller
+   * closes it.
+   */
+  openState(source: Pick<AggregateSource, 'id'>, set: number | undefined, options: { readonly: boolean }): Promise<DestinationState>;
+  /** Opens the aggregate's snapshots of a Source (the set named by its id), for `publish`. */
+  readonly snapshots: SnapshotsOpener;
+}
+
+/** True for a `postgres://` or `postgresql://` URL. */
+export function isPostgresUrl(value: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(value);
+}
+
+/** The key of a Source's Destination state in the database. */
+export function aggregateStateKey(out: string, id: string, set?: number): string {
+  return `aggregate:${out}:${id}${set === undefined ? '' : `:sets/${set}`}`;
+}
+
+/**
+ * The PostgreSQL engine of the aggregate whose mirrors are at `out` (its folder, or its `s3://` URL), in the
+ * database at `url`. Nothing is opened until a state or snapshots are.
+ */
+export function postgresStateEngine(url: string, out: string): AggregateStateEngine {
+  return {
+    shown: redactedUrl(url),
+    openState: (source, set, options) =>
+      openPostgresDestinationState(url, { destination: aggregateStateKey(out, source.id, set), readonly: options.readonly, maxConnections: 2 }),
+    snapshots: (set) => openPostgresSnapshots(url, { source: `aggregate:${out}`, set: set.name, maxConnections: 4 }),
+  };
+}
