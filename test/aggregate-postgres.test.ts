@@ -10,8 +10,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, readdir, utimes, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import { join } from 'node:path';
 import pg from 'pg';
 import { readAggregateStatus, type SourceStatus } from '../src/aggregate/status.js';
@@ -21,6 +20,7 @@ import { runCli } from './helpers/mirror-check.js';
 import { POSTGRES_SKIP, startPostgres, type PostgresCluster } from './helpers/postgres.js';
 import { startServe, type ServeChild } from './helpers/serve-child.js';
 import { tempDir } from './helpers/tmp.js';
+import { typedSource } from './helpers/typed-source.js';
 
 const PASSWORD = 'pw-never-shown-7q';
 
@@ -33,32 +33,6 @@ function statusOf(out: string, id: string): SourceStatus | undefined {
 }
 
 const syncedSince = (out: string, id: string, t: number): boolean => (statusOf(out, id)?.lastSync ?? 0) >= t;
-
-/** A static Source whose Resource List gives each resource a type of its own (not what its name suggests). */
-async function staticSource(files: Record<string, { body: string; type: string }>): Promise<{ origin: string; server: Server }> {
-  let origin = '';
-  const xml = (inner: string, capability: string): string =>
-    `<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/"><rs:md capability="${capability}"/>${inner}</urlset>\n`;
-  const server = createServer((req, res) => {
-    const path = new URL(req.url ?? '/', 'http://x').pathname;
-    const send = (type: string, body: string): void => void res.writeHead(200, { 'content-type': type }).end(body);
-    if (path === '/.well-known/resourcesync') return send('application/xml', xml(`<url><loc>${origin}/capabilitylist.xml</loc><rs:md capability="capabilitylist"/></url>`, 'description'));
-    if (path === '/capabilitylist.xml') return send('application/xml', xml(`<url><loc>${origin}/resourcelist.xml</loc><rs:md capability="resourcelist"/></url>`, 'capabilitylist'));
-    if (path === '/resourcelist.xml') {
-      const urls = Object.entries(files).map(([p, f]) => {
-        const md5 = createHash('md5').update(f.body).digest('hex');
-        return `<url><loc>${origin}/${p}</loc><lastmod>2026-01-02T03:04:05Z</lastmod><rs:md hash="md5:${md5}" length="${Buffer.byteLength(f.body)}" type="${f.type}"/></url>`;
-      });
-      return send('application/xml', xml(urls.join(''), 'resourcelist').replace('<rs:md capability="resourcelist"/>', '<rs:md capability="resourcelist" at="2026-01-02T03:04:05Z"/>'));
-    }
-    const f = files[path.slice(1)];
-    if (f === undefined) return void res.writeHead(404).end();
-    send('application/octet-stream', f.body);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { origin, server };
-}
 
 async function startAggregate(config: string, state: string): Promise<{ p: CliChild; url: string }> {
   const p = startCli(['aggregate', config, '--port', '0', '--verbose', '--state', state]);
@@ -105,7 +79,7 @@ void test('aggregate --state postgres://: in step, conformant, via with the orig
   }
   const live: ServeChild = await startServe([liveDir]);
   children.push(live.child);
-  const stat = await staticSource({ 'doc.txt': { body: 'a document\n', type: 'text/x-special' } });
+  const stat = await typedSource({ 'doc.txt': { body: 'a document\n', type: 'text/x-special' } });
   held.fixed = stat.server;
 
   const out = join(dir, 'agg');

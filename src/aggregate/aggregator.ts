@@ -22,6 +22,8 @@ import { CallbackRouter, startAggregateHub } from './push.js';
 import { followable, followByPush, type PushFollowing } from './push-follow.js';
 import { openStatusStore, type SourceStatus, type StatusStore } from './status.js';
 import { postgresStateEngine, type AggregateStateEngine } from './engines.js';
+import { documentSink, sourceStorage } from './s3-out.js';
+import type { SourceSyncOptions } from './source-mirror.js';
 
 /** What the aggregator reports (it never prints). */
 export type AggregateEvent =
@@ -116,10 +118,17 @@ class RunningAggregator implements Aggregator {
   readonly #stopping = new Map<string, Promise<void>>();
   /** The PostgreSQL database of the states and snapshots (`state`); undefined: SQLite under `out`. */
   readonly #engine: AggregateStateEngine | undefined;
+  /** With `out: s3://…`: the mirror of a Source in the bucket. */
+  readonly #storageFor: SourceSyncOptions['storageFor'];
 
   constructor(config: AggregateConfig, options: AggregatorOptions) {
     this.config = config;
-    this.#engine = config.state === undefined ? undefined : postgresStateEngine(config.state, config.out);
+    this.#engine = config.state === undefined ? undefined : postgresStateEngine(config.state, config.s3?.location ?? config.out);
+    if (config.s3 !== undefined && this.#engine === undefined) {
+      throw new ResourceSyncError('RS_INVALID_ARGUMENT', `out: ${config.s3.location} keeps the states elsewhere: give state: postgres://… (or --state).`);
+    }
+    const bucket = config.s3;
+    this.#storageFor = bucket === undefined ? undefined : (id) => sourceStorage(bucket, config.out, id, options.env);
     this.#options = options;
     this.#now = options.now ?? Date.now;
     this.#emit = options.onEvent ?? (() => undefined);
@@ -139,6 +148,7 @@ class RunningAggregator implements Aggregator {
       onError: (error) => this.#emit({ type: 'publish-failed', error }),
       ...(push === undefined ? {} : { push }),
       ...(this.#engine === undefined ? {} : { engine: this.#engine }),
+      ...(bucket === undefined ? {} : { sink: documentSink(bucket, options.env) }),
     });
     const known = new Set(config.sources.map((s) => s.id));
     for (const s of this.#status.all()) if (!known.has(s.id) && s.state !== 'stopped') this.#status.put(stopped(s));
@@ -152,7 +162,7 @@ class RunningAggregator implements Aggregator {
     if (config.out !== this.config.out) {
       throw new ResourceSyncError('RS_INVALID_ARGUMENT', `out cannot change while the aggregator runs ('${this.config.out}' → '${config.out}'): restart it.`, { data: { out: config.out } });
     }
-    if (config.state !== this.config.state) throw new ResourceSyncError('RS_INVALID_ARGUMENT', 'state cannot change while the aggregator runs: restart it.');
+    if (config.state !== this.config.state || config.s3?.location !== this.config.s3?.location) throw new ResourceSyncError('RS_INVALID_ARGUMENT', 'state and an s3:// out cannot change while the aggregator runs: restart it.');
     const before = new Map(this.config.sources.map((s) => [s.id, s]));
     const after = new Map(config.sources.map((s) => [s.id, s]));
     const added = [...after.keys()].filter((id) => !before.has(id));
@@ -287,6 +297,7 @@ class RunningAggregator implements Aggregator {
       const result = await syncSource(this.config.out, source, {
         signal: AbortSignal.any([signal, timeout]),
         ...(this.#engine === undefined ? {} : { engine: this.#engine }),
+        ...(this.#storageFor === undefined ? {} : { storageFor: this.#storageFor }),
         env: this.#options.env,
         ...(this.#options.resourceConcurrency === undefined ? {} : { concurrency: this.#options.resourceConcurrency }),
         ...(this.#options.timeoutMs === undefined ? {} : { timeoutMs: this.#options.timeoutMs }),
@@ -335,6 +346,7 @@ class RunningAggregator implements Aggregator {
         env: this.#options.env,
         mount: this.#callbacks!.mount(id),
         ...(this.#engine === undefined ? {} : { engine: this.#engine }),
+        ...(this.#storageFor === undefined ? {} : { storageFor: this.#storageFor }),
         startSignal: signal,
         ...(this.#options.resourceConcurrency === undefined ? {} : { concurrency: this.#options.resourceConcurrency }),
         ...(this.#options.timeoutMs === undefined ? {} : { timeoutMs: this.#options.timeoutMs }),

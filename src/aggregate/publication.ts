@@ -15,6 +15,8 @@ import type { SetNotifications } from '../source/notifications.js';
 import type { AggregateSource } from './config.js';
 import { mirrorDir, openViaLinks, type ViaLinks } from './source-mirror.js';
 import type { AggregateStateEngine } from './engines.js';
+import type { DocumentSink } from '../source/document-sink.js';
+import { stateInventory, type StateInventory } from './s3-out.js';
 
 /** Where the published documents of an aggregate go, under its `out` folder. */
 const PUBLISH_DIR = 'publish';
@@ -23,6 +25,12 @@ const UNAVAILABLE: ResponderResponse = {
   status: 503,
   headers: { 'content-type': 'text/plain; charset=utf-8', 'retry-after': '5', 'content-length': '41' },
   body: { type: 'bytes', bytes: Buffer.from('503 no Source of the aggregate is synced\n') },
+};
+
+const IN_BUCKET: ResponderResponse = {
+  status: 404,
+  headers: { 'content-type': 'text/plain; charset=utf-8', 'content-length': '61' },
+  body: { type: 'bytes', bytes: Buffer.from('404 the aggregate is served from its bucket, at its base-url\n') },
 };
 
 /** Where the aggregate's notifications go (its embedded hub, `../live/push.ts`). */
@@ -47,6 +55,7 @@ export class AggregatePublication {
   readonly #onError: (error: unknown) => void;
   readonly #push: AggregatePush | undefined;
   readonly #engine: AggregateStateEngine | undefined;
+  readonly #sink: DocumentSink | undefined;
 
   constructor(options: {
     out: string;
@@ -59,9 +68,15 @@ export class AggregatePublication {
     push?: AggregatePush;
     /** Where the Destination states and the snapshots are (PostgreSQL); default SQLite files under `out`. */
     engine?: AggregateStateEngine;
+    /**
+     * The bucket the documents go to (`out: s3://…`, with an `engine`): each Source's set is then published from
+     * its Destination state (the copies are in the bucket, no folder), every set at each run; nothing is served here.
+     */
+    sink?: DocumentSink;
   }) {
     this.#push = options.push;
     this.#engine = options.engine;
+    this.#sink = options.sink;
     this.#out = options.out;
     this.#baseUrl = options.baseUrl;
     this.#sources = options.sources;
@@ -69,8 +84,8 @@ export class AggregatePublication {
     this.#onError = options.onError;
   }
 
-  /** Serves the aggregate: 503 until a Source is published. */
-  readonly handler: ResponderHandler = (req) => (this.#responder === undefined ? UNAVAILABLE : this.#responder(req));
+  /** Serves the aggregate: 503 until a Source is published; 404 when the bucket serves it. */
+  readonly handler: ResponderHandler = (req) => (this.#sink !== undefined ? IN_BUCKET : this.#responder === undefined ? UNAVAILABLE : this.#responder(req));
 
   /** Publishes under another base URL from now on (every document is written again). */
   set baseUrl(url: string) {
@@ -114,6 +129,7 @@ export class AggregatePublication {
   }
 
   async #publishNow(): Promise<void> {
+    if (this.#sink !== undefined && this.#engine !== undefined) return this.#publishToBucket(this.#sink, this.#engine);
     const started = performance.now();
     const sources = [...this.#sources()].filter((s) => existsDir(mirrorDir(this.#out, s.id))).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     if (sources.length === 0) {
@@ -155,6 +171,34 @@ export class AggregatePublication {
     }
     this.#serve(sources, result);
     push?.send(result.notifications?.map((n) => ({ ...n, change: [] }))); // the Framework Notifications
+    this.#onPublished({ result, ms: Math.round(performance.now() - started) });
+  }
+
+  /** Publishes every Source's set from its state into the bucket (the copies are there already). */
+  async #publishToBucket(sink: DocumentSink, engine: AggregateStateEngine): Promise<void> {
+    const started = performance.now();
+    const sources = [...this.#sources()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    this.#dirty = new Set();
+    if (sources.length === 0) {
+      this.#onPublished({ result: undefined, ms: Math.round(performance.now() - started) });
+      return;
+    }
+    const inventories = new Map<string, StateInventory>(sources.map((s) => [s.id, stateInventory(engine, s, this.#baseUrl)]));
+    const push = this.#push;
+    const result = await publish({
+      sets: sources.map((s) => ({ name: s.id, feed: inventories.get(s.id)!.feed })),
+      baseUrl: this.#baseUrl,
+      outDir: join(this.#out, PUBLISH_DIR),
+      stateDir: join(this.#out, 'sources'),
+      namedSets: true,
+      snapshots: engine.snapshots,
+      sink,
+      resourceLinks: (set, loc): Ln[] | undefined => inventories.get(set)?.via(loc),
+      ...(push === undefined
+        ? {}
+        : { notifications: { hub: push.hubUrl }, onRecorded: (n: SetNotifications) => push.send([n]) }),
+    });
+    push?.send(result.notifications?.map((n) => ({ ...n, change: [] })));
     this.#onPublished({ result, ms: Math.round(performance.now() - started) });
   }
 

@@ -75,12 +75,14 @@ export async function followByPush(
   let handle: FollowHandle;
   // a state in PostgreSQL is opened here, held while following and closed once it stopped
   const state = options.engine === undefined ? undefined : await options.engine.openState(source, undefined, { readonly: false });
+  const storage = options.storageFor?.(source.id);
   const closeState = async (): Promise<void> => {
+    storage?.close();
     await state?.close();
   };
   try {
     handle = await followSource({
-      sync: { ...sourceSyncOptions(out, source, { ...options, signal: controller.signal }), ...(state === undefined ? {} : { state }) },
+      sync: { ...sourceSyncOptions(out, source, { ...options, signal: controller.signal }), ...(state === undefined ? {} : { state }), ...(storage === undefined ? {} : { storage }) },
       listen: { host: '127.0.0.1', port: 0 },
       callbackMount: options.mount,
       intervalMs: source.interval * 1000,

@@ -18,6 +18,7 @@ import { sync, type SyncOptions, type SyncReport } from '../destination/sync.js'
 import type { SyncCounts } from '../destination/sync-counts.js';
 import type { AggregateSource, SourceCredentials } from './config.js';
 import type { AggregateStateEngine } from './engines.js';
+import type { MirrorStorage } from '../destination/mirror-storage.js';
 
 /** The folder of a Source in the aggregate. */
 function sourceDir(out: string, id: string): string {
@@ -77,6 +78,8 @@ export interface SourceSyncOptions {
   timeoutMs?: number;
   /** Where the Destination states are (PostgreSQL); default SQLite in the mirror (or in `sets/<n>/`). */
   engine?: AggregateStateEngine;
+  /** Where the copies of a Source go when not in its mirror folder (a bucket); the caller of the factory closes it. */
+  storageFor?: (id: string) => MirrorStorage & { close(): void };
 }
 
 /**
@@ -88,19 +91,25 @@ export async function syncSource(out: string, source: AggregateSource, options: 
   const dirs = stateDirs(out, source);
   const total = emptyResult();
   const engine = options.engine;
-  for (const [i, dir] of dirs.entries()) {
-    const set = source.capabilitySets === undefined ? undefined : i;
-    const state = engine !== undefined ? await engine.openState(source, set, { readonly: false }) : set === undefined ? undefined : await openSqliteDestinationState(dir);
-    try {
-      const report = await sync({
-        ...sourceSyncOptions(out, source, options),
-        ...(source.capabilitySets === undefined ? {} : { capabilityList: source.capabilitySets[i]! }),
-        ...(state === undefined ? {} : { state }),
-      });
-      addCounts(total, report);
-    } finally {
-      await state?.close();
+  const storage = options.storageFor?.(source.id);
+  try {
+    for (const [i, dir] of dirs.entries()) {
+      const set = source.capabilitySets === undefined ? undefined : i;
+      const state = engine !== undefined ? await engine.openState(source, set, { readonly: false }) : set === undefined ? undefined : await openSqliteDestinationState(dir);
+      try {
+        const report = await sync({
+          ...sourceSyncOptions(out, source, options),
+          ...(storage === undefined ? {} : { storage }),
+          ...(source.capabilitySets === undefined ? {} : { capabilityList: source.capabilitySets[i]! }),
+          ...(state === undefined ? {} : { state }),
+        });
+        addCounts(total, report);
+      } finally {
+        await state?.close();
+      }
     }
+  } finally {
+    storage?.close();
   }
   total.resources = await countResources(out, source, engine);
   total.durationMs = Math.round(performance.now() - started);

@@ -18,6 +18,7 @@ import { serve, type RunningServer } from '../../server/node-adapter.js';
 import type { ResponderHandler } from '../../server/request-response.js';
 import { parseCommandArgs, usageError } from '../command-args.js';
 import { redactedUrl } from '../../node/postgres.js';
+import { quietSdk } from '../s3-dest.js';
 
 const HELP = `Usage: resourcesync aggregate <config> [options]
        resourcesync aggregate status <config> [--json]
@@ -76,8 +77,14 @@ export async function run(args: string[]): Promise<number> {
 /** The configuration in `file`, with `state` (from `--state`) in place of its own. */
 function load(file: string, state?: string): AggregateConfig | number {
   try {
-    const config = loadAggregateConfig(file);
-    return state === undefined ? config : { ...config, state };
+    const loaded = loadAggregateConfig(file);
+    const config = state === undefined ? loaded : { ...loaded, state };
+    if (config.s3 !== undefined && config.state === undefined) {
+      process.stderr.write(`resourcesync aggregate: out: ${config.s3.location} keeps the states elsewhere: give state: postgres://… in the configuration, or --state\n`);
+      return 2;
+    }
+    if (config.s3 !== undefined) quietSdk();
+    return config;
   } catch (error) {
     if (isResourceSyncError(error, 'RS_INVALID_ARGUMENT') || isResourceSyncError(error, 'RS_IO') || isResourceSyncError(error, 'RS_LIMIT_BYTES')) {
       process.stderr.write(`resourcesync aggregate: ${error.message}\n`);
