@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, readdir, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rm, utimes, writeFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -168,6 +168,14 @@ void test('aggregate --state postgres://: in step, conformant, via with the orig
   // the password: never printed, never written under out
   agg.p.child.kill('SIGTERM');
   assert.equal((await exited(agg.p.child))[0], 0, agg.p.err());
-  for (const text of [firstLog, agg.p.out(), agg.p.err()]) assert.ok(!text.includes(PASSWORD), 'the password printed');
+  // the status, from PostgreSQL: another machine (here: without the local file) reads it
+  await rm(join(out, 'aggregate.sqlite'));
+  const st = await runCli(['aggregate', 'status', config, '--state', stateUrl, '--json']);
+  assert.equal(st.status, 0, st.stderr);
+  const report = JSON.parse(st.stdout) as { sources: SourceStatus[] };
+  assert.deepEqual(report.sources.map((s) => s.id).sort(), ['live', 'static']);
+  assert.ok(report.sources.every((s) => s.lastSync !== undefined && s.failures === 0), st.stdout);
+  assert.equal(report.sources.find((s) => s.id === 'live')?.lastSyncMode, 'incremental');
+  for (const text of [firstLog, agg.p.out(), agg.p.err(), st.stdout, st.stderr]) assert.ok(!text.includes(PASSWORD), 'the password printed');
   for (const f of await allFiles(out)) assert.ok(!(await readFile(f)).includes(PASSWORD), `the password written in ${f}`);
 });

@@ -21,8 +21,9 @@ import { syncSource, type SourceSyncResult } from './source-mirror.js';
 import { CallbackRouter, startAggregateHub } from './push.js';
 import { followable, followByPush, type PushFollowing } from './push-follow.js';
 import { openStatusStore, type SourceStatus, type StatusStore } from './status.js';
-import { postgresStateEngine, type AggregateStateEngine } from './engines.js';
+import { aggregateKey, postgresStateEngine, type AggregateStateEngine } from './engines.js';
 import { documentSink, sourceStorage } from './s3-out.js';
+import { copyStatusToPostgres, type PostgresStatusCopy } from './postgres-status.js';
 import type { SourceSyncOptions } from './source-mirror.js';
 
 /** What the aggregator reports (it never prints). */
@@ -35,6 +36,8 @@ export type AggregateEvent =
   /** A Source followed by push: a problem (following goes on), or the mode in use changed. */
   | { type: 'follow-problem'; id: string; error: unknown }
   | { type: 'mode'; id: string; mode: 'push' | 'poll' }
+  /** With `state`: the status could not be copied to PostgreSQL (it is in the local file; tried again at the next change). */
+  | { type: 'status-not-copied'; error: unknown }
   | PushEvent;
 
 /** Options of {@link startAggregator}. */
@@ -118,6 +121,8 @@ class RunningAggregator implements Aggregator {
   readonly #stopping = new Map<string, Promise<void>>();
   /** The PostgreSQL database of the states and snapshots (`state`); undefined: SQLite under `out`. */
   readonly #engine: AggregateStateEngine | undefined;
+  /** With `state`: the status copied to PostgreSQL. */
+  readonly #statusCopy: PostgresStatusCopy | undefined;
   /** With `out: s3://…`: the mirror of a Source in the bucket. */
   readonly #storageFor: SourceSyncOptions['storageFor'];
 
@@ -133,6 +138,13 @@ class RunningAggregator implements Aggregator {
     this.#now = options.now ?? Date.now;
     this.#emit = options.onEvent ?? (() => undefined);
     this.#status = openStatusStore(config.out);
+    if (config.state !== undefined) {
+      // the status is copied to the database too: `aggregate status` reads it from any machine
+      const local = this.#status;
+      const copy = copyStatusToPostgres(config.state, aggregateKey(config), (error) => this.#emit({ type: 'status-not-copied', error }));
+      this.#statusCopy = copy;
+      this.#status = { ...local, put: (s) => (local.put(s), copy.put(s)) };
+    }
     if (options.origin !== undefined) {
       const baseUrl = config.baseUrl ?? options.defaultBaseUrl;
       this.#push = startAggregateHub({ baseUrl, origin: options.origin, out: config.out, allowCallback: config.allowCallback, onEvent: this.#emit });
@@ -216,6 +228,7 @@ class RunningAggregator implements Aggregator {
     await this.publication.settled();
     await this.#push?.close();
     this.#status.close();
+    await this.#statusCopy?.close();
   }
 
   #add(source: AggregateSource): void {

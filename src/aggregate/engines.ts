@@ -31,6 +31,11 @@ export function isPostgresUrl(value: string): boolean {
   return /^postgres(ql)?:\/\//i.test(value);
 }
 
+/** The key of an aggregate in the database (of its snapshots and its status): `aggregate:<out>`, the `s3://` URL with one. */
+export function aggregateKey(config: { out: string; s3?: { location: string } | undefined }): string {
+  return `aggregate:${config.s3?.location ?? config.out}`;
+}
+
 /** The key of a Source's Destination state in the database. */
 export function aggregateStateKey(out: string, id: string, set?: number): string {
   return `aggregate:${out}:${id}${set === undefined ? '' : `:sets/${set}`}`;

@@ -11,7 +11,9 @@ import { isResourceSyncError, messageOf } from '../../core/errors.js';
 import { loadAggregateConfig, type AggregateConfig } from '../../aggregate/config.js';
 import { startAggregator, type AggregateEvent, type Aggregator } from '../../aggregate/aggregator.js';
 import { metricsResponse, METRICS_PATH } from '../../aggregate/metrics.js';
-import { isFailing, readAggregateStatus, type SourceStatus } from '../../aggregate/status.js';
+import { isFailing, readAggregateStatus, sortStatus, type SourceStatus } from '../../aggregate/status.js';
+import { readPostgresStatus } from '../../aggregate/postgres-status.js';
+import { aggregateKey } from '../../aggregate/engines.js';
 import { aggregateStatusView } from '../../aggregate/status-view.js';
 import { mountExplorer, type ExplorerMount } from '../../live/explorer-mount.js';
 import { serve, type RunningServer } from '../../server/node-adapter.js';
@@ -39,6 +41,7 @@ Options:
                 PostgreSQL database URL (postgres://USER@HOST:PORT/DB; the password in the
                 URL or in PGPASSWORD), as the configuration's 'state' field does (this wins)
   --json        (status) the status as one JSON object
+                (status, with --state or the configuration's state: read from PostgreSQL)
   -h, --help    show this help
 
 Exit codes:
@@ -60,13 +63,13 @@ export async function run(args: string[]): Promise<number> {
   const parsed = parseCommandArgs('aggregate', args, ARGS, HELP);
   if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
-  if (positionals[0] === 'status' && positionals.length === 2) return status(positionals[1]!, values.json === true);
-  if (positionals.length !== 1) return usageError('aggregate', 'expected <config>, or status <config>');
-  if (values.json === true) return usageError('aggregate', '--json goes with status');
   const state = values.state;
   if (state !== undefined && (!/^postgres(ql)?:\/\//i.test(state) || !URL.canParse(state) || new URL(state).hostname === '')) {
     return usageError('aggregate', `--state '${redactedUrl(state)}' is not a PostgreSQL URL (postgres://USER@HOST:PORT/DB)`);
   }
+  if (positionals[0] === 'status' && positionals.length === 2) return status(positionals[1]!, values.json === true, state);
+  if (positionals.length !== 1) return usageError('aggregate', 'expected <config>, or status <config>');
+  if (values.json === true) return usageError('aggregate', '--json goes with status');
   const config = load(positionals[0]!, state);
   if (typeof config === 'number') return config;
   const port = values.port === undefined ? defaultPort(config) : Number(values.port);
@@ -196,6 +199,8 @@ function eventLine(e: AggregateEvent, verbose: boolean): string | undefined {
       return `aggregate: ${e.id}: ${messageOf(e.error)}`;
     case 'hub-error':
       return `aggregate: hub: ${messageOf(e.error)}`;
+    case 'status-not-copied':
+      return `aggregate: ${messageOf(e.error)}`;
     case 'notification-failed':
       return `aggregate: notification on ${e.topic} not published: ${messageOf(e.error)}`;
     case 'hub':
@@ -203,12 +208,13 @@ function eventLine(e: AggregateEvent, verbose: boolean): string | undefined {
   }
 }
 
-function status(file: string, json: boolean): number {
-  const config = load(file);
+/** The status of every Source: from PostgreSQL with a `state` (any machine reaching it), else from `<out>/aggregate.sqlite`. */
+async function status(file: string, json: boolean, state: string | undefined): Promise<number> {
+  const config = load(file, state);
   if (typeof config === 'number') return config;
   let list: SourceStatus[];
   try {
-    list = readAggregateStatus(config.out);
+    list = config.state === undefined ? readAggregateStatus(config.out) : sortStatus(await readPostgresStatus(config.state, aggregateKey(config)));
   } catch (error) {
     if (!isResourceSyncError(error)) throw error;
     process.stderr.write(`resourcesync aggregate: ${error.message}\n`);
