@@ -8,14 +8,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, readdir, rm, utimes, writeFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import { join } from 'node:path';
 import pg from 'pg';
 import { readAggregateStatus, type SourceStatus } from '../src/aggregate/status.js';
 import { exited } from './helpers/exited.js';
-import { startCli, until, type CliChild } from './helpers/cli-child.js';
+import { freePort, startCli, until, type CliChild } from './helpers/cli-child.js';
 import { runCli } from './helpers/mirror-check.js';
 import { POSTGRES_SKIP, startPostgres, type PostgresCluster } from './helpers/postgres.js';
 import { startServe, type ServeChild } from './helpers/serve-child.js';
@@ -34,8 +34,8 @@ function statusOf(out: string, id: string): SourceStatus | undefined {
 
 const syncedSince = (out: string, id: string, t: number): boolean => (statusOf(out, id)?.lastSync ?? 0) >= t;
 
-async function startAggregate(config: string, state: string): Promise<{ p: CliChild; url: string }> {
-  const p = startCli(['aggregate', config, '--port', '0', '--verbose', '--state', state]);
+async function startAggregate(config: string, state: string, port: number): Promise<{ p: CliChild; url: string }> {
+  const p = startCli(['aggregate', config, '--port', String(port), '--verbose', '--state', state]);
   await until('the aggregator listening', () => /^listening on /m.test(p.out()) || p.child.exitCode !== null);
   assert.equal(p.child.exitCode, null, `aggregate exited: ${p.err()}`);
   return { p, url: /^listening on (\S+)/m.exec(p.out())![1]! };
@@ -86,7 +86,8 @@ void test('aggregate --state postgres://: in step, conformant, via with the orig
   const config = join(dir, 'aggregate.yaml');
   await writeFile(config, `out: ${out}\nmax-backoff: 2\nsources:\n  - url: ${live.url}/\n    id: live\n    interval: 1\n  - url: ${stat.origin}/\n    id: static\n    interval: 1\n`);
   const started = Date.now();
-  let agg = await startAggregate(config, stateUrl);
+  const port = await freePort(); // the same after the restart: the follower's topics name it
+  let agg = await startAggregate(config, stateUrl, port);
   children.push(agg.p.child);
   await until('both Sources in step', () => syncedSince(out, 'live', started) && syncedSince(out, 'static', started), 120_000);
   assert.equal(await readFile(join(out, 'sources', 'live', 'mirror', 'a.txt'), 'utf8'), 'alpha\n');
@@ -143,13 +144,36 @@ void test('aggregate --state postgres://: in step, conformant, via with the orig
   }
   assert.ok(!existsSync(join(out, 'sources', 'live', 'source.sqlite')), 'no SQLite snapshots');
 
+  // a Destination follows the aggregate by push: its subscription is a row of the hub's store in PostgreSQL
+  const followed = join(dir, 'followed');
+  const follower = startCli(['sync', `${agg.url}/`, followed, '--delete', '--follow']);
+  children.push(follower.child);
+  const subscribed = async (): Promise<number> => {
+    const c = new pg.Client({ connectionString: cluster.url });
+    await c.connect();
+    try {
+      const r = await c.query<{ n: string }>(`SELECT count(*) AS n FROM resourcesync_hub_subscriptions WHERE hub = $1`, [`aggregate:${out}`]);
+      return Number(r.rows[0]!.n);
+    } catch {
+      return 0; // the table not made yet
+    } finally {
+      await c.end();
+    }
+  };
+  let subscriptions = 0;
+  for (let deadline = Date.now() + 120_000; subscriptions === 0 && Date.now() < deadline; ) {
+    subscriptions = await subscribed();
+    if (subscriptions === 0) await new Promise((r) => setTimeout(r, 200));
+  }
+  assert.ok(subscriptions >= 1, `no subscription in the hub's store: ${follower.err()}`);
+
   // kill -9, a change at the live Source, restart: the next sync incremental
   agg.p.child.kill('SIGKILL');
   await exited(agg.p.child);
   const firstLog = agg.p.out() + agg.p.err();
   await writeFile(join(liveDir, 'a.txt'), 'alpha, changed\n');
   const restarted = Date.now();
-  agg = await startAggregate(config, stateUrl);
+  agg = await startAggregate(config, stateUrl, port);
   children.push(agg.p.child);
   await until('live synced after the restart', () => syncedSince(out, 'live', restarted) && statusOf(out, 'live')?.lastSyncMode !== undefined, 120_000);
   await until('the change mirrored', () => existsSync(join(out, 'sources', 'live', 'mirror', 'a.txt')) && statusOf(out, 'live')?.totals.updated === 1, 60_000);
@@ -164,6 +188,18 @@ void test('aggregate --state postgres://: in step, conformant, via with the orig
   }
   assert.equal(s2?.status, 0, s2?.stderr);
   assert.equal(await readFile(join(fresh, 'live', 'a.txt'), 'utf8'), 'alpha, changed\n');
+  // the hub restarted with its subscriptions from PostgreSQL: the follower gets the change
+  await until('the follower has the change', () => {
+    try {
+      return readFileSync(join(followed, 'live', 'a.txt'), 'utf8') === 'alpha, changed\n';
+    } catch {
+      return false;
+    }
+  }, 120_000).catch((error: unknown) => {
+    throw new Error(`${String(error)}\naggregator: ${agg.p.err()}\nfollower: ${follower.err()}`);
+  });
+  follower.child.kill('SIGTERM');
+  await exited(follower.child);
 
   // the password: never printed, never written under out
   agg.p.child.kill('SIGTERM');

@@ -147,7 +147,8 @@ class RunningAggregator implements Aggregator {
     }
     if (options.origin !== undefined) {
       const baseUrl = config.baseUrl ?? options.defaultBaseUrl;
-      this.#push = startAggregateHub({ baseUrl, origin: options.origin, out: config.out, allowCallback: config.allowCallback, onEvent: this.#emit });
+      const hubStore = this.#engine?.hubStore();
+      this.#push = startAggregateHub({ baseUrl, origin: options.origin, out: config.out, allowCallback: config.allowCallback, onEvent: this.#emit, ...(hubStore === undefined ? {} : { hubStore }) });
       this.#callbacks = new CallbackRouter(options.origin, config.callback, (error) => this.#emit({ type: 'hub-error', error }));
     }
     const push = this.#push;

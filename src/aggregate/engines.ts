@@ -2,7 +2,8 @@
  * Where an aggregate keeps its state, when not in SQLite files under `out`: with `state: postgres://…` (the
  * configuration's field, or `aggregate --state`), every Source's Destination state (key `aggregate:<out>:<id>`, one
  * more `:sets/<n>` per chosen capability set) and the aggregate's snapshots of every Source (Source key
- * `aggregate:<out>`, one set per Source id) are in that database. The URL may name a password: it is never shown
+ * `aggregate:<out>`, one set per Source id) and the embedded hub's store (hub key `aggregate:<out>`) are in that
+ * database. The URL may name a password: it is never shown
  * ({@link AggregateStateEngine.shown} masks it).
  * @see docs/aggregate.md ("What it keeps")
  */
@@ -12,6 +13,8 @@ import { redactedUrl } from '../node/postgres.js';
 import { openPostgresSnapshots } from '../source/postgres-snapshots.js';
 import type { SnapshotsOpener } from '../source/source-snapshots.js';
 import type { AggregateSource } from './config.js';
+import type { HubStore } from '../notify/hub-store.js';
+import { openPostgresHubStore } from '../notify/postgres-hub-store.js';
 
 /** The database of an aggregate's state. */
 export interface AggregateStateEngine {
@@ -24,6 +27,8 @@ export interface AggregateStateEngine {
   openState(source: Pick<AggregateSource, 'id'>, set: number | undefined, options: { readonly: boolean }): Promise<DestinationState>;
   /** Opens the aggregate's snapshots of a Source (the set named by its id), for `publish`. */
   readonly snapshots: SnapshotsOpener;
+  /** The embedded hub's store (hub key `aggregate:<out>`), opened at its first use. */
+  hubStore(): HubStore;
 }
 
 /** True for a `postgres://` or `postgresql://` URL. */
@@ -51,5 +56,30 @@ export function postgresStateEngine(url: string, out: string): AggregateStateEng
     openState: (source, set, options) =>
       openPostgresDestinationState(url, { destination: aggregateStateKey(out, source.id, set), readonly: options.readonly, maxConnections: 2 }),
     snapshots: (set) => openPostgresSnapshots(url, { source: `aggregate:${out}`, set: set.name, maxConnections: 4 }),
+    hubStore: () => lazyHubStore(() => openPostgresHubStore(url, { hub: `aggregate:${out}` })),
   };
+}
+
+/**
+ * A hub store opened at its first use (every method answers with a promise): the hub is made at once, the database
+ * reached when the hub first needs it; an open that failed is tried again at the next call.
+ */
+export function lazyHubStore(open: () => Promise<HubStore>): HubStore {
+  let opened: Promise<HubStore> | undefined;
+  const store = (): Promise<HubStore> =>
+    (opened ??= open().catch((error: unknown) => {
+      opened = undefined;
+      throw error;
+    }));
+  return new Proxy({} as HubStore, {
+    get: (_target, name) => {
+      if (typeof name !== 'string' || name === 'then') return undefined; // a store, not a promise
+      return async (...args: unknown[]): Promise<unknown> => {
+        if (name === 'close' && opened === undefined) return undefined;
+        const s = await store();
+        const method = s[name as keyof HubStore] as unknown as (...a: unknown[]) => unknown;
+        return method.apply(s, args);
+      };
+    },
+  });
 }
