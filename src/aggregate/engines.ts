@@ -77,7 +77,7 @@ export function lazyHubStore(open: () => Promise<HubStore>): HubStore {
       return async (...args: unknown[]): Promise<unknown> => {
         if (name === 'close' && opened === undefined) return undefined;
         const s = await store();
-        const method = s[name as keyof HubStore] as unknown as (...a: unknown[]) => unknown;
+        const method = Reflect.get(s, name) as (...a: unknown[]) => unknown;
         return method.apply(s, args);
       };
     },
