@@ -31,18 +31,13 @@ export interface AggregateStateEngine {
   hubStore(): HubStore;
 }
 
-/** True for a `postgres://` or `postgresql://` URL. */
-export function isPostgresUrl(value: string): boolean {
-  return /^postgres(ql)?:\/\//i.test(value);
-}
-
 /** The key of an aggregate in the database (of its snapshots and its status): `aggregate:<out>`, the `s3://` URL with one. */
 export function aggregateKey(config: { out: string; s3?: { location: string } | undefined }): string {
   return `aggregate:${config.s3?.location ?? config.out}`;
 }
 
 /** The key of a Source's Destination state in the database. */
-export function aggregateStateKey(out: string, id: string, set?: number): string {
+function aggregateStateKey(out: string, id: string, set?: number): string {
   return `aggregate:${out}:${id}${set === undefined ? '' : `:sets/${set}`}`;
 }
 
@@ -64,7 +59,7 @@ export function postgresStateEngine(url: string, out: string): AggregateStateEng
  * A hub store opened at its first use (every method answers with a promise): the hub is made at once, the database
  * reached when the hub first needs it; an open that failed is tried again at the next call.
  */
-export function lazyHubStore(open: () => Promise<HubStore>): HubStore {
+function lazyHubStore(open: () => Promise<HubStore>): HubStore {
   let opened: Promise<HubStore> | undefined;
   const store = (): Promise<HubStore> =>
     (opened ??= open().catch((error: unknown) => {
