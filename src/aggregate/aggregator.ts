@@ -24,6 +24,10 @@ import { followable, followByPush, type PushFollowing } from './push-follow.js';
 import { openStatusStore, type SourceStatus, type StatusStore } from './status.js';
 import { SharedPaces, type OriginPace } from '../client/origin-pace.js';
 import { nextCronTime, parseCron } from './cron.js';
+import { aggregateKey, postgresStateEngine, type AggregateStateEngine } from './engines.js';
+import { documentSink, sourceStorage } from './s3-out.js';
+import { copyStatusToPostgres, type PostgresStatusCopy } from './postgres-status.js';
+import type { SourceSyncOptions } from './source-mirror.js';
 
 /** What the aggregator reports (it never prints). */
 export type AggregateEvent =
@@ -35,6 +39,8 @@ export type AggregateEvent =
   /** A Source followed by push: a problem (following goes on), or the mode in use changed. */
   | { type: 'follow-problem'; id: string; error: unknown }
   | { type: 'mode'; id: string; mode: 'push' | 'poll' }
+  /** With `state`: the status could not be copied to PostgreSQL (it is in the local file; tried again at the next change). */
+  | { type: 'status-not-copied'; error: unknown }
   | PushEvent;
 
 /** Options of {@link startAggregator}. */
@@ -119,17 +125,37 @@ class RunningAggregator implements Aggregator {
   readonly #callbacks: CallbackRouter | undefined;
   /** Followers of removed or changed Sources, unsubscribing. */
   readonly #stopping = new Map<string, Promise<void>>();
+  /** The PostgreSQL database of the states and snapshots (`state`); undefined: SQLite under `out`. */
+  readonly #engine: AggregateStateEngine | undefined;
+  /** With `state`: the status copied to PostgreSQL. */
+  readonly #statusCopy: PostgresStatusCopy | undefined;
+  /** With `out: s3://…`: the mirror of a Source in the bucket. */
+  readonly #storageFor: SourceSyncOptions['storageFor'];
 
   constructor(config: AggregateConfig, options: AggregatorOptions) {
     this.config = config;
+    this.#engine = config.state === undefined ? undefined : postgresStateEngine(config.state, config.s3?.location ?? config.out);
+    if (config.s3 !== undefined && this.#engine === undefined) {
+      throw new ResourceSyncError('RS_INVALID_ARGUMENT', `out: ${config.s3.location} keeps the states elsewhere: give state: postgres://… (or --state).`);
+    }
+    const bucket = config.s3;
+    this.#storageFor = bucket === undefined ? undefined : (id) => sourceStorage(bucket, config.out, id, options.env);
     this.#options = options;
     this.#now = options.now ?? Date.now;
     this.#emit = options.onEvent ?? (() => undefined);
     this.#status = openStatusStore(config.out);
     this.#paces = config.originRate === undefined ? undefined : new SharedPaces(config.originRate);
+    if (config.state !== undefined) {
+      // the status is copied to the database too: `aggregate status` reads it from any machine
+      const local = this.#status;
+      const copy = copyStatusToPostgres(config.state, aggregateKey(config), (error) => this.#emit({ type: 'status-not-copied', error }));
+      this.#statusCopy = copy;
+      this.#status = { ...local, put: (s) => (local.put(s), copy.put(s)) };
+    }
     if (options.origin !== undefined) {
       const baseUrl = config.baseUrl ?? options.defaultBaseUrl;
-      this.#push = startAggregateHub({ baseUrl, origin: options.origin, out: config.out, allowCallback: config.allowCallback, onEvent: this.#emit });
+      const hubStore = this.#engine?.hubStore();
+      this.#push = startAggregateHub({ baseUrl, origin: options.origin, out: config.out, allowCallback: config.allowCallback, onEvent: this.#emit, ...(hubStore === undefined ? {} : { hubStore }) });
       this.#callbacks = new CallbackRouter(options.origin, config.callback, (error) => this.#emit({ type: 'hub-error', error }));
     }
     const push = this.#push;
@@ -142,6 +168,8 @@ class RunningAggregator implements Aggregator {
       onError: (error) => this.#emit({ type: 'publish-failed', error }),
       ...(push === undefined ? {} : { push }),
       publishing: () => publishingOptions(this.config),
+      ...(this.#engine === undefined ? {} : { engine: this.#engine }),
+      ...(bucket === undefined ? {} : { sink: documentSink(bucket, options.env) }),
     });
     const known = new Set(config.sources.map((s) => s.id));
     for (const s of this.#status.all()) if (!known.has(s.id) && s.state !== 'stopped') this.#status.put(stopped(s));
@@ -155,6 +183,7 @@ class RunningAggregator implements Aggregator {
     if (config.out !== this.config.out) {
       throw new ResourceSyncError('RS_INVALID_ARGUMENT', `out cannot change while the aggregator runs ('${this.config.out}' → '${config.out}'): restart it.`, { data: { out: config.out } });
     }
+    if (config.state !== this.config.state || config.s3?.location !== this.config.s3?.location) throw new ResourceSyncError('RS_INVALID_ARGUMENT', 'state and an s3:// out cannot change while the aggregator runs: restart it.');
     const before = new Map(this.config.sources.map((s) => [s.id, s]));
     const after = new Map(config.sources.map((s) => [s.id, s]));
     const added = [...after.keys()].filter((id) => !before.has(id));
@@ -212,6 +241,7 @@ class RunningAggregator implements Aggregator {
     await this.publication.settled();
     await this.#push?.close();
     this.#status.close();
+    await this.#statusCopy?.close();
   }
 
   #add(source: AggregateSource): void {
@@ -299,6 +329,8 @@ class RunningAggregator implements Aggregator {
       }
       const result = await syncSource(this.config.out, source, {
         signal: AbortSignal.any([signal, timeout]),
+        ...(this.#engine === undefined ? {} : { engine: this.#engine }),
+        ...(this.#storageFor === undefined ? {} : { storageFor: this.#storageFor }),
         env: this.#options.env,
         ...(this.#options.resourceConcurrency === undefined ? {} : { concurrency: this.#options.resourceConcurrency }),
         ...(this.#options.timeoutMs === undefined ? {} : { timeoutMs: this.#options.timeoutMs }),
@@ -347,6 +379,8 @@ class RunningAggregator implements Aggregator {
       {
         env: this.#options.env,
         mount: this.#callbacks!.mount(id),
+        ...(this.#engine === undefined ? {} : { engine: this.#engine }),
+        ...(this.#storageFor === undefined ? {} : { storageFor: this.#storageFor }),
         startSignal: signal,
         ...(this.#options.resourceConcurrency === undefined ? {} : { concurrency: this.#options.resourceConcurrency }),
         ...(this.#options.timeoutMs === undefined ? {} : { timeoutMs: this.#options.timeoutMs }),

@@ -8,7 +8,8 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Node, type Pair } from 'yaml';
-import { ResourceSyncError } from '../core/errors.js';
+import { ResourceSyncError, messageOf } from '../core/errors.js';
+import { parseS3Url } from '../node/s3-url.js';
 import { parseHttpUrl } from '../core/http-url.js';
 import { urlPrefixProblem } from '../destination/url-filter.js';
 import { checkCron } from './cron.js';
@@ -74,6 +75,16 @@ export interface AggregateConfig {
   callback: string | undefined;
   /** Non-loopback callbacks the aggregate's embedded hub may contact (patterns, as `serve --allow-callback`). */
   allowCallback: string[];
+  /**
+   * A PostgreSQL database (`postgres://…`) holding every Source's Destination state and the aggregate's snapshots;
+   * undefined: SQLite files under `out`.
+   */
+  state?: string;
+  /**
+   * With `out: s3://bucket/prefix`: the mirrors and the published documents are in that bucket (the copies of
+   * Source `<id>` under `<prefix>/<id>/`), and `out` above is the local `work` folder (status, hub, working copy).
+   */
+  s3?: { location: string; bucket: string; prefix: string };
   sources: AggregateSource[];
   /**
    * The dumps each Source's set in the aggregate offers besides its lists: a Resource Dump and Change Dumps of the
@@ -110,7 +121,7 @@ const DEFAULT_MAX_BACKOFF = 3600;
 /** Most Sources in one configuration, and the longest configuration file (bytes). */
 const CONFIG_LIMITS = { sources: 100_000, bytes: 16 * 1024 * 1024 } as const;
 
-const TOP_FIELDS = ['base-url', 'out', 'sources', 'concurrency', 'max-backoff', 'callback', 'allow-callback', 'origin-rate', 'dumps', 'dump-format', 'package-size', 'changelist-max', 'changelist-period'] as const;
+const TOP_FIELDS = ['base-url', 'out', 'sources', 'concurrency', 'max-backoff', 'callback', 'allow-callback', 'origin-rate', 'dumps', 'dump-format', 'package-size', 'changelist-max', 'changelist-period', 'state', 'work'] as const;
 const SOURCE_FIELDS = ['url', 'id', 'interval', 'schedule', 'timeout', 'mode', 'credentials', 'rate', 'capability-sets', 'url-prefixes'] as const;
 const SCHEMES = ['bearer', 'basic', 'authorization'] as const;
 const ID_RE = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;
@@ -220,21 +231,62 @@ function checkTop(ctx: Checker, root: unknown, file: string): AggregateConfig | 
   const callback = callbackPair === undefined ? undefined : checkUrl(ctx, callbackPair, 'callback', root as Node);
   const allowCallback = patternList(ctx, top.get('allow-callback'), 'allow-callback');
   const originRate = positiveNumber(ctx, top.get('origin-rate'), 'origin-rate', undefined);
+  const state = checkState(ctx, top.get('state'));
+  const s3 = typeof outValue === 'string' ? checkS3Out(ctx, outPair!, top, baseUrl) : undefined;
   const sources = checkSources(ctx, top.get('sources'), root as Node);
   const publishing = checkPublishing(ctx, top);
   if (ctx.issues.length > 0 || typeof outValue !== 'string' || sources === undefined) return undefined;
+  const workValue = scalar(top.get('work'));
   return {
     file,
     baseUrl: baseUrl === undefined || baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`,
-    out: resolve(dirname(file), outValue),
+    out: resolve(dirname(file), s3 === undefined ? outValue : String(workValue)),
+    ...(s3 === undefined ? {} : { s3 }),
     concurrency: concurrency!,
     maxBackoff: maxBackoff!,
     callback: callback === undefined || callback.endsWith('/') ? callback : `${callback}/`,
     allowCallback: allowCallback ?? [],
     ...(originRate === undefined ? {} : { originRate }),
+    ...(state === undefined ? {} : { state }),
     sources,
     ...publishing,
   };
+}
+
+/**
+ * `out: s3://bucket/prefix` (then `base-url`, the bucket's public URL, and `work`, a local folder, are required;
+ * `state` too, checked where the command line may give it); `work` goes only with it.
+ */
+function checkS3Out(ctx: Checker, outPair: Pair<Node, Node>, top: Map<string, Pair<Node, Node>>, baseUrl: string | undefined): AggregateConfig['s3'] {
+  const out = String(scalar(outPair));
+  const work = top.get('work');
+  if (!/^s3:\/\//i.test(out)) {
+    if (work !== undefined) fail(ctx, work.key, 'work', 'goes with out: s3://BUCKET/PREFIX (the local folder of the status, the hub and the working copy)');
+    return undefined;
+  }
+  let target: { bucket: string; prefix: string } | undefined;
+  try {
+    target = parseS3Url(out);
+  } catch (error) {
+    return fail(ctx, outPair.value, 'out', messageOf(error));
+  }
+  if (target === undefined) return fail(ctx, outPair.value, 'out', `'${out}' is not an s3://BUCKET/PREFIX URL`);
+  const dumps = top.get('dumps');
+  if (dumps !== undefined && scalar(dumps) === true) fail(ctx, dumps.value, 'dumps', 'not offered yet with out: s3://… (the documents in the bucket are published from the states, without packages)');
+  if (baseUrl === undefined) fail(ctx, outPair.value, 'base-url', 'required with out: s3://…: the URL the bucket is published at (a web server or CDN in front of it)');
+  const workValue = scalar(work);
+  if (typeof workValue !== 'string' || workValue === '') fail(ctx, work?.value ?? outPair.value, 'work', 'required with out: s3://…: a local folder for the status, the hub and the working copy of the documents');
+  return { location: `s3://${target.bucket}${target.prefix === '' ? '' : `/${target.prefix}`}`, bucket: target.bucket, prefix: target.prefix };
+}
+
+/** `state`: a PostgreSQL URL (its password never repeated in a message). */
+function checkState(ctx: Checker, pair: Pair<Node, Node> | undefined): string | undefined {
+  if (pair === undefined) return undefined;
+  const v = scalar(pair);
+  if (typeof v !== 'string' || !/^postgres(ql)?:\/\//i.test(v) || !URL.canParse(v) || new URL(v).hostname === '') {
+    return fail(ctx, pair.value, 'state', 'expected a PostgreSQL URL (postgres://USER@HOST:PORT/DB)');
+  }
+  return v;
 }
 
 function checkUrl(ctx: Checker, pair: Pair<Node, Node> | undefined, field: string, parent: Node): string | undefined {

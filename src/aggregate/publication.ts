@@ -17,6 +17,9 @@ import { recordChanges } from '../source/record-changes.js';
 import type { SetNotifications } from '../source/notifications.js';
 import type { AggregateSource } from './config.js';
 import { MAX_APPLIED, mirrorDir, openViaLinks, type ViaLinks } from './source-mirror.js';
+import type { AggregateStateEngine } from './engines.js';
+import type { DocumentSink } from '../source/document-sink.js';
+import { stateInventory, type StateInventory } from './s3-out.js';
 
 /** Where the published documents of an aggregate go, under its `out` folder. */
 const PUBLISH_DIR = 'publish';
@@ -25,6 +28,12 @@ const UNAVAILABLE: ResponderResponse = {
   status: 503,
   headers: { 'content-type': 'text/plain; charset=utf-8', 'retry-after': '5', 'content-length': '41' },
   body: { type: 'bytes', bytes: Buffer.from('503 no Source of the aggregate is synced\n') },
+};
+
+const IN_BUCKET: ResponderResponse = {
+  status: 404,
+  headers: { 'content-type': 'text/plain; charset=utf-8', 'content-length': '61' },
+  body: { type: 'bytes', bytes: Buffer.from('404 the aggregate is served from its bucket, at its base-url\n') },
 };
 
 /** Where the aggregate's notifications go (its embedded hub, `../live/push.ts`). */
@@ -51,6 +60,8 @@ export class AggregatePublication {
   readonly #publishing: () => Pick<PublishOptions, 'dumps' | 'changeList'>;
   /** The mirror paths each Source's syncs changed since its last publication, in the order applied. */
   readonly #applied = new Map<string, string[]>();
+  readonly #engine: AggregateStateEngine | undefined;
+  readonly #sink: DocumentSink | undefined;
 
   constructor(options: {
     out: string;
@@ -63,9 +74,18 @@ export class AggregatePublication {
     push?: AggregatePush;
     /** The dumps each set offers and when its Change Lists close (`publish`'s options), read at each publication. */
     publishing?: () => Pick<PublishOptions, 'dumps' | 'changeList'>;
+    /** Where the Destination states and the snapshots are (PostgreSQL); default SQLite files under `out`. */
+    engine?: AggregateStateEngine;
+    /**
+     * The bucket the documents go to (`out: s3://…`, with an `engine`): each Source's set is then published from
+     * its Destination state (the copies are in the bucket, no folder), every set at each run; nothing is served here.
+     */
+    sink?: DocumentSink;
   }) {
     this.#push = options.push;
     this.#publishing = options.publishing ?? (() => ({}));
+    this.#engine = options.engine;
+    this.#sink = options.sink;
     this.#out = options.out;
     this.#baseUrl = options.baseUrl;
     this.#sources = options.sources;
@@ -73,8 +93,8 @@ export class AggregatePublication {
     this.#onError = options.onError;
   }
 
-  /** Serves the aggregate: 503 until a Source is published. */
-  readonly handler: ResponderHandler = (req) => (this.#responder === undefined ? UNAVAILABLE : this.#responder(req));
+  /** Serves the aggregate: 503 until a Source is published; 404 when the bucket serves it. */
+  readonly handler: ResponderHandler = (req) => (this.#sink !== undefined ? IN_BUCKET : this.#responder === undefined ? UNAVAILABLE : this.#responder(req));
 
   /** Publishes under another base URL from now on (every document is written again). */
   set baseUrl(url: string) {
@@ -125,6 +145,7 @@ export class AggregatePublication {
   }
 
   async #publishNow(): Promise<void> {
+    if (this.#sink !== undefined && this.#engine !== undefined) return this.#publishToBucket(this.#sink, this.#engine);
     const started = performance.now();
     const sources = [...this.#sources()].filter((s) => existsDir(mirrorDir(this.#out, s.id))).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     if (sources.length === 0) {
@@ -146,6 +167,7 @@ export class AggregatePublication {
       outDir: join(this.#out, PUBLISH_DIR),
       stateDir: join(this.#out, 'sources'),
       namedSets: true,
+      ...(this.#engine === undefined ? {} : { snapshots: this.#engine.snapshots }),
       ...this.#publishing(),
       resourceLinks: (set, path, entry): Ln[] | undefined => vias.get(set)?.links(path, entry),
       // Change Notifications go out as the changes are recorded (their entries carry the `via` links too)
@@ -161,7 +183,7 @@ export class AggregatePublication {
     };
     let result: PublishResult;
     try {
-      for (const s of sources) if (only === undefined || only.includes(s.id)) vias.set(s.id, await openViaLinks(this.#out, s));
+      for (const s of sources) if (only === undefined || only.includes(s.id)) vias.set(s.id, await openViaLinks(this.#out, s, this.#engine));
       const recorded = { created: 0, updated: 0, deleted: 0 };
       for (const set of options.sets) if (only === undefined || only.includes(set.name)) await this.#recordApplied(options, set as { name: string; dir: string }, recorded);
       result = await publish({ ...options, ...(only === undefined ? {} : { only }) });
@@ -187,6 +209,35 @@ export class AggregatePublication {
     const files = paths.map((p) => join(set.dir, ...p.split('/')));
     const { changes } = await recordChanges({ ...options, sets: [set] }, files, { order: 'given' });
     for (const k of ['created', 'updated', 'deleted'] as const) into[k] += changes[k];
+  }
+
+  /** Publishes every Source's set from its state into the bucket (the copies are there already). */
+  async #publishToBucket(sink: DocumentSink, engine: AggregateStateEngine): Promise<void> {
+    const started = performance.now();
+    const sources = [...this.#sources()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    this.#dirty = new Set();
+    this.#applied.clear(); // recorded by the scan of the states, in their order
+    if (sources.length === 0) {
+      this.#onPublished({ result: undefined, ms: Math.round(performance.now() - started) });
+      return;
+    }
+    const inventories = new Map<string, StateInventory>(sources.map((s) => [s.id, stateInventory(engine, s, this.#baseUrl)]));
+    const push = this.#push;
+    const result = await publish({
+      sets: sources.map((s) => ({ name: s.id, feed: inventories.get(s.id)!.feed })),
+      baseUrl: this.#baseUrl,
+      outDir: join(this.#out, PUBLISH_DIR),
+      stateDir: join(this.#out, 'sources'),
+      namedSets: true,
+      snapshots: engine.snapshots,
+      sink,
+      resourceLinks: (set, loc): Ln[] | undefined => inventories.get(set)?.via(loc),
+      ...(push === undefined
+        ? {}
+        : { notifications: { hub: push.hubUrl }, onRecorded: (n: SetNotifications) => push.send([n]) }),
+    });
+    push?.send(result.notifications?.map((n) => ({ ...n, change: [] })));
+    this.#onPublished({ result, ms: Math.round(performance.now() - started) });
   }
 
   /** Serves the sets just published: a new responder when they changed, else the old one told to look again. */

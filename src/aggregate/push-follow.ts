@@ -70,16 +70,23 @@ export async function followByPush(
       addCounts(r, e.batch);
       const applied = order.take();
       if (applied !== undefined) r.applied = applied;
-      void countResources(out, source).then(
+      void countResources(out, source, options.engine).then(
         (n) => events.onBatch({ ...r, resources: n, durationMs: Math.round(performance.now() - batchStarted) }),
         (error: unknown) => events.onProblem(error),
       );
     }
   };
   let handle: FollowHandle;
+  // a state in PostgreSQL is opened here, held while following and closed once it stopped
+  const state = options.engine === undefined ? undefined : await options.engine.openState(source, undefined, { readonly: false });
+  const storage = options.storageFor?.(source.id);
+  const closeState = async (): Promise<void> => {
+    storage?.close();
+    await state?.close();
+  };
   try {
     handle = await followSource({
-      sync: { ...sourceSyncOptions(out, source, { ...options, signal: controller.signal }), onPlan: order.onPlan },
+      sync: { ...sourceSyncOptions(out, source, { ...options, signal: controller.signal }), onPlan: order.onPlan, ...(state === undefined ? {} : { state }), ...(storage === undefined ? {} : { storage }) },
       listen: { host: '127.0.0.1', port: 0 },
       callbackMount: options.mount,
       intervalMs: source.interval * 1000,
@@ -89,6 +96,7 @@ export async function followByPush(
     });
   } catch (error) {
     controller.abort();
+    await closeState();
     throw error;
   } finally {
     options.startSignal?.removeEventListener('abort', abortStart);
@@ -98,7 +106,7 @@ export async function followByPush(
   addCounts(first, handle.first);
   const applied = order.take();
   if (applied !== undefined) first.applied = applied;
-  first.resources = await countResources(out, source);
+  first.resources = await countResources(out, source, options.engine);
   first.durationMs = Math.round(performance.now() - started);
   return {
     first,
@@ -109,6 +117,7 @@ export async function followByPush(
     stop: async () => {
       controller.abort();
       await handle.done;
+      await closeState();
     },
   };
 }

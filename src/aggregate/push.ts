@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { nodeListener, type FetchHandler } from '../notify/node-listener.js';
 import type { CallbackMount } from '../destination/follow.js';
 import { startPush, type Push, type PushEvent } from '../live/push.js';
+import type { HubStore } from '../notify/hub-store.js';
 
 /** The default path of the callbacks on the aggregator's server: `<path><id>`. */
 const CALLBACK_PATH = '/.resourcesync-callback/';
@@ -21,11 +22,14 @@ export function startAggregateHub(options: {
   out: string;
   allowCallback: readonly string[];
   onEvent: (e: PushEvent) => void;
+  /** The hub's store when not `<out>/hub/hub.sqlite` (PostgreSQL). */
+  hubStore?: HubStore;
 }): Push {
   return startPush({
     baseUrl: options.baseUrl.replace(/\/+$/, ''),
     origin: options.origin,
     hubDir: join(options.out, 'hub'),
+    ...(options.hubStore === undefined ? {} : { hubStore: options.hubStore }),
     allowCallback: options.allowCallback,
     onEvent: options.onEvent,
   });

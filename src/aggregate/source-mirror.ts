@@ -20,6 +20,8 @@ import type { DestinationState, ResourceRecord } from '../destination/state.js';
 import { sync, type SyncOptions, type SyncReport } from '../destination/sync.js';
 import type { SyncCounts } from '../destination/sync-counts.js';
 import type { AggregateSource, SourceCredentials } from './config.js';
+import type { AggregateStateEngine } from './engines.js';
+import type { MirrorStorage } from '../destination/mirror-storage.js';
 
 /** The folder of a Source in the aggregate. */
 function sourceDir(out: string, id: string): string {
@@ -35,6 +37,11 @@ export function mirrorDir(out: string, id: string): string {
 function stateDirs(out: string, source: Pick<AggregateSource, 'id' | 'capabilitySets'>): string[] {
   const sets = source.capabilitySets;
   return sets === undefined ? [mirrorDir(out, source.id)] : sets.map((_, i) => join(sourceDir(out, source.id), 'sets', String(i)));
+}
+
+/** The capability sets of a Source with a state each: one, undefined, without `capability-sets`. */
+function setIndexes(source: Pick<AggregateSource, 'capabilitySets'>): (number | undefined)[] {
+  return source.capabilitySets === undefined ? [undefined] : source.capabilitySets.map((_, i) => i);
 }
 
 /** What one sync of a Source did, all its capability sets together. */
@@ -106,6 +113,10 @@ export interface SourceSyncOptions {
   timeoutMs?: number;
   /** The pace shared by every Source on an origin (`origin-rate`), if any. */
   originPace?: (origin: string) => Pace | undefined;
+  /** Where the Destination states are (PostgreSQL); default SQLite in the mirror (or in `sets/<n>/`). */
+  engine?: AggregateStateEngine;
+  /** Where the copies of a Source go when not in its mirror folder (a bucket); the caller of the factory closes it. */
+  storageFor?: (id: string) => MirrorStorage & { close(): void };
 }
 
 /**
@@ -117,21 +128,29 @@ export async function syncSource(out: string, source: AggregateSource, options: 
   const dirs = stateDirs(out, source);
   const total = emptyResult();
   const order = appliedOrder();
-  for (const [i, dir] of dirs.entries()) {
-    const state = source.capabilitySets === undefined ? undefined : await openSqliteDestinationState(dir);
-    try {
-      const report = await sync({
-        ...sourceSyncOptions(out, source, options),
-        onPlan: order.onPlan,
-        ...(source.capabilitySets === undefined ? {} : { capabilityList: source.capabilitySets[i]! }),
-        ...(state === undefined ? {} : { state }),
-      });
-      addCounts(total, report);
-    } finally {
-      await state?.close();
+  const engine = options.engine;
+  const storage = options.storageFor?.(source.id);
+  try {
+    for (const [i, dir] of dirs.entries()) {
+      const set = source.capabilitySets === undefined ? undefined : i;
+      const state = engine !== undefined ? await engine.openState(source, set, { readonly: false }) : set === undefined ? undefined : await openSqliteDestinationState(dir);
+      try {
+        const report = await sync({
+          ...sourceSyncOptions(out, source, options),
+          onPlan: order.onPlan,
+          ...(storage === undefined ? {} : { storage }),
+          ...(source.capabilitySets === undefined ? {} : { capabilityList: source.capabilitySets[i]! }),
+          ...(state === undefined ? {} : { state }),
+        });
+        addCounts(total, report);
+      } finally {
+        await state?.close();
+      }
     }
+  } finally {
+    storage?.close();
   }
-  total.resources = await countResources(out, source);
+  total.resources = await countResources(out, source, engine);
   total.durationMs = Math.round(performance.now() - started);
   const applied = order.take();
   if (applied !== undefined) total.applied = applied;
@@ -179,8 +198,19 @@ export function addCounts(total: SourceSyncResult, r: SyncCounts & { mode: Sourc
 }
 
 /** Resources held in the Source's state(s). */
-export async function countResources(out: string, source: AggregateSource): Promise<number> {
+export async function countResources(out: string, source: AggregateSource, engine?: AggregateStateEngine): Promise<number> {
   let n = 0;
+  if (engine !== undefined) {
+    for (const set of setIndexes(source)) {
+      const state = await engine.openState(source, set, { readonly: true });
+      try {
+        n += await state.count();
+      } finally {
+        await state.close();
+      }
+    }
+    return n;
+  }
   for (const dir of stateDirs(out, source)) {
     if (!existsSync(join(dir, '.resourcesync', 'state.sqlite'))) continue;
     const state = await openSqliteDestinationState(dir, { readonly: true });
@@ -197,8 +227,8 @@ export async function countResources(out: string, source: AggregateSource): Prom
  * The `via` links of a Source's copies, read from its Destination state(s) while the aggregate is published: for
  * the copy at a path of the mirror, the original's URL with the original's `modified`, `hash`, `length` and `type`.
  * A copy whose Source gave a `via` keeps that one (a chain conveys the origin, not the intermediary).
- * `type` is the type listed for the copy (the same bytes, under the media-type table every `resourcesync` Source
- * uses). A Change List entry whose bytes are no longer those held (a later change) gets the `href` alone.
+ * `type` is the type the Source listed for the original (kept in the state; for a record kept before types were,
+ * the type listed for the copy). A Change List entry whose bytes are no longer those held (a later change) gets the `href` alone.
  * @see Z39.99 §14.8
  */
 export interface ViaLinks {
@@ -207,16 +237,20 @@ export interface ViaLinks {
 }
 
 /** Opens the states of a Source read-only for {@link ViaLinks}. */
-export async function openViaLinks(out: string, source: Pick<AggregateSource, 'id' | 'url' | 'capabilitySets'>): Promise<ViaLinks> {
+export async function openViaLinks(out: string, source: Pick<AggregateSource, 'id' | 'url' | 'capabilitySets'>, engine?: AggregateStateEngine): Promise<ViaLinks> {
   const states: DestinationState[] = [];
-  for (const dir of stateDirs(out, source)) {
-    if (existsSync(join(dir, '.resourcesync', 'state.sqlite'))) states.push(await openSqliteDestinationState(dir, { readonly: true }));
+  if (engine === undefined) {
+    for (const dir of stateDirs(out, source)) {
+      if (existsSync(join(dir, '.resourcesync', 'state.sqlite'))) states.push(await openSqliteDestinationState(dir, { readonly: true }));
+    }
   }
+  // a state that answers with promises (PostgreSQL) is read whole first, a page at a time: the links are asked synchronously
+  const loaded = engine === undefined ? undefined : await loadRecords(source, engine);
   const mapper = createMapper({ base: `${originOf(source.url)!}/` });
   const record = (url: string): ResourceRecord | undefined => {
+    if (loaded !== undefined) return loaded.get(url);
     for (const s of states) {
       const r = s.get(url);
-      // the embedded state answers at once; a state that answers with a promise gives no link here
       if (r !== undefined && !(r instanceof Promise)) return r;
     }
     return undefined;
@@ -235,13 +269,34 @@ export async function openViaLinks(out: string, source: Pick<AggregateSource, 'i
       if (r.lastmod !== undefined) ln.modified = r.lastmod;
       if (hash !== '') ln.hash = hash;
       ln.length = String(r.length);
-      if (md.type !== undefined) ln.type = md.type;
+      // the type the Source listed for the original; a record kept before types were kept: the copy's
+      const type = r.type ?? md.type;
+      if (type !== undefined) ln.type = type;
       return [ln];
     },
     close: async () => {
       for (const s of states) await s.close();
     },
   };
+}
+
+/** The records of every state of a Source, by URL, with what a `via` link needs. */
+async function loadRecords(source: Pick<AggregateSource, 'id' | 'capabilitySets'>, engine: AggregateStateEngine): Promise<Map<string, ResourceRecord>> {
+  const byUrl = new Map<string, ResourceRecord>();
+  for (const set of setIndexes(source)) {
+    const state = await engine.openState(source, set, { readonly: true });
+    try {
+      for await (const r of state.records()) {
+        if (byUrl.has(r.url)) continue;
+        const { etag: _etag, links, ...kept } = r;
+        const via = links?.filter((l) => l.rel === 'via');
+        byUrl.set(r.url, via === undefined || via.length === 0 ? kept : { ...kept, links: via });
+      }
+    } finally {
+      await state.close();
+    }
+  }
+  return byUrl;
 }
 
 /** True when two `hash` attribute values share an algorithm and agree on every shared one. */

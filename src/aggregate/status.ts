@@ -102,7 +102,7 @@ export function isFailing(s: SourceStatus): boolean {
 }
 
 /** Failing Sources first (most failures first), then stopped ones last, by id within each. */
-function sortStatus(list: SourceStatus[]): SourceStatus[] {
+export function sortStatus(list: SourceStatus[]): SourceStatus[] {
   const rank = (s: SourceStatus): number => (isFailing(s) ? 0 : s.state === 'stopped' ? 2 : 1);
   return list.sort((a, b) => rank(a) - rank(b) || (rank(a) === 0 ? b.failures - a.failures : 0) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }

@@ -15,6 +15,7 @@ import { XmppSubscriber } from '../notify/xmpp-subscriber.js';
 import type { ChangeChannel } from './change-channel.js';
 import type { FollowEvent, FollowVia } from './follow-events.js';
 import { loadSubscription, saveSubscription, type SavedSubscription } from './saved-subscription.js';
+import type { DestinationState } from './state.js';
 
 /** A subscription that delivers notifications: WebSub (through a hub) or XMPP PubSub. */
 export interface Push {
@@ -89,8 +90,11 @@ async function endSubscription(saved: SavedSubscription, emit: (event: FollowEve
 /** Where the WebSub subscription listens and which channel it subscribes to. */
 export interface WebSubPushOptions {
   channel: ChangeChannel & { hub: string };
-  /** The destination folder and the Capability List: where the subscription is kept for the next run. */
-  dest: string;
+  /**
+   * The destination folder (its embedded state), or the state given to `sync` (PostgreSQL, say), and the Capability
+   * List: where the subscription is kept for the next run.
+   */
+  dest: string | DestinationState;
   capabilityList: string;
   listen: { host: string; port: number };
   callbackUrl?: string | undefined;

@@ -210,7 +210,8 @@ class FollowLoop implements PushHost {
     } else if (channel?.hub !== undefined) {
       const { listen, callbackUrl, callbackMount } = this.options;
       const websub = await webSubPush(
-        { channel: { ...channel, hub: channel.hub }, dest, capabilityList: follower.capabilityList!, listen, callbackUrl, mount: callbackMount },
+        // the subscription is kept where the state is: the state given to sync, else the mirror's own
+        { channel: { ...channel, hub: channel.hub }, dest: this.options.sync.state ?? dest, capabilityList: follower.capabilityList!, listen, callbackUrl, mount: callbackMount },
         this,
       );
       this.push = websub.push;

@@ -25,6 +25,8 @@ const MIGRATIONS: readonly string[] = [
      destination TEXT PRIMARY KEY, holder TEXT NOT NULL, token TEXT NOT NULL, expires_at BIGINT NOT NULL);`,
   // the host and process of a lease's holder: on the same host, a holder whose process is gone lets it go at once
   `ALTER TABLE resourcesync_leases ADD COLUMN IF NOT EXISTS host TEXT, ADD COLUMN IF NOT EXISTS pid INTEGER;`,
+  // the type the Source listed for each resource (rs:md type): an aggregate gives it as the original's in `via`
+  `ALTER TABLE resourcesync_resources ADD COLUMN IF NOT EXISTS type TEXT;`,
 ];
 
 /** The destination state's schema: its migrations, version row and advisory lock. */

@@ -33,14 +33,20 @@ interface Row {
   lastmod: string | null;
   etag: string | null;
   links: string | null;
+  type: string | null;
 }
 
-const COLUMNS = 'url, path, length, hashes, lastmod, etag, links';
+const COLUMNS = 'url, path, length, hashes, lastmod, etag, links, type';
+/** The columns read (read-only) from a database whose schema predates the type. */
+const COLUMNS_WITHOUT_TYPE = 'url, path, length, hashes, lastmod, etag, links, NULL AS type';
+/** The schema version that added the `type` column. */
+const TYPE_VERSION = 3;
 
 function fromRow(row: Row): ResourceRecord {
   const record: ResourceRecord = { url: row.url, path: row.path, length: Number(row.length), hashes: JSON.parse(row.hashes) as Record<string, string> };
   if (row.lastmod !== null) record.lastmod = row.lastmod;
   if (row.etag !== null) record.etag = row.etag;
+  if (row.type !== null) record.type = row.type;
   if (row.links !== null) record.links = JSON.parse(row.links) as Ln[];
   return record;
 }
@@ -61,9 +67,9 @@ function batchStatements(destination: string, batch: StateBatch): [string, unkno
   if (put.length > 0) {
     statements.push([
       `INSERT INTO resourcesync_resources (destination, ${COLUMNS})
-       SELECT $1, * FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[])
+       SELECT $1, * FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
        ON CONFLICT (destination, url) DO UPDATE SET path = excluded.path, length = excluded.length, hashes = excluded.hashes,
-         lastmod = excluded.lastmod, etag = excluded.etag, links = excluded.links`,
+         lastmod = excluded.lastmod, etag = excluded.etag, links = excluded.links, type = excluded.type`,
       [
         destination,
         put.map((r) => r.url),
@@ -73,6 +79,7 @@ function batchStatements(destination: string, batch: StateBatch): [string, unkno
         put.map((r) => r.lastmod ?? null),
         put.map((r) => r.etag ?? null),
         put.map((r) => (r.links && r.links.length > 0 ? JSON.stringify(r.links) : null)),
+        put.map((r) => r.type ?? null),
       ],
     ]);
   }
@@ -108,9 +115,13 @@ class PostgresDestinationState implements DestinationState {
   /** False when opened read-only on a database the package never wrote to: everything reads as empty. */
   readonly #schema: boolean;
   readonly #leases: PostgresLeases;
+  /** The columns of a record (without the type on a database read-only whose schema predates it). */
+  readonly #columns: string;
   #closed = false;
 
-  constructor(pool: pg.Pool, destination: string, readonly: boolean, schema: boolean) {
+  constructor(pool: pg.Pool, destination: string, readonly: boolean, version: number) {
+    const schema = version > 0;
+    this.#columns = version >= TYPE_VERSION ? COLUMNS : COLUMNS_WITHOUT_TYPE;
     this.#pool = pool;
     this.#destination = destination;
     this.readonly = readonly;
@@ -143,7 +154,7 @@ class PostgresDestinationState implements DestinationState {
   }
 
   async get(url: string): Promise<ResourceRecord | undefined> {
-    const [row] = await this.#rows<Row>(`SELECT ${COLUMNS} FROM resourcesync_resources WHERE destination = $1 AND url = $2`, [url]);
+    const [row] = await this.#rows<Row>(`SELECT ${this.#columns} FROM resourcesync_resources WHERE destination = $1 AND url = $2`, [url]);
     return row === undefined ? undefined : fromRow(row);
   }
 
@@ -153,7 +164,7 @@ class PostgresDestinationState implements DestinationState {
   }
 
   async *records(): AsyncIterable<ResourceRecord> {
-    for await (const row of this.#pages<Row>(COLUMNS)) yield fromRow(row);
+    for await (const row of this.#pages<Row>(this.#columns)) yield fromRow(row);
   }
 
   async *urls(): AsyncIterable<string> {
@@ -320,7 +331,7 @@ export async function openPostgresDestinationState(url: string, options: Postgre
       if (!readonly) await migrate(client);
       const version = await schemaVersion(client);
       checkVersion(version);
-      return new PostgresDestinationState(pool, options.destination, readonly, version > 0);
+      return new PostgresDestinationState(pool, options.destination, readonly, version);
     } finally {
       client.release();
     }

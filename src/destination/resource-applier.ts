@@ -376,8 +376,8 @@ export class ResourceApplier {
       this.#succeeded(url);
       if (record === undefined || record.path !== relPath || record.lastmod !== entry!.lastmod || (local && record.hashes !== local.hashes)) {
         await this.#record({ ...toRecord(url, relPath, entry!, local!), ...(record?.etag ? { etag: record.etag } : {}) });
-      } else if (JSON.stringify(record.links) !== JSON.stringify(keptLinks(entry!))) {
-        await this.#record(withLinks(record, entry!)); // the same bytes with other §14 links: the state keeps the new ones
+      } else if (JSON.stringify(record.links) !== JSON.stringify(keptLinks(entry!)) || record.type !== entry!.md?.type) {
+        await this.#record(withLinks(record, entry!)); // the same bytes with other §14 links or type: the state keeps the new ones
       }
       this.#count(url, 'unchanged', failedBefore);
       return action;

@@ -50,11 +50,12 @@ export function keptLinks(entry: Entry): Ln[] | undefined {
   return entry.ln !== undefined && entry.ln.length > 0 ? entry.ln : undefined;
 }
 
-/** `record` with the links `entry` gives now (none when it gives none). */
+/** `record` with the links and the type `entry` gives now (none when it gives none). */
 export function withLinks(record: ResourceRecord, entry: Entry): ResourceRecord {
-  const { links: _old, ...rest } = record;
+  const { links: _old, type: _type, ...rest } = record;
   const links = keptLinks(entry);
-  return links === undefined ? rest : { ...rest, links };
+  const type = entry.md?.type;
+  return { ...rest, ...(type === undefined ? {} : { type }), ...(links === undefined ? {} : { links }) };
 }
 
 /** The state's record of `url` held at `relPath` with the bytes `got` (and the entry's lastmod and links). */
@@ -62,6 +63,7 @@ export function toRecord(url: string, relPath: string, entry: Entry, got: { leng
   const r: ResourceRecord = { url, path: relPath, length: got.length, hashes: got.hashes };
   if (entry.lastmod !== undefined) r.lastmod = entry.lastmod;
   if (etag !== undefined) r.etag = etag;
+  if (entry.md?.type !== undefined) r.type = entry.md.type;
   const links = keptLinks(entry);
   if (links !== undefined) r.links = links;
   return r;

@@ -138,3 +138,32 @@ void test('skipped deletions are kept per capability set and forgotten one by on
     await rm(dest, { recursive: true, force: true });
   }
 });
+
+void test('a state written before the type was kept: read-only it reads without one; opened to write it gains the column, records kept', async () => {
+  const dest = await mkdtemp(join(tmpdir(), 'rs-state-'));
+  try {
+    const { mkdirSync } = await import('node:fs');
+    mkdirSync(join(dest, '.resourcesync'));
+    const old = new Database(join(dest, '.resourcesync', 'state.sqlite'));
+    old.exec(`CREATE TABLE resources (url TEXT PRIMARY KEY, path TEXT NOT NULL, length INTEGER NOT NULL, hashes TEXT NOT NULL,
+      lastmod TEXT, etag TEXT, links TEXT);
+      CREATE TABLE cursors (key TEXT PRIMARY KEY, datetime TEXT NOT NULL, change_list TEXT, position INTEGER);
+      CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      CREATE TABLE pending (url TEXT PRIMARY KEY, set_key TEXT NOT NULL, entry TEXT NOT NULL, code TEXT);`);
+    old.prepare('INSERT INTO resources VALUES (?, ?, ?, ?, ?, ?, ?)').run('http://e/a', 'a', 1, '{"md5":"aa"}', null, null, null);
+    old.close();
+    const r = await openSqliteDestinationState(dest, { readonly: true });
+    assert.deepEqual(await r.get('http://e/a'), { url: 'http://e/a', path: 'a', length: 1, hashes: { md5: 'aa' } });
+    await r.close();
+    const w = await openSqliteDestinationState(dest);
+    assert.deepEqual(await w.get('http://e/a'), { url: 'http://e/a', path: 'a', length: 1, hashes: { md5: 'aa' } });
+    await w.apply({ put: [{ url: 'http://e/b', path: 'b', length: 2, hashes: { md5: 'bb' }, type: 'application/xml' }] });
+    await w.close();
+    const again = await openSqliteDestinationState(dest, { readonly: true });
+    assert.deepEqual(await again.get('http://e/b'), { url: 'http://e/b', path: 'b', length: 2, hashes: { md5: 'bb' }, type: 'application/xml' });
+    assert.equal(await again.count(), 2);
+    await again.close();
+  } finally {
+    await rm(dest, { recursive: true, force: true });
+  }
+});

@@ -36,14 +36,18 @@ interface Row {
   lastmod: string | null;
   etag: string | null;
   links: string | null;
+  type: string | null;
 }
 
-const COLUMNS = 'url, path, length, hashes, lastmod, etag, links';
+const COLUMNS = 'url, path, length, hashes, lastmod, etag, links, type';
+/** The columns read from a state written before the type was kept. */
+const COLUMNS_WITHOUT_TYPE = 'url, path, length, hashes, lastmod, etag, links, NULL AS type';
 
 function fromRow(r: Row): ResourceRecord {
   const rec: ResourceRecord = { url: r.url, path: r.path, length: r.length, hashes: JSON.parse(r.hashes) as Record<string, string> };
   if (r.lastmod !== null) rec.lastmod = r.lastmod;
   if (r.etag !== null) rec.etag = r.etag;
+  if (r.type !== null) rec.type = r.type;
   if (r.links !== null) rec.links = JSON.parse(r.links) as Ln[];
   return rec;
 }
@@ -51,7 +55,7 @@ function fromRow(r: Row): ResourceRecord {
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS resources (
     url TEXT PRIMARY KEY, path TEXT NOT NULL, length INTEGER NOT NULL, hashes TEXT NOT NULL,
-    lastmod TEXT, etag TEXT, links TEXT);
+    lastmod TEXT, etag TEXT, links TEXT, type TEXT);
   CREATE TABLE IF NOT EXISTS cursors (key TEXT PRIMARY KEY, datetime TEXT NOT NULL, change_list TEXT, position INTEGER);
   CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
   CREATE TABLE IF NOT EXISTS pending (url TEXT PRIMARY KEY, set_key TEXT NOT NULL, entry TEXT NOT NULL, code TEXT);`;
@@ -75,6 +79,8 @@ class SqliteDestinationState implements DestinationState {
   /** False for a read-only state written before skipped deletions were kept. */
   readonly #skippedTable: boolean;
   readonly #leases: SqliteLeases | undefined;
+  /** The columns of a record: a read-only state written before the type was kept reads without one. */
+  readonly #columns: string;
 
   constructor(db: Database.Database, readonly: boolean, label: string, lockFile: string | undefined) {
     this.#db = db;
@@ -90,10 +96,13 @@ class SqliteDestinationState implements DestinationState {
       // deletions announced by the Source but not applied (no `delete`): a later run with `delete` applies them
       db.exec('CREATE TABLE IF NOT EXISTS skipped_deletions (url TEXT PRIMARY KEY, set_key TEXT NOT NULL)');
       db.exec(LEASE_SCHEMA);
+      // the type the Source listed (rs:md type), kept since 0.2: a state written before gains the column
+      if (!hasColumn(db, 'resources', 'type')) db.exec('ALTER TABLE resources ADD COLUMN type TEXT');
       this.#leases = new SqliteLeases(db, label, lockFile);
     }
     this.#skippedTable = !readonly || db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'skipped_deletions'").get() !== undefined;
-    this.#get = db.prepare<[string], Row>(`SELECT ${COLUMNS} FROM resources WHERE url = ?`);
+    this.#columns = hasColumn(db, 'resources', 'type') ? COLUMNS : COLUMNS_WITHOUT_TYPE;
+    this.#get = db.prepare<[string], Row>(`SELECT ${this.#columns} FROM resources WHERE url = ?`);
     this.#writes = readonly ? undefined : prepareWrites(db);
     this.#apply = db.transaction((batch: StateBatch) => applyBatch(this.#writes!, batch));
   }
@@ -116,8 +125,8 @@ class SqliteDestinationState implements DestinationState {
   }
 
   *#records(): Generator<ResourceRecord> {
-    const first = this.#db.prepare<[number], Row>(`SELECT ${COLUMNS} FROM resources ORDER BY url LIMIT ?`);
-    const next = this.#db.prepare<[string, number], Row>(`SELECT ${COLUMNS} FROM resources WHERE url > ? ORDER BY url LIMIT ?`);
+    const first = this.#db.prepare<[number], Row>(`SELECT ${this.#columns} FROM resources ORDER BY url LIMIT ?`);
+    const next = this.#db.prepare<[string, number], Row>(`SELECT ${this.#columns} FROM resources WHERE url > ? ORDER BY url LIMIT ?`);
     let page = first.all(PAGE);
     while (page.length > 0) {
       for (const r of page) yield fromRow(r);
@@ -212,6 +221,11 @@ class SqliteDestinationState implements DestinationState {
   }
 }
 
+/** True when `table` has the column `name`. */
+function hasColumn(db: Database.Database, table: string, name: string): boolean {
+  return (db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).some((c) => c.name === name);
+}
+
 /** A sync iterable as an async one: the pages are read synchronously underneath, one at a time. */
 function asAsync<T>(items: Iterator<T>): AsyncIterable<T> {
   const iterator: AsyncIterator<T> = {
@@ -223,7 +237,7 @@ function asAsync<T>(items: Iterator<T>): AsyncIterable<T> {
 
 function prepareWrites(db: Database.Database): Writes {
   return {
-    put: db.prepare(`INSERT OR REPLACE INTO resources (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`),
+    put: db.prepare(`INSERT OR REPLACE INTO resources (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
     del: db.prepare<[string]>('DELETE FROM resources WHERE url = ?'),
     forgetSkipped: db.prepare<[string]>('DELETE FROM skipped_deletions WHERE url = ?'),
     skip: db.prepare<[string, string]>('INSERT OR REPLACE INTO skipped_deletions (url, set_key) VALUES (?, ?)'),
@@ -235,7 +249,7 @@ function prepareWrites(db: Database.Database): Writes {
 /** Runs inside the batch's transaction, in the order {@link StateBatch} documents. */
 function applyBatch(writes: Writes, batch: StateBatch): void {
   for (const r of batch.put ?? []) {
-    writes.put.run(r.url, r.path, r.length, JSON.stringify(r.hashes), r.lastmod ?? null, r.etag ?? null, r.links && r.links.length > 0 ? JSON.stringify(r.links) : null);
+    writes.put.run(r.url, r.path, r.length, JSON.stringify(r.hashes), r.lastmod ?? null, r.etag ?? null, r.links && r.links.length > 0 ? JSON.stringify(r.links) : null, r.type ?? null);
   }
   for (const u of batch.delete ?? []) writes.del.run(u);
   for (const u of batch.forgetSkipped ?? []) writes.forgetSkipped.run(u);

@@ -22,6 +22,11 @@ export interface ResourceRecord {
   lastmod?: string;
   /** The ETag of the response that produced the local copy, for conditional GETs. */
   etag?: string;
+  /**
+   * The media type the Source listed for the resource (its `rs:md type`), as written: what an aggregate republishing
+   * the copy gives as the original's `type` in its `via` link (§14.8).
+   */
+  type?: string;
   /** `rs:ln` links the Source gave for the resource (§14: alternate, canonical, memento, describedby, collection, via…). */
   links?: Ln[];
 }

@@ -13,8 +13,8 @@ import type { ResponderRequest, ResponderResponse } from '../server/request-resp
 import { createHub, type Hub, type HubEvent } from '../notify/hub.js';
 import type { GiveUp } from '../notify/hub-delivery.js';
 import type { HubLimits } from '../notify/hub-options.js';
-import type { Subscription } from '../notify/hub-store.js';
-import { openSqliteHubStore, type SqliteHubStore } from '../notify/sqlite-hub-store.js';
+import type { HubStore, Subscription } from '../notify/hub-store.js';
+import { openSqliteHubStore } from '../notify/sqlite-hub-store.js';
 import { nodeListener } from '../notify/node-listener.js';
 import { publishNotification, type SendRequest } from '../notify/publisher.js';
 import type { XmppPublisher } from '../notify/xmpp-publisher.js';
@@ -36,6 +36,8 @@ export interface PushOptions {
   origin: string;
   /** The embedded hub's state folder (`hub.sqlite` in it); used when `hub` is not given. */
   hubDir?: string;
+  /** The embedded hub's store when not `hub.sqlite` in `hubDir` (a PostgreSQL one, say); closed with the push. */
+  hubStore?: HubStore;
   /** An external hub's URL: notifications go there, no hub is embedded. */
   hub?: string;
   /** Non-loopback callbacks the embedded hub may contact (patterns, see ../notify/callback-policy.ts). */
@@ -89,13 +91,13 @@ const TOPIC = new RegExp(
 /** The embedded hub, its store and its `node:http` listener. */
 interface EmbeddedHub {
   hub: Hub;
-  store: SqliteHubStore;
+  store: HubStore;
   listener: (req: IncomingMessage, res: ServerResponse) => void;
 }
 
 /** Opens the embedded hub at `hubUrl`: this Source's channels only, published from this process; nothing fetched for anyone. */
 function embedHub(options: PushOptions, hubUrl: string): EmbeddedHub {
-  const store = openSqliteHubStore(join(options.hubDir!, 'hub.sqlite'));
+  const store = options.hubStore ?? openSqliteHubStore(join(options.hubDir!, 'hub.sqlite'));
   const prefix = `${options.baseUrl}/`;
   const hub = createHub({
     store,
@@ -127,6 +129,8 @@ class SourcePush implements Push {
   #queue: Promise<void> = Promise.resolve();
   /** The topics notifications were sent on. */
   readonly #topics = new Set<string>();
+  /** The subscriptions the embedded store answered last (see `channels`). */
+  #subscriptions: Subscription[] = [];
 
   constructor(options: PushOptions) {
     this.#options = options;
@@ -192,11 +196,15 @@ class SourcePush implements Push {
 
   channels(): ChannelSummary {
     const embedded = this.#embedded;
-    const subscriptions = embedded?.store.subscriptions() ?? [];
+    const read = embedded?.store.subscriptions() ?? [];
+    // a store that answers with a promise: what it answered last time (the explorer page asks again every few seconds)
+    if (Array.isArray(read)) this.#subscriptions = read;
+    else void read.then((v) => (this.#subscriptions = v), () => undefined);
+    const subscriptions = this.#subscriptions;
     const live = (s: Subscription): boolean => s.state === 'verified';
     const all = new Set([...this.#topics, ...subscriptions.map((s) => s.topic)]);
     const pending = (embedded?.hub.pending() ?? [])
-      .filter((p) => p.mode === 'subscribe' && embedded?.store.getSubscription(p.topic, p.callback) === undefined)
+      .filter((p) => p.mode === 'subscribe' && !subscriptions.some((s) => s.topic === p.topic && s.callback === p.callback))
       .map((p) => ({ topic: p.topic, callback: redactCallback(p.callback), state: 'pending' as const, failures: 0 }));
     return {
       hub: this.hubUrl,
@@ -226,7 +234,7 @@ class SourcePush implements Push {
     await this.#queue;
     await this.#options.xmpp?.close();
     await this.#embedded?.hub.close();
-    this.#embedded?.store.close();
+    await this.#embedded?.store.close();
   }
 }
 

@@ -72,7 +72,7 @@ export function describeDestinationStateContract(name: string, make: () => Promi
     });
 
     withState('records: put replaces by URL, optional fields round-trip, delete ignores what is not held', async ({ impl }) => {
-      const full = rec(1, { lastmod: '2013-01-01T00:00:00Z', etag: '"e1"', links: [{ rel: 'duplicate', href: 'http://m/1', pri: '1' }] });
+      const full = rec(1, { lastmod: '2013-01-01T00:00:00Z', etag: '"e1"', type: 'text/plain; charset=utf-8', links: [{ rel: 'duplicate', href: 'http://m/1', pri: '1' }] });
       await impl.apply({ put: [full, rec(2)] });
       assert.deepEqual(await impl.get(full.url), full);
       assert.deepEqual(await impl.get(rec(2).url), rec(2));

@@ -98,7 +98,7 @@ if (POSTGRES_SKIP !== false) {
       await client.connect();
       try {
         const rows = (await client.query<{ version: number }>('SELECT version FROM resourcesync_schema_version')).rows;
-        assert.deepEqual(rows, [{ version: 2 }]);
+        assert.deepEqual(rows, [{ version: 3 }]);
       } finally {
         await client.end();
       }

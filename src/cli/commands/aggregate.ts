@@ -11,12 +11,16 @@ import { isResourceSyncError, messageOf } from '../../core/errors.js';
 import { loadAggregateConfig, type AggregateConfig } from '../../aggregate/config.js';
 import { startAggregator, type AggregateEvent, type Aggregator } from '../../aggregate/aggregator.js';
 import { metricsResponse, METRICS_PATH } from '../../aggregate/metrics.js';
-import { isFailing, readAggregateStatus, type SourceStatus } from '../../aggregate/status.js';
+import { isFailing, readAggregateStatus, sortStatus, type SourceStatus } from '../../aggregate/status.js';
+import { readPostgresStatus } from '../../aggregate/postgres-status.js';
+import { aggregateKey } from '../../aggregate/engines.js';
 import { aggregateStatusView } from '../../aggregate/status-view.js';
 import { mountExplorer, type ExplorerMount } from '../../live/explorer-mount.js';
 import { serve, type RunningServer } from '../../server/node-adapter.js';
 import type { ResponderHandler } from '../../server/request-response.js';
 import { parseCommandArgs, usageError } from '../command-args.js';
+import { redactedUrl } from '../../node/postgres.js';
+import { quietSdk } from '../s3-dest.js';
 
 const HELP = `Usage: resourcesync aggregate <config> [options]
        resourcesync aggregate status <config> [--json]
@@ -33,7 +37,11 @@ Options:
   --port N      TCP port (default: the port of base-url, else 8080; 0 picks a free one)
   --host H      interface to listen on (default 127.0.0.1)
   --verbose     log every sync and publication on stderr (failures and reloads are always logged)
+  --state URL   keep every Source's Destination state and the aggregate's snapshots in the
+                PostgreSQL database URL (postgres://USER@HOST:PORT/DB; the password in the
+                URL or in PGPASSWORD), as the configuration's 'state' field does (this wins)
   --json        (status) the status as one JSON object
+                (status, with --state or the configuration's state: read from PostgreSQL)
   -h, --help    show this help
 
 Exit codes:
@@ -47,6 +55,7 @@ const ARGS = {
   host: { type: 'string' },
   verbose: { type: 'boolean' },
   json: { type: 'boolean' },
+  state: { type: 'string' },
 } as const;
 
 /** Runs `resourcesync aggregate`. */
@@ -54,19 +63,31 @@ export async function run(args: string[]): Promise<number> {
   const parsed = parseCommandArgs('aggregate', args, ARGS, HELP);
   if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
-  if (positionals[0] === 'status' && positionals.length === 2) return status(positionals[1]!, values.json === true);
+  const state = values.state;
+  if (state !== undefined && (!/^postgres(ql)?:\/\//i.test(state) || !URL.canParse(state) || new URL(state).hostname === '')) {
+    return usageError('aggregate', `--state '${redactedUrl(state)}' is not a PostgreSQL URL (postgres://USER@HOST:PORT/DB)`);
+  }
+  if (positionals[0] === 'status' && positionals.length === 2) return status(positionals[1]!, values.json === true, state);
   if (positionals.length !== 1) return usageError('aggregate', 'expected <config>, or status <config>');
   if (values.json === true) return usageError('aggregate', '--json goes with status');
-  const config = load(positionals[0]!);
+  const config = load(positionals[0]!, state);
   if (typeof config === 'number') return config;
   const port = values.port === undefined ? defaultPort(config) : Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) return usageError('aggregate', `--port '${values.port}' is not a port number`);
-  return aggregate(positionals[0]!, config, port, values.host ?? '127.0.0.1', values.verbose === true);
+  return aggregate(positionals[0]!, config, port, values.host ?? '127.0.0.1', values.verbose === true, state);
 }
 
-function load(file: string): AggregateConfig | number {
+/** The configuration in `file`, with `state` (from `--state`) in place of its own. */
+function load(file: string, state?: string): AggregateConfig | number {
   try {
-    return loadAggregateConfig(file);
+    const loaded = loadAggregateConfig(file);
+    const config = state === undefined ? loaded : { ...loaded, state };
+    if (config.s3 !== undefined && config.state === undefined) {
+      process.stderr.write(`resourcesync aggregate: out: ${config.s3.location} keeps the states elsewhere: give state: postgres://… in the configuration, or --state\n`);
+      return 2;
+    }
+    if (config.s3 !== undefined) quietSdk();
+    return config;
   } catch (error) {
     if (isResourceSyncError(error, 'RS_INVALID_ARGUMENT') || isResourceSyncError(error, 'RS_IO') || isResourceSyncError(error, 'RS_LIMIT_BYTES')) {
       process.stderr.write(`resourcesync aggregate: ${error.message}\n`);
@@ -82,7 +103,7 @@ function defaultPort(config: AggregateConfig): number {
   return u.port === '' ? (u.protocol === 'https:' ? 443 : 80) : Number(u.port);
 }
 
-async function aggregate(file: string, config: AggregateConfig, port: number, host: string, verbose: boolean): Promise<number> {
+async function aggregate(file: string, config: AggregateConfig, port: number, host: string, verbose: boolean, state: string | undefined): Promise<number> {
   const log = (line: string): void => void process.stderr.write(`${line}\n`);
   const started: { aggregator?: Aggregator; explorer?: ExplorerMount } = {};
   const handler: ResponderHandler = (req) => {
@@ -125,7 +146,7 @@ async function aggregate(file: string, config: AggregateConfig, port: number, ho
   });
   started.explorer = explorer;
   const reload = (): void => {
-    const next = load(file);
+    const next = load(file, state);
     if (typeof next === 'number') return; // the message is out; the configuration in force stays
     try {
       running.reload(next);
@@ -178,6 +199,8 @@ function eventLine(e: AggregateEvent, verbose: boolean): string | undefined {
       return `aggregate: ${e.id}: ${messageOf(e.error)}`;
     case 'hub-error':
       return `aggregate: hub: ${messageOf(e.error)}`;
+    case 'status-not-copied':
+      return `aggregate: ${messageOf(e.error)}`;
     case 'notification-failed':
       return `aggregate: notification on ${e.topic} not published: ${messageOf(e.error)}`;
     case 'hub':
@@ -185,12 +208,13 @@ function eventLine(e: AggregateEvent, verbose: boolean): string | undefined {
   }
 }
 
-function status(file: string, json: boolean): number {
-  const config = load(file);
+/** The status of every Source: from PostgreSQL with a `state` (any machine reaching it), else from `<out>/aggregate.sqlite`. */
+async function status(file: string, json: boolean, state: string | undefined): Promise<number> {
+  const config = load(file, state);
   if (typeof config === 'number') return config;
   let list: SourceStatus[];
   try {
-    list = readAggregateStatus(config.out);
+    list = config.state === undefined ? readAggregateStatus(config.out) : sortStatus(await readPostgresStatus(config.state, aggregateKey(config)));
   } catch (error) {
     if (!isResourceSyncError(error)) throw error;
     process.stderr.write(`resourcesync aggregate: ${error.message}\n`);
