@@ -326,7 +326,7 @@ class RunningAggregator implements Aggregator {
       source,
       {
         env: this.#options.env,
-        mount: this.#callbacks!.mount(id),
+        mount: (suffix) => this.#callbacks!.mount(id + suffix),
         startSignal: signal,
         ...(this.#options.resourceConcurrency === undefined ? {} : { concurrency: this.#options.resourceConcurrency }),
         ...(this.#options.timeoutMs === undefined ? {} : { timeoutMs: this.#options.timeoutMs }),

@@ -24,6 +24,17 @@ export interface SourceCredentials {
   env: string;
 }
 
+/**
+ * The XMPP account a Source's change channel is followed with (Change Notification 1.0.1 allows XMPP PubSub):
+ * both by environment variable name, read at each attempt and never written anywhere.
+ */
+export interface XmppCredentials {
+  /** Variable holding the account: `user@domain`, or `xmpp://user@domain[:port][?server=host]`. */
+  jid: string;
+  /** Variable holding its password. */
+  password: string;
+}
+
 /** One Source of the aggregate. */
 export interface AggregateSource {
   /** Name of the Source in the aggregate: its folder under `<out>/sources/` and its set in the aggregate's URLs. */
@@ -40,6 +51,8 @@ export interface AggregateSource {
   rate?: number;
   /** Only these Capability Lists of the Source (URLs); default every one. */
   capabilitySets?: string[];
+  /** The XMPP account to follow the Source's XMPP PubSub node with (its own, else the top-level one). */
+  xmpp?: XmppCredentials;
   /** Line of the Source's entry in the file. */
   line: number;
 }
@@ -63,6 +76,8 @@ export interface AggregateConfig {
   callback: string | undefined;
   /** Non-loopback callbacks the aggregate's embedded hub may contact (patterns, as `serve --allow-callback`). */
   allowCallback: string[];
+  /** The XMPP account of the Sources that name none (each Source carries the one it uses). */
+  xmpp?: XmppCredentials;
   sources: AggregateSource[];
 }
 
@@ -85,8 +100,8 @@ const DEFAULT_MAX_BACKOFF = 3600;
 /** Most Sources in one configuration, and the longest configuration file (bytes). */
 const CONFIG_LIMITS = { sources: 100_000, bytes: 16 * 1024 * 1024 } as const;
 
-const TOP_FIELDS = ['base-url', 'out', 'sources', 'concurrency', 'max-backoff', 'callback', 'allow-callback'] as const;
-const SOURCE_FIELDS = ['url', 'id', 'interval', 'timeout', 'mode', 'credentials', 'rate', 'capability-sets', 'url-prefixes'] as const;
+const TOP_FIELDS = ['base-url', 'out', 'sources', 'concurrency', 'max-backoff', 'callback', 'allow-callback', 'xmpp'] as const;
+const SOURCE_FIELDS = ['url', 'id', 'interval', 'timeout', 'mode', 'credentials', 'rate', 'capability-sets', 'url-prefixes', 'xmpp'] as const;
 const SCHEMES = ['bearer', 'basic', 'authorization'] as const;
 const ID_RE = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;
 const ENV_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -194,8 +209,10 @@ function checkTop(ctx: Checker, root: unknown, file: string): AggregateConfig | 
   const callbackPair = top.get('callback');
   const callback = callbackPair === undefined ? undefined : checkUrl(ctx, callbackPair, 'callback', root as Node);
   const allowCallback = patternList(ctx, top.get('allow-callback'), 'allow-callback');
+  const xmpp = checkXmpp(ctx, top.get('xmpp'), 'xmpp');
   const sources = checkSources(ctx, top.get('sources'), root as Node);
   if (ctx.issues.length > 0 || typeof outValue !== 'string' || sources === undefined) return undefined;
+  if (xmpp !== undefined) for (const s of sources) s.xmpp ??= xmpp;
   return {
     file,
     baseUrl: baseUrl === undefined || baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`,
@@ -204,6 +221,7 @@ function checkTop(ctx: Checker, root: unknown, file: string): AggregateConfig | 
     maxBackoff: maxBackoff!,
     callback: callback === undefined || callback.endsWith('/') ? callback : `${callback}/`,
     allowCallback: allowCallback ?? [],
+    ...(xmpp === undefined ? {} : { xmpp }),
     sources,
   };
 }
@@ -264,6 +282,7 @@ function checkSource(ctx: Checker, node: Node, field: string): AggregateSource |
   const rate = positiveNumber(ctx, f.get('rate'), `${field}.rate`, undefined);
   const credentials = checkCredentials(ctx, f.get('credentials'), `${field}.credentials`);
   const capabilitySets = urlList(ctx, f.get('capability-sets'), `${field}.capability-sets`);
+  const xmpp = checkXmpp(ctx, f.get('xmpp'), `${field}.xmpp`);
   const prefixes = f.get('url-prefixes');
   if (prefixes !== undefined) fail(ctx, prefixes.key, `${field}.url-prefixes`, 'not supported yet: every resource of the chosen capability sets is kept');
   // with a problem in another field, the Source is still returned for the check of duplicate ids (the whole
@@ -280,6 +299,7 @@ function checkSource(ctx: Checker, node: Node, field: string): AggregateSource |
     ...(credentials === undefined ? {} : { credentials }),
     ...(rate === undefined ? {} : { rate }),
     ...(capabilitySets === undefined ? {} : { capabilitySets }),
+    ...(xmpp === undefined ? {} : { xmpp }),
     line: ctx.lineOf(node),
   };
 }
@@ -293,6 +313,22 @@ function checkCredentials(ctx: Checker, pair: Pair<Node, Node> | undefined, fiel
   const env = scalar(p);
   if (typeof env !== 'string' || !ENV_RE.test(env)) return fail(ctx, p.value, `${field}.${scheme}`, `'${String(env)}' is not the name of an environment variable`);
   return { scheme: scheme as SourceCredentials['scheme'], env };
+}
+
+/** `xmpp: { jid: VAR, password: VAR }`: both names of environment variables. */
+function checkXmpp(ctx: Checker, pair: Pair<Node, Node> | undefined, field: string): XmppCredentials | undefined {
+  if (pair === undefined) return undefined;
+  const f = fields(ctx, pair.value, field, ['jid', 'password']);
+  if (f === undefined) return undefined;
+  const names: Partial<XmppCredentials> = {};
+  for (const key of ['jid', 'password'] as const) {
+    const p = f.get(key);
+    const env = scalar(p);
+    if (p === undefined) fail(ctx, pair.value, `${field}.${key}`, 'missing: expected the name of an environment variable');
+    else if (typeof env !== 'string' || !ENV_RE.test(env)) fail(ctx, p.value, `${field}.${key}`, `'${String(env)}' is not the name of an environment variable`);
+    else names[key] = env;
+  }
+  return names.jid === undefined || names.password === undefined ? undefined : { jid: names.jid, password: names.password };
 }
 
 function urlList(ctx: Checker, pair: Pair<Node, Node> | undefined, field: string): string[] | undefined {

@@ -29,7 +29,7 @@ export function mirrorDir(out: string, id: string): string {
 }
 
 /** Folders holding a Destination state for the Source: the mirror's own, or one per chosen capability set. */
-function stateDirs(out: string, source: Pick<AggregateSource, 'id' | 'capabilitySets'>): string[] {
+export function stateDirs(out: string, source: Pick<AggregateSource, 'id' | 'capabilitySets'>): string[] {
   const sets = source.capabilitySets;
   return sets === undefined ? [mirrorDir(out, source.id)] : sets.map((_, i) => join(sourceDir(out, source.id), 'sets', String(i)));
 }

@@ -14,6 +14,7 @@ import type { XmppAccount } from '../notify/xmpp-pubsub.js';
 import { XmppSubscriber } from '../notify/xmpp-subscriber.js';
 import type { ChangeChannel } from './change-channel.js';
 import type { FollowEvent, FollowVia } from './follow-events.js';
+import type { DestinationState } from './state.js';
 import { loadSubscription, saveSubscription, type SavedSubscription } from './saved-subscription.js';
 
 /** A subscription that delivers notifications: WebSub (through a hub) or XMPP PubSub. */
@@ -89,8 +90,8 @@ async function endSubscription(saved: SavedSubscription, emit: (event: FollowEve
 /** Where the WebSub subscription listens and which channel it subscribes to. */
 export interface WebSubPushOptions {
   channel: ChangeChannel & { hub: string };
-  /** The destination folder and the Capability List: where the subscription is kept for the next run. */
-  dest: string;
+  /** The destination folder (or the state given to the follower) and the Capability List: where the subscription is kept for the next run. */
+  dest: string | DestinationState;
   capabilityList: string;
   listen: { host: string; port: number };
   callbackUrl?: string | undefined;
