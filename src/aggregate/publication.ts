@@ -121,6 +121,7 @@ export class AggregatePublication {
     this.#dirty = new Set();
     const only = dirty === 'all' ? undefined : sources.filter((s) => dirty.has(s.id)).map((s) => s.id);
     const vias = new Map<string, ViaLinks>();
+    let linksOf: string | undefined;
     const push = this.#push;
     let result: PublishResult;
     try {
@@ -132,7 +133,12 @@ export class AggregatePublication {
         stateDir: join(this.#out, 'sources'),
         namedSets: true,
         ...(only === undefined ? {} : { only }),
-        resourceLinks: (set, path, entry): Ln[] | undefined => vias.get(set)?.links(path, entry),
+        resourceLinks: (set, path, entry): Ln[] | undefined => {
+          // the states of one set at a time are open (sets are written one after the other)
+          if (set !== linksOf) vias.get(linksOf ?? '')?.release();
+          linksOf = set;
+          return vias.get(set)?.links(path, entry);
+        },
         // Change Notifications go out as the changes are recorded (their entries carry the `via` links too)
         ...(push === undefined
           ? {}

@@ -12,7 +12,7 @@ import { formatHashes } from '../core/hash.js';
 import type { Entry, Ln } from '../core/model/types.js';
 import { originOf } from '../client/authority.js';
 import { createMapper } from '../destination/mapper.js';
-import { openSqliteDestinationState } from '../destination/sqlite-state.js';
+import { openSqliteDestinationState, openSqliteDestinationStateSync } from '../destination/sqlite-state.js';
 import type { DestinationState, ResourceRecord } from '../destination/state.js';
 import { sync, type SyncOptions, type SyncReport } from '../destination/sync.js';
 import type { SyncCounts } from '../destination/sync-counts.js';
@@ -154,29 +154,40 @@ export async function countResources(out: string, source: AggregateSource): Prom
  * A copy whose Source gave a `via` keeps that one (a chain conveys the origin, not the intermediary).
  * `type` is the type listed for the copy (the same bytes, under the media-type table every `resourcesync` Source
  * uses). A Change List entry whose bytes are no longer those held (a later change) gets the `href` alone.
+ * The states are opened at the first link asked for and closed by `release` (opened again when asked again), so
+ * that a publication of many Sources holds the states of the set it is writing only, not of every Source at once.
  * @see Z39.99 §14.8
  */
 export interface ViaLinks {
   links(path: string, entry: Entry): Ln[] | undefined;
+  /** Closes the states until the next link asked for. */
+  release(): void;
   close(): Promise<void>;
 }
 
-/** Opens the states of a Source read-only for {@link ViaLinks}. */
-export async function openViaLinks(out: string, source: Pick<AggregateSource, 'id' | 'url' | 'capabilitySets'>): Promise<ViaLinks> {
-  const states: DestinationState[] = [];
-  for (const dir of stateDirs(out, source)) {
-    if (existsSync(join(dir, '.resourcesync', 'state.sqlite'))) states.push(await openSqliteDestinationState(dir, { readonly: true }));
-  }
+/** The {@link ViaLinks} of a Source, its states opened read-only on demand. */
+export function openViaLinks(out: string, source: Pick<AggregateSource, 'id' | 'url' | 'capabilitySets'>): Promise<ViaLinks> {
+  let states: DestinationState[] | undefined;
+  const open = (): DestinationState[] => {
+    states ??= stateDirs(out, source)
+      .filter((dir) => existsSync(join(dir, '.resourcesync', 'state.sqlite')))
+      .map((dir) => openSqliteDestinationStateSync(dir, { readonly: true }));
+    return states;
+  };
+  const release = (): void => {
+    for (const s of states ?? []) void s.close();
+    states = undefined;
+  };
   const mapper = createMapper({ base: `${originOf(source.url)!}/` });
   const record = (url: string): ResourceRecord | undefined => {
-    for (const s of states) {
+    for (const s of open()) {
       const r = s.get(url);
       // the embedded state answers at once; a state that answers with a promise gives no link here
       if (r !== undefined && !(r instanceof Promise)) return r;
     }
     return undefined;
   };
-  return {
+  return Promise.resolve({
     links: (path, entry) => {
       const url = mapper.toUrl(path);
       if (url === undefined) return undefined;
@@ -193,10 +204,12 @@ export async function openViaLinks(out: string, source: Pick<AggregateSource, 'i
       if (md.type !== undefined) ln.type = md.type;
       return [ln];
     },
-    close: async () => {
-      for (const s of states) await s.close();
+    release,
+    close: () => {
+      release();
+      return Promise.resolve();
     },
-  };
+  });
 }
 
 /** True when two `hash` attribute values share an algorithm and agree on every shared one. */
