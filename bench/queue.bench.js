@@ -6,13 +6,17 @@
 //  2. Planning 10^6 resources (RS_BENCH_QUEUE_PLAN): a Resource List Index of 20 parts read and parsed, and every
 //     chunk job (1,000 entries each, the entries in the job's row) inserted, with no worker running; split by
 //     phase: the list read and parsed alone (the same lists, entries drained) and the jobs' inserts (the rest).
+//  3. Memory per process against the number of resources: peak RSS of the plain sync, the coordinator and the
+//     workers of (1) at N/10 and N, and of the planning coordinator of (2) at PLAN/10 and PLAN, as ratios (flat:
+//     about 1). The machine's load average is printed beside them: peak RSS is a V8 heap sized by allocation rate
+//     too, so a loaded machine moves it.
 // Skips, saying why, where PostgreSQL is not installed.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { postgresBin, startPostgresCluster } from './postgres-cluster.js';
@@ -26,8 +30,13 @@ const PART = 50_000;
 const body = (i) => `resource ${i} `.repeat(80).slice(0, 1000 + (i % 24));
 const md5 = (s) => createHash('md5').update(s).digest('hex');
 
-/** The Source: a Capability List of N resources (`/small/`) and a Resource List Index of PLAN (`/big/`). */
+/**
+ * The Source: a Capability List of n resources (`/s<n>/`, served, with length and MD5) and one of n resources to
+ * plan (`/p<n>/`, lastmod and length only), each with a Resource List Index of parts of PART; n at most the
+ * largest size the bench uses.
+ */
 function source() {
+  const most = Math.max(N, PLAN);
   const md5s = Array.from({ length: N }, (_, i) => md5(body(i)));
   const head = (cap, extra = '') => `<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">\n<rs:md capability="${cap}"${extra}/>\n`;
   const at = ' at="2026-01-01T00:00:00Z"';
@@ -35,31 +44,30 @@ function source() {
     const origin = `http://${req.headers.host}`;
     const url = req.url ?? '/';
     const xml = (s) => res.writeHead(200, { 'content-type': 'application/xml' }).end(s);
-    if (url === '/small/capabilitylist.xml' || url === '/big/capabilitylist.xml') {
-      const list = `${origin}${url.slice(0, url.lastIndexOf('/'))}/resourcelist-index.xml`;
-      return xml(`${head('capabilitylist')}<url><loc>${list}</loc><rs:md capability="resourcelist"/></url>\n</urlset>\n`);
-    }
-    const index = /^\/(small|big)\/resourcelist-index\.xml$/.exec(url);
-    if (index !== null) {
-      const count = index[1] === 'small' ? N : PLAN;
-      const parts = Array.from({ length: Math.ceil(count / PART) }, (_, k) => `<sitemap><loc>${origin}/${index[1]}/part-${k}.xml</loc></sitemap>`);
+    const m = /^\/(s|p)(\d+)\/(.*)$/.exec(url);
+    const count = m === null ? 0 : Number(m[2]);
+    if (m === null || count > most || (m[1] === 's' && count > N)) return res.writeHead(404).end();
+    const [, kind, , rest] = m;
+    const base = `${origin}/${kind}${count}`;
+    if (rest === 'capabilitylist.xml') return xml(`${head('capabilitylist')}<url><loc>${base}/resourcelist-index.xml</loc><rs:md capability="resourcelist"/></url>\n</urlset>\n`);
+    if (rest === 'resourcelist-index.xml') {
+      const parts = Array.from({ length: Math.ceil(count / PART) }, (_, k) => `<sitemap><loc>${base}/part-${k}.xml</loc></sitemap>`);
       return xml(`<?xml version="1.0" encoding="UTF-8"?>\n<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">\n<rs:md capability="resourcelist"${at}/>\n${parts.join('\n')}\n</sitemapindex>\n`);
     }
-    const part = /^\/(small|big)\/part-(\d+)\.xml$/.exec(url);
+    const part = /^part-(\d+)\.xml$/.exec(rest);
     if (part !== null) {
-      const small = part[1] === 'small';
       res.writeHead(200, { 'content-type': 'application/xml' });
-      let out = `${head('resourcelist', at)}<rs:ln rel="up" href="${origin}/${part[1]}/capabilitylist.xml"/>\n`;
-      const k = Number(part[2]);
-      for (let i = k * PART; i < Math.min(small ? N : PLAN, (k + 1) * PART); i++) {
-        out += small
-          ? `<url><loc>${origin}/small/r/${i}.txt</loc><rs:md hash="md5:${md5s[i]}" length="${body(i).length}"/></url>\n`
-          : `<url><loc>${origin}/big/r/${i}.txt</loc><lastmod>2025-12-31T00:00:00Z</lastmod><rs:md length="${1000 + (i % 24)}"/></url>\n`;
+      let out = `${head('resourcelist', at)}<rs:ln rel="up" href="${base}/capabilitylist.xml"/>\n`;
+      const k = Number(part[1]);
+      for (let i = k * PART; i < Math.min(count, (k + 1) * PART); i++) {
+        out += kind === 's'
+          ? `<url><loc>${base}/r/${i}.txt</loc><rs:md hash="md5:${md5s[i]}" length="${body(i).length}"/></url>\n`
+          : `<url><loc>${base}/r/${i}.txt</loc><lastmod>2025-12-31T00:00:00Z</lastmod><rs:md length="${1000 + (i % 24)}"/></url>\n`;
       }
       return res.end(`${out}</urlset>\n`);
     }
-    const r = /^\/small\/r\/(\d+)\.txt$/.exec(url);
-    if (r !== null && Number(r[1]) < N) return res.writeHead(200, { 'content-type': 'text/plain' }).end(body(Number(r[1])));
+    const r = /^r\/(\d+)\.txt$/.exec(rest);
+    if (kind === 's' && r !== null && Number(r[1]) < count) return res.writeHead(200, { 'content-type': 'text/plain' }).end(body(Number(r[1])));
     res.writeHead(404).end();
   });
 }
@@ -106,30 +114,57 @@ async function main() {
   try {
     const common = ['--state', pg.url, '--no-fsync', '--json'];
     // 1. plain sync, then coordinator + 2 workers, each into a folder of its own
-    const plain = await timedRun([CLI, 'sync', `${origin}/small/capabilitylist.xml`, join(work, 'plain'), ...common], join(work, 'rss-plain'));
-    const workers = [0, 1].map((k) => child([CLI, 'worker', '--queue', pg.url, '--no-fsync', '--poll', '50'], join(work, `rss-worker-${k}`)));
-    await new Promise((r) => setTimeout(r, 1500)); // the workers' queue opened before the clock starts (their start is not the run's)
-    const queued = await timedRun([CLI, 'sync', `${origin}/small/capabilitylist.xml`, join(work, 'queued'), '--queue', pg.url, ...common], join(work, 'rss-coordinator'));
-    for (const w of workers) w.p.kill('SIGTERM');
-    for (const w of workers) if (w.p.exitCode === null) await once(w.p, 'exit');
-    const a = JSON.parse(plain.out);
-    const b = JSON.parse(queued.out);
-    if (a.created !== N || b.created !== N) throw new Error(`created ${a.created} and ${b.created}, not ${N}`);
-    console.log(`queue: ${N} resources (1 KB): plain sync ${plain.secs.toFixed(2)} s (${(N / plain.secs).toFixed(0)}/s); coordinator + 2 workers ${queued.secs.toFixed(2)} s (${(N / queued.secs).toFixed(0)}/s): ${(queued.secs / plain.secs).toFixed(2)}x the plain sync's time (target <= 1.25x)`);
-    console.log(`queue: peak RSS: plain sync ${rssOf(work, 'rss-plain')} MB, coordinator ${rssOf(work, 'rss-coordinator')} MB, workers ${rssOf(work, 'rss-worker-0')} and ${rssOf(work, 'rss-worker-1')} MB`);
-    // 2. planning PLAN resources: parse alone, then parse + jobs inserted, no worker running
-    const parse = await timedRun([join(ROOT, 'bench', 'queue.bench.js'), '--plan-child', `${origin}/big/capabilitylist.xml`, 'parse', String(PLAN)], join(work, 'rss-parse'));
-    const planned = await timedRun([join(ROOT, 'bench', 'queue.bench.js'), '--plan-child', `${origin}/big/capabilitylist.xml`, pg.url, String(PLAN)], join(work, 'rss-plan'));
-    const p = JSON.parse(planned.out);
-    const parsed = JSON.parse(parse.out);
-    const jobBytes = p.jobBytes;
-    console.log(`queue: planning ${PLAN} resources: ${p.secs.toFixed(1)} s (target about 30 s): lists read and parsed ${parsed.secs.toFixed(1)} s, ${p.chunks} jobs inserted ${(p.secs - parsed.secs).toFixed(1)} s (${(p.chunks / Math.max(0.001, p.secs - parsed.secs)).toFixed(0)} jobs/s, ${(PLAN / p.secs).toFixed(0)} resources/s overall); ${(jobBytes / PLAN).toFixed(0)} B of job table per resource`);
-    console.log(`queue: peak RSS planning ${PLAN}: coordinator ${rssOf(work, 'rss-plan')} MB (parse alone ${rssOf(work, 'rss-parse')} MB; coordinator of ${N}: ${rssOf(work, 'rss-coordinator')} MB)`);
+    const at = await syncRound(work, origin, pg.url, common, N);
+    console.log(`queue: ${N} resources (1 KB): plain sync ${at.plain.toFixed(2)} s (${(N / at.plain).toFixed(0)}/s); coordinator + 2 workers ${at.queued.toFixed(2)} s (${(N / at.queued).toFixed(0)}/s): ${(at.queued / at.plain).toFixed(2)}x the plain sync's time (target <= 1.25x)`);
+    console.log(`queue: peak RSS: plain sync ${at.rss.plain} MB, coordinator ${at.rss.coordinator} MB, workers ${at.rss.workers.join(' and ')} MB`);
+    // 3. (memory) the same at a tenth of N, before any planning: a planning run leaves jobs that no worker is to take
+    const small = Math.max(100, Math.round(N / 10));
+    const tenth = await syncRound(work, origin, pg.url, common, small);
+    // 2. planning PLAN resources: parse alone, then parse + jobs inserted, no worker running; then (3) a tenth of PLAN
+    const p = await planRound(work, origin, pg.url, PLAN);
+    console.log(`queue: planning ${PLAN} resources: ${p.secs.toFixed(1)} s (target about 30 s): lists read and parsed ${p.parseSecs.toFixed(1)} s, ${p.chunks} jobs inserted ${(p.secs - p.parseSecs).toFixed(1)} s (${(p.chunks / Math.max(0.001, p.secs - p.parseSecs)).toFixed(0)} jobs/s, ${(PLAN / p.secs).toFixed(0)} resources/s overall); ${(p.jobBytes / PLAN).toFixed(0)} B of job table per resource`);
+    console.log(`queue: peak RSS planning ${PLAN}: coordinator ${p.rss.plan} MB (parse alone ${p.rss.parse} MB; coordinator of ${N}: ${at.rss.coordinator} MB)`);
+    const planSmall = Math.max(1000, Math.round(PLAN / 10));
+    const p10 = await planRound(work, origin, pg.url, planSmall);
+    const ratio = (a, b) => `${a} -> ${b} MB (${(Number(b) / Number(a)).toFixed(2)}x)`;
+    const load = loadavg().map((l) => l.toFixed(1)).join(' ');
+    console.log(`queue: memory per process, peak RSS at ${small} -> ${N} resources: plain sync ${ratio(tenth.rss.plain, at.rss.plain)}, coordinator ${ratio(tenth.rss.coordinator, at.rss.coordinator)}, worker ${ratio(Math.max(...tenth.rss.workers), Math.max(...at.rss.workers))} (target: flat, about 1x; load average ${load} on ${cpus().length} CPUs)`);
+    console.log(`queue: memory planning ${planSmall} -> ${PLAN} resources: coordinator ${ratio(p10.rss.plan, p.rss.plan)}, parse alone ${ratio(p10.rss.parse, p.rss.parse)} (target: flat, about 1x)`);
   } finally {
     server.close();
     pg.stop();
     rmSync(work, { recursive: true, force: true });
   }
+}
+
+/**
+ * A plain sync of `n` resources, then the same by a coordinator and 2 workers (started and their queue opened
+ * before the clock starts), each into a folder of its own: seconds taken and peak RSS (MB) of each process.
+ */
+async function syncRound(work, origin, pgUrl, common, n) {
+  const list = `${origin}/s${n}/capabilitylist.xml`;
+  const tag = `-${n}`;
+  const plain = await timedRun([CLI, 'sync', list, join(work, `plain${tag}`), ...common], join(work, `rss-plain${tag}`));
+  const workers = [0, 1].map((k) => child([CLI, 'worker', '--queue', pgUrl, '--no-fsync', '--poll', '50'], join(work, `rss-worker-${k}${tag}`)));
+  await new Promise((r) => setTimeout(r, 1500)); // the workers' queue opened before the clock starts (their start is not the run's)
+  const queued = await timedRun([CLI, 'sync', list, join(work, `queued${tag}`), '--queue', pgUrl, ...common], join(work, `rss-coordinator${tag}`));
+  for (const w of workers) w.p.kill('SIGTERM');
+  for (const w of workers) if (w.p.exitCode === null) await once(w.p, 'exit');
+  const a = JSON.parse(plain.out);
+  const b = JSON.parse(queued.out);
+  if (a.created !== n || b.created !== n) throw new Error(`created ${a.created} and ${b.created}, not ${n}`);
+  const rss = { plain: rssOf(work, `rss-plain${tag}`), coordinator: rssOf(work, `rss-coordinator${tag}`), workers: [0, 1].map((k) => rssOf(work, `rss-worker-${k}${tag}`)) };
+  return { plain: plain.secs, queued: queued.secs, rss };
+}
+
+/** Planning `n` resources: the lists parsed alone, then parsed and every chunk job inserted; times and peak RSS. */
+async function planRound(work, origin, pgUrl, n) {
+  const list = `${origin}/p${n}/capabilitylist.xml`;
+  const me = join(ROOT, 'bench', 'queue.bench.js');
+  const parse = await timedRun([me, '--plan-child', list, 'parse', String(n)], join(work, `rss-parse-${n}`));
+  const planned = await timedRun([me, '--plan-child', list, pgUrl, String(n)], join(work, `rss-plan-${n}`));
+  const p = JSON.parse(planned.out);
+  return { ...p, parseSecs: JSON.parse(parse.out).secs, rss: { parse: rssOf(work, `rss-parse-${n}`), plan: rssOf(work, `rss-plan-${n}`) } };
 }
 
 /**
@@ -146,7 +181,14 @@ async function planChild(capabilityList, queue, total) {
       const c = connect({ source: capabilityList });
       let n = 0;
       const applier = { phase() {}, estimateTotal() {}, addTotal() {}, flush: async () => {}, warn() {}, fail(u, e) { throw e; } };
-      await baseline({ http: c.documents, authority: c.authority, applier, applyEntries: async (es) => { for await (const e of es) if (e.loc !== '') n++; } }, capabilityList.replace('capabilitylist.xml', 'resourcelist-index.xml'));
+      // the resources seen kept as a sync keeps them (in memory up to a bound, then in a temporary file)
+      const { SpillingSet } = await import(join(ROOT, 'dist/src/node/spilling-set.js'));
+      const seen = new SpillingSet();
+      try {
+        await baseline({ http: c.documents, authority: c.authority, applier, seen, applyEntries: async (es) => { for await (const e of es) if (e.loc !== '') n++; } }, capabilityList.replace('capabilitylist.xml', 'resourcelist-index.xml'));
+      } finally {
+        seen.close();
+      }
       await c.close();
       if (n !== total) throw new Error(`parsed ${n} entries, not ${total}`);
       console.log(JSON.stringify({ secs: (performance.now() - t0) / 1000 }));

@@ -108,7 +108,7 @@ void test('syntax errors, a missing out, the wrong shapes', () => {
   assert.deepEqual(issues('sources: []\n').map((i) => i.field), ['out']);
   assert.deepEqual(issues('out: x\nsources: {a: 1}\n').map((i) => `${i.line} ${i.field}`), ['2 sources']);
   assert.deepEqual(issues('out: x\nsources:\n  - url: http://a/\n    mode: pull\n').map((i) => `${i.line} ${i.field}`), ['4 sources[0].mode']);
-  assert.deepEqual(issues('out: x\nsources:\n  - url: http://a/\n    url-prefixes: [http://a/x/]\n').map((i) => i.field), ['sources[0].url-prefixes']);
+  assert.deepEqual(issues('out: x\nsources:\n  - url: http://a/\n    url-prefixes: [/x/]\n').map((i) => i.field), ['sources[0].url-prefixes[0]']);
   assert.deepEqual(issues('out: x\nout: y\nsources: []\n').map((i) => i.line), [2]);
   assert.deepEqual(issues('').map((i) => i.line), [1]);
 });

@@ -2,8 +2,9 @@
  * The aggregator: keeps every Source of a configuration in step by polling it at its interval, and serves the
  * aggregate as a Source (see `publication.ts`).
  *
- * Scheduling: a Source is due at its next attempt; at most `concurrency` Sources sync at once, and at most one
- * per origin (politeness: Sources on one host take turns, each within its own `rate`). A Source that fails (down,
+ * Scheduling: a Source is due at its next attempt (`interval` after its last sync, or its `schedule`'s next time);
+ * at most `concurrency` Sources sync at once, and at most one per origin (politeness: Sources on one host take
+ * turns, each within its own `rate`) unless `origin-rate` paces every request to the origin together. A Source that fails (down,
  * slow past the timeouts, hostile, broken) waits `min(max-backoff, b·2^(n−1))` seconds after its n-th failure in a
  * row, `b` being its interval capped at 30 s, and never holds a slot longer than its own sync: the others go on.
  * The status of each Source is written to `<out>/aggregate.sqlite` on every change.
@@ -11,7 +12,7 @@
  */
 import { ResourceSyncError, messageOf } from '../core/errors.js';
 import { originOf } from '../client/authority.js';
-import type { PublishResult } from '../source/publish.js';
+import type { PublishOptions, PublishResult } from '../source/publish.js';
 import type { AggregateConfig, AggregateSource } from './config.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ResponderHandler } from '../server/request-response.js';
@@ -21,6 +22,8 @@ import { syncSource, type SourceSyncResult } from './source-mirror.js';
 import { CallbackRouter, startAggregateHub } from './push.js';
 import { followable, followByPush, type PushFollowing } from './push-follow.js';
 import { openStatusStore, type SourceStatus, type StatusStore } from './status.js';
+import { SharedPaces, type OriginPace } from '../client/origin-pace.js';
+import { nextCronTime, parseCron } from './cron.js';
 
 /** What the aggregator reports (it never prints). */
 export type AggregateEvent =
@@ -103,7 +106,10 @@ class RunningAggregator implements Aggregator {
   readonly #options: AggregatorOptions;
   readonly #status: StatusStore;
   readonly #slots = new Map<string, Slot>();
-  readonly #busyOrigins = new Set<string>();
+  /** Sources syncing per origin. */
+  readonly #busyOrigins = new Map<string, number>();
+  /** The pace every Source on one origin shares (`origin-rate`). */
+  #paces: SharedPaces | undefined;
   readonly #now: () => number;
   readonly #emit: (e: AggregateEvent) => void;
   #active = 0;
@@ -120,6 +126,7 @@ class RunningAggregator implements Aggregator {
     this.#now = options.now ?? Date.now;
     this.#emit = options.onEvent ?? (() => undefined);
     this.#status = openStatusStore(config.out);
+    this.#paces = config.originRate === undefined ? undefined : new SharedPaces(config.originRate);
     if (options.origin !== undefined) {
       const baseUrl = config.baseUrl ?? options.defaultBaseUrl;
       this.#push = startAggregateHub({ baseUrl, origin: options.origin, out: config.out, allowCallback: config.allowCallback, onEvent: this.#emit });
@@ -134,6 +141,7 @@ class RunningAggregator implements Aggregator {
       onPublished: ({ result, ms }) => this.#emit({ type: 'published', sources: result?.capabilityLists.length ?? 0, changes: result?.changes, ms }),
       onError: (error) => this.#emit({ type: 'publish-failed', error }),
       ...(push === undefined ? {} : { push }),
+      publishing: () => publishingOptions(this.config),
     });
     const known = new Set(config.sources.map((s) => s.id));
     for (const s of this.#status.all()) if (!known.has(s.id) && s.state !== 'stopped') this.#status.put(stopped(s));
@@ -153,6 +161,9 @@ class RunningAggregator implements Aggregator {
     const removed = [...before.keys()].filter((id) => !after.has(id));
     const changed = [...after.keys()].filter((id) => before.has(id) && sameSource(before.get(id)!, after.get(id)!) === false);
     const baseChanged = config.baseUrl !== this.config.baseUrl;
+    if (config.originRate !== this.#paces?.rate) this.#paces = config.originRate === undefined ? undefined : new SharedPaces(config.originRate);
+    // other dumps: every set's documents are written again (one dump never mixes formats)
+    const dumpsChanged = JSON.stringify(config.dumps) !== JSON.stringify(this.config.dumps);
     this.config = config;
     for (const id of [...removed, ...changed]) this.#stop(id);
     for (const id of removed) {
@@ -165,7 +176,8 @@ class RunningAggregator implements Aggregator {
       if (slot !== undefined) slot.source = after.get(id)!; // the line may have moved
     }
     if (baseChanged) this.publication.baseUrl = config.baseUrl ?? this.#options.defaultBaseUrl;
-    if (removed.length > 0 || baseChanged) void this.publication.request([]);
+    if (dumpsChanged) void this.publication.request('all');
+    else if (removed.length > 0 || baseChanged) void this.publication.request([]);
     this.#emit({ type: 'reloaded', added, removed, changed });
     this.#pump();
   }
@@ -206,7 +218,11 @@ class RunningAggregator implements Aggregator {
     const previous = this.#status.get(source.id);
     const now = this.#now();
     // a failing Source keeps its backoff across restarts; any other is due at once
-    const due = previous?.state === 'failing' && previous.nextAttempt !== undefined ? Math.min(previous.nextAttempt, now + this.#backoffMs(source, previous.failures)) : now;
+    const due =
+      previous?.state === 'failing' && previous.nextAttempt !== undefined
+        ? Math.min(previous.nextAttempt, now + this.#backoffMs(source, previous.failures))
+        : // a scheduled Source in step waits for its next time after its last sync (at once when one was missed)
+          Math.max(now, source.schedule !== undefined && previous?.lastSync !== undefined ? this.#nextDue(source, previous.lastSync) : now);
     this.#slots.set(source.id, { source, origin: originOf(source.url) ?? source.url, due, running: undefined, controller: undefined, stopped: false });
     this.#status.put({
       totals: { syncs: 0, errors: 0, created: 0, updated: 0, deleted: 0 },
@@ -248,7 +264,8 @@ class RunningAggregator implements Aggregator {
         continue;
       }
       if (this.#active >= this.config.concurrency) break;
-      if (this.#busyOrigins.has(slot.origin)) continue;
+      // one Source per origin at a time, unless the origin's requests are paced together (origin-rate)
+      if (this.#paces === undefined && this.#busyOrigins.has(slot.origin)) continue;
       this.#start(slot);
     }
     if (next !== Infinity) this.#timer = setTimeout(() => this.#pump(), Math.min(Math.max(0, next - now), 2 ** 31 - 1));
@@ -256,12 +273,14 @@ class RunningAggregator implements Aggregator {
 
   #start(slot: Slot): void {
     this.#active++;
-    this.#busyOrigins.add(slot.origin);
+    this.#busyOrigins.set(slot.origin, (this.#busyOrigins.get(slot.origin) ?? 0) + 1);
     const controller = new AbortController();
     slot.controller = controller;
     slot.running = this.#attempt(slot, controller.signal).finally(() => {
       this.#active--;
-      this.#busyOrigins.delete(slot.origin);
+      const busy = (this.#busyOrigins.get(slot.origin) ?? 1) - 1;
+      if (busy > 0) this.#busyOrigins.set(slot.origin, busy);
+      else this.#busyOrigins.delete(slot.origin);
       slot.running = undefined;
       slot.controller = undefined;
       this.#pump();
@@ -283,14 +302,15 @@ class RunningAggregator implements Aggregator {
         env: this.#options.env,
         ...(this.#options.resourceConcurrency === undefined ? {} : { concurrency: this.#options.resourceConcurrency }),
         ...(this.#options.timeoutMs === undefined ? {} : { timeoutMs: this.#options.timeoutMs }),
+        ...this.#paced(),
       });
       if (slot.stopped) return;
-      slot.due = this.#now() + source.interval * 1000;
+      slot.due = this.#nextDue(source, this.#now());
       this.#update(source.id, (s) => succeeded(s, started, result, slot.due));
       this.#emit({ type: 'synced', id: source.id, result });
       if (result.created + result.updated + result.deleted > 0 || result.mode === 'baseline' || !this.#published.has(source.id)) {
         this.#published.add(source.id);
-        void this.publication.request([source.id]);
+        void this.publication.request([source.id], { [source.id]: result.applied });
       }
     } catch (caught) {
       if (slot.stopped) return;
@@ -331,13 +351,14 @@ class RunningAggregator implements Aggregator {
         ...(this.#options.resourceConcurrency === undefined ? {} : { concurrency: this.#options.resourceConcurrency }),
         ...(this.#options.timeoutMs === undefined ? {} : { timeoutMs: this.#options.timeoutMs }),
         ...(this.#options.reconcileMs === undefined ? {} : { reconcileMs: this.#options.reconcileMs }),
+        ...this.#paced(),
       },
       {
         onBatch: (result) => {
           if (slot.stopped) return;
           this.#update(id, (s) => ({ ...succeeded(s, this.#now(), result, undefined), mode: slot.following?.mode ?? s.mode }));
           this.#emit({ type: 'synced', id, result });
-          if (result.created + result.updated + result.deleted > 0) void this.publication.request([id]);
+          if (result.created + result.updated + result.deleted > 0) void this.publication.request([id], { [id]: result.applied });
         },
         onProblem: (error) => this.#emit({ type: 'follow-problem', id, error }),
         onMode: (mode) => {
@@ -354,7 +375,7 @@ class RunningAggregator implements Aggregator {
     if (pollOnly) {
       await following.stop();
       slot.noChannel = true;
-      slot.due = this.#now() + source.interval * 1000;
+      slot.due = this.#nextDue(source, this.#now());
     } else {
       slot.following = following;
       slot.due = Infinity;
@@ -363,11 +384,23 @@ class RunningAggregator implements Aggregator {
     this.#update(id, (s) => ({ ...succeeded(s, started, following.first, pollOnly ? slot.due : undefined), mode }));
     this.#emit({ type: 'synced', id, result: following.first });
     this.#published.add(id);
-    void this.publication.request([id]);
+    void this.publication.request([id], { [id]: following.first.applied });
   }
 
   /** Sources published since the aggregator started (a first sync republishes even when nothing changed). */
   readonly #published = new Set<string>();
+
+  /** When a Source is next due after a success at `after`: its next scheduled time, or `interval` later. */
+  #nextDue(source: AggregateSource, after: number): number {
+    if (source.schedule === undefined) return after + source.interval * 1000;
+    return nextCronTime(parseCron(source.schedule), after) ?? Infinity;
+  }
+
+  /** The origin's shared pace, for the options of a sync (none without `origin-rate`). */
+  #paced(): { originPace?: (origin: string) => OriginPace } {
+    const paces = this.#paces;
+    return paces === undefined ? {} : { originPace: (origin) => paces.for(origin) };
+  }
 
   #backoffMs(source: AggregateSource, failures: number): number {
     const base = Math.min(source.interval, 30);
@@ -394,6 +427,15 @@ function succeeded(s: SourceStatus, started: number, r: SourceSyncResult, due: n
     totals: { ...s.totals, syncs: s.totals.syncs + 1, created: s.totals.created + r.created, updated: s.totals.updated + r.updated, deleted: s.totals.deleted + r.deleted },
     failures: 0,
     ...(due === undefined ? {} : { nextAttempt: due }),
+  };
+}
+
+/** The configuration's dumps and Change List closing as `publish` takes them. */
+function publishingOptions(config: AggregateConfig): Pick<PublishOptions, 'dumps' | 'changeList'> {
+  const d = config.dumps;
+  return {
+    ...(d === undefined ? {} : { dumps: Object.keys(d).length > 0 ? d : true }),
+    ...(config.changeList === undefined ? {} : { changeList: config.changeList }),
   };
 }
 

@@ -10,6 +10,8 @@ import { dirname, resolve } from 'node:path';
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Node, type Pair } from 'yaml';
 import { ResourceSyncError } from '../core/errors.js';
 import { parseHttpUrl } from '../core/http-url.js';
+import { urlPrefixProblem } from '../destination/url-filter.js';
+import { checkCron } from './cron.js';
 
 const isHttpUrl = (v: string): boolean => parseHttpUrl(v) !== undefined;
 
@@ -43,6 +45,8 @@ export interface AggregateSource {
   url: string;
   /** Seconds between polls. */
   interval: number;
+  /** When to poll instead of every `interval`: a 5-field cron expression, in UTC (see `cron.ts`). */
+  schedule?: string;
   /** Longest a sync of the Source may take (s): past it the attempt is abandoned and counts as a failure. */
   timeout: number;
   mode: FollowMode;
@@ -51,6 +55,8 @@ export interface AggregateSource {
   rate?: number;
   /** Only these Capability Lists of the Source (URLs); default every one. */
   capabilitySets?: string[];
+  /** Only the resources whose URL starts with one of these (absolute http(s) URLs); default every one. */
+  urlPrefixes?: string[];
   /** The XMPP account to follow the Source's XMPP PubSub node with (its own, else the top-level one). */
   xmpp?: XmppCredentials;
   /** Line of the Source's entry in the file. */
@@ -70,6 +76,11 @@ export interface AggregateConfig {
   /** Longest wait (s) between attempts at a failing Source. */
   maxBackoff: number;
   /**
+   * Requests per second shared by every Source on one origin, across their syncs; with it, Sources on one origin
+   * may sync at once. Undefined: one Source per origin at a time.
+   */
+  originRate?: number;
+  /**
    * Where the Sources' hubs reach the aggregator's WebSub callbacks (`<callback><id>`), ending in `/`; undefined:
    * `<listening URL>/.resourcesync-callback/`. The callbacks are served on the aggregator's own port either way.
    */
@@ -79,6 +90,20 @@ export interface AggregateConfig {
   /** The XMPP account of the Sources that name none (each Source carries the one it uses). */
   xmpp?: XmppCredentials;
   sources: AggregateSource[];
+  /**
+   * The dumps each Source's set in the aggregate offers besides its lists: a Resource Dump and Change Dumps of the
+   * copies (`publish`'s `dumps`), or undefined for none.
+   * @see Z39.99 §11.1, §13.1
+   */
+  dumps?: AggregateDumps;
+  /** When the aggregate's open Change Lists are closed (`publish`'s `changeList`); undefined: at 50,000 entries. */
+  changeList?: { maxEntries?: number; periodMs?: number };
+}
+
+/** The dumps of the aggregate: package format and bytes of bitstreams per package (default 100 MiB). */
+export interface AggregateDumps {
+  format?: 'zip' | 'warc';
+  maxPackageBytes?: number;
 }
 
 /** One problem of a configuration: where, which field, what. */
@@ -100,8 +125,8 @@ const DEFAULT_MAX_BACKOFF = 3600;
 /** Most Sources in one configuration, and the longest configuration file (bytes). */
 const CONFIG_LIMITS = { sources: 100_000, bytes: 16 * 1024 * 1024 } as const;
 
-const TOP_FIELDS = ['base-url', 'out', 'sources', 'concurrency', 'max-backoff', 'callback', 'allow-callback', 'xmpp'] as const;
-const SOURCE_FIELDS = ['url', 'id', 'interval', 'timeout', 'mode', 'credentials', 'rate', 'capability-sets', 'url-prefixes', 'xmpp'] as const;
+const TOP_FIELDS = ['base-url', 'out', 'sources', 'concurrency', 'max-backoff', 'callback', 'allow-callback', 'origin-rate', 'dumps', 'dump-format', 'package-size', 'changelist-max', 'changelist-period', 'xmpp'] as const;
+const SOURCE_FIELDS = ['url', 'id', 'interval', 'schedule', 'timeout', 'mode', 'credentials', 'rate', 'capability-sets', 'url-prefixes', 'xmpp'] as const;
 const SCHEMES = ['bearer', 'basic', 'authorization'] as const;
 const ID_RE = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;
 const ENV_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -209,8 +234,10 @@ function checkTop(ctx: Checker, root: unknown, file: string): AggregateConfig | 
   const callbackPair = top.get('callback');
   const callback = callbackPair === undefined ? undefined : checkUrl(ctx, callbackPair, 'callback', root as Node);
   const allowCallback = patternList(ctx, top.get('allow-callback'), 'allow-callback');
+  const originRate = positiveNumber(ctx, top.get('origin-rate'), 'origin-rate', undefined);
   const xmpp = checkXmpp(ctx, top.get('xmpp'), 'xmpp');
   const sources = checkSources(ctx, top.get('sources'), root as Node);
+  const publishing = checkPublishing(ctx, top);
   if (ctx.issues.length > 0 || typeof outValue !== 'string' || sources === undefined) return undefined;
   if (xmpp !== undefined) for (const s of sources) s.xmpp ??= xmpp;
   return {
@@ -221,8 +248,10 @@ function checkTop(ctx: Checker, root: unknown, file: string): AggregateConfig | 
     maxBackoff: maxBackoff!,
     callback: callback === undefined || callback.endsWith('/') ? callback : `${callback}/`,
     allowCallback: allowCallback ?? [],
+    ...(originRate === undefined ? {} : { originRate }),
     ...(xmpp === undefined ? {} : { xmpp }),
     sources,
+    ...publishing,
   };
 }
 
@@ -275,6 +304,7 @@ function checkSource(ctx: Checker, node: Node, field: string): AggregateSource |
     fail(ctx, idPair.value, `${field}.id`, `'${String(idValue)}' is not an id: 1 to 64 of A-Z a-z 0-9 . _ -, not starting with '.'`);
   }
   const interval = positiveNumber(ctx, f.get('interval'), `${field}.interval`, DEFAULT_INTERVAL);
+  const schedule = checkSchedule(ctx, f.get('schedule'), f.get('interval'), `${field}.schedule`);
   const timeout = positiveNumber(ctx, f.get('timeout'), `${field}.timeout`, DEFAULT_TIMEOUT);
   const modePair = f.get('mode');
   const mode = scalar(modePair) ?? 'auto';
@@ -282,9 +312,8 @@ function checkSource(ctx: Checker, node: Node, field: string): AggregateSource |
   const rate = positiveNumber(ctx, f.get('rate'), `${field}.rate`, undefined);
   const credentials = checkCredentials(ctx, f.get('credentials'), `${field}.credentials`);
   const capabilitySets = urlList(ctx, f.get('capability-sets'), `${field}.capability-sets`);
+  const urlPrefixes = prefixList(ctx, f.get('url-prefixes'), `${field}.url-prefixes`);
   const xmpp = checkXmpp(ctx, f.get('xmpp'), `${field}.xmpp`);
-  const prefixes = f.get('url-prefixes');
-  if (prefixes !== undefined) fail(ctx, prefixes.key, `${field}.url-prefixes`, 'not supported yet: every resource of the chosen capability sets is kept');
   // with a problem in another field, the Source is still returned for the check of duplicate ids (the whole
   // configuration is refused anyway)
   if (url === undefined) return undefined;
@@ -294,11 +323,13 @@ function checkSource(ctx: Checker, node: Node, field: string): AggregateSource |
     id: validId ? idValue : sourceIdFromUrl(url),
     url,
     interval: interval!,
+    ...(schedule === undefined ? {} : { schedule }),
     timeout: timeout!,
     mode: mode as FollowMode,
     ...(credentials === undefined ? {} : { credentials }),
     ...(rate === undefined ? {} : { rate }),
     ...(capabilitySets === undefined ? {} : { capabilitySets }),
+    ...(urlPrefixes === undefined ? {} : { urlPrefixes }),
     ...(xmpp === undefined ? {} : { xmpp }),
     line: ctx.lineOf(node),
   };
@@ -343,6 +374,30 @@ function urlList(ctx: Checker, pair: Pair<Node, Node> | undefined, field: string
   return out;
 }
 
+/** A cron expression (see `cron.ts`), never with `interval`. */
+function checkSchedule(ctx: Checker, pair: Pair<Node, Node> | undefined, interval: Pair<Node, Node> | undefined, field: string): string | undefined {
+  if (pair === undefined) return undefined;
+  const v = scalar(pair);
+  if (typeof v !== 'string') return fail(ctx, pair.value, field, `'${String(v)}' is not a schedule: expected 5 fields (minute hour day-of-month month day-of-week) in quotes`);
+  if (interval !== undefined) return fail(ctx, pair.key, field, 'give either interval or schedule, not both');
+  const got = checkCron(v);
+  return typeof got === 'string' ? fail(ctx, pair.value, field, `'${v}': ${got}`) : v;
+}
+
+/** URL prefixes: a non-empty list of absolute http(s) URLs. */
+function prefixList(ctx: Checker, pair: Pair<Node, Node> | undefined, field: string): string[] | undefined {
+  if (pair === undefined) return undefined;
+  if (!isSeq(pair.value) || pair.value.items.length === 0) return fail(ctx, pair.value, field, 'expected a non-empty list of URL prefixes');
+  const out: string[] = [];
+  pair.value.items.forEach((item, i) => {
+    const v = isScalar(item) ? item.value : undefined;
+    const problem = typeof v === 'string' ? urlPrefixProblem(v) : 'is not a URL';
+    if (problem !== undefined) fail(ctx, item as Node, `${field}[${i}]`, `'${String(v)}' ${problem}`);
+    else out.push(v as string);
+  });
+  return out;
+}
+
 function patternList(ctx: Checker, pair: Pair<Node, Node> | undefined, field: string): string[] | undefined {
   if (pair === undefined) return undefined;
   if (!isSeq(pair.value)) return fail(ctx, pair.value, field, 'expected a list of host patterns');
@@ -352,5 +407,28 @@ function patternList(ctx: Checker, pair: Pair<Node, Node> | undefined, field: st
     if (typeof v !== 'string' || v === '') fail(ctx, item as Node, `${field}[${i}]`, `'${String(v)}' is not a host pattern`);
     else out.push(v);
   });
+  return out;
+}
+
+/**
+ * The publication fields, named as `build`'s options: `dumps` (true or false), `dump-format` (zip or warc) and
+ * `package-size` (bytes, with `dumps`), `changelist-max` (entries) and `changelist-period` (seconds).
+ */
+function checkPublishing(ctx: Checker, top: Map<string, Pair<Node, Node>>): Pick<AggregateConfig, 'dumps' | 'changeList'> {
+  const out: Pick<AggregateConfig, 'dumps' | 'changeList'> = {};
+  const dumpsPair = top.get('dumps');
+  const dumps = scalar(dumpsPair);
+  if (dumpsPair !== undefined && typeof dumps !== 'boolean') fail(ctx, dumpsPair.value, 'dumps', `'${String(dumps)}' is not true or false`);
+  const formatPair = top.get('dump-format');
+  const format = scalar(formatPair);
+  if (formatPair !== undefined && format !== 'zip' && format !== 'warc') fail(ctx, formatPair.value, 'dump-format', `'${String(format)}' is not zip or warc`);
+  const size = positiveInteger(ctx, top.get('package-size'), 'package-size', 0, Number.MAX_SAFE_INTEGER);
+  for (const f of ['dump-format', 'package-size'] as const) {
+    if (top.has(f) && dumps !== true) fail(ctx, top.get(f), f, 'needs dumps: true');
+  }
+  if (dumps === true) out.dumps = { ...(format === 'warc' ? { format: 'warc' as const } : {}), ...(size !== undefined && size > 0 ? { maxPackageBytes: size } : {}) };
+  const max = positiveInteger(ctx, top.get('changelist-max'), 'changelist-max', 0, 50_000);
+  const period = positiveNumber(ctx, top.get('changelist-period'), 'changelist-period', undefined);
+  if ((max !== undefined && max > 0) || period !== undefined) out.changeList = { ...(max !== undefined && max > 0 ? { maxEntries: max } : {}), ...(period === undefined ? {} : { periodMs: period * 1000 }) };
   return out;
 }

@@ -2,7 +2,9 @@
  * The aggregate republished as a Source (Z39.99 §14.8): each aggregated Source's mirror is a set of the aggregate
  * (one Capability List each, under `<base-url><id>/`), published by the Source library with the `via` link of each
  * copy taken from the Destination state, and served by the Source server. Publications run one at a time; asking
- * for one while one runs makes exactly one more run after it.
+ * for one while one runs makes exactly one more run after it. The changes a sync applied are recorded in the order
+ * it applied them (`recordChanges` in the given order) before the publication's scan records whatever else changed.
+ * @see Z39.99 §12.1 (a Change List in forward chronological order), §11.1 and §13.1 (the dumps, with `dumps`)
  * @see Z39.99 §5 (Source Description), §9 (Capability List), §14.8 (provenance)
  */
 import { statSync } from 'node:fs';
@@ -10,10 +12,11 @@ import { join } from 'node:path';
 import type { Ln } from '../core/model/types.js';
 import type { ResponderHandler, ResponderResponse } from '../server/request-response.js';
 import { createSourceResponder, type SourceResponder } from '../server/source-responder.js';
-import { publish, type PublishResult } from '../source/publish.js';
+import { publish, type PublishOptions, type PublishResult } from '../source/publish.js';
+import { recordChanges } from '../source/record-changes.js';
 import type { SetNotifications } from '../source/notifications.js';
 import type { AggregateSource } from './config.js';
-import { mirrorDir, openViaLinks, type ViaLinks } from './source-mirror.js';
+import { MAX_APPLIED, mirrorDir, openViaLinks, type ViaLinks } from './source-mirror.js';
 
 /** Where the published documents of an aggregate go, under its `out` folder. */
 const PUBLISH_DIR = 'publish';
@@ -45,6 +48,9 @@ export class AggregatePublication {
   readonly #onPublished: (r: { result: PublishResult | undefined; ms: number }) => void;
   readonly #onError: (error: unknown) => void;
   readonly #push: AggregatePush | undefined;
+  readonly #publishing: () => Pick<PublishOptions, 'dumps' | 'changeList'>;
+  /** The mirror paths each Source's syncs changed since its last publication, in the order applied. */
+  readonly #applied = new Map<string, string[]>();
 
   constructor(options: {
     out: string;
@@ -55,8 +61,11 @@ export class AggregatePublication {
     onError: (error: unknown) => void;
     /** Announces each publication's changes (Change Notifications, with the `via` links) and framework changes. */
     push?: AggregatePush;
+    /** The dumps each set offers and when its Change Lists close (`publish`'s options), read at each publication. */
+    publishing?: () => Pick<PublishOptions, 'dumps' | 'changeList'>;
   }) {
     this.#push = options.push;
+    this.#publishing = options.publishing ?? (() => ({}));
     this.#out = options.out;
     this.#baseUrl = options.baseUrl;
     this.#sources = options.sources;
@@ -77,8 +86,15 @@ export class AggregatePublication {
   /**
    * Asks for a publication of the Sources `ids` (whose mirrors changed; none: only the Source Description, for a
    * Source gone) or of `'all'`; resolves once a run that started after this call has ended (failed ones included).
+   * `applied` gives, by Source, the mirror paths a sync changed in the order it applied them: the Change List
+   * records them in that order (the other changes follow, in path order).
    */
-  request(ids: readonly string[] | 'all'): Promise<void> {
+  request(ids: readonly string[] | 'all', applied?: Readonly<Record<string, readonly string[] | undefined>>): Promise<void> {
+    for (const [id, paths] of Object.entries(applied ?? {})) {
+      const list = this.#applied.get(id) ?? [];
+      for (const p of paths ?? []) if (list.length < MAX_APPLIED) list.push(p);
+      if (list.length > 0) this.#applied.set(id, list);
+    }
     // the mirrors changed: the copies are served as they are now (the responder keeps small files for a second),
     // also to a Destination that a Change Notification sends for them before this publication ends
     this.#responder?.invalidate();
@@ -119,43 +135,64 @@ export class AggregatePublication {
     }
     const dirty = this.#dirty;
     this.#dirty = new Set();
+    const ids = new Set(sources.map((s) => s.id));
+    for (const id of this.#applied.keys()) if (!ids.has(id)) this.#applied.delete(id); // a Source gone
     const only = dirty === 'all' ? undefined : sources.filter((s) => dirty.has(s.id)).map((s) => s.id);
     const vias = new Map<string, ViaLinks>();
     let linksOf: string | undefined;
     const push = this.#push;
+    const options: PublishOptions = {
+      sets: sources.map((s) => ({ name: s.id, dir: mirrorDir(this.#out, s.id) })),
+      baseUrl: this.#baseUrl,
+      outDir: join(this.#out, PUBLISH_DIR),
+      stateDir: join(this.#out, 'sources'),
+      namedSets: true,
+      ...this.#publishing(),
+      resourceLinks: (set, path, entry): Ln[] | undefined => {
+        // the states of one set at a time are open (sets are written one after the other)
+        if (set !== linksOf) vias.get(linksOf ?? '')?.release();
+        linksOf = set;
+        return vias.get(set)?.links(path, entry);
+      },
+      // Change Notifications go out as the changes are recorded (their entries carry the `via` links too)
+      ...(push === undefined
+        ? {}
+        : {
+            notifications: { hub: push.hubUrl },
+            onRecorded: (n: SetNotifications) => {
+              this.#responder?.invalidate();
+              push.send([n]);
+            },
+          }),
+    };
     let result: PublishResult;
     try {
       for (const s of sources) if (only === undefined || only.includes(s.id)) vias.set(s.id, await openViaLinks(this.#out, s));
-      result = await publish({
-        sets: sources.map((s) => ({ name: s.id, dir: mirrorDir(this.#out, s.id) })),
-        baseUrl: this.#baseUrl,
-        outDir: join(this.#out, PUBLISH_DIR),
-        stateDir: join(this.#out, 'sources'),
-        namedSets: true,
-        ...(only === undefined ? {} : { only }),
-        resourceLinks: (set, path, entry): Ln[] | undefined => {
-          // the states of one set at a time are open (sets are written one after the other)
-          if (set !== linksOf) vias.get(linksOf ?? '')?.release();
-          linksOf = set;
-          return vias.get(set)?.links(path, entry);
-        },
-        // Change Notifications go out as the changes are recorded (their entries carry the `via` links too)
-        ...(push === undefined
-          ? {}
-          : {
-              notifications: { hub: push.hubUrl },
-              onRecorded: (n: SetNotifications) => {
-                this.#responder?.invalidate();
-                push.send([n]);
-              },
-            }),
-      });
+      const recorded = { created: 0, updated: 0, deleted: 0 };
+      for (const set of options.sets) if (only === undefined || only.includes(set.name)) await this.#recordApplied(options, set as { name: string; dir: string }, recorded);
+      result = await publish({ ...options, ...(only === undefined ? {} : { only }) });
+      for (const k of ['created', 'updated', 'deleted'] as const) result.changes[k] += recorded[k];
     } finally {
       for (const v of vias.values()) await v.close();
     }
     this.#serve(sources, result);
     push?.send(result.notifications?.map((n) => ({ ...n, change: [] }))); // the Framework Notifications
     this.#onPublished({ result, ms: Math.round(performance.now() - started) });
+  }
+
+  /**
+   * Records the changes a Source's syncs applied, in the order applied, before the publication's scan (which
+   * records the others in path order). Nothing when the set was never published with these options (the scan
+   * takes it in whole).
+   * @see Z39.99 §12.1
+   */
+  async #recordApplied(options: PublishOptions, set: { name: string; dir: string }, into: PublishResult['changes']): Promise<void> {
+    const paths = this.#applied.get(set.name);
+    this.#applied.delete(set.name);
+    if (paths === undefined || paths.length === 0) return;
+    const files = paths.map((p) => join(set.dir, ...p.split('/')));
+    const { changes } = await recordChanges({ ...options, sets: [set] }, files, { order: 'given' });
+    for (const k of ['created', 'updated', 'deleted'] as const) into[k] += changes[k];
   }
 
   /** Serves the sets just published: a new responder when they changed, else the old one told to look again. */

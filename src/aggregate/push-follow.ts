@@ -21,7 +21,7 @@ import type { SyncOptions, SyncReport } from '../destination/sync.js';
 import { durabilityFor } from '../node/durability-for.js';
 import type { XmppAccount } from '../notify/xmpp-pubsub.js';
 import type { AggregateSource, XmppCredentials } from './config.js';
-import { addCounts, countResources, emptyResult, mirrorDir, sourceSyncOptions, stateDirs, type SourceSyncOptions, type SourceSyncResult } from './source-mirror.js';
+import { addCounts, appliedOrder, countResources, emptyResult, mirrorDir, sourceSyncOptions, stateDirs, type SourceSyncOptions, type SourceSyncResult } from './source-mirror.js';
 
 /** What a Source followed by push reports. */
 export interface PushFollowEvents {
@@ -90,6 +90,8 @@ class SharedMirror extends LocalDirectory {
 /** One followed part of a Source: the Source whole, or one chosen set. */
 interface Part {
   first: SyncReport;
+  /** The paths the first sync changed, in the order applied (undefined: too many to keep). */
+  firstApplied: string[] | undefined;
   channel: boolean;
   readonly mode: 'push' | 'poll';
   stop(): Promise<void>;
@@ -114,9 +116,10 @@ export async function followByPush(out: string, source: AggregateSource, options
       mode = m;
       events.onMode(m);
     },
-    onBatch: (batch, ms) => {
+    onBatch: (batch, ms, applied) => {
       const r = emptyResult();
       addCounts(r, batch);
+      if (applied !== undefined) r.applied = applied;
       void countResources(out, source).then(
         (n) => events.onBatch({ ...r, resources: n, durationMs: ms }),
         (error: unknown) => events.onProblem(error),
@@ -139,6 +142,8 @@ export async function followByPush(out: string, source: AggregateSource, options
   started = true;
   const first = emptyResult();
   for (const p of parts) addCounts(first, p.first);
+  const applied = parts.map((p) => p.firstApplied);
+  if (applied.every((a) => a !== undefined)) first.applied = applied.flat();
   first.resources = await countResources(out, source);
   first.durationMs = Math.round(performance.now() - startedAt);
   return {
@@ -156,7 +161,7 @@ export async function followByPush(out: string, source: AggregateSource, options
 /** What each part tells the Source's following. */
 interface PartHooks {
   onModeChange(): void;
-  onBatch(batch: Parameters<typeof addCounts>[1], ms: number): void;
+  onBatch(batch: Parameters<typeof addCounts>[1], ms: number, applied: string[] | undefined): void;
   onProblem(error: unknown): void;
 }
 
@@ -172,20 +177,25 @@ async function followPart(
   hooks: PartHooks,
 ): Promise<Part> {
   const state: DestinationState | undefined = set === undefined ? undefined : await openSqliteDestinationState(stateDirs(out, source)[set]!);
+  // the paths each batch changed, in the order applied (the first sync's, then each batch's)
+  const order = appliedOrder();
   const base: SyncOptions = {
     ...sourceSyncOptions(out, source, { ...options, signal: AbortSignal.any([]) }),
+    onPlan: order.onPlan,
     ...(set === undefined || state === undefined ? {} : { capabilityList: source.capabilitySets![set]!, state, storage: new SharedMirror(mirrorDir(out, source.id), { durability: durabilityFor() }) }),
   };
   try {
     const o = { ...options, intervalMs: source.interval * 1000 };
-    let run = await followOnce(base, set, o, options.xmpp, hooks);
+    const partHooks: PartHooks = { ...hooks, onBatch: (batch, ms) => hooks.onBatch(batch, ms, order.take()) };
+    let run = await followOnce(base, set, o, options.xmpp, partHooks);
     if (run.noXmppNode) {
       await run.stop(); // the Source advertises no XMPP node: its WebSub hub, if any
-      run = await followOnce(base, set, o, undefined, hooks);
+      run = await followOnce(base, set, o, undefined, partHooks);
     }
     const r = run;
     return {
       first: r.handle.first,
+      firstApplied: order.take(),
       channel: r.channel,
       get mode() {
         return r.handle.mode;
@@ -220,7 +230,7 @@ async function followOnce(
     if (e.type === 'no-channel' || e.type === 'hub-refused') channel = false;
     else if (e.type === 'no-xmpp-node') noXmppNode = true;
     else if (e.type === 'error' || e.type === 'subscribe-failed' || e.type === 'channel-unreadable') hooks.onProblem(e.error);
-    else if (e.type === 'batch') hooks.onBatch(e.batch, Math.round(e.batch.durationMs));
+    else if (e.type === 'batch') hooks.onBatch(e.batch, Math.round(e.batch.durationMs), undefined);
   };
   try {
     handle = await followSource({

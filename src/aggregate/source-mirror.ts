@@ -10,9 +10,12 @@ import { join } from 'node:path';
 import { ResourceSyncError } from '../core/errors.js';
 import { formatHashes } from '../core/hash.js';
 import type { Entry, Ln } from '../core/model/types.js';
+import { parseW3CDatetime } from '../core/w3c-datetime.js';
 import { originOf } from '../client/authority.js';
+import type { Pace } from '../client/origin-pace.js';
 import { createMapper } from '../destination/mapper.js';
 import { openSqliteDestinationState, openSqliteDestinationStateSync } from '../destination/sqlite-state.js';
+import type { PlanItem } from '../destination/plan.js';
 import type { DestinationState, ResourceRecord } from '../destination/state.js';
 import { sync, type SyncOptions, type SyncReport } from '../destination/sync.js';
 import type { SyncCounts } from '../destination/sync-counts.js';
@@ -47,6 +50,38 @@ export interface SourceSyncResult {
   /** Resources held after the sync. */
   resources: number;
   durationMs: number;
+  /**
+   * The mirror's paths the sync created, updated or deleted, in the order it applied them (its plan's order: the
+   * Source's Change List order for an incremental sync; a path changed twice comes twice); undefined past
+   * {@link MAX_APPLIED} paths. A dump's bitstreams are not in it: the publication records those by path.
+   */
+  applied?: string[];
+}
+
+/** Most paths of one sync kept in the order applied; past it the publication records the changes in path order. */
+export const MAX_APPLIED = 100_000;
+
+/**
+ * Hears a sync's plan items (`onPlan`) and keeps the paths changed, in the order applied: a Resource List's (or a
+ * deletion of what no list offers) as heard, then a Change List's or a Change Notification's in the order of their
+ * `datetime`s (forward chronological order, §12.1), as the sync takes them; items heard at once (resources are
+ * fetched a few at a time) keep the order of their changes, not of their lookups.
+ * @see Z39.99 §12.1
+ */
+export function appliedOrder(): { onPlan: (item: PlanItem) => void; take: () => string[] | undefined } {
+  let heard: { path: string; t: number; n: number }[] | undefined = [];
+  return {
+    onPlan: (item) => {
+      if (heard === undefined || item.path === undefined || item.action === 'unchanged' || item.kept === true) return;
+      if (heard.length >= MAX_APPLIED) heard = undefined;
+      else heard.push({ path: item.path, t: (item.datetime === undefined ? undefined : parseW3CDatetime(item.datetime, true)?.ms) ?? -Infinity, n: heard.length });
+    },
+    take: () => {
+      const taken = heard;
+      heard = [];
+      return taken?.sort((a, b) => a.t - b.t || a.n - b.n).map((h) => h.path);
+    },
+  };
 }
 
 /** The `Authorization` value for a Source's credentials, read from `env`. */
@@ -69,6 +104,8 @@ export interface SourceSyncOptions {
   concurrency?: number;
   /** HTTP timeout, ms. */
   timeoutMs?: number;
+  /** The pace shared by every Source on an origin (`origin-rate`), if any. */
+  originPace?: (origin: string) => Pace | undefined;
 }
 
 /**
@@ -79,11 +116,13 @@ export async function syncSource(out: string, source: AggregateSource, options: 
   const started = performance.now();
   const dirs = stateDirs(out, source);
   const total = emptyResult();
+  const order = appliedOrder();
   for (const [i, dir] of dirs.entries()) {
     const state = source.capabilitySets === undefined ? undefined : await openSqliteDestinationState(dir);
     try {
       const report = await sync({
         ...sourceSyncOptions(out, source, options),
+        onPlan: order.onPlan,
         ...(source.capabilitySets === undefined ? {} : { capabilityList: source.capabilitySets[i]! }),
         ...(state === undefined ? {} : { state }),
       });
@@ -94,6 +133,8 @@ export async function syncSource(out: string, source: AggregateSource, options: 
   }
   total.resources = await countResources(out, source);
   total.durationMs = Math.round(performance.now() - started);
+  const applied = order.take();
+  if (applied !== undefined) total.applied = applied;
   return total;
 }
 
@@ -108,12 +149,16 @@ export function sourceSyncOptions(out: string, source: AggregateSource, options:
     source: source.url,
     dest: mirrorDir(out, source.id),
     delete: true,
+    // a dump-only Source's packages are read again only when it offers a new dump (the mirror is the aggregator's own)
+    skipSameDump: true,
     signal: options.signal,
     retries: 1,
     concurrency: options.concurrency ?? 4,
     ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     ...(auth === undefined ? {} : { auth }),
     ...(source.rate === undefined ? {} : { rate: source.rate }),
+    ...(options.originPace === undefined ? {} : { originPace: options.originPace }),
+    ...(source.urlPrefixes === undefined ? {} : { urlPrefixes: source.urlPrefixes }),
   };
 }
 

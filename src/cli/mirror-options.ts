@@ -2,6 +2,7 @@ import { stderr, stdout } from 'node:process';
 import { isResourceSyncError, messageOf } from '../core/errors.js';
 import type { Mapping } from '../destination/mapper.js';
 import type { DestinationNote } from '../destination/notes.js';
+import { urlPrefixProblem } from '../destination/url-filter.js';
 import { USAGE_EXIT, usageError } from './command-args.js';
 
 /** Exit codes of `sync` and `audit`. */
@@ -17,6 +18,7 @@ export const MIRROR_OPTIONS = {
   timeout: { type: 'string' },
   deadline: { type: 'string' },
   rate: { type: 'string' },
+  'url-prefix': { type: 'string', multiple: true },
 } as const;
 
 /** The library options those command-line options stand for. */
@@ -28,6 +30,8 @@ export interface MirrorOptions {
   capabilityList?: string;
   allowOrigins?: string[];
   base?: string;
+  /** `--url-prefix`: only the resources under these. */
+  urlPrefixes?: string[];
 }
 
 /** Parses an integer option; throws a usage message when it is not an integer ≥ `min`. */
@@ -56,6 +60,7 @@ export function mirrorOptions(v: {
   'capability-list'?: string | undefined;
   'allow-origin'?: string[] | undefined;
   base?: string | undefined;
+  'url-prefix'?: string[] | undefined;
 }): MirrorOptions {
   const timeoutMs = integerOption('timeout', v.timeout, 1);
   const deadlineMs = integerOption('deadline', v.deadline, 1);
@@ -63,6 +68,10 @@ export function mirrorOptions(v: {
   if (v.rate !== undefined) {
     rate = Number(v.rate);
     if (!Number.isFinite(rate) || rate <= 0) throw new Error(`--rate '${v.rate}' is not a positive number of requests per second`);
+  }
+  for (const p of v['url-prefix'] ?? []) {
+    const problem = urlPrefixProblem(p);
+    if (problem !== undefined) throw new Error(`--url-prefix '${p}' ${problem}`);
   }
   return {
     maps: parseMaps(v.map),
@@ -72,6 +81,7 @@ export function mirrorOptions(v: {
     ...(v['capability-list'] !== undefined ? { capabilityList: v['capability-list'] } : {}),
     ...(v['allow-origin'] !== undefined ? { allowOrigins: v['allow-origin'] } : {}),
     ...(v.base !== undefined ? { base: v.base } : {}),
+    ...(v['url-prefix'] !== undefined ? { urlPrefixes: v['url-prefix'] } : {}),
   };
 }
 

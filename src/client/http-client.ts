@@ -7,7 +7,7 @@ import { parseLength } from '../core/hash.js';
 import { originOf, type Authority } from './authority.js';
 import type { HttpGet, HttpRequestInit, HttpResponse } from './http.js';
 import { retryAfterMs, retryableStatus, wrapError } from './http-failure.js';
-import { OriginPace, waits, type Waits } from './origin-pace.js';
+import { OriginPace, waits, type Pace, type Waits } from './origin-pace.js';
 import { WHOLE_BODY, bodyOf, decodedBody, decoder } from './response-body.js';
 
 /** Options of {@link createHttpClient}. */
@@ -40,6 +40,12 @@ export interface HttpClientOptions {
   retryBaseMs?: number;
   /** At most this many requests per second to each origin (retries included). Default: no limit. */
   rate?: number;
+  /**
+   * A pace shared with other clients for an origin (e.g. a {@link SharedPaces} of an aggregate: every Source on one
+   * origin together), kept after this client's own `rate`: a request goes when both allow it, at its place in the
+   * shared pace. Undefined for an origin: none.
+   */
+  originPace?: (origin: string) => Pace | undefined;
 }
 
 const MAX_REDIRECTS = 5;
@@ -113,6 +119,8 @@ interface OriginConnection {
   pool: Pool;
   guard: EndGuard;
   pace: OriginPace;
+  /** The pace shared with other clients, if any. */
+  shared: Pace | undefined;
 }
 
 const abortError = (): Error => Object.assign(new Error('aborted'), { name: 'AbortError' });
@@ -213,6 +221,8 @@ class HttpClient {
     const { origin, path } = this.#splitTarget(url);
     const connection = this.#originFor(origin);
     await this.#sleepFor(connection.pace.delay(Date.now()), signal, url);
+    // the shared pace is asked last, when the request is about to go: it goes at its place there, never earlier
+    if (connection.shared !== undefined) await this.#sleepFor(connection.shared.delay(Date.now()), signal, url);
     if (signal?.aborted === true) throw wrapError(abortError(), url, 'request');
     const headers: Record<string, string> = {
       'user-agent': this.#userAgent,
@@ -232,7 +242,10 @@ class HttpClient {
     }
     if (head.status === 429 || head.status === 503) {
       const after = retryAfterMs(head.headers['retry-after']);
-      if (after !== undefined) connection.pace.block(Date.now() + Math.min(after, this.#maxRetryDelayMs));
+      if (after !== undefined) {
+        connection.pace.block(Date.now() + Math.min(after, this.#maxRetryDelayMs));
+        connection.shared?.block(Date.now() + Math.min(after, this.#maxRetryDelayMs));
+      }
     }
     return responseOf(url, method, head, download);
   }
@@ -286,7 +299,7 @@ class HttpClient {
         keepAliveTimeout: 10_000,
         connect: guard.connector({ timeout: this.#timeoutMs }),
       });
-      connection = { pool, guard, pace: new OriginPace(this.#options.rate) };
+      connection = { pool, guard, pace: new OriginPace(this.#options.rate), shared: this.#options.originPace?.(origin) };
       this.#origins.set(origin, connection);
     }
     return connection;

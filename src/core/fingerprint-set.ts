@@ -1,4 +1,21 @@
 /**
+ * A set of strings that only grows, as a sync's baseline needs it: the resources on offer in every Resource List
+ * read in full (Z39.99 §5.2: what the Destination holds and no snapshot offers was deleted). Implementations may
+ * keep fingerprints rather than strings ({@link FingerprintSet}) and spill to disk past a bound; `close` lets go of
+ * what they hold (a temporary file).
+ */
+export interface SeenSet {
+  /** Adds `s`. */
+  add(s: string): void;
+  /** True when `s` was added before (a fingerprint's collision may say true for a string never added). */
+  has(s: string): boolean;
+  /** Strings added (each counted once). */
+  readonly size: number;
+  /** Lets go of what the set holds; it is not used afterwards. */
+  close?(): void;
+}
+
+/**
  * A set of strings kept as 64-bit fingerprints in an open-addressing table of two `Int32Array`s: the locs seen
  * in a document (the validator's duplicate check, Z39.99 §10.1), the resources on offer during an audit and after
  * a sync's baseline (to infer deletions).
@@ -13,7 +30,7 @@
  * const seen = new FingerprintSet({ capacity: 50_000 });
  * if (seen.seen(loc)) report('loc-duplicate');
  */
-export class FingerprintSet {
+export class FingerprintSet implements SeenSet {
   readonly #capacity: number;
   #mask: number;
   #hi: Int32Array;
@@ -64,6 +81,27 @@ export class FingerprintSet {
     return false;
   }
 
+  /**
+   * True when the fingerprint (`hi`, `lo`) (see {@link fingerprintOf}) is held.
+   */
+  hasFingerprint(hi: number, lo: number): boolean {
+    return this.#slot(hi | 0, lo | 0) < 0;
+  }
+
+  /** Calls `f` with each fingerprint held (`hi`, `lo`), in no order. */
+  forEachFingerprint(f: (hi: number, lo: number) => void): void {
+    const hi = this.#hi;
+    const lo = this.#lo;
+    for (let k = 0; k < hi.length; k++) if (hi[k] !== 0 || lo[k] !== 0) f(hi[k]!, lo[k]!);
+  }
+
+  /** Forgets every string; the table keeps its size (a set that spills refills it). */
+  clear(): void {
+    this.#hi.fill(0);
+    this.#lo.fill(0);
+    this.#size = 0;
+  }
+
   /** The slot holding (a, b) as `-1 - slot`, or the empty slot where it would go. */
   #slot(a: number, b: number): number {
     const hi = this.#hi;
@@ -93,6 +131,15 @@ export class FingerprintSet {
       this.#lo[s] = b;
     }
   }
+}
+
+/**
+ * The 64-bit fingerprint a {@link FingerprintSet} keeps of `s`, as two signed 32-bit halves (never both 0).
+ * @example const [hi, lo] = fingerprintOf('http://example.com/r/1');
+ */
+export function fingerprintOf(s: string): [hi: number, lo: number] {
+  fingerprint(s);
+  return [fpA, fpB];
 }
 
 /** The last fingerprint computed (two values without an object per call). */

@@ -19,6 +19,7 @@ import { note, type DestinationNote } from './notes.js';
 import { LocalDirectory, walkFiles } from './local-directory.js';
 import type { MirrorStorage } from './mirror-storage.js';
 import { changeDumpInventory, dumpInventory, RESOURCE_DUMP_MANIFEST } from './audit-dump.js';
+import { checkUrlPrefixes, urlFilter } from './url-filter.js';
 
 /** What the state records of `url`, as the plan's lookup (`trustState`). */
 async function recorded(store: DestinationState, url: string): Promise<LocalLookup> {
@@ -36,6 +37,11 @@ export interface AuditBehaviour {
   trustState?: boolean;
   /** With a Source Description (or several Capability Lists), audit only this Capability List. */
   capabilityList?: string;
+  /**
+   * Only the resources whose URL starts with one of these prefixes, as `sync` mirrors them: the entries outside are
+   * not audited (counted in the note `outside-url-prefixes`), and a copy held outside them is extra. Default every one.
+   */
+  urlPrefixes?: string[];
   /** Called every few hundred resources. */
   onProgress?: (p: { checked: number }) => void;
 }
@@ -144,6 +150,9 @@ class AuditRun {
   readonly #storage: MirrorStorage;
   readonly #mapper: Mapper;
   readonly #authority: { check(url: string): void };
+  readonly #include: ((url: string) => boolean) | undefined;
+  /** Entries outside the URL prefixes, not audited. */
+  outside = 0;
   #checked = 0;
 
   constructor(options: AuditOptions, parts: { dest: string; store: DestinationState; storage: MirrorStorage; mapper: Mapper; authority: { check(url: string): void } }) {
@@ -153,6 +162,7 @@ class AuditRun {
     this.#storage = parts.storage;
     this.#mapper = parts.mapper;
     this.#authority = parts.authority;
+    this.#include = urlFilter(options.urlPrefixes);
     this.report = emptyReport(options, parts.dest, this.#trust);
   }
 
@@ -164,6 +174,10 @@ class AuditRun {
 
   /** True for an entry that can be held here; the others (unsafe names, other origins) are failures, not planned. */
   readonly holdable = (e: Entry): boolean => {
+    if (this.#include?.(e.loc) === false) {
+      this.outside++;
+      return false;
+    }
     try {
       this.#authority.check(e.loc);
       this.onOffer.add(this.#trust ? e.loc : this.#mapper.toPath(e.loc));
@@ -357,6 +371,7 @@ async function auditSet(run: AuditRun, ctx: DocumentContext, set: CapabilitySet)
 export async function audit(options: AuditOptions): Promise<AuditReport> {
   const started = Date.now();
   const dest = resolve(options.dest);
+  if (options.urlPrefixes !== undefined) checkUrlPrefixes(options.urlPrefixes);
   requireFolderOrNothing(dest, 'Destination');
   const connection = connect(options);
   const { authority, documents, mapper } = connection;
@@ -370,6 +385,7 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
     report.warnings.push(...warnings);
     for (const set of sets) await auditSet(run, ctx, set);
     await run.countExtras();
+    if (run.outside > 0) report.warnings.push(note('outside-url-prefixes', { count: run.outside, prefixes: options.urlPrefixes ?? [] }));
     if (report.trustedState) report.warnings.push(note('store-trusted', {}));
     report.inSync = report.counts.missing === 0 && report.counts.extra === 0 && report.counts.changed === 0 && report.counts.failed === 0;
     report.durationMs = Date.now() - started;

@@ -1,7 +1,7 @@
 import { ResourceSyncError, isResourceSyncError } from '../core/errors.js';
 import { documentKindById, isPartOf } from '../core/model/document-kinds.js';
 import type { Entry } from '../core/model/types.js';
-import { FingerprintSet } from '../core/fingerprint-set.js';
+import { FingerprintSet, type SeenSet } from '../core/fingerprint-set.js';
 import { openDocument, resolveLoc, type DocumentContext, type RemoteDocument } from './documents.js';
 import type { ResourceApplier } from './resource-applier.js';
 import { runPool } from './run-pool.js';
@@ -17,7 +17,7 @@ export interface BaselineOptions extends DocumentContext {
   /** Called with each document as it is opened (for lenient validation and reporting). */
   onDocument?: (doc: RemoteDocument) => AsyncIterable<Entry>;
   /** Where the resources on offer are added (several capability sets share one); default a new set. */
-  seen?: FingerprintSet;
+  seen?: SeenSet;
   /**
    * Brings the entries of one Resource List in line somewhere else instead of through `applier` (a job queue's
    * workers); resolves once every entry is handed on. Default: `applier.apply` with `concurrency` at once.
@@ -33,7 +33,7 @@ export interface BaselineResult {
    * Every resource URI on offer, as fingerprints (16 bytes each, where the strings would pin the list's text): a
    * collision can only hide a deletion, never cause one.
    */
-  seen: FingerprintSet;
+  seen: SeenSet;
   /** False when a part of the list could not be read: deletions must not be inferred. */
   complete: boolean;
   /** Documents read, in order. */
@@ -75,7 +75,8 @@ export async function baseline(options: BaselineOptions, url: string): Promise<B
         if (share !== undefined && share > 0 && share < 1) estimate = Math.round(n / share);
         if (estimate > 0) applier.estimateTotal(Math.max(estimate, n));
         result.seen.add(e.loc);
-        yield e;
+        // outside the sync's URL filter: counted and left alone here, before it is handed to anyone
+        if (applier.includes(e.loc)) yield e;
       }
       applier.addTotal(n);
     };

@@ -3,6 +3,7 @@ import { createAuthority, originOf, type Authority } from '../client/authority.j
 import { withDeadline } from '../client/deadline.js';
 import { createHttpClient } from '../client/http-client.js';
 import type { HttpGet } from '../client/http.js';
+import type { Pace } from '../client/origin-pace.js';
 import { createMapper, type Mapper, type Mapping } from './mapper.js';
 
 /** What `sync` and `audit` need to reach a Source: the injected or default HTTP client and the URL rules. */
@@ -35,6 +36,8 @@ export interface ConnectionOptions {
   auth?: Record<string, string>;
   /** At most this many requests per second to each origin. Default: no limit. */
   rate?: number;
+  /** A pace shared with other calls for an origin (see `createHttpClient`'s `originPace`). Default none. */
+  originPace?: (origin: string) => Pace | undefined;
   /** Aborts the call: every request, and the run between them. */
   signal?: AbortSignal;
 }
@@ -77,6 +80,7 @@ export function connect(options: ConnectionOptions): Connection {
           ...(options.signal !== undefined ? { signal: options.signal } : {}),
           ...(options.auth !== undefined ? { auth: options.auth } : {}),
           ...(options.rate !== undefined ? { rate: options.rate } : {}),
+          ...(options.originPace !== undefined ? { originPace: options.originPace } : {}),
         })
       : undefined;
   const mapper = createMapper({ base: options.base ?? `${sourceOrigin}/`, ...(options.maps ? { maps: options.maps } : {}) });

@@ -55,6 +55,7 @@ interface ItemTarget {
 export function prepareItem(ctx: PackageCtx, item: Entry): PreparedItem {
   const where = { loc: item.loc, ...(item.md?.path === undefined ? {} : { path: item.md.path }) };
   try {
+    if (ctx.run.opts.include?.(item.loc) === false) return { where, work: () => Promise.resolve(() => undefined) };
     const checked = checkItem(ctx, item);
     if (checked === undefined) {
       return { where, work: () => Promise.resolve(() => void ctx.run.report.skippedBeforeCursor++) };
@@ -121,6 +122,7 @@ async function applied(
     ...(result === 'unchanged' ? { unchanged: true } : { length: result.length, hashes: result.hashes }),
     ...(item.lastmod === undefined ? {} : { lastmod: item.lastmod }),
     links: relatedLinks(item),
+    ...(item.ln !== undefined && item.ln.length > 0 ? { ln: item.ln } : {}),
     package: ctx.pkgUrl,
   });
 }

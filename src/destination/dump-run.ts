@@ -44,6 +44,8 @@ export interface DumpResource {
   lastmod?: string;
   /** Links kept for the user (§14). */
   links: RelatedLinks;
+  /** The manifest entry's `rs:ln` links as written, kept in the state as a Resource List's are (§14, §14.8 `via`). */
+  ln?: Ln[];
   package: string;
 }
 
@@ -111,6 +113,11 @@ export interface ApplyDumpOptions {
   storage: MirrorStorage;
   /** The mapper: a resource URI (`loc`) → its key in `storage` (its relative path); throws `RS_UNSAFE_PATH` to refuse. */
   mapPath: (loc: string) => string;
+  /**
+   * False for a manifest entry to leave alone (a sync's URL filter): nothing written or removed, `onResource` not
+   * called. Default every entry.
+   */
+  include?: (loc: string) => boolean;
   /** Apply deletions of Change Dump Manifests. Default false: reported only. */
   delete?: boolean;
   signal?: AbortSignal;

@@ -333,6 +333,7 @@ export class Follower {
     });
     await this.#storage.settle();
     await applier.flush();
+    if (applier.outside > 0) applier.warn(note('outside-url-prefixes', { count: applier.outside, prefixes: this.#options.urlPrefixes ?? [] }));
     const counts = applier.counts;
     if (applier.failedUrls.size > 0) {
       // the cursor stays: the Change List from there brings what failed (or its newer changes). What a notification
@@ -387,7 +388,8 @@ export class Follower {
   /** A fresh applier (its counters are the batch's) over the open store and HTTP client. */
   #applier(pending: ReadonlySet<string>): ResourceApplier {
     const parts = { connection: this.#connection, store: this.#store!, storage: this.#storage, options: this.#options };
-    const applier = applierFor(parts, { dryRun: false, adopt: true, hasPending: (u) => pending.has(u) });
+    const onPlan = this.#options.onPlan;
+    const applier = applierFor(parts, { dryRun: false, adopt: true, hasPending: (u) => pending.has(u), ...(onPlan ? { onPlan } : {}) });
     applier.setKey = this.capabilityList!;
     return applier;
   }

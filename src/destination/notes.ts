@@ -142,6 +142,9 @@ export const NOTES = {
     `'${d.url}' changed at the Source after '${d.point}', where this run stops: its later change is applied by the next run.`,
   ),
   'change-dump-failures': row<{ url: string; cursor: string }>('warning', 'a Change Dump had failures: the cursor stays', (d) => `Change Dump '${d.url}' had failures: the cursor stays at '${d.cursor}'.`),
+  'outside-url-prefixes': row<{ count: number; prefixes: string[] }>('note', 'entries whose URL is outside the URL prefixes of the sync (`--url-prefix`) were left alone (`data.count`)', (d) =>
+    `${d.count} entr${d.count === 1 ? 'y' : 'ies'} outside the URL prefixes (${d.prefixes.join(', ')}) left alone.`,
+  ),
   'no-change-list': row<{ set: string }>('warning', 'a capability set offers no Change List or Change Dump: a new baseline is taken each time', (d) =>
     `Capability set '${d.set}' offers no Change List or Change Dump: a new baseline is taken.`,
   ),

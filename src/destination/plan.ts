@@ -55,6 +55,8 @@ export interface PlanItem extends PlanDecision {
   path?: string;
   /** The change of a Change List entry as written (`created`, `updated`, `deleted`, or another value, read as updated). */
   change?: string;
+  /** The change's `datetime` as written (`rs:md datetime` of a Change List or Change Notification entry). */
+  datetime?: string;
   /** What the Source says (absent for `gone`). */
   source?: SourceFacts;
   /** What the Destination holds (absent when nothing is). */
@@ -102,6 +104,7 @@ export function planEntry(entry: Entry, found: LocalLookup, options: PlanOptions
   }
   if (found.path !== undefined) item.path = found.path;
   if (change !== undefined) item.change = change;
+  if (entry.md?.datetime !== undefined) item.datetime = entry.md.datetime;
   item.source = source;
   if (found.local !== undefined) item.local = found.local;
   return item;

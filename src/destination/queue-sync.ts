@@ -35,8 +35,12 @@ import type { ResourceDispatch, SetRun, SyncRun } from './sync-run.js';
 
 /** The state's key of the run in hand: a coordinator run again after a kill finds its run (and its jobs) there. */
 const RUN_META = 'queue:run';
-/** Chunks sent to the queue in one statement. */
-const INSERT_BATCH = 20;
+/**
+ * Chunks sent to the queue in one statement: 5 (5,000 entries) keeps the round trips few while what waits to be
+ * sent stays small (entries held across collections are promoted, and the old space grows with them: 20 took the
+ * coordinator planning 10^6 resources from about 185 to 225 MB peak RSS).
+ */
+const INSERT_BATCH = 5;
 
 /** The chunk jobs of a run, by state, while the coordinator waits. */
 export interface QueueProgress {

@@ -1,13 +1,13 @@
 import { ResourceSyncError, isResourceSyncError, type ErrorCode, messageOf } from '../core/errors.js';
 import type { HashValue } from '../core/hash.js';
-import type { Entry } from '../core/model/types.js';
+import type { Entry, Ln } from '../core/model/types.js';
 import type { Authority } from '../client/authority.js';
 import type { Mapper } from './mapper.js';
 import type { DestinationNote } from './notes.js';
 import { planEntry, planGone, sourceFacts, type LocalLookup, type PlanAction, type PlanItem, type SourceFacts } from './plan.js';
 import type { DestinationState, ResourceRecord, StateBatch } from './state.js';
 import { adoptable, localFacts, recordHolds } from './local-copy.js';
-import type { FingerprintSet } from '../core/fingerprint-set.js';
+import type { SeenSet } from '../core/fingerprint-set.js';
 import { ResourceFetcher, keptLinks, toRecord, withLinks, type ResourceFetchOptions } from './resource-fetch.js';
 import { CountOnce, emptyCounts, type AppliedElsewhere, type Counted, type SyncCounts, type SyncFailure, type SyncProgress } from './sync-counts.js';
 
@@ -35,6 +35,8 @@ export interface ResourceApplierOptions extends ResourceFetchOptions {
    * resource's slot until it settles: a slow consumer slows the plan down instead of letting items pile up.
    */
   onPlan?: (item: PlanItem) => void | Promise<void>;
+  /** True for a resource to mirror (the sync's `urlPrefixes`); the others are left alone and counted. Default every one. */
+  include?: (url: string) => boolean;
 }
 
 const STATE_BATCH = 256;
@@ -67,6 +69,8 @@ export class ResourceApplier {
   readonly #failures = new Map<string, SyncFailure>();
   /** The capability set being synchronized (failed entries are remembered under it). */
   setKey = '';
+  /** Entries left alone because their URL is outside the filter (`include`). */
+  outside = 0;
   #done = 0;
   #lastProgress = 0;
   #phase: SyncProgress['phase'] = 'baseline';
@@ -96,7 +100,7 @@ export class ResourceApplier {
    * The baseline of this run is done and recorded: the changes after it are planned against the state, and a
    * resource the baseline counted is not counted again, only moved from `unchanged` to `updated` when it changed.
    */
-  async endBaseline(seen: FingerprintSet): Promise<void> {
+  async endBaseline(seen: SeenSet): Promise<void> {
     await this.flush();
     this.#once.endBaseline(seen, this.#fresh);
     this.#fresh = false;
@@ -282,6 +286,7 @@ export class ResourceApplier {
   async apply(entry: Entry, release?: () => void): Promise<PlanAction | undefined> {
     const url = entry.loc;
     const deletion = entry.md?.change === 'deleted';
+    if (!this.includes(url)) return 'unchanged';
     try {
       if (this.#options.signal?.aborted) throw new ResourceSyncError('RS_ABORTED', `Sync of '${url}' aborted.`, { data: { url } });
       const source = sourceFacts(entry);
@@ -312,6 +317,23 @@ export class ResourceApplier {
     } finally {
       this.#tick();
     }
+  }
+
+  /**
+   * True when `url` is inside the sync's filter; a URL outside is counted (an entry left alone) and the resource
+   * progresses all the same.
+   */
+  includes(url: string): boolean {
+    const include = this.#options.include;
+    if (include === undefined || include(url)) return true;
+    this.outside++;
+    this.#tick();
+    return false;
+  }
+
+  /** True when `url` is inside the sync's filter (nothing counted): a held resource outside it is to be removed. */
+  wanted(url: string): boolean {
+    return this.#options.include?.(url) ?? true;
   }
 
   /** A deletion not applied: reported, and remembered in the state for a later run with `delete`. */
@@ -388,7 +410,7 @@ export class ResourceApplier {
    * Records a resource written by someone else (a Resource Dump or Change Dump package), or a deletion seen
    * there, in the state and the counters.
    */
-  async recordExternal(r: { url: string; relPath: string; change: 'created' | 'updated' | 'deleted'; applied: boolean; unchanged?: true; length?: number; hashes?: Record<string, string>; lastmod?: string }): Promise<void> {
+  async recordExternal(r: { url: string; relPath: string; change: 'created' | 'updated' | 'deleted'; applied: boolean; unchanged?: true; length?: number; hashes?: Record<string, string>; lastmod?: string; links?: Ln[] }): Promise<void> {
     this.#succeeded(r.url);
     if (r.unchanged === true) {
       this.counts.unchanged++; // held already: the record stays as it is
@@ -405,6 +427,7 @@ export class ResourceApplier {
       this.counts.bytes += r.length ?? 0;
       const rec: ResourceRecord = { url: r.url, path: r.relPath, length: r.length ?? 0, hashes: r.hashes ?? {} };
       if (r.lastmod !== undefined) rec.lastmod = r.lastmod;
+      if (r.links !== undefined) rec.links = r.links; // a dump manifest's §14 links, kept as a Resource List's are
       await this.#record(rec);
     }
     this.#tick();

@@ -4,7 +4,7 @@
  * @see Z39.99 §12 (Change List), §13 (Change Dump); Archives §6
  */
 import { ResourceSyncError } from '../core/errors.js';
-import type { FingerprintSet } from '../core/fingerprint-set.js';
+import type { SeenSet } from '../core/fingerprint-set.js';
 import { parseW3CDatetime } from '../core/w3c-datetime.js';
 import { changesSince } from './converge.js';
 import { loadDocument, resolveLoc } from './documents.js';
@@ -26,7 +26,7 @@ export function changesFromList(run: SyncRun, setRun: SetRun, from: SyncCursor |
 }
 
 /** The options of a Resource Dump or Change Dump read in this run; what each resource became goes to the applier. */
-export function dumpOptionsFor(run: SyncRun, dumpUrl: string, after: string | undefined, seen?: FingerprintSet): ApplyDumpOptions {
+export function dumpOptionsFor(run: SyncRun, dumpUrl: string, after: string | undefined, seen?: SeenSet): ApplyDumpOptions {
   const { http, documents, authority, mapper } = run.connection;
   const { applier, options } = run;
   return {
@@ -38,6 +38,7 @@ export function dumpOptionsFor(run: SyncRun, dumpUrl: string, after: string | un
     mapPath: (loc) => mapper.toPath(loc),
     delete: options.delete ?? false,
     current: (loc, relPath, expected) => applier.holds(loc, relPath, expected),
+    include: (loc) => applier.includes(loc),
     ...(after !== undefined ? { after } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
     onResource: (r) => {
@@ -51,6 +52,7 @@ export function dumpOptionsFor(run: SyncRun, dumpUrl: string, after: string | un
         ...(r.length !== undefined ? { length: r.length } : {}),
         ...(r.hashes !== undefined ? { hashes: r.hashes } : {}),
         ...(r.lastmod !== undefined ? { lastmod: r.lastmod } : {}),
+        ...(r.ln !== undefined ? { links: r.ln } : {}),
       });
     },
   };

@@ -5,7 +5,7 @@
  */
 import type { ErrorCode } from '../core/errors.js';
 import type { DestinationNote } from './notes.js';
-import type { FingerprintSet } from '../core/fingerprint-set.js';
+import type { SeenSet } from '../core/fingerprint-set.js';
 
 /** A resource that could not be brought in line with the Source. */
 export interface SyncFailure {
@@ -76,7 +76,7 @@ export class CountOnce {
   readonly #counts: SyncCounts;
   readonly #touched = new Map<string, Counted>();
   /** The resources of this run's baseline, once it is done; `#fresh`: it created every one it wrote. */
-  #baseline: FingerprintSet | undefined;
+  #baseline: SeenSet | undefined;
   #fresh = false;
 
   constructor(counts: SyncCounts) {
@@ -84,7 +84,7 @@ export class CountOnce {
   }
 
   /** The baseline is done: `seen` holds its resources; `fresh`: the destination held nothing before it. */
-  endBaseline(seen: FingerprintSet, fresh: boolean): void {
+  endBaseline(seen: SeenSet, fresh: boolean): void {
     this.#baseline = seen;
     this.#fresh = fresh;
   }

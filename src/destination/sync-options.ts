@@ -51,8 +51,25 @@ export interface SyncBehaviour {
   onProgress?: (p: SyncProgress) => void;
   /** With a Source Description (or several Capability Lists), sync only this Capability List. */
   capabilityList?: string;
+  /**
+   * Only the resources whose URL starts with one of these prefixes (absolute http(s) URLs) are mirrored: the others
+   * are never fetched, written or deleted because of a change, and counted in the note `outside-url-prefixes`. A
+   * resource held from before that falls outside them is removed by the next baseline (with `delete`; otherwise a
+   * deletion skipped); a filter other than the one of the set's last baseline takes a new baseline. Default: every
+   * resource. @see Z39.99 §5.2
+   */
+  urlPrefixes?: string[];
   /** Use a Resource Dump / Change Dump when offered. Default false. */
   preferDump?: boolean;
+  /**
+   * A set that offers no changes (no Change List, no Change Dump) and whose Resource Dump is the very one its last
+   * baseline came from, applied whole (the same `at`, `completed` and packages), is taken as in step without reading
+   * its packages again (mode incremental): a poll costs the dump's document alone. A copy changed behind the
+   * mirror's back is then repaired only with the next new dump (or `baseline`). Default false: the packages are
+   * read each run and every bitstream checked against its copy.
+   * @see Z39.99 §11.1
+   */
+  skipSameDump?: boolean;
   /** Try `duplicate` mirrors before the primary URL. Default false (mirrors only when the primary fails). */
   preferMirrors?: boolean;
   /** Extra attempts after a failed verification or a broken body. Default 2. */
@@ -67,6 +84,14 @@ export interface SyncBehaviour {
    * of about 50 ms fsynced together, then renamed); `new FsyncEach()` fsyncs each file, `new RenameOnly()` none.
    */
   durability?: Durability;
+  /**
+   * The resources on offer that a baseline remembers in memory (to infer deletions, §5.2) before it moves them to a
+   * temporary SQLite file in `seenDir`, so memory stays flat whatever the number of resources. Default 262,144
+   * (a table of 4 MB).
+   */
+  seenInMemory?: number;
+  /** Where that temporary file is made (and removed at the end of the run). Default the OS temporary folder. */
+  seenDir?: string;
 }
 
 /**

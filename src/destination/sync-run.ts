@@ -5,7 +5,8 @@
  */
 import { resolve } from 'node:path';
 import type { Entry, ResourceSyncDocument } from '../core/model/types.js';
-import { FingerprintSet } from '../core/fingerprint-set.js';
+import type { SeenSet } from '../core/fingerprint-set.js';
+import { SpillingSet } from '../node/spilling-set.js';
 import { durabilityFor } from '../node/durability-for.js';
 import type { CapabilitySet } from './capability-sets.js';
 import { connect, type Connection } from './connection.js';
@@ -20,6 +21,12 @@ import { holdLease, type HeldLease } from './lease.js';
 import { LocalDirectory } from './local-directory.js';
 import type { MirrorStorage } from './mirror-storage.js';
 import type { SyncOptions, SyncReport } from './sync-options.js';
+import { urlFilter } from './url-filter.js';
+
+/** `{ [key]: value }`, or nothing when the value is undefined (for `exactOptionalPropertyTypes`). */
+function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
+}
 
 /**
  * The run's mirror: the caller's `storage`, else the folder `dest` as a `LocalDirectory` with the caller's
@@ -34,7 +41,7 @@ export interface ApplierParts {
   connection: Pick<Connection, 'http' | 'authority' | 'mapper'>;
   store: DestinationState;
   storage: MirrorStorage;
-  options: Pick<SyncOptions, 'delete' | 'verifyRetries' | 'preferMirrors' | 'signal' | 'archive'>;
+  options: Pick<SyncOptions, 'delete' | 'verifyRetries' | 'preferMirrors' | 'signal' | 'archive' | 'urlPrefixes'>;
 }
 
 /** What differs between the applier of a sync and the one of a follower's batch. */
@@ -57,6 +64,7 @@ export function applierFor(parts: ApplierParts, overrides: ApplierOverrides): Re
     fetchViaLinks: linkFetcher({ http, authority, storage, signal: options.signal }),
     ...(options.signal ? { signal: options.signal } : {}),
     ...(options.archive ? { archive: options.archive } : {}),
+    ...optional('include', urlFilter(options.urlPrefixes)),
     ...overrides,
   });
 }
@@ -174,8 +182,8 @@ export interface SetRun {
  * (changes since the cursor, then earlier failures retried), `baselineFromList` (or `baselineFromDump`, beside it),
  * then `recordBaseline` (`sync-steps.ts`), and `changesFromList`, `changesFromDumps` (`sync-changes.ts`); and each
  * catch-up. Each leaves the state consistent when it returns (what the applier holds back is flushed by the next
- * step that records a cursor, and by `settle`). What every baseline saw (`seenAll`) is held here, in memory:
- * deletions are inferred from it once every set is done.
+ * step that records a cursor, and by `settle`). What every baseline saw (`seenAll`) is held here, in memory up to a
+ * bound and in a temporary file beyond: deletions are inferred from it once every set is done.
  */
 export class SyncRun {
   readonly options: SyncOptions;
@@ -198,8 +206,11 @@ export class SyncRun {
   readonly planned: PlanSummary = emptyPlanSummary();
   /** The resources that failed before in the set at hand (their state record says so). */
   readonly pendingUrls = new Set<string>();
-  /** The resources on offer in every Resource List read in full, to infer deletions (fingerprints: see baseline). */
-  readonly seenAll = new FingerprintSet();
+  /**
+   * The resources on offer in every Resource List read in full, to infer deletions (fingerprints: see baseline);
+   * past `seenInMemory` of them, in a temporary file. Closed by {@link close}.
+   */
+  readonly seenAll: SeenSet;
   /** False once a baseline could not read its whole list: then no deletion is inferred. */
   baselineComplete = true;
   anyBaseline = false;
@@ -219,6 +230,10 @@ export class SyncRun {
     this.state = state;
     this.storage = hold.storage;
     this.fresh = fresh;
+    this.seenAll = new SpillingSet({
+      ...(options.seenInMemory !== undefined ? { inMemory: options.seenInMemory } : {}),
+      ...(options.seenDir !== undefined ? { dir: options.seenDir } : {}),
+    });
     this.applier = applierFor({ connection: hold.connection, store: state, storage: hold.storage, options }, this.#overrides());
     const { documents, authority } = hold.connection;
     this.context = { http: documents, authority, ...(options.signal ? { signal: options.signal } : {}) };
@@ -245,6 +260,11 @@ export class SyncRun {
         : {}),
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     };
+  }
+
+  /** Lets go of what the run holds apart from its {@link RunHold}: the set of resources seen (its temporary file). */
+  close(): void {
+    this.seenAll.close?.();
   }
 
   /** Writes what the applier holds back to the state. */

@@ -16,6 +16,7 @@ import { applySkippedDeletions } from './skipped-deletions.js';
 import { absorbDump, changesFromDumps, changesFromList, dumpOptionsFor, NO_CURSOR } from './sync-changes.js';
 import type { SyncReport } from './sync-options.js';
 import type { CatchUp, SetRun, SyncRun } from './sync-run.js';
+import { urlFilterKey } from './url-filter.js';
 
 /** Discovers the Source's capability sets (only `capabilityList` when given); what discovery noticed becomes notes. */
 export async function discover(run: SyncRun): Promise<CapabilitySet[]> {
@@ -43,7 +44,9 @@ export async function beginSet(run: SyncRun, set: CapabilitySet): Promise<SetRun
   run.pendingUrls.clear();
   for (const e of pendingBefore) run.pendingUrls.add(e.loc);
   const metaKey = `baseline:${set.key}`;
-  const baselineAt = options.baseline === true ? undefined : await state.getMeta(metaKey);
+  // a filter other than the one of the set's last baseline: the resources it now takes in were never fetched
+  const filterChanged = ((await state.getMeta(`url-prefixes:${set.key}`)) ?? '') !== urlFilterKey(options.urlPrefixes);
+  const baselineAt = options.baseline === true || filterChanged ? undefined : await state.getMeta(metaKey);
   const cursor = await state.getCursor(set.key);
   const preferDump = options.preferDump ?? false;
   return {
@@ -141,13 +144,26 @@ async function takeBaseline(run: SyncRun, setRun: SetRun): Promise<void> {
   if (setRun.mode === undefined && set.resourceList !== undefined) await baselineFromList(run, setRun);
 }
 
-/** §11: a baseline from the Resource Dump's packages, as of the dump's `at`. */
+/**
+ * §11: a baseline from the Resource Dump's packages, as of the dump's `at`. With `skipSameDump`, a set that offers no
+ * changes (no Change List, no Change Dump) and whose dump is the very one its last baseline came from, applied whole
+ * (the same `at`, `completed` and packages: {@link dumpFingerprint}), has nothing new: the packages are not read
+ * again and the set is in step (mode incremental).
+ */
 async function baselineFromDump(run: SyncRun, setRun: SetRun): Promise<void> {
   const { set } = setRun;
   const dumpUrl = set.resourceDump!;
+  const head = await loadDocument(run.context, dumpUrl);
+  const fingerprint = dumpFingerprint(head);
+  const metaKey = `dump:${set.key}`;
+  const changes = set.changeList !== undefined || setRun.dumpChanges;
+  if (run.options.skipSameDump === true && !changes && setRun.baselineAt !== undefined && setRun.baselineAt === head.md?.at && setRun.pendingBefore.length === 0 && (await run.state.getMeta(metaKey)) === fingerprint) {
+    setRun.mode = 'incremental';
+    setRun.documents.push(dumpUrl);
+    return;
+  }
   await run.state.clearPending(set.key);
   run.applier.phase('baseline', undefined, dumpUrl);
-  const head = await loadDocument(run.context, dumpUrl);
   const report = await applyResourceDump(dumpOptionsFor(run, dumpUrl, undefined, run.seenAll));
   absorbDump(run, report);
   await run.flush();
@@ -155,6 +171,13 @@ async function baselineFromDump(run: SyncRun, setRun: SetRun): Promise<void> {
   setRun.documents.push(dumpUrl);
   if (report.failures.length > 0) run.baselineComplete = false;
   setRun.snapshotAt = head.md?.at ?? new Date(run.started).toISOString();
+  // remembered only for a dump applied whole; its baseline time is recorded with the baseline (recordBaseline)
+  await run.state.setMeta(metaKey, report.failures.length === 0 && head.md?.at !== undefined ? fingerprint : undefined);
+}
+
+/** What identifies a Resource Dump's content: its `at`, `completed` and each package's URL, hash, length and `at`. @see Z39.99 §11.1 */
+function dumpFingerprint(doc: { md?: { at?: string; completed?: string }; entries: Entry[] }): string {
+  return JSON.stringify([doc.md?.at, doc.md?.completed, doc.entries.map((e) => [e.loc, e.md?.hash, e.md?.length, e.md?.at, e.md?.completed, e.lastmod])]);
 }
 
 /** §5.2: a baseline from the Resource List (or Index), as of the list's `at`. */
@@ -182,6 +205,7 @@ export async function recordBaseline(run: SyncRun, setRun: SetRun): Promise<void
   const snapshot = setRun.snapshotAt!;
   await run.flush();
   await run.state.setMeta(setRun.metaKey, snapshot);
+  await run.state.setMeta(`url-prefixes:${setRun.set.key}`, urlFilterKey(run.options.urlPrefixes));
   await run.state.setCursor(setRun.set.key, { datetime: snapshot });
   run.catchUps.push({ setRun, snapshot });
 }
@@ -229,7 +253,8 @@ export async function inferDeletions(run: SyncRun): Promise<void> {
   } else if (run.report.sets.every((s) => s.mode === 'baseline')) {
     const gone: string[] = [];
     // fresh: every record is from the lists just read
-    if (!run.fresh) for await (const u of run.state.urls()) if (!run.seenAll.has(u)) gone.push(u);
+    // a resource outside the filter is one the mirror should not hold, even when the Source still offers it
+    if (!run.fresh) for await (const u of run.state.urls()) if (!run.seenAll.has(u) || !applier.wanted(u)) gone.push(u);
     applier.phase('baseline', gone.length);
     await runPool(gone, run.concurrency, (u) => applier.remove(u));
   }
@@ -260,6 +285,7 @@ export async function settle(run: SyncRun): Promise<SyncReport> {
   await run.storage.settle();
   await run.flush();
   if (!run.dryRun) await run.storage.discardStaged();
+  if (applier.outside > 0) applier.warn(note('outside-url-prefixes', { count: applier.outside, prefixes: run.options.urlPrefixes ?? [] }));
   const counts = applier.counts;
   applier.progress(true);
   const mode = run.anyBaseline ? 'baseline' : report.sets.length > 0 ? 'incremental' : 'none';

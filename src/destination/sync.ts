@@ -1,6 +1,7 @@
 import { RunHold, openRun, type ResourceDispatch, type SyncRun } from './sync-run.js';
 import { catchUpSet, discover, inferDeletions, requireUsableSets, settle, syncSet } from './sync-steps.js';
 import type { SyncOptions, SyncReport } from './sync-options.js';
+import { checkUrlPrefixes } from './url-filter.js';
 
 export type { SyncProgress, SyncFailure } from './resource-applier.js';
 export type { MirrorTarget, SyncBehaviour, SyncOptions, SyncReport } from './sync-options.js';
@@ -29,10 +30,12 @@ export async function sync(options: SyncOptions): Promise<SyncReport> {
  */
 export async function runSync(options: SyncOptions, dispatchFor: ((run: SyncRun) => Promise<ResourceDispatch>) | undefined): Promise<SyncReport> {
   const started = Date.now();
+  if (options.urlPrefixes !== undefined) checkUrlPrefixes(options.urlPrefixes);
   const hold = new RunHold(options);
   hold.keepStaged = dispatchFor !== undefined;
+  let run: SyncRun | undefined;
   try {
-    const run = await openRun(hold, options, started);
+    run = await openRun(hold, options, started);
     if (dispatchFor !== undefined) run.dispatch = await dispatchFor(run);
     const sets = await discover(run);
     for (const set of sets) await syncSet(run, set);
@@ -44,6 +47,7 @@ export async function runSync(options: SyncOptions, dispatchFor: ((run: SyncRun)
     await hold.abandon();
     throw err;
   } finally {
+    run?.close();
     await hold.release();
   }
 }

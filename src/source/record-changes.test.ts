@@ -178,3 +178,37 @@ void test("resourceListEveryMs 'auto': a Resource List that took long to write w
     await cleanup();
   }
 });
+
+void test("recordChanges with order 'given' records the changes in the order of the files (a file named twice at its last place)", async () => {
+  const { dir, cleanup } = await tempDir('rs-record-order-');
+  try {
+    const data = join(dir, 'data');
+    mkdirSync(data, { recursive: true });
+    writeFileSync(join(data, 'a.txt'), 'a1');
+    const opts: PublishOptions = { sets: [{ name: 'data', dir: data }], baseUrl: 'http://127.0.0.1:8080/', outDir: join(dir, 'out'), stateDir: join(dir, 'state') };
+    await publish(opts);
+    writeFileSync(join(data, 'c.txt'), 'c1');
+    writeFileSync(join(data, 'a.txt'), 'a2');
+    writeFileSync(join(data, 'b.txt'), 'b1');
+    const files = ['c.txt', 'a.txt', 'b.txt', 'c.txt', 'b.txt'].map((f) => join(data, f));
+    const r = await recordChanges(opts, files, { order: 'given' });
+    assert.deepEqual(r.changes, { created: 2, updated: 1, deleted: 0 });
+    await publish(opts);
+    const changeList = await parseDocument(readFileSync(join(dir, 'out', '.resourcesync', 'data', 'changelist.xml')));
+    assert.deepEqual(
+      changeList.entries.map((e) => `${e.loc.replace('http://127.0.0.1:8080/', '')} ${e.md?.change}`),
+      ['a.txt updated', 'c.txt created', 'b.txt created'],
+    );
+    // without it: path order
+    writeFileSync(join(data, 'c.txt'), 'c2');
+    writeFileSync(join(data, 'a.txt'), 'a3');
+    await recordChanges(opts, [join(data, 'c.txt'), join(data, 'a.txt')]);
+    const again = await parseDocument(readFileSync(join(dir, 'out', '.resourcesync', 'data', 'changelist.xml')));
+    assert.equal(again.entries.length, 3, 'documents are written by publish');
+    await publish(opts);
+    const last = await parseDocument(readFileSync(join(dir, 'out', '.resourcesync', 'data', 'changelist.xml')));
+    assert.deepEqual(last.entries.slice(3).map((e) => e.loc.replace('http://127.0.0.1:8080/', '')), ['a.txt', 'c.txt']);
+  } finally {
+    await cleanup();
+  }
+});

@@ -31,11 +31,15 @@ export interface RecordResult {
  * are ignored) in their sets' snapshot stores, each file judged as {@link publish}'s scan judges it, and
  * returns their Change Notifications (also given to `options.onRecorded`). Holds the set's `recording` lease:
  * runs after the recordings and scans of the set that came before and before later ones. The sets must have been published with the same options.
+ * The changes of a set are recorded in path order, or with `order: 'given'` in the order of `files` (a file named
+ * more than once at its last place): the order a Destination applied them in, for an aggregator whose Change List
+ * records the changes in the order applied (the changes of one call share one `datetime`).
+ * @see Z39.99 §12.1 (forward chronological order), §14.8
  * @example
  * const r = await recordChanges(options, ['/srv/data/a.txt']);
  * if (!r.complete) await publish(options);
  */
-export async function recordChanges(options: PublishOptions, files: readonly string[]): Promise<RecordResult> {
+export async function recordChanges(options: PublishOptions, files: readonly string[], how: { order?: 'path' | 'given' } = {}): Promise<RecordResult> {
   const ctx = publishContext(options);
   const result: RecordResult = { changes: { created: 0, updated: 0, deleted: 0 }, complete: true };
   const notifications: SetNotifications[] = [];
@@ -48,7 +52,8 @@ export async function recordChanges(options: PublishOptions, files: readonly str
       result.complete = false; // the folder itself changed (an event without a name)
       break;
     }
-    const paths = [...new Set(mine.map((f) => relative(set.dir, f).split(sep).join('/')))].sort();
+    const named = mine.map((f) => relative(set.dir, f).split(sep).join('/'));
+    const paths = how.order === 'given' ? lastPlaces(named) : [...new Set(named)].sort();
     if (paths.length === 0) continue;
     const file = storeFile(set, ctx.stateDir);
     const snapshots = await openSetSnapshots(ctx, set, file);
@@ -103,4 +108,11 @@ async function recordSetChanges(
     into.notifications.push(await announceChanges({ ...ctx, notifications: ctx.notifications }, snapshots, set.name, docs, r.at, recorded));
   }
   return true;
+}
+
+/** The distinct values of `list`, each at its last place. */
+function lastPlaces(list: readonly string[]): string[] {
+  const last = new Map<string, number>();
+  list.forEach((v, i) => last.set(v, i));
+  return list.filter((v, i) => last.get(v) === i);
 }

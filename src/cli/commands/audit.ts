@@ -28,6 +28,8 @@ Options:
                            only on the origins --allow-origin names (the aggregated Sources'),
                            redirects are not followed, and a body is read up to the link's length
   --capability-list URL    with several Capability Lists, audit only this one
+  --url-prefix URL         audit only the resources whose URL starts with URL, as 'sync
+                           --url-prefix' mirrors them (a copy held outside is extra); repeatable
   --allow-origin ORIGIN    also allow this origin; repeatable
   --base URL               the URL that maps to <dest-dir> (default: the origin of <source-url>)
   --map URL=DIR            resources under URL are in <dest-dir>/DIR; repeatable

@@ -63,6 +63,11 @@ Options:
                            count of each action and reason, and the first 1,000 items that
                            change something)
   --capability-list URL    with several Capability Lists, sync only this one
+  --url-prefix URL         mirror only the resources whose URL starts with URL (an absolute
+                           http(s) URL); repeatable. The others are left alone and counted
+                           (note outside-url-prefixes); a resource held from before that falls
+                           outside is removed by the next baseline with --delete. Another set
+                           of prefixes than the last baseline's takes a new baseline
   --allow-origin ORIGIN    also allow this origin (mirrors, other hosts); repeatable
   --base URL               the URL that maps to <dest-dir> (default: the origin of <source-url>)
   --map URL=DIR            resources under URL go to <dest-dir>/DIR; repeatable
