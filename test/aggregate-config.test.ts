@@ -134,3 +134,33 @@ void test('the CLI refuses a bad configuration with exit 2, naming file, line an
   assert.equal(never.status, 2);
   assert.match(never.stderr, /holds no aggregate status/);
 });
+
+void test('xmpp: names of environment variables, top level or per Source; the Source\'s own wins', () => {
+  const c = parseAggregateConfig(
+    `out: /srv/agg
+xmpp: { jid: AGG_JID, password: AGG_PASS }
+sources:
+  - url: http://a.example/
+  - url: http://b.example/
+    xmpp: { jid: B_JID, password: B_PASS }
+`,
+    '/etc/agg.yaml',
+  );
+  assert.deepEqual(c.xmpp, { jid: 'AGG_JID', password: 'AGG_PASS' });
+  assert.deepEqual(c.sources.map((s) => s.xmpp), [{ jid: 'AGG_JID', password: 'AGG_PASS' }, { jid: 'B_JID', password: 'B_PASS' }]);
+  const bad = issues(`out: /srv/agg
+xmpp: { jid: agg@example.org, password: AGG_PASS, node: x }
+sources:
+  - url: http://a.example/
+    xmpp: { jid: A_JID }
+`);
+  assert.deepEqual(
+    bad.map((i) => [i.line, i.field]),
+    [
+      [2, 'xmpp.node'],
+      [2, 'xmpp.jid'],
+      [5, 'sources[0].xmpp.password'],
+    ],
+  );
+  assert.match(bad.find((i) => i.field === 'xmpp.jid')!.message, /is not the name of an environment variable/);
+});

@@ -378,7 +378,7 @@ class RunningAggregator implements Aggregator {
       source,
       {
         env: this.#options.env,
-        mount: this.#callbacks!.mount(id),
+        mount: (suffix) => this.#callbacks!.mount(id + suffix),
         ...(this.#engine === undefined ? {} : { engine: this.#engine }),
         ...(this.#storageFor === undefined ? {} : { storageFor: this.#storageFor }),
         startSignal: signal,

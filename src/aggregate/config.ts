@@ -27,6 +27,17 @@ export interface SourceCredentials {
   env: string;
 }
 
+/**
+ * The XMPP account a Source's change channel is followed with (Change Notification 1.0.1 allows XMPP PubSub):
+ * both by environment variable name, read at each attempt and never written anywhere.
+ */
+export interface XmppCredentials {
+  /** Variable holding the account: `user@domain`, or `xmpp://user@domain[:port][?server=host]`. */
+  jid: string;
+  /** Variable holding its password. */
+  password: string;
+}
+
 /** One Source of the aggregate. */
 export interface AggregateSource {
   /** Name of the Source in the aggregate: its folder under `<out>/sources/` and its set in the aggregate's URLs. */
@@ -47,6 +58,8 @@ export interface AggregateSource {
   capabilitySets?: string[];
   /** Only the resources whose URL starts with one of these (absolute http(s) URLs); default every one. */
   urlPrefixes?: string[];
+  /** The XMPP account to follow the Source's XMPP PubSub node with (its own, else the top-level one). */
+  xmpp?: XmppCredentials;
   /** Line of the Source's entry in the file. */
   line: number;
 }
@@ -85,6 +98,8 @@ export interface AggregateConfig {
    * Source `<id>` under `<prefix>/<id>/`), and `out` above is the local `work` folder (status, hub, working copy).
    */
   s3?: { location: string; bucket: string; prefix: string };
+  /** The XMPP account of the Sources that name none (each Source carries the one it uses). */
+  xmpp?: XmppCredentials;
   sources: AggregateSource[];
   /**
    * The dumps each Source's set in the aggregate offers besides its lists: a Resource Dump and Change Dumps of the
@@ -121,8 +136,8 @@ const DEFAULT_MAX_BACKOFF = 3600;
 /** Most Sources in one configuration, and the longest configuration file (bytes). */
 const CONFIG_LIMITS = { sources: 100_000, bytes: 16 * 1024 * 1024 } as const;
 
-const TOP_FIELDS = ['base-url', 'out', 'sources', 'concurrency', 'max-backoff', 'callback', 'allow-callback', 'origin-rate', 'dumps', 'dump-format', 'package-size', 'changelist-max', 'changelist-period', 'state', 'work'] as const;
-const SOURCE_FIELDS = ['url', 'id', 'interval', 'schedule', 'timeout', 'mode', 'credentials', 'rate', 'capability-sets', 'url-prefixes'] as const;
+const TOP_FIELDS = ['base-url', 'out', 'sources', 'concurrency', 'max-backoff', 'callback', 'allow-callback', 'origin-rate', 'dumps', 'dump-format', 'package-size', 'changelist-max', 'changelist-period', 'state', 'work', 'xmpp'] as const;
+const SOURCE_FIELDS = ['url', 'id', 'interval', 'schedule', 'timeout', 'mode', 'credentials', 'rate', 'capability-sets', 'url-prefixes', 'xmpp'] as const;
 const SCHEMES = ['bearer', 'basic', 'authorization'] as const;
 const ID_RE = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;
 const ENV_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -233,9 +248,11 @@ function checkTop(ctx: Checker, root: unknown, file: string): AggregateConfig | 
   const originRate = positiveNumber(ctx, top.get('origin-rate'), 'origin-rate', undefined);
   const state = checkState(ctx, top.get('state'));
   const s3 = typeof outValue === 'string' ? checkS3Out(ctx, outPair!, top, baseUrl) : undefined;
+  const xmpp = checkXmpp(ctx, top.get('xmpp'), 'xmpp');
   const sources = checkSources(ctx, top.get('sources'), root as Node);
   const publishing = checkPublishing(ctx, top);
   if (ctx.issues.length > 0 || typeof outValue !== 'string' || sources === undefined) return undefined;
+  if (xmpp !== undefined) for (const s of sources) s.xmpp ??= xmpp;
   const workValue = scalar(top.get('work'));
   return {
     file,
@@ -248,6 +265,7 @@ function checkTop(ctx: Checker, root: unknown, file: string): AggregateConfig | 
     allowCallback: allowCallback ?? [],
     ...(originRate === undefined ? {} : { originRate }),
     ...(state === undefined ? {} : { state }),
+    ...(xmpp === undefined ? {} : { xmpp }),
     sources,
     ...publishing,
   };
@@ -347,6 +365,7 @@ function checkSource(ctx: Checker, node: Node, field: string): AggregateSource |
   const credentials = checkCredentials(ctx, f.get('credentials'), `${field}.credentials`);
   const capabilitySets = urlList(ctx, f.get('capability-sets'), `${field}.capability-sets`);
   const urlPrefixes = prefixList(ctx, f.get('url-prefixes'), `${field}.url-prefixes`);
+  const xmpp = checkXmpp(ctx, f.get('xmpp'), `${field}.xmpp`);
   // with a problem in another field, the Source is still returned for the check of duplicate ids (the whole
   // configuration is refused anyway)
   if (url === undefined) return undefined;
@@ -363,6 +382,7 @@ function checkSource(ctx: Checker, node: Node, field: string): AggregateSource |
     ...(rate === undefined ? {} : { rate }),
     ...(capabilitySets === undefined ? {} : { capabilitySets }),
     ...(urlPrefixes === undefined ? {} : { urlPrefixes }),
+    ...(xmpp === undefined ? {} : { xmpp }),
     line: ctx.lineOf(node),
   };
 }
@@ -376,6 +396,22 @@ function checkCredentials(ctx: Checker, pair: Pair<Node, Node> | undefined, fiel
   const env = scalar(p);
   if (typeof env !== 'string' || !ENV_RE.test(env)) return fail(ctx, p.value, `${field}.${scheme}`, `'${String(env)}' is not the name of an environment variable`);
   return { scheme: scheme as SourceCredentials['scheme'], env };
+}
+
+/** `xmpp: { jid: VAR, password: VAR }`: both names of environment variables. */
+function checkXmpp(ctx: Checker, pair: Pair<Node, Node> | undefined, field: string): XmppCredentials | undefined {
+  if (pair === undefined) return undefined;
+  const f = fields(ctx, pair.value, field, ['jid', 'password']);
+  if (f === undefined) return undefined;
+  const names: Partial<XmppCredentials> = {};
+  for (const key of ['jid', 'password'] as const) {
+    const p = f.get(key);
+    const env = scalar(p);
+    if (p === undefined) fail(ctx, pair.value, `${field}.${key}`, 'missing: expected the name of an environment variable');
+    else if (typeof env !== 'string' || !ENV_RE.test(env)) fail(ctx, p.value, `${field}.${key}`, `'${String(env)}' is not the name of an environment variable`);
+    else names[key] = env;
+  }
+  return names.jid === undefined || names.password === undefined ? undefined : { jid: names.jid, password: names.password };
 }
 
 function urlList(ctx: Checker, pair: Pair<Node, Node> | undefined, field: string): string[] | undefined {

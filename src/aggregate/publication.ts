@@ -160,6 +160,7 @@ export class AggregatePublication {
     for (const id of this.#applied.keys()) if (!ids.has(id)) this.#applied.delete(id); // a Source gone
     const only = dirty === 'all' ? undefined : sources.filter((s) => dirty.has(s.id)).map((s) => s.id);
     const vias = new Map<string, ViaLinks>();
+    let linksOf: string | undefined;
     const push = this.#push;
     const options: PublishOptions = {
       sets: sources.map((s) => ({ name: s.id, dir: mirrorDir(this.#out, s.id) })),
@@ -169,7 +170,12 @@ export class AggregatePublication {
       namedSets: true,
       ...(this.#engine === undefined ? {} : { snapshots: this.#engine.snapshots }),
       ...this.#publishing(),
-      resourceLinks: (set, path, entry): Ln[] | undefined => vias.get(set)?.links(path, entry),
+      resourceLinks: (set, path, entry): Ln[] | undefined => {
+        // the states of one set at a time are open (sets are written one after the other)
+        if (set !== linksOf) vias.get(linksOf ?? '')?.release();
+        linksOf = set;
+        return vias.get(set)?.links(path, entry);
+      },
       // Change Notifications go out as the changes are recorded (their entries carry the `via` links too)
       ...(push === undefined
         ? {}

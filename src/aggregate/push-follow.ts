@@ -1,123 +1,273 @@
 /**
  * A Source of the aggregate followed by push: the follower (`followSource`, as `sync --follow` runs it) subscribes
- * through the Source's hub with the aggregator's callback, applies each batch of Change Notifications to the
- * Source's mirror and reads the Change List as reconciliation; while the hub cannot be reached it polls the Change
- * List at the Source's interval and subscribes again. Each batch that changed something is published.
- * @see Change Notification §4; Z39.99 §14.8
+ * to the Source's change channel (through its WebSub hub with the aggregator's callback, or to its XMPP PubSub
+ * node with the configured account), applies each batch of Change Notifications to the Source's mirror and reads
+ * the Change List as reconciliation; while the channel cannot be reached it polls the Change List at the Source's
+ * interval and subscribes again. Each batch that changed something is published.
+ *
+ * A Source with `capability-sets` is followed set by set: each chosen set through its own change channel and
+ * callback (`<id>~<n>`), with its own Destination state in `<out>/sources/<id>/sets/<n>/` (cursor, records and the
+ * subscription kept for the next run), all of them writing into the one mirror; a set whose Capability List
+ * advertises no channel is polled on its own.
+ * @see Change Notification §4 (WebSub), Change Notification 1.0.1 (XMPP PubSub); Z39.99 §14.8
  */
+import { ResourceSyncError } from '../core/errors.js';
+import { parseXmppAccountUri } from '../core/xmpp-uri.js';
 import { followSource, type CallbackMount, type FollowEvent, type FollowHandle } from '../destination/follow.js';
-import type { AggregateSource } from './config.js';
-import { addCounts, appliedOrder, countResources, emptyResult, sourceSyncOptions, type SourceSyncOptions, type SourceSyncResult } from './source-mirror.js';
+import { LocalDirectory } from '../destination/local-directory.js';
+import { openSqliteDestinationState } from '../destination/sqlite-state.js';
+import type { DestinationState } from '../destination/state.js';
+import type { SyncOptions, SyncReport } from '../destination/sync.js';
+import { durabilityFor } from '../node/durability-for.js';
+import type { XmppAccount } from '../notify/xmpp-pubsub.js';
+import type { AggregateSource, XmppCredentials } from './config.js';
+import { addCounts, appliedOrder, countResources, emptyResult, mirrorDir, sourceSyncOptions, stateDirs, type SourceSyncOptions, type SourceSyncResult } from './source-mirror.js';
 
 /** What a Source followed by push reports. */
 export interface PushFollowEvents {
   /** A batch applied after the first sync (a reconciliation that changed nothing included: the Source is in step). */
   onBatch(result: SourceSyncResult): void;
-  /** A batch that failed, a hub that refused or was lost: following goes on (polling meanwhile). */
+  /** A batch that failed, a channel that refused or was lost: following goes on (polling meanwhile). */
   onProblem(error: unknown): void;
-  /** The mode in use changed (push while subscribed, else poll). */
+  /** The mode in use changed (push while subscribed, every chosen set subscribed; else poll). */
   onMode(mode: 'push' | 'poll'): void;
 }
 
 /** A Source being followed. */
 export interface PushFollowing {
-  /** The first sync, applied. */
+  /** The first sync, applied (every chosen set). */
   readonly first: SourceSyncResult;
-  /** False when the Source advertises no change channel (or only a hub it may not use): the follower only polls. */
+  /** False when no set of the Source advertises a change channel it may use: the follower only polls. */
   readonly channel: boolean;
   readonly mode: 'push' | 'poll';
   /** Unsubscribes and stops (the batch in flight ends first). */
   stop(): Promise<void>;
 }
 
-/** Whether a Source is followed through the follower (push, or auto): not when it takes some capability sets only (polled). */
+/** How the aggregator follows a Source. */
+export interface PushFollowOptions extends Omit<SourceSyncOptions, 'signal'> {
+  /** The callback endpoint for a key: the Source's id, then `~<n>` for its n-th chosen set. */
+  mount: (suffix: string) => CallbackMount;
+  reconcileMs?: number;
+  /** Ends the first sync (and subscription): a timeout, the aggregator closing. Following does not end with it. */
+  startSignal?: AbortSignal;
+}
+
+/** Whether a Source is followed through the follower (push, or auto), its chosen capability sets included. */
 export function followable(source: AggregateSource): boolean {
-  return source.mode !== 'poll' && source.capabilitySets === undefined;
+  return source.mode !== 'poll';
 }
 
 /**
- * Starts following `source`: resolves once the first sync is applied and the channel subscribed to (or polling
- * began: `mode` says which); rejects as `sync` does when the first sync fails.
+ * The XMPP account of `credentials`, read from `env` (at each attempt, never written anywhere).
+ * @throws ResourceSyncError RS_INVALID_ARGUMENT: a variable unset, or an account that is not one
+ * @example xmppAccountFor({ jid: 'AGG_JID', password: 'AGG_PASS' }, process.env) // { jid: 'agg@example.org', … }
  */
-export async function followByPush(
+export function xmppAccountFor(credentials: XmppCredentials, env: Record<string, string | undefined>): XmppAccount {
+  const value = (name: string, what: string): string => {
+    const v = env[name];
+    if (v === undefined || v === '') {
+      throw new ResourceSyncError('RS_INVALID_ARGUMENT', `Environment variable ${name} (xmpp ${what}) is not set.`, { data: { env: name } });
+    }
+    return v;
+  };
+  const jid = value(credentials.jid, 'jid');
+  const password = value(credentials.password, 'password');
+  const u = parseXmppAccountUri(jid.startsWith('xmpp://') ? jid : `xmpp://${jid}`);
+  if (u.service !== undefined) {
+    throw new ResourceSyncError('RS_INVALID_ARGUMENT', `The XMPP account in ${credentials.jid} names a PubSub service: the node followed is the one each Source advertises.`, { data: { env: credentials.jid } });
+  }
+  return { jid: u.jid, password, host: u.host, port: u.port };
+}
+
+/** The mirror as one set's follower writes it: staged files are discarded once for all the sets, not by each. */
+class SharedMirror extends LocalDirectory {
+  override discardStaged(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+/** One followed part of a Source: the Source whole, or one chosen set. */
+interface Part {
+  first: SyncReport;
+  /** The paths the first sync changed, in the order applied (undefined: too many to keep). */
+  firstApplied: string[] | undefined;
+  channel: boolean;
+  readonly mode: 'push' | 'poll';
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts following `source` (each chosen set in turn): resolves once the first sync is applied and the channels
+ * subscribed to (or polling began: `mode` says which); rejects as `sync` does when a first sync fails.
+ */
+export async function followByPush(out: string, source: AggregateSource, options: PushFollowOptions, events: PushFollowEvents): Promise<PushFollowing> {
+  const startedAt = performance.now();
+  const xmpp = source.xmpp === undefined ? undefined : xmppAccountFor(source.xmpp, options.env);
+  const parts: Part[] = [];
+  let mode: 'push' | 'poll' = 'poll';
+  let started = false; // the mode is the Source's once every set is followed
+  const modeNow = (): 'push' | 'poll' => (parts.length > 0 && parts.every((p) => p.mode === 'push') ? 'push' : 'poll');
+  const hooks: PartHooks = {
+    onModeChange: () => {
+      if (!started) return;
+      const m = modeNow();
+      if (m === mode) return;
+      mode = m;
+      events.onMode(m);
+    },
+    onBatch: (batch, ms, applied) => {
+      const r = emptyResult();
+      addCounts(r, batch);
+      if (applied !== undefined) r.applied = applied;
+      void countResources(out, source, options.engine).then(
+        (n) => events.onBatch({ ...r, resources: n, durationMs: ms }),
+        (error: unknown) => events.onProblem(error),
+      );
+    },
+    onProblem: (error) => events.onProblem(error),
+  };
+  const sets = source.capabilitySets;
+  try {
+    if (sets === undefined) parts.push(await followPart(out, source, undefined, { ...options, xmpp }, hooks));
+    else {
+      await new LocalDirectory(mirrorDir(out, source.id)).discardStaged(); // what a killed run left staged
+      for (const i of sets.keys()) parts.push(await followPart(out, source, i, { ...options, xmpp }, hooks));
+    }
+  } catch (error) {
+    await Promise.all(parts.map((p) => p.stop()));
+    throw error;
+  }
+  mode = modeNow();
+  started = true;
+  const first = emptyResult();
+  for (const p of parts) addCounts(first, p.first);
+  const applied = parts.map((p) => p.firstApplied);
+  if (applied.every((a) => a !== undefined)) first.applied = applied.flat();
+  first.resources = await countResources(out, source, options.engine);
+  first.durationMs = Math.round(performance.now() - startedAt);
+  return {
+    first,
+    channel: parts.some((p) => p.channel),
+    get mode() {
+      return modeNow();
+    },
+    stop: async () => {
+      await Promise.all(parts.map((p) => p.stop()));
+    },
+  };
+}
+
+/** What each part tells the Source's following. */
+interface PartHooks {
+  onModeChange(): void;
+  onBatch(batch: Parameters<typeof addCounts>[1], ms: number, applied: string[] | undefined): void;
+  onProblem(error: unknown): void;
+}
+
+/**
+ * Follows the Source whole (`set` undefined) or its set `set` with that set's state. With an XMPP account and a
+ * channel that names no XMPP node, follows again through the WebSub hub.
+ */
+async function followPart(
   out: string,
   source: AggregateSource,
-  options: Omit<SourceSyncOptions, 'signal'> & { mount: CallbackMount; reconcileMs?: number; startSignal?: AbortSignal },
-  events: PushFollowEvents,
-): Promise<PushFollowing> {
-  const controller = new AbortController();
-  // the first sync (and subscription) ends with `startSignal` (a timeout, the aggregator closing); following does not
-  const abortStart = (): void => controller.abort();
-  options.startSignal?.addEventListener('abort', abortStart, { once: true });
-  const started = performance.now();
-  let mode: 'push' | 'poll' = 'poll';
-  let channel = true;
-  const setMode = (m: 'push' | 'poll'): void => {
-    if (m === mode) return;
-    mode = m;
-    events.onMode(m);
+  set: number | undefined,
+  options: PushFollowOptions & { xmpp: XmppAccount | undefined },
+  hooks: PartHooks,
+): Promise<Part> {
+  // a state in PostgreSQL (the Source whole or a set), or a set's own SQLite file; the Source whole: its mirror's
+  const state: DestinationState | undefined =
+    options.engine !== undefined ? await options.engine.openState(source, set, { readonly: false }) : set === undefined ? undefined : await openSqliteDestinationState(stateDirs(out, source)[set]!);
+  // the copies in a bucket (out: s3://…), else in the mirror folder, shared by the sets
+  const bucket = options.storageFor?.(source.id);
+  const storage = bucket ?? (set === undefined ? undefined : new SharedMirror(mirrorDir(out, source.id), { durability: durabilityFor() }));
+  const release = async (): Promise<void> => {
+    bucket?.close();
+    await state?.close();
   };
   // the paths each batch changed, in the order applied (the first sync's, then each batch's)
   const order = appliedOrder();
-  const onEvent = (e: FollowEvent): void => {
-    if (e.type === 'subscribed') setMode('push');
-    else if (e.type === 'no-channel' || e.type === 'hub-refused') channel = false;
-    else if (e.type === 'renew-failed') setMode('poll');
-    else if (e.type === 'error' || e.type === 'subscribe-failed' || e.type === 'channel-unreadable') events.onProblem(e.error);
-    else if (e.type === 'batch') {
-      const batchStarted = performance.now();
-      const r = emptyResult();
-      addCounts(r, e.batch);
-      const applied = order.take();
-      if (applied !== undefined) r.applied = applied;
-      void countResources(out, source, options.engine).then(
-        (n) => events.onBatch({ ...r, resources: n, durationMs: Math.round(performance.now() - batchStarted) }),
-        (error: unknown) => events.onProblem(error),
-      );
-    }
+  const base: SyncOptions = {
+    ...sourceSyncOptions(out, source, { ...options, signal: AbortSignal.any([]) }),
+    onPlan: order.onPlan,
+    ...(set === undefined ? {} : { capabilityList: source.capabilitySets![set]! }),
+    ...(state === undefined ? {} : { state }),
+    ...(storage === undefined ? {} : { storage }),
   };
-  let handle: FollowHandle;
-  // a state in PostgreSQL is opened here, held while following and closed once it stopped
-  const state = options.engine === undefined ? undefined : await options.engine.openState(source, undefined, { readonly: false });
-  const storage = options.storageFor?.(source.id);
-  const closeState = async (): Promise<void> => {
-    storage?.close();
-    await state?.close();
+  try {
+    const o = { ...options, intervalMs: source.interval * 1000 };
+    const partHooks: PartHooks = { ...hooks, onBatch: (batch, ms) => hooks.onBatch(batch, ms, order.take()) };
+    let run = await followOnce(base, set, o, options.xmpp, partHooks);
+    if (run.noXmppNode) {
+      await run.stop(); // the Source advertises no XMPP node: its WebSub hub, if any
+      run = await followOnce(base, set, o, undefined, partHooks);
+    }
+    const r = run;
+    return {
+      first: r.handle.first,
+      firstApplied: order.take(),
+      channel: r.channel,
+      get mode() {
+        return r.handle.mode;
+      },
+      stop: async () => {
+        await r.stop();
+        await release();
+      },
+    };
+  } catch (error) {
+    await release();
+    throw error;
+  }
+}
+
+/** One run of the follower over a part. */
+async function followOnce(
+  base: SyncOptions,
+  set: number | undefined,
+  options: PushFollowOptions & { intervalMs: number },
+  xmpp: XmppAccount | undefined,
+  hooks: PartHooks,
+): Promise<{ handle: FollowHandle; channel: boolean; noXmppNode: boolean; stop(): Promise<void> }> {
+  const controller = new AbortController();
+  const abortStart = (): void => controller.abort();
+  options.startSignal?.addEventListener('abort', abortStart, { once: true });
+  let channel = true;
+  let noXmppNode = false;
+  let handle: FollowHandle | undefined;
+  const onEvent = (e: FollowEvent): void => {
+    if (e.type === 'subscribed' || e.type === 'renew-failed' || e.type === 'xmpp-lost') queueMicrotask(() => hooks.onModeChange());
+    if (e.type === 'no-channel' || e.type === 'hub-refused') channel = false;
+    else if (e.type === 'no-xmpp-node') noXmppNode = true;
+    else if (e.type === 'error' || e.type === 'subscribe-failed' || e.type === 'channel-unreadable') hooks.onProblem(e.error);
+    else if (e.type === 'batch') hooks.onBatch(e.batch, Math.round(e.batch.durationMs), undefined);
   };
   try {
     handle = await followSource({
-      sync: { ...sourceSyncOptions(out, source, { ...options, signal: controller.signal }), onPlan: order.onPlan, ...(state === undefined ? {} : { state }), ...(storage === undefined ? {} : { storage }) },
+      sync: { ...base, signal: controller.signal },
       listen: { host: '127.0.0.1', port: 0 },
-      callbackMount: options.mount,
-      intervalMs: source.interval * 1000,
+      callbackMount: options.mount(set === undefined ? '' : `~${set}`),
+      intervalMs: options.intervalMs,
       ...(options.reconcileMs === undefined ? {} : { reconcileMs: options.reconcileMs }),
+      ...(xmpp === undefined ? {} : { xmpp: { account: xmpp } }),
       signal: controller.signal,
       onEvent,
     });
   } catch (error) {
     controller.abort();
-    await closeState();
     throw error;
   } finally {
     options.startSignal?.removeEventListener('abort', abortStart);
   }
-  mode = handle.mode;
-  const first = emptyResult();
-  addCounts(first, handle.first);
-  const applied = order.take();
-  if (applied !== undefined) first.applied = applied;
-  first.resources = await countResources(out, source, options.engine);
-  first.durationMs = Math.round(performance.now() - started);
+  const h = handle;
   return {
-    first,
+    handle: h,
     channel,
-    get mode() {
-      return handle.mode;
-    },
+    noXmppNode,
     stop: async () => {
       controller.abort();
-      await handle.done;
-      await closeState();
+      await h.done;
     },
   };
 }

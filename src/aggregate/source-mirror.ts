@@ -14,7 +14,7 @@ import { parseW3CDatetime } from '../core/w3c-datetime.js';
 import { originOf } from '../client/authority.js';
 import type { Pace } from '../client/origin-pace.js';
 import { createMapper } from '../destination/mapper.js';
-import { openSqliteDestinationState } from '../destination/sqlite-state.js';
+import { openSqliteDestinationState, openSqliteDestinationStateSync } from '../destination/sqlite-state.js';
 import type { PlanItem } from '../destination/plan.js';
 import type { DestinationState, ResourceRecord } from '../destination/state.js';
 import { sync, type SyncOptions, type SyncReport } from '../destination/sync.js';
@@ -34,7 +34,7 @@ export function mirrorDir(out: string, id: string): string {
 }
 
 /** Folders holding a Destination state for the Source: the mirror's own, or one per chosen capability set. */
-function stateDirs(out: string, source: Pick<AggregateSource, 'id' | 'capabilitySets'>): string[] {
+export function stateDirs(out: string, source: Pick<AggregateSource, 'id' | 'capabilitySets'>): string[] {
   const sets = source.capabilitySets;
   return sets === undefined ? [mirrorDir(out, source.id)] : sets.map((_, i) => join(sourceDir(out, source.id), 'sets', String(i)));
 }
@@ -229,33 +229,45 @@ export async function countResources(out: string, source: AggregateSource, engin
  * A copy whose Source gave a `via` keeps that one (a chain conveys the origin, not the intermediary).
  * `type` is the type the Source listed for the original (kept in the state; for a record kept before types were,
  * the type listed for the copy). A Change List entry whose bytes are no longer those held (a later change) gets the `href` alone.
+ * The states are opened at the first link asked for and closed by `release` (opened again when asked again), so
+ * that a publication of many Sources holds the states of the set it is writing only, not of every Source at once.
  * @see Z39.99 §14.8
  */
 export interface ViaLinks {
   links(path: string, entry: Entry): Ln[] | undefined;
+  /** Closes the states until the next link asked for. */
+  release(): void;
   close(): Promise<void>;
 }
 
-/** Opens the states of a Source read-only for {@link ViaLinks}. */
+/**
+ * The {@link ViaLinks} of a Source: its SQLite states opened read-only on demand; states in `engine` (PostgreSQL),
+ * which answer with promises, read whole first, a page at a time (the links are asked synchronously).
+ */
 export async function openViaLinks(out: string, source: Pick<AggregateSource, 'id' | 'url' | 'capabilitySets'>, engine?: AggregateStateEngine): Promise<ViaLinks> {
-  const states: DestinationState[] = [];
-  if (engine === undefined) {
-    for (const dir of stateDirs(out, source)) {
-      if (existsSync(join(dir, '.resourcesync', 'state.sqlite'))) states.push(await openSqliteDestinationState(dir, { readonly: true }));
-    }
-  }
-  // a state that answers with promises (PostgreSQL) is read whole first, a page at a time: the links are asked synchronously
+  let states: DestinationState[] | undefined;
+  const open = (): DestinationState[] => {
+    if (engine !== undefined) return [];
+    states ??= stateDirs(out, source)
+      .filter((dir) => existsSync(join(dir, '.resourcesync', 'state.sqlite')))
+      .map((dir) => openSqliteDestinationStateSync(dir, { readonly: true }));
+    return states;
+  };
+  const release = (): void => {
+    for (const s of states ?? []) void s.close();
+    states = undefined;
+  };
   const loaded = engine === undefined ? undefined : await loadRecords(source, engine);
   const mapper = createMapper({ base: `${originOf(source.url)!}/` });
   const record = (url: string): ResourceRecord | undefined => {
     if (loaded !== undefined) return loaded.get(url);
-    for (const s of states) {
+    for (const s of open()) {
       const r = s.get(url);
       if (r !== undefined && !(r instanceof Promise)) return r;
     }
     return undefined;
   };
-  return {
+  return Promise.resolve({
     links: (path, entry) => {
       const url = mapper.toUrl(path);
       if (url === undefined) return undefined;
@@ -274,10 +286,12 @@ export async function openViaLinks(out: string, source: Pick<AggregateSource, 'i
       if (type !== undefined) ln.type = type;
       return [ln];
     },
-    close: async () => {
-      for (const s of states) await s.close();
+    release,
+    close: () => {
+      release();
+      return Promise.resolve();
     },
-  };
+  });
 }
 
 /** The records of every state of a Source, by URL, with what a `via` link needs. */

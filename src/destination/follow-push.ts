@@ -14,8 +14,8 @@ import type { XmppAccount } from '../notify/xmpp-pubsub.js';
 import { XmppSubscriber } from '../notify/xmpp-subscriber.js';
 import type { ChangeChannel } from './change-channel.js';
 import type { FollowEvent, FollowVia } from './follow-events.js';
-import { loadSubscription, saveSubscription, type SavedSubscription } from './saved-subscription.js';
 import type { DestinationState } from './state.js';
+import { loadSubscription, saveSubscription, type SavedSubscription } from './saved-subscription.js';
 
 /** A subscription that delivers notifications: WebSub (through a hub) or XMPP PubSub. */
 export interface Push {

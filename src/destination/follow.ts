@@ -201,17 +201,18 @@ class FollowLoop implements PushHost {
       return undefined;
     });
     if (channel?.refusedHub !== undefined && xmpp === undefined) this.emit({ type: 'hub-refused', hub: channel.refusedHub });
-    const dest = this.options.sync.dest;
+    const { dest, state } = this.options.sync;
     if (xmpp !== undefined) {
       const { service, node } = xmpp;
       const target = service !== undefined && node !== undefined ? { service, node } : channel?.xmpp;
+      // a state of its own (a set of the Source): a resource of its own, beside the other sets' followers
+      const resourceOf = state === undefined ? dest : `${dest}\0${follower.capabilityList ?? ''}`;
       if (target === undefined) this.emit({ type: 'no-xmpp-node' });
-      else this.push = xmppPush({ account: xmpp.account, ...target, dest, signal }, this);
+      else this.push = xmppPush({ account: xmpp.account, ...target, dest: resourceOf, signal }, this);
     } else if (channel?.hub !== undefined) {
       const { listen, callbackUrl, callbackMount } = this.options;
       const websub = await webSubPush(
-        // the subscription is kept where the state is: the state given to sync, else the mirror's own
-        { channel: { ...channel, hub: channel.hub }, dest: this.options.sync.state ?? dest, capabilityList: follower.capabilityList!, listen, callbackUrl, mount: callbackMount },
+        { channel: { ...channel, hub: channel.hub }, dest: state ?? dest, capabilityList: follower.capabilityList!, listen, callbackUrl, mount: callbackMount },
         this,
       );
       this.push = websub.push;

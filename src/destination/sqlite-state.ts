@@ -271,18 +271,31 @@ function applyBatch(writes: Writes, batch: StateBatch): void {
  * await state.close();
  */
 export function openSqliteDestinationState(dest: string, options: SqliteDestinationStateOptions = {}): Promise<DestinationState> {
+  try {
+    return Promise.resolve(openSqliteDestinationStateSync(dest, options));
+  } catch (err) {
+    return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+  }
+}
+
+/**
+ * {@link openSqliteDestinationState} at once, for a caller that cannot wait (a state opened on demand inside a
+ * synchronous callback, e.g. the aggregate's `via` links of one set at a time while a publication runs).
+ * @throws ResourceSyncError RS_IO when the state cannot be opened
+ */
+export function openSqliteDestinationStateSync(dest: string, options: SqliteDestinationStateOptions = {}): DestinationState {
   const file = options.file ?? join(dest, STATE_DIR, 'state.sqlite');
   const readonly = options.readonly ?? false;
   // the pid file older versions lock the destination with: honoured while its process lives
   const lockFile = options.file === undefined ? join(dest, STATE_DIR, 'lock') : undefined;
   try {
     if (readonly) {
-      if (!existsSync(file)) return Promise.resolve(new SqliteDestinationState(new Database(':memory:'), true, dest, undefined));
-      return Promise.resolve(new SqliteDestinationState(new Database(file, { readonly: true, fileMustExist: true }), true, dest, undefined));
+      if (!existsSync(file)) return new SqliteDestinationState(new Database(':memory:'), true, dest, undefined);
+      return new SqliteDestinationState(new Database(file, { readonly: true, fileMustExist: true }), true, dest, undefined);
     }
     preparePrivateStore(file);
-    return Promise.resolve(new SqliteDestinationState(new Database(file), false, dest, lockFile));
+    return new SqliteDestinationState(new Database(file), false, dest, lockFile);
   } catch (err) {
-    return Promise.reject(new ResourceSyncError('RS_IO', `State '${file}' cannot be opened: ${messageOf(err)}.`, { data: { path: file }, cause: err }));
+    throw new ResourceSyncError('RS_IO', `State '${file}' cannot be opened: ${messageOf(err)}.`, { data: { path: file }, cause: err });
   }
 }

@@ -194,7 +194,7 @@ function eventLine(e: AggregateEvent, verbose: boolean): string | undefined {
     case 'reloaded':
       return `aggregate: reloaded: ${e.added.length} added, ${e.removed.length} removed, ${e.changed.length} changed`;
     case 'mode':
-      return `aggregate: ${e.id}: followed by ${e.mode}${e.mode === 'poll' ? ' (its hub cannot be reached: the Change List is polled until it answers)' : ''}`;
+      return `aggregate: ${e.id}: followed by ${e.mode}${e.mode === 'poll' ? ' (its change channel cannot be reached: the Change List is polled until it answers)' : ''}`;
     case 'follow-problem':
       return `aggregate: ${e.id}: ${messageOf(e.error)}`;
     case 'hub-error':
