@@ -6,10 +6,10 @@
  * @see Z39.99 §5.2 (Baseline Synchronization)
  */
 import { createHash } from 'node:crypto';
-import { redactedUrl } from '../node/postgres.js';
+import { pgConnection, postgresMessage, redactedUrl } from '../node/postgres.js';
 import { resolve } from 'node:path';
 import type PgBoss from 'pg-boss';
-import { ResourceSyncError, messageOf } from '../core/errors.js';
+import { ResourceSyncError } from '../core/errors.js';
 import type { Entry } from '../core/model/types.js';
 import type { Durability } from '../node/durability.js';
 import { durabilityFor } from '../node/durability-for.js';
@@ -189,7 +189,7 @@ export async function openQueue(url: string, options: OpenQueueOptions): Promise
   }
   const { default: PgBossClass } = await import('pg-boss');
   const boss = new PgBossClass({
-    connectionString: url,
+    ...pgConnection(url),
     schema: SCHEMA,
     max: options.maxConnections ?? 4,
     supervise: true,
@@ -203,7 +203,7 @@ export async function openQueue(url: string, options: OpenQueueOptions): Promise
     if ((await boss.getQueue(CHUNK_QUEUE)) === null) await boss.createQueue(CHUNK_QUEUE).catch(() => undefined);
   } catch (err) {
     await boss.stop({ graceful: false, wait: true }).catch(() => undefined);
-    throw new ResourceSyncError('RS_IO', `Queue '${redactedUrl(url)}' could not be opened: ${messageOf(err)}.`, { cause: err, data: { url: redactedUrl(url) } });
+    throw new ResourceSyncError('RS_IO', `Queue '${redactedUrl(url)}' could not be opened: ${postgresMessage(err)}.`, { cause: err, data: { url: redactedUrl(url) } });
   }
   const db = boss.getDb();
   return {

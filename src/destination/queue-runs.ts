@@ -9,7 +9,7 @@
  */
 import type pg from 'pg';
 import { ResourceSyncError } from '../core/errors.js';
-import { postgresError, redactedUrl } from '../node/postgres.js';
+import { pgConnection, postgresError, redactedUrl } from '../node/postgres.js';
 import { CHUNK_QUEUE, isPostgresUrl } from './queue-jobs.js';
 
 /** One run's chunk jobs on the queue, counted. Times are ms since the epoch. */
@@ -107,7 +107,7 @@ export async function openQueueRuns(url: string): Promise<QueueRunsReader> {
   const queue = redactedUrl(url);
   if (!isPostgresUrl(url)) throw new ResourceSyncError('RS_INVALID_ARGUMENT', `Queue '${queue}' is not a postgres:// URL.`, { data: { url: queue } });
   const { default: postgres } = await import('pg');
-  const pool = new postgres.Pool({ connectionString: url, max: 1, idleTimeoutMillis: 10_000 });
+  const pool = new postgres.Pool({ ...pgConnection(url), max: 1, idleTimeoutMillis: 10_000 });
   pool.on('error', () => undefined);
   const names = new Map<string, JobName>();
   return {
