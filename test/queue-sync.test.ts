@@ -10,13 +10,13 @@ import { CHUNK_QUEUE, openQueue, type ChunkJob } from '../src/destination/queue-
 import { openPostgresDestinationState } from '../src/destination/postgres-state.js';
 import { isResourceSyncError } from '../src/core/errors.js';
 import { FakeSource, urlPath } from './helpers/fake-source.js';
-import { POSTGRES_SKIP, startPostgres, type PostgresCluster } from './helpers/postgres.js';
+import { POSTGRES_SKIP, usePostgres } from './helpers/postgres.js';
 import { startTestServer, type TestServer } from './helpers/test-server.js';
 import { tempDir } from './helpers/tmp.js';
 
 const FILES = 1200;
 
-let cluster: PostgresCluster | undefined;
+const cluster = usePostgres();
 let server: TestServer;
 let source: FakeSource;
 let tmp: { dir: string; cleanup: () => Promise<void> };
@@ -25,7 +25,7 @@ let tmp: { dir: string; cleanup: () => Promise<void> };
 function startWorkers(n: number): { chunks: ChunkReport[]; stop: () => Promise<number[]> } {
   const ctl = new AbortController();
   const chunks: ChunkReport[] = [];
-  const runs = Array.from({ length: n }, () => runSyncWorker({ queue: cluster!.url, concurrency: 8, signal: ctl.signal, pollIntervalMs: 50, onChunk: (c) => chunks.push(c) }));
+  const runs = Array.from({ length: n }, () => runSyncWorker({ queue: cluster().url, concurrency: 8, signal: ctl.signal, pollIntervalMs: 50, onChunk: (c) => chunks.push(c) }));
   return {
     chunks,
     stop: async () => {
@@ -43,7 +43,6 @@ function essence(r: SyncReport): unknown {
 
 describe('sync with a job queue (library)', { skip: POSTGRES_SKIP, timeout: 300_000 }, () => {
   before(async () => {
-    cluster = await startPostgres();
     server = await startTestServer();
     source = new FakeSource(server);
     for (let i = 0; i < FILES; i++) source.put(`d${i % 7}/f${i}.txt`, `body of ${i} `.repeat(1 + (i % 5)));
@@ -54,16 +53,15 @@ describe('sync with a job queue (library)', { skip: POSTGRES_SKIP, timeout: 300_
   });
   after(async () => {
     await server?.close();
-    await cluster?.stop();
     await tmp?.cleanup();
   });
 
   test('reports what a plain sync reports, files and records alike; a second run goes on incrementally', async () => {
-    const plainState = await openPostgresDestinationState(cluster!.url, { destination: 'plain' });
+    const plainState = await openPostgresDestinationState(cluster().url, { destination: 'plain' });
     const plain = await sync({ source: source.capabilityList, dest: join(tmp.dir, 'plain'), state: plainState });
     const workers = startWorkers(2);
     const progress: QueueProgress[] = [];
-    const queued = await syncWithQueue({ source: source.capabilityList, dest: join(tmp.dir, 'queued'), queue: cluster!.url, stateUrl: cluster!.url, chunkSize: 100, pollIntervalMs: 50, onQueueProgress: (p) => progress.push(p) });
+    const queued = await syncWithQueue({ source: source.capabilityList, dest: join(tmp.dir, 'queued'), queue: cluster().url, stateUrl: cluster().url, chunkSize: 100, pollIntervalMs: 50, onQueueProgress: (p) => progress.push(p) });
     assert.deepEqual(essence(queued), essence(plain));
     assert.equal(queued.created, FILES);
     assert.deepEqual(queued.failed.map((f) => [f.url, f.status]), [[`${source.origin}/gone.txt`, 404]]);
@@ -73,12 +71,12 @@ describe('sync with a job queue (library)', { skip: POSTGRES_SKIP, timeout: 300_
     for (const i of [0, 1, 599, FILES - 1]) {
       assert.equal(await readFile(join(tmp.dir, 'queued', `d${i % 7}`, `f${i}.txt`), 'utf8'), `body of ${i} `.repeat(1 + (i % 5)));
     }
-    const state = await openPostgresDestinationState(cluster!.url, { destination: join(tmp.dir, 'queued'), readonly: true });
+    const state = await openPostgresDestinationState(cluster().url, { destination: join(tmp.dir, 'queued'), readonly: true });
     assert.equal(await state.count(), FILES);
     assert.deepEqual((await state.pending(`${source.capabilityList}`)).map((e) => e.loc).length, (await plainState.pending(`${source.capabilityList}`)).length);
     await state.close();
 
-    const again = await syncWithQueue({ source: source.capabilityList, dest: join(tmp.dir, 'queued'), queue: cluster!.url, stateUrl: cluster!.url, chunkSize: 100, pollIntervalMs: 50 });
+    const again = await syncWithQueue({ source: source.capabilityList, dest: join(tmp.dir, 'queued'), queue: cluster().url, stateUrl: cluster().url, chunkSize: 100, pollIntervalMs: 50 });
     const plainAgain = await sync({ source: source.capabilityList, dest: join(tmp.dir, 'plain'), state: plainState });
     assert.deepEqual(essence(again), essence(plainAgain));
     assert.equal(again.mode, 'incremental');
@@ -87,10 +85,10 @@ describe('sync with a job queue (library)', { skip: POSTGRES_SKIP, timeout: 300_
   });
 
   test('a chunk done twice changes nothing: every resource is found held', async () => {
-    const queue = await openQueue(cluster!.url, { maintenanceIntervalSeconds: 60 });
+    const queue = await openQueue(cluster().url, { maintenanceIntervalSeconds: 60 });
     const rows = await queue.query<{ data: ChunkJob }>(`SELECT data FROM ${queue.tables.job} WHERE name = $1 AND state = 'completed' LIMIT 1`, [CHUNK_QUEUE]);
     const data = rows[0]!.data;
-    const state = await openPostgresDestinationState(cluster!.url, { destination: data.state.destination, readonly: true });
+    const state = await openPostgresDestinationState(cluster().url, { destination: data.state.destination, readonly: true });
     const before = await state.get(data.entries[0]!.loc);
     const workers = startWorkers(1);
     const id = randomUUID();
@@ -111,11 +109,11 @@ describe('sync with a job queue (library)', { skip: POSTGRES_SKIP, timeout: 300_
 
   test('refuses a queue or a state that is not PostgreSQL', async () => {
     await assert.rejects(
-      () => syncWithQueue({ source: source.capabilityList, dest: join(tmp.dir, 'x'), queue: 'redis://127.0.0.1/', stateUrl: cluster!.url }),
+      () => syncWithQueue({ source: source.capabilityList, dest: join(tmp.dir, 'x'), queue: 'redis://127.0.0.1/', stateUrl: cluster().url }),
       (err: unknown) => isResourceSyncError(err, 'RS_INVALID_ARGUMENT'),
     );
     await assert.rejects(
-      () => syncWithQueue({ source: source.capabilityList, dest: join(tmp.dir, 'x'), queue: cluster!.url, stateUrl: join(tmp.dir, 'state.db') }),
+      () => syncWithQueue({ source: source.capabilityList, dest: join(tmp.dir, 'x'), queue: cluster().url, stateUrl: join(tmp.dir, 'state.db') }),
       (err: unknown) => isResourceSyncError(err, 'RS_INVALID_ARGUMENT'),
     );
   });

@@ -10,6 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createS3Storage, type S3Storage } from '../destination/s3-storage.js';
+import { parseS3Url } from '../node/s3-url.js';
 import type { StateChoice } from './state-option.js';
 
 /** The command-line option of this module. */
@@ -47,27 +48,17 @@ export function quietSdk(): void {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 }
 
-/** True for a destination named `s3://…`. */
-function isS3Dest(dest: string): boolean {
-  return /^s3:\/\//i.test(dest);
-}
-
 /**
- * The bucket `dest` names, or undefined for a folder; throws a usage message for a malformed one, for an S3
- * destination without `--state`, and for `--s3-endpoint` without an S3 destination.
+ * The bucket `dest` names, or undefined for a folder; throws a usage message for a malformed one (the rules of
+ * {@link parseS3Url}), for an S3 destination without `--state`, and for `--s3-endpoint` without an S3 destination.
  */
 export function s3Target(dest: string, flags: { 's3-endpoint'?: string | undefined }, state: StateChoice, env: NodeJS.ProcessEnv = process.env): S3Target | undefined {
-  if (!isS3Dest(dest)) {
+  const place = parseS3Url(dest);
+  if (place === undefined) {
     if (flags['s3-endpoint'] !== undefined) throw new Error('--s3-endpoint goes with an s3://BUCKET/PREFIX destination');
     return undefined;
   }
-  const m = /^s3:\/\/([^/?#]*)\/?([^?#]*)$/i.exec(dest);
-  const bucket = m?.[1] ?? '';
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{1,254}$/.test(bucket)) throw new Error(`'${dest}' does not name a bucket (s3://BUCKET/PREFIX)`);
-  const prefix = decodeURIComponent(m?.[2] ?? '').replace(/\/+$/, '');
-  if (prefix.split('/').some((segment) => segment === '..' || segment === '.' || (segment === '' && prefix !== ''))) {
-    throw new Error(`'${dest}': the prefix is not a safe relative path`);
-  }
+  const { bucket, prefix } = place;
   if (state.kind === 'default') {
     throw new Error(`an s3:// destination keeps its state elsewhere: add --state postgres://USER@HOST/DB or --state FILE (an SQLite file)`);
   }

@@ -6,7 +6,7 @@
  * state. The command opens what is named here and closes it when done (the library never closes a state it is given).
  */
 import { resolve } from 'node:path';
-import { redactedUrl } from '../node/postgres.js';
+import { postgresMessage, redactedUrl } from '../node/postgres.js';
 import { ResourceSyncError, messageOf } from '../core/errors.js';
 import { openPostgresDestinationState } from '../destination/postgres-state.js';
 import { openSqliteDestinationState } from '../destination/sqlite-state.js';
@@ -73,7 +73,7 @@ export function stateChoice(v: { state?: string | undefined; 'state-key'?: strin
 function reasonOf(err: unknown): string {
   if (err instanceof AggregateError && err.message === '') return [...new Set(err.errors.map(messageOf))].join('; ');
   const code = (err as { code?: unknown } | undefined)?.code;
-  return messageOf(err) || (typeof code === 'string' ? code : 'unknown error');
+  return postgresMessage(err) || (typeof code === 'string' ? code : 'unknown error');
 }
 
 /** `text` with every occurrence of the URL's password masked (a driver's message should not carry it, but may). */

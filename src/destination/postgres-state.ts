@@ -6,8 +6,9 @@
  * `pg.Pool` that {@link DestinationState.close} ends. The `pg` module is loaded on the first open, not with the package.
  */
 import type pg from 'pg';
-import { ResourceSyncError, messageOf } from '../core/errors.js';
+import { ResourceSyncError } from '../core/errors.js';
 import type { Entry, Ln } from '../core/model/types.js';
+import { pgConnection, postgresMessage } from '../node/postgres.js';
 import { PostgresLeases } from './postgres-lease.js';
 import { checkVersion, migrate, schemaVersion } from './postgres-schema.js';
 import type { DestinationState, Lease, LeaseOptions, ResourceRecord, StateBatch, SyncCursor } from './state.js';
@@ -57,7 +58,7 @@ function lastByKey<T>(items: readonly T[], key: (item: T) => string): T[] {
 }
 
 function ioError(what: string, err: unknown): ResourceSyncError {
-  return new ResourceSyncError('RS_IO', `${what}: ${messageOf(err)}.`, { cause: err });
+  return new ResourceSyncError('RS_IO', `${what}: ${postgresMessage(err)}.`, { cause: err });
 }
 
 /** The statements of one batch, in the order {@link StateBatch} documents; steps with nothing to do are left out. */
@@ -323,7 +324,7 @@ export async function openPostgresDestinationState(url: string, options: Postgre
   }
   const readonly = options.readonly ?? false;
   const { default: postgres } = await import('pg');
-  const pool = new postgres.Pool({ connectionString: url, max: options.maxConnections ?? 4 });
+  const pool = new postgres.Pool({ ...pgConnection(url), max: options.maxConnections ?? 4 });
   pool.on('error', () => undefined); // an idle connection dropped: the pool replaces it, the next query reports
   try {
     const client = await pool.connect();

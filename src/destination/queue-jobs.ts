@@ -6,13 +6,14 @@
  * @see Z39.99 §5.2 (Baseline Synchronization)
  */
 import { createHash } from 'node:crypto';
-import { redactedUrl } from '../node/postgres.js';
+import { pgConnection, postgresMessage, redactedUrl } from '../node/postgres.js';
 import { resolve } from 'node:path';
 import type PgBoss from 'pg-boss';
-import { ResourceSyncError, messageOf } from '../core/errors.js';
+import { ResourceSyncError } from '../core/errors.js';
 import type { Entry } from '../core/model/types.js';
 import type { Durability } from '../node/durability.js';
 import { durabilityFor } from '../node/durability-for.js';
+import { isS3Url, parseS3Url, type S3Target } from '../node/s3-url.js';
 import type { ConnectionOptions } from './connection.js';
 import { LocalDirectory } from './local-directory.js';
 import type { MirrorStorage } from './mirror-storage.js';
@@ -65,9 +66,14 @@ export interface ChunkJob {
 /** What a worker reports for a chunk done (the job's output). */
 export type ChunkOutcome = AppliedElsewhere;
 
-/** The storage a job names for the mirror `dest`: an `s3://` URL as it is, anything else a folder's absolute path. */
+/**
+ * The storage a job names for the mirror `dest`: an `s3://` URL as it is (checked), anything else a folder's absolute path.
+ * @throws ResourceSyncError RS_INVALID_ARGUMENT for a malformed `s3://` URL
+ */
 export function storageDescriptorFor(dest: string): StorageDescriptor {
-  return dest.startsWith('s3://') ? { kind: 's3', url: dest } : { kind: 'folder', path: resolve(dest) };
+  if (!isS3Url(dest)) return { kind: 'folder', path: resolve(dest) };
+  s3UrlOf(dest);
+  return { kind: 's3', url: dest };
 }
 
 /** How {@link openStorage} opens a job's storage. */
@@ -90,17 +96,13 @@ export interface OpenedStorage {
 }
 
 /**
- * The bucket and prefix of `s3://bucket/prefix`.
- * @throws ResourceSyncError RS_INVALID_ARGUMENT for a URL that names no bucket or whose prefix is not a safe relative path
+ * The bucket and prefix of a job's `s3://bucket/prefix` storage ({@link parseS3Url}'s rules).
+ * @throws ResourceSyncError RS_INVALID_ARGUMENT for a URL that is not `s3:` or is malformed
  */
-function parseS3Url(url: string): { bucket: string; prefix: string } {
-  const m = /^s3:\/\/([^/?#]*)\/?([^?#]*)$/i.exec(url);
-  const bucket = m?.[1] ?? '';
-  const prefix = decodeURIComponent(m?.[2] ?? '').replace(/\/+$/, '');
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{1,254}$/.test(bucket) || prefix.split('/').some((s) => s === '..' || s === '.' || (s === '' && prefix !== ''))) {
-    throw new ResourceSyncError('RS_INVALID_ARGUMENT', `'${url}' is not s3://BUCKET/PREFIX with a safe prefix.`, { data: { url } });
-  }
-  return { bucket, prefix };
+function s3UrlOf(url: string): S3Target {
+  const target = parseS3Url(url);
+  if (target === undefined) throw new ResourceSyncError('RS_INVALID_ARGUMENT', `'${url}' is not an s3://BUCKET/PREFIX URL.`, { data: { url } });
+  return target;
 }
 
 /**
@@ -119,7 +121,7 @@ export function openStorage(descriptor: StorageDescriptor, options: OpenStorageO
       const env = options.env ?? process.env;
       const endpoint = options.s3Endpoint ?? (env.AWS_ENDPOINT_URL_S3 || undefined) ?? (env.AWS_ENDPOINT_URL || undefined);
       const region = env.AWS_REGION || env.AWS_DEFAULT_REGION || undefined;
-      const s3 = createS3Storage({ ...parseS3Url(descriptor.url), ...(endpoint !== undefined ? { endpoint } : {}), ...(region !== undefined ? { region } : {}) });
+      const s3 = createS3Storage({ ...s3UrlOf(descriptor.url), ...(endpoint !== undefined ? { endpoint } : {}), ...(region !== undefined ? { region } : {}) });
       const close = async (): Promise<void> => {
         try {
           await s3.settle();
@@ -187,7 +189,7 @@ export async function openQueue(url: string, options: OpenQueueOptions): Promise
   }
   const { default: PgBossClass } = await import('pg-boss');
   const boss = new PgBossClass({
-    connectionString: url,
+    ...pgConnection(url),
     schema: SCHEMA,
     max: options.maxConnections ?? 4,
     supervise: true,
@@ -201,7 +203,7 @@ export async function openQueue(url: string, options: OpenQueueOptions): Promise
     if ((await boss.getQueue(CHUNK_QUEUE)) === null) await boss.createQueue(CHUNK_QUEUE).catch(() => undefined);
   } catch (err) {
     await boss.stop({ graceful: false, wait: true }).catch(() => undefined);
-    throw new ResourceSyncError('RS_IO', `Queue '${redactedUrl(url)}' could not be opened: ${messageOf(err)}.`, { cause: err, data: { url: redactedUrl(url) } });
+    throw new ResourceSyncError('RS_IO', `Queue '${redactedUrl(url)}' could not be opened: ${postgresMessage(err)}.`, { cause: err, data: { url: redactedUrl(url) } });
   }
   const db = boss.getDb();
   return {

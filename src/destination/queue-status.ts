@@ -4,9 +4,7 @@
  * while the coordinator runs or after it is gone; nothing is read from the coordinator's process.
  * @see Z39.99 §5.2 (Baseline Synchronization)
  */
-import { ResourceSyncError, messageOf } from '../core/errors.js';
-import { CHUNK_QUEUE, isPostgresUrl } from './queue-jobs.js';
-import { redactedUrl } from '../node/postgres.js';
+import { openQueueRuns, type QueueRunCounts } from './queue-runs.js';
 
 /** One run's chunk jobs, as the queue holds them. */
 export interface QueueRunStatus {
@@ -42,66 +40,42 @@ export interface QueueRunStatus {
 export interface QueueStatus {
   /** The queue's URL, its password hidden. */
   queue: string;
-  /** The runs whose jobs the queue still holds (completed jobs for 12 hours), oldest first. */
+  /** The runs whose jobs the queue or its archive still holds, oldest first. */
   runs: QueueRunStatus[];
 }
 
-type Row = Record<Exclude<keyof QueueRunStatus, 'lastCompletedAt' | 'startedAt'>, string> & { started_at: Date; last_completed_at: Date | null };
-
-const STATUS_SQL = `SELECT data->>'run' AS run, data->'state'->>'destination' AS destination,
-    coalesce(data->'storage'->>'url', data->'storage'->>'path') AS storage,
-    count(*) AS chunks, coalesce(sum(jsonb_array_length(data->'entries')), 0) AS resources,
-    count(*) FILTER (WHERE state IN ('created', 'retry')) AS waiting,
-    count(*) FILTER (WHERE state = 'active') AS active,
-    count(*) FILTER (WHERE state = 'completed') AS completed,
-    count(*) FILTER (WHERE state IN ('failed', 'cancelled')) AS failed,
-    count(*) FILTER (WHERE retry_count > 0) AS retried,
-    coalesce(sum((output->>'done')::bigint) FILTER (WHERE state = 'completed'), 0) AS done,
-    min(created_on) AS started_at, max(completed_on) FILTER (WHERE state = 'completed') AS last_completed_at
-  FROM pgboss.job WHERE name = $1 GROUP BY 1, 2, 3 ORDER BY min(created_on)`;
-
 /**
- * Reads the progress of every run the queue at `url` holds jobs of: one connection, one query, no job touched. A
- * queue that was never used answers no run.
+ * Reads the progress of every run the queue at `url` holds jobs of (through {@link openQueueRuns}, the reader the
+ * explorer's Queue view uses too): one connection, no job touched. A queue that was never used answers no run.
  * @throws ResourceSyncError RS_INVALID_ARGUMENT when `url` is not a postgres:// URL, RS_IO when it cannot be reached
  * @example
  * const { runs } = await readQueueStatus('postgres://rs@db/rs');
  * for (const r of runs) console.log(r.run, `${r.completed}/${r.chunks} chunks, ${r.done}/${r.resources} resources`);
  */
 export async function readQueueStatus(url: string): Promise<QueueStatus> {
-  const queue = redactedUrl(url);
-  if (!isPostgresUrl(url)) throw new ResourceSyncError('RS_INVALID_ARGUMENT', `Queue '${queue}' is not a postgres:// URL.`, { data: { url: queue } });
-  const { default: postgres } = await import('pg');
-  const client = new postgres.Client({ connectionString: url });
-  client.on('error', () => undefined);
+  const reader = await openQueueRuns(url);
   try {
-    await client.connect();
-    const exists = await client.query<{ t: string | null }>(`SELECT to_regclass('pgboss.job')::text AS t`);
-    if (exists.rows[0]?.t === null) return { queue, runs: [] };
-    const { rows } = await client.query<Row>(STATUS_SQL, [CHUNK_QUEUE]);
-    return { queue, runs: rows.map(statusOf) };
-  } catch (err) {
-    throw new ResourceSyncError('RS_IO', `The queue at ${queue} could not be read: ${messageOf(err)}.`, { cause: err, data: { url: queue } });
+    return { queue: reader.queue, runs: (await reader.read()).map(statusOf) };
   } finally {
-    await client.end().catch(() => undefined);
+    await reader.close().catch(() => undefined);
   }
 }
 
-function statusOf(r: Row): QueueRunStatus {
+function statusOf(r: QueueRunCounts): QueueRunStatus {
   const out: QueueRunStatus = {
     run: r.run,
     destination: r.destination,
     storage: r.storage,
-    chunks: Number(r.chunks),
-    resources: Number(r.resources),
-    waiting: Number(r.waiting),
-    active: Number(r.active),
-    completed: Number(r.completed),
-    failed: Number(r.failed),
-    retried: Number(r.retried),
-    done: Number(r.done),
-    startedAt: r.started_at.toISOString(),
+    chunks: r.chunks.total,
+    resources: r.resources.total,
+    waiting: r.chunks.waiting,
+    active: r.chunks.active,
+    completed: r.chunks.completed,
+    failed: r.chunks.failed,
+    retried: r.chunks.retried,
+    done: r.resources.done,
+    startedAt: new Date(r.createdAt).toISOString(),
   };
-  if (r.last_completed_at !== null) out.lastCompletedAt = r.last_completed_at.toISOString();
+  if (r.lastCompletedAt !== undefined) out.lastCompletedAt = new Date(r.lastCompletedAt).toISOString();
   return out;
 }

@@ -1,12 +1,12 @@
 import { ResourceSyncError, isResourceSyncError, type ErrorCode, toError } from '../core/errors.js';
 import type { HashValue } from '../core/hash.js';
 import type { Entry, Ln } from '../core/model/types.js';
-import { REL_PATCH } from '../core/constants.js';
 import type { HttpGet } from '../client/http.js';
 import type { SourceFacts } from './plan.js';
 import type { ResourceRecord } from './state.js';
 import type { MirrorStorage } from './mirror-storage.js';
 import { writeVerified } from './verified-write.js';
+import { mirrorLinks, patchLinks } from './links.js';
 
 /** What fetching a resource needs (part of the applier's options). */
 export interface ResourceFetchOptions {
@@ -110,8 +110,9 @@ export class ResourceFetcher {
     if (facts.length !== undefined) expected.length = facts.length;
     if (facts.hashes.length > 0) expected.hashes = facts.hashes;
     const viaLinks = options.fetchViaLinks;
-    const hasMirrors = entry.ln?.some((l) => l.rel === 'duplicate') ?? false;
-    const hasPatch = entry.ln?.some((l) => l.rel === REL_PATCH) ?? false;
+    // the relations read as links.ts follows them (a space-separated, case-insensitive list; Z39.99 §14.2, §14.4)
+    const hasMirrors = mirrorLinks(entry).length > 0;
+    const hasPatch = patchLinks(entry).length > 0;
     if (viaLinks !== undefined && ((hasPatch && present) || (hasMirrors && options.preferMirrors === true))) {
       // §14.4 a patch onto the local copy, or §14.2 mirrors first: the links module tries them, then the primary
       const got = await viaLinks(entry, relPath, present ? relPath : undefined, mtime, { preferMirrors: options.preferMirrors === true, usePatches: true });

@@ -28,6 +28,7 @@ import { BodyDigests } from '../node/body-digests.js';
 import { ioError } from '../node/destination-root.js';
 import { safeRelativePath } from '../node/safe-path.js';
 import { createS3Client, s3Place } from '../node/s3-client.js';
+import { s3Location, s3Url } from '../node/s3-url.js';
 import type { MirrorStorage, ReadOptions, StageOptions, StagedWrite, StoredDigests, StoredFacts, StoredItem } from './mirror-storage.js';
 import { bucketMissing, isNoSuchKey, s3Failure, s3Status, type S3Place } from './s3-errors.js';
 import { S3StagedWrite } from './s3-staged-write.js';
@@ -128,14 +129,11 @@ class S3MirrorStorage implements S3Storage {
   #tempReady = false;
 
   constructor(options: S3StorageOptions) {
-    if (!/^[A-Za-z0-9][A-Za-z0-9._-]{1,254}$/.test(options.bucket)) {
-      throw new ResourceSyncError('RS_INVALID_ARGUMENT', `Bucket name '${options.bucket}' is not valid.`, { data: { bucket: options.bucket } });
-    }
-    const prefix = (options.prefix ?? '').replace(/^\/+|\/+$/g, '');
-    this.prefix = prefix === '' ? '' : safeRelativePath(prefix);
-    this.bucket = options.bucket;
+    const { bucket, prefix } = s3Location(options.bucket, options.prefix);
+    this.prefix = prefix;
+    this.bucket = bucket;
     this.#top = this.prefix === '' ? '' : `${this.prefix}/`;
-    this.location = `s3://${this.bucket}/${this.prefix}`;
+    this.location = s3Url({ bucket, prefix });
     const { client, endpoint } = createS3Client({
       ...(options.endpoint !== undefined ? { endpoint: options.endpoint } : {}),
       ...(options.region !== undefined ? { region: options.region } : {}),

@@ -28,7 +28,7 @@ export function mountExplorer(options: {
   origin: string;
   /** The interface name it listens on as given (`--host`), also accepted as `Host`. */
   host?: string;
-  channels?: () => ChannelSummary;
+  channels?: () => ChannelSummary | Promise<ChannelSummary>;
   /** The status of an aggregate's Sources (the Aggregate tab), when the served Source is an aggregate. */
   aggregate?: () => Promise<AggregateStatusView>;
   signal: AbortSignal;

@@ -69,7 +69,7 @@ export type LivePublishOptions = Omit<
 >;
 
 /** Push of a live Source: an embedded hub unless `hub` names one elsewhere. */
-export interface LivePushOptions extends Pick<PushOptions, 'hub' | 'allowCallback' | 'hubBounds' | 'publishSecret'> {
+export interface LivePushOptions extends Pick<PushOptions, 'hub' | 'hubStore' | 'allowCallback' | 'hubBounds' | 'publishSecret'> {
   /** The embedded hub's state folder. Default `<stateDir>/hub` (`<first dir>/.resourcesync/hub`). */
   hubDir?: string;
   /** Also publish to this XMPP PubSub service (the publisher is closed with the Source). */
@@ -224,6 +224,9 @@ class RunningLiveSource implements LiveSource {
     };
   }
 
+  /** True once push runs (its hub's store is then closed with it). */
+  get pushStarted(): boolean { return this.#push !== undefined; }
+
   /** Starts push, the explorer, the watcher and the first publication. */
   start(): void {
     const options = this.#options;
@@ -261,6 +264,7 @@ class RunningLiveSource implements LiveSource {
       baseUrl: this.baseUrl,
       origin: this.url,
       ...(push.hub === undefined ? { hubDir: push.hubDir ?? join(stateRoot, 'hub') } : { hub: push.hub }),
+      ...(push.hubStore === undefined ? {} : { hubStore: push.hubStore }),
       allowCallback: push.allowCallback ?? [],
       ...(push.hubBounds === undefined ? {} : { hubBounds: push.hubBounds }),
       ...(push.publishSecret === undefined ? {} : { publishSecret: push.publishSecret }),
@@ -443,11 +447,12 @@ class RunningLiveSource implements LiveSource {
  */
 export async function createLiveSource(options: LiveSourceOptions): Promise<LiveSource> {
   const source = new RunningLiveSource(options);
-  await source.listen();
   try {
+    await source.listen();
     source.start();
   } catch (error) {
     await source.close();
+    if (!source.pushStarted) await options.push?.hubStore?.close(); // the hub's store goes with the Source
     throw error;
   }
   return source;

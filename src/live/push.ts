@@ -9,6 +9,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
+import { ResourceSyncError } from '../core/errors.js';
 import type { ResponderRequest, ResponderResponse } from '../server/request-response.js';
 import { createHub, type Hub, type HubEvent } from '../notify/hub.js';
 import type { GiveUp } from '../notify/hub-delivery.js';
@@ -34,9 +35,12 @@ export interface PushOptions {
   baseUrl: string;
   /** Origin of the listening server (`http://host:port`). */
   origin: string;
-  /** The embedded hub's state folder (`hub.sqlite` in it); used when `hub` is not given. */
+  /** The embedded hub's state folder (`hub.sqlite` in it); used when neither `hub` nor `hubStore` is given. */
   hubDir?: string;
-  /** The embedded hub's store when not `hub.sqlite` in `hubDir` (a PostgreSQL one, say); closed with the push. */
+  /**
+   * The embedded hub's store, opened by the caller (`openPostgresHubStore` to keep subscriptions and outbox in
+   * PostgreSQL, shared with other processes); closed with push. Default: SQLite in `hubDir`.
+   */
   hubStore?: HubStore;
   /** An external hub's URL: notifications go there, no hub is embedded. */
   hub?: string;
@@ -64,7 +68,7 @@ export interface Push {
   /** Waits for queued notifications, then stops the embedded hub. */
   close(): Promise<void>;
   /** The channels notifications were sent on and, with the embedded hub, their subscriptions (for the explorer page). */
-  channels(): ChannelSummary;
+  channels(): Promise<ChannelSummary>;
 }
 
 /** Sends to a hub elsewhere with `fetch`, with `Authorization: Bearer <publishSecret>` when there is a secret. */
@@ -93,7 +97,15 @@ interface EmbeddedHub {
   hub: Hub;
   store: HubStore;
   listener: (req: IncomingMessage, res: ServerResponse) => void;
+  /** With a store given by the caller (maybe shared with other processes): the timer that looks for deliveries. */
+  look: NodeJS.Timeout | undefined;
 }
+
+/**
+ * How often a hub over a store given by the caller looks for deliveries it was not told of: queued by another
+ * process sharing the store, or let go by one that stopped (as `resourcesync hub --store postgres://…` does).
+ */
+const SHARED_STORE_LOOK_MS = 2000;
 
 /** Opens the embedded hub at `hubUrl`: this Source's channels only, published from this process; nothing fetched for anyone. */
 function embedHub(options: PushOptions, hubUrl: string): EmbeddedHub {
@@ -115,7 +127,8 @@ function embedHub(options: PushOptions, hubUrl: string): EmbeddedHub {
     options.origin,
     (error) => options.onEvent({ type: 'hub-error', error }),
   );
-  return { hub, store, listener };
+  const look = options.hubStore === undefined ? undefined : setInterval(() => hub.kick(), SHARED_STORE_LOOK_MS).unref();
+  return { hub, store, listener, look };
 }
 
 class SourcePush implements Push {
@@ -129,10 +142,11 @@ class SourcePush implements Push {
   #queue: Promise<void> = Promise.resolve();
   /** The topics notifications were sent on. */
   readonly #topics = new Set<string>();
-  /** The subscriptions the embedded store answered last (see `channels`). */
-  #subscriptions: Subscription[] = [];
 
   constructor(options: PushOptions) {
+    if (options.hub !== undefined && options.hubStore !== undefined) {
+      throw new ResourceSyncError('RS_INVALID_ARGUMENT', "hubStore is the embedded hub's store: not with hub (a hub elsewhere).");
+    }
     this.#options = options;
     this.hubUrl = options.hub ?? `${options.baseUrl}/hub`;
     this.#basePath = new URL(`${options.baseUrl}/`).pathname;
@@ -194,18 +208,16 @@ class SourcePush implements Push {
     }
   }
 
-  channels(): ChannelSummary {
+  async channels(): Promise<ChannelSummary> {
     const embedded = this.#embedded;
-    const read = embedded?.store.subscriptions() ?? [];
-    // a store that answers with a promise: what it answered last time (the explorer page asks again every few seconds)
-    if (Array.isArray(read)) this.#subscriptions = read;
-    else void read.then((v) => (this.#subscriptions = v), () => undefined);
-    const subscriptions = this.#subscriptions;
+    const subscriptions = embedded === undefined ? [] : await embedded.store.subscriptions();
     const live = (s: Subscription): boolean => s.state === 'verified';
     const all = new Set([...this.#topics, ...subscriptions.map((s) => s.topic)]);
-    const pending = (embedded?.hub.pending() ?? [])
-      .filter((p) => p.mode === 'subscribe' && !subscriptions.some((s) => s.topic === p.topic && s.callback === p.callback))
-      .map((p) => ({ topic: p.topic, callback: redactCallback(p.callback), state: 'pending' as const, failures: 0 }));
+    const pending: Array<{ topic: string; callback: string; state: 'pending'; failures: number }> = [];
+    for (const p of embedded?.hub.pending() ?? []) {
+      if (p.mode !== 'subscribe' || (await embedded!.store.getSubscription(p.topic, p.callback)) !== undefined) continue;
+      pending.push({ topic: p.topic, callback: redactCallback(p.callback), state: 'pending', failures: 0 });
+    }
     return {
       hub: this.hubUrl,
       channels: [...all].sort().map((topic) => ({
@@ -233,6 +245,7 @@ class SourcePush implements Push {
   async close(): Promise<void> {
     await this.#queue;
     await this.#options.xmpp?.close();
+    clearInterval(this.#embedded?.look);
     await this.#embedded?.hub.close();
     await this.#embedded?.store.close();
   }

@@ -12,6 +12,7 @@
 import type pg from 'pg';
 import { ResourceSyncError, messageOf } from '../core/errors.js';
 import { checkSchemaVersion, migrateSchema, schemaVersionOf } from '../node/postgres-migrations.js';
+import { pgConnection, postgresMessage } from '../node/postgres.js';
 import { HUB_SCHEMA } from './postgres-hub-schema.js';
 import type { ClaimOptions, HubStore, HubStoreCounts, PendingDelivery, PublishOutcome, QueueLimits, Subscription, VerifiedSubscription } from './hub-store.js';
 
@@ -357,7 +358,7 @@ export async function openPostgresHubStore(url: string, options: PostgresHubStor
   const hub = options.hub ?? 'default';
   if (typeof hub !== 'string' || hub === '') throw new ResourceSyncError('RS_INVALID_ARGUMENT', 'A PostgreSQL hub store needs a non-empty hub key.');
   const { default: postgres } = await import('pg');
-  const pool = new postgres.Pool({ connectionString: url, max: options.maxConnections ?? 4 });
+  const pool = new postgres.Pool({ ...pgConnection(url), max: options.maxConnections ?? 4 });
   pool.on('error', () => undefined); // an idle connection dropped: the pool replaces it, the next query reports
   try {
     const client = await pool.connect();
@@ -371,6 +372,6 @@ export async function openPostgresHubStore(url: string, options: PostgresHubStor
   } catch (err) {
     await pool.end().catch(() => undefined);
     if (err instanceof ResourceSyncError) throw err;
-    throw new ResourceSyncError('RS_IO', `The PostgreSQL hub store cannot be opened: ${messageOf(err)}.`, { cause: err });
+    throw new ResourceSyncError('RS_IO', `The PostgreSQL hub store cannot be opened: ${postgresMessage(err)}.`, { cause: err });
   }
 }

@@ -7,7 +7,7 @@
  * @see Z39.99 §10.1 (Resource List)
  */
 import type pg from 'pg';
-import { redactedUrl } from '../node/postgres.js';
+import { pgConnection, postgresMessage, redactedUrl } from '../node/postgres.js';
 import { ResourceSyncError } from '../core/errors.js';
 import { feedRecord } from '../core/feed-record.js';
 import type { FeedItem, InventoryFeed } from './inventory-feed.js';
@@ -29,7 +29,7 @@ function queryError(err: unknown, location: string, stage: 'connect' | 'query'):
   const at = e.position ? ` at character ${e.position}` : '';
   const hint = e.hint ? ` (hint: ${e.hint})` : '';
   const state = typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code) ? ` [SQLSTATE ${e.code}]` : '';
-  return new ResourceSyncError('RS_QUERY', `${what}: ${e.message ?? String(err)}${at}${hint}${state}`, {
+  return new ResourceSyncError('RS_QUERY', `${what}: ${stage === 'connect' ? postgresMessage(err) : e.message ?? String(err)}${at}${hint}${state}`, {
     data: { location, ...(state !== '' ? { sqlstate: e.code } : {}) },
     cause: err,
   });
@@ -62,7 +62,7 @@ export function postgresFeed(url: string, query: string, options: PostgresFeedOp
     ...(options.onInvalid ? { onInvalid: options.onInvalid } : {}),
     records: async function* () {
       const { default: postgres } = await import('pg');
-      const client: pg.Client = new postgres.Client({ connectionString: url, application_name: 'resourcesync inventory' });
+      const client: pg.Client = new postgres.Client({ ...pgConnection(url), application_name: 'resourcesync inventory' });
       try {
         await client.connect();
       } catch (err) {

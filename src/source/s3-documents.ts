@@ -26,7 +26,7 @@ import { DOCUMENTS_PREFIX } from './url-path.js';
 import { ResourceSyncError } from '../core/errors.js';
 import { safeRelativePath } from '../node/safe-path.js';
 import { createS3Client, s3Place, type S3ClientOptions } from '../node/s3-client.js';
-import type { S3Target } from '../node/s3-url.js';
+import { s3Location, s3Url, type S3Target } from '../node/s3-url.js';
 import { bucketMissing, s3Failure, s3Status, type S3Place } from '../node/s3-errors.js';
 import type { DocumentSink, SinkResult } from './document-sink.js';
 
@@ -189,13 +189,14 @@ class S3DocumentSink implements DocumentSink {
   readonly #concurrency: number;
 
   constructor(options: S3DocumentsOptions) {
+    const { bucket, prefix } = s3Location(options.bucket, options.prefix);
     const made =
       options.client === undefined ? createS3Client(options) : { client: options.client, endpoint: options.endpoint };
     this.#client = made.client;
-    this.#place = s3Place(options.bucket, made.endpoint);
-    this.#top = options.prefix === '' ? '' : `${options.prefix}/`;
+    this.#place = s3Place(bucket, made.endpoint);
+    this.#top = prefix === '' ? '' : `${prefix}/`;
     this.#concurrency = Math.max(1, options.concurrency ?? 8);
-    this.location = `s3://${options.bucket}/${options.prefix}`;
+    this.location = s3Url({ bucket, prefix });
   }
 
   /** Checks that the bucket exists and answers: an `RS_IO` naming bucket and endpoint (`data.s3Code` `NoSuchBucket` when missing). */

@@ -73,7 +73,7 @@ export interface ExplorerOptions {
   /** How long the tree of a crawl is reused, ms. Default: until the page asks to reload it. */
   treeMaxAgeMs?: number;
   /** The notification channels to show (the Channels tab). Default: none. */
-  channels?: () => ChannelSummary;
+  channels?: () => ChannelSummary | Promise<ChannelSummary>;
   /** The status of every Source of an aggregate (the Aggregate tab), read on each request. Default: none. */
   aggregate?: () => Promise<AggregateStatusView>;
   /** The runs of a sync job queue (the Queue tab), read on each request. Default: none. */
@@ -261,7 +261,7 @@ class Explorer {
         return json(await this.#runCheck(params.get('refresh') === '1'));
       case 'channels':
         if (this.#options.channels === undefined) break;
-        return json(this.#options.channels());
+        return json(await this.#options.channels());
       case 'views':
         return json({ aggregate: this.#options.aggregate !== undefined, queue: this.#options.queue !== undefined, channels: this.#options.channels !== undefined });
       case 'aggregate':

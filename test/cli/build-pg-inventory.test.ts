@@ -3,14 +3,14 @@
  * publish the same Resource List and Change Lists as a JSON-lines feed of the same resources; a query error, a
  * query without `loc` and a bad row are named; the password of the URL never shows.
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { REPO_ROOT } from '../helpers/paths.js';
-import { POSTGRES_SKIP, startPostgres, type PostgresCluster } from '../helpers/postgres.js';
+import { POSTGRES_SKIP, usePostgres } from '../helpers/postgres.js';
 import { tempDir } from '../helpers/tmp.js';
 import { startServe } from '../helpers/serve-child.js';
 import { until } from '../helpers/cli-child.js';
@@ -26,15 +26,7 @@ function cli(args: string[]): Promise<{ status: number | null; stdout: string; s
   return new Promise((resolve) => child.once('close', (status) => resolve({ status, stdout, stderr })));
 }
 
-let cluster: PostgresCluster | undefined;
-if (POSTGRES_SKIP === false) {
-  before(async () => {
-    cluster = await startPostgres();
-  });
-  after(async () => {
-    await cluster?.stop();
-  });
-}
+const cluster = usePostgres();
 
 const QUERY = `SELECT url AS loc, modified AS lastmod, bytes AS length, 'md5:' || md5 AS hash, mime AS type,
   CASE WHEN gone THEN 'deleted' END AS change FROM items ORDER BY id`;
@@ -75,7 +67,7 @@ const B = 'b'.repeat(32);
 void test('build --pg-inventory publishes what a feed of the same rows publishes, run after run', { skip: POSTGRES_SKIP }, async () => {
   const work = await tempDir();
   try {
-    const url = cluster!.url;
+    const url = cluster().url;
     const runs: Item[][] = [
       [
         { id: 1, url: 'https://data.example/x/1', modified: '2024-05-01T10:00:00Z', bytes: 10, md5: A, mime: 'text/plain' },
@@ -112,7 +104,7 @@ void test('build --pg-inventory publishes what a feed of the same rows publishes
 void test('build --pg-inventory: a query error, a query without loc and a bad row are named; the password never shows', { skip: POSTGRES_SKIP }, async () => {
   const work = await tempDir();
   try {
-    const url = cluster!.url;
+    const url = cluster().url;
     await load(url, [{ id: 1, url: 'https://data.example/x/1', modified: '2024-05-01T10:00:00Z', bytes: 10, md5: A, mime: 'text/plain' }]);
     const args = (query: string, db = url): string[] => ['build', '--pg-inventory', db, '--pg-query', query, '--base-url', 'http://127.0.0.1:9/', '--out', join(work.dir, 'out'), '--state', join(work.dir, 'state'), '--json'];
     const missing = await cli(args('SELECT url AS loc FROM no_such_table'));
@@ -139,7 +131,7 @@ void test('build --pg-inventory: a query error, a query without loc and a bad ro
 
 void test('postgresFeed reads the rows a page at a time through a cursor, numbering them', { skip: POSTGRES_SKIP }, async () => {
   const { postgresFeed } = await import('../../src/source/pg-inventory.js');
-  const feed = postgresFeed(cluster!.url, "SELECT 'https://data.example/' || n AS loc, n AS length FROM generate_series(1, 7) AS n;", { fetchRows: 3 });
+  const feed = postgresFeed(cluster().url, "SELECT 'https://data.example/' || n AS loc, n AS length FROM generate_series(1, 7) AS n;", { fetchRows: 3 });
   const items: Array<[number, string | undefined, number | undefined]> = [];
   for await (const item of feed.records()) items.push([item.line, item.record?.loc, item.record?.length]);
   assert.deepEqual(items, [1, 2, 3, 4, 5, 6, 7].map((n) => [n, `https://data.example/${n}`, n]));
@@ -147,7 +139,7 @@ void test('postgresFeed reads the rows a page at a time through a cursor, number
 
 void test('serve --pg-inventory --pg-interval: the query runs again and its changes are published', { skip: POSTGRES_SKIP }, async () => {
   const work = await tempDir();
-  const url = cluster!.url;
+  const url = cluster().url;
   await load(url, [{ id: 1, url: 'https://data.example/x/1', modified: '2024-05-01T10:00:00Z', bytes: 10, md5: A, mime: 'text/plain' }]);
   const served = await startServe(['--pg-inventory', url, '--pg-query', QUERY, '--pg-interval', '1', '--name', 'items', '--state', join(work.dir, 'state'), '--no-hub']);
   try {

@@ -1,10 +1,10 @@
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../helpers/paths.js';
-import { POSTGRES_SKIP, startPostgres, type PostgresCluster } from '../helpers/postgres.js';
+import { POSTGRES_SKIP, usePostgres } from '../helpers/postgres.js';
 import { startCli, until } from '../helpers/cli-child.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -95,21 +95,13 @@ async function continuousHistory(snapshots: string): Promise<void> {
   }
 }
 
-let cluster: PostgresCluster | undefined;
-if (POSTGRES_SKIP === false) {
-  before(async () => {
-    cluster = await startPostgres();
-  });
-  after(async () => {
-    await cluster?.stop();
-  });
-}
+const cluster = usePostgres();
 
 void test(
   'build --snapshots postgres://: two folders (two machines) continue one history',
   { skip: POSTGRES_SKIP },
   async () => {
-    await continuousHistory(cluster!.url);
+    await continuousHistory(cluster().url);
   },
 );
 
@@ -129,14 +121,14 @@ void test(
     const m = await machines();
     try {
       m.write('a.txt', 'one');
-      await build(m.dirs[0]!, m.outs[0]!, cluster!.url, ['--source-key', 'first']);
+      await build(m.dirs[0]!, m.outs[0]!, cluster().url, ['--source-key', 'first']);
       m.write('a.txt', 'two');
       assert.deepEqual(
-        await build(m.dirs[1]!, m.outs[1]!, cluster!.url, ['--source-key', 'second']),
+        await build(m.dirs[1]!, m.outs[1]!, cluster().url, ['--source-key', 'second']),
         { created: 0, updated: 0, deleted: 0 },
         'another key: a baseline',
       );
-      assert.deepEqual(await build(m.dirs[1]!, m.outs[1]!, cluster!.url, ['--source-key', 'first']), {
+      assert.deepEqual(await build(m.dirs[1]!, m.outs[1]!, cluster().url, ['--source-key', 'first']), {
         created: 0,
         updated: 1,
         deleted: 0,
@@ -154,7 +146,7 @@ void test(
         '--source-key',
         'first',
         '--snapshots',
-        cluster!.url,
+        cluster().url,
         '--state',
         join(m.outs[0]!, '..', 'serve-state'),
       ]);

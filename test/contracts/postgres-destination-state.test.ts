@@ -1,4 +1,4 @@
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
@@ -6,18 +6,10 @@ import pg from 'pg';
 import { isResourceSyncError } from '../../src/core/errors.js';
 import { openPostgresDestinationState } from '../../src/destination/postgres-state.js';
 import type { DestinationState, ResourceRecord } from '../../src/destination/state.js';
-import { POSTGRES_SKIP, startPostgres, type PostgresCluster } from '../helpers/postgres.js';
+import { POSTGRES_SKIP, usePostgres } from '../helpers/postgres.js';
 import { describeDestinationStateContract } from './destination-state.js';
 
-let cluster: PostgresCluster | undefined;
-if (POSTGRES_SKIP === false) {
-  before(async () => {
-    cluster = await startPostgres();
-  });
-  after(async () => {
-    await cluster?.stop();
-  });
-}
+const cluster = usePostgres();
 
 /** A state on the test cluster, and every instance opened on it, closed together. */
 async function openFresh(destination = `dest-${randomUUID()}`): Promise<{
@@ -27,7 +19,7 @@ async function openFresh(destination = `dest-${randomUUID()}`): Promise<{
 }> {
   const opened: DestinationState[] = [];
   const reopen = async (options: { readonly?: boolean } = {}): Promise<DestinationState> => {
-    const state = await openPostgresDestinationState(cluster!.url, { destination, ...options });
+    const state = await openPostgresDestinationState(cluster().url, { destination, ...options });
     opened.push(state);
     return state;
   };
@@ -94,7 +86,7 @@ if (POSTGRES_SKIP !== false) {
       } finally {
         await again.cleanup();
       }
-      const client = new pg.Client({ connectionString: cluster!.url });
+      const client = new pg.Client({ connectionString: cluster().url });
       await client.connect();
       try {
         const rows = (await client.query<{ version: number }>('SELECT version FROM resourcesync_schema_version')).rows;
@@ -105,7 +97,7 @@ if (POSTGRES_SKIP !== false) {
     });
 
     void test('a database whose schema is newer than the package is refused with RS_IO', async () => {
-      const client = new pg.Client({ connectionString: cluster!.url });
+      const client = new pg.Client({ connectionString: cluster().url });
       await client.connect();
       try {
         await openFresh().then((f) => f.cleanup()); // the tables exist
@@ -145,7 +137,7 @@ if (POSTGRES_SKIP !== false) {
 
     void test('a lease whose process on this host is gone is taken at once; one held on another host waits for its TTL', async () => {
       const f = await openFresh();
-      const sql = new pg.Client({ connectionString: cluster!.url });
+      const sql = new pg.Client({ connectionString: cluster().url });
       await sql.connect();
       try {
         const dead = spawnSync(process.execPath, ['-e', '0']).pid; // a process that has exited
@@ -184,8 +176,8 @@ if (POSTGRES_SKIP !== false) {
     });
 
     void test('read-only on a database the package never wrote to reads as empty', async () => {
-      const url = new URL(cluster!.url);
-      const client = new pg.Client({ connectionString: cluster!.url });
+      const url = new URL(cluster().url);
+      const client = new pg.Client({ connectionString: cluster().url });
       await client.connect();
       const database = `empty_${randomUUID().replace(/-/g, '')}`;
       await client.query(`CREATE DATABASE ${database}`);

@@ -1,23 +1,15 @@
 /** The {@link HubStore} contract, run against the PostgreSQL store (a throwaway cluster), and what sharing it adds. */
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { isResourceSyncError } from '../../src/core/errors.js';
 import type { HubStore, QueueLimits, Subscription } from '../../src/notify/hub-store.js';
 import { openPostgresHubStore } from '../../src/notify/postgres-hub-store.js';
-import { POSTGRES_SKIP, startPostgres, type PostgresCluster } from '../helpers/postgres.js';
+import { POSTGRES_SKIP, usePostgres } from '../helpers/postgres.js';
 import { describeHubStoreContract } from './hub-store.js';
 
-let cluster: PostgresCluster | undefined;
-if (POSTGRES_SKIP === false) {
-  before(async () => {
-    cluster = await startPostgres();
-  });
-  after(async () => {
-    await cluster?.stop();
-  });
-}
+const cluster = usePostgres();
 
 const T0 = 1_800_000_000_000;
 const TOPIC = 'http://127.0.0.1:8080/set/change/';
@@ -28,7 +20,7 @@ function opener(hub: string): { open: () => Promise<HubStore>; closeAll: () => P
   const opened: HubStore[] = [];
   return {
     open: async () => {
-      const store = await openPostgresHubStore(cluster!.url, { hub });
+      const store = await openPostgresHubStore(cluster().url, { hub });
       opened.push(store);
       return store;
     },
@@ -149,21 +141,21 @@ if (POSTGRES_SKIP !== false) {
     });
 
     void test('the schema is versioned: a newer one is refused; an unreachable database is RS_IO', async () => {
-      const client = new pg.Client({ connectionString: cluster!.url });
+      const client = new pg.Client({ connectionString: cluster().url });
       await client.connect();
       try {
-        await (await openPostgresHubStore(cluster!.url)).close();
+        await (await openPostgresHubStore(cluster().url)).close();
         assert.deepEqual((await client.query('SELECT version FROM resourcesync_hub_schema_version')).rows, [{ version: 1 }]);
         await client.query('UPDATE resourcesync_hub_schema_version SET version = 99');
-        await assert.rejects(openPostgresHubStore(cluster!.url), (e) => isResourceSyncError(e, 'RS_IO') && /99/.test(e.message));
+        await assert.rejects(openPostgresHubStore(cluster().url), (e) => isResourceSyncError(e, 'RS_IO') && /99/.test(e.message));
       } finally {
         await client.query('UPDATE resourcesync_hub_schema_version SET version = 1');
         await client.end();
       }
-      const url = new URL(cluster!.url);
+      const url = new URL(cluster().url);
       url.port = '1';
       await assert.rejects(openPostgresHubStore(url.href), (e) => isResourceSyncError(e, 'RS_IO'));
-      await assert.rejects(openPostgresHubStore(cluster!.url, { hub: '' }), (e) => isResourceSyncError(e, 'RS_INVALID_ARGUMENT'));
+      await assert.rejects(openPostgresHubStore(cluster().url, { hub: '' }), (e) => isResourceSyncError(e, 'RS_INVALID_ARGUMENT'));
     });
   });
 }

@@ -1,4 +1,4 @@
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -8,19 +8,11 @@ import { openPostgresSnapshots } from '../../src/source/postgres-snapshots.js';
 import type { SourceSnapshots } from '../../src/source/source-snapshots.js';
 import { collect } from '../helpers/collect.js';
 import { exited } from '../helpers/exited.js';
-import { POSTGRES_SKIP, startPostgres, type PostgresCluster } from '../helpers/postgres.js';
+import { POSTGRES_SKIP, usePostgres } from '../helpers/postgres.js';
 import { entry, steps } from './snapshots-fixture.js';
 import { describeSourceSnapshotsContract } from './source-snapshots.js';
 
-let cluster: PostgresCluster | undefined;
-if (POSTGRES_SKIP === false) {
-  before(async () => {
-    cluster = await startPostgres();
-  });
-  after(async () => {
-    await cluster?.stop();
-  });
-}
+const cluster = usePostgres();
 
 const T0 = Date.UTC(2024, 0, 1);
 
@@ -55,7 +47,7 @@ if (POSTGRES_SKIP !== false) {
     const set = `set-${randomUUID()}`;
     const opened: SourceSnapshots[] = [];
     const open = async (): Promise<SourceSnapshots> => {
-      const s = await openPostgresSnapshots(cluster!.url, { source: 'https://example.org/', set });
+      const s = await openPostgresSnapshots(cluster().url, { source: 'https://example.org/', set });
       opened.push(s);
       return s;
     };
@@ -70,9 +62,9 @@ if (POSTGRES_SKIP !== false) {
 
   void describe('PostgreSQL source snapshots', () => {
     void test('several Sources and sets in one database are kept apart', async () => {
-      const a = await openPostgresSnapshots(cluster!.url, { source: 'https://a.example/', set: 'data' });
-      const b = await openPostgresSnapshots(cluster!.url, { source: 'https://b.example/', set: 'data' });
-      const c = await openPostgresSnapshots(cluster!.url, { source: 'https://a.example/', set: 'other' });
+      const a = await openPostgresSnapshots(cluster().url, { source: 'https://a.example/', set: 'data' });
+      const b = await openPostgresSnapshots(cluster().url, { source: 'https://b.example/', set: 'data' });
+      const c = await openPostgresSnapshots(cluster().url, { source: 'https://a.example/', set: 'other' });
       try {
         await a.rebuild([entry('x.txt', 'a')], { now: () => T0 });
         await b.rebuild([entry('x.txt', 'bb'), entry('y.txt', 'b')], { now: () => T0 + 5 });
@@ -101,7 +93,7 @@ if (POSTGRES_SKIP !== false) {
 
     void test('a large rebuild streams both sides and records every change; update names a path twice', async () => {
       const set = `big-${randomUUID()}`;
-      const s = await openPostgresSnapshots(cluster!.url, { set });
+      const s = await openPostgresSnapshots(cluster().url, { set });
       try {
         const now = steps(T0);
         const n = 12_000;
@@ -151,7 +143,7 @@ if (POSTGRES_SKIP !== false) {
     });
 
     void test('a baseline copies paths with backslashes, tabs and newlines as they are; a failed one leaves nothing', async () => {
-      const s = await openPostgresSnapshots(cluster!.url, { set: `odd-${randomUUID()}` });
+      const s = await openPostgresSnapshots(cluster().url, { set: `odd-${randomUUID()}` });
       try {
         async function* failing(): AsyncGenerator<ReturnType<typeof entry>> {
           for (let i = 0; i < 20_000; i++) yield entry(`f${String(i).padStart(5, '0')}`, String(i));
@@ -176,16 +168,16 @@ if (POSTGRES_SKIP !== false) {
     });
 
     void test('the schema is versioned in its own table; a newer one is refused with RS_IO', async () => {
-      const client = new pg.Client({ connectionString: cluster!.url });
+      const client = new pg.Client({ connectionString: cluster().url });
       await client.connect();
       try {
-        await (await openPostgresSnapshots(cluster!.url, { set: 'v' })).close();
+        await (await openPostgresSnapshots(cluster().url, { set: 'v' })).close();
         assert.deepEqual((await client.query('SELECT version FROM resourcesync_snapshot_schema_version')).rows, [
           { version: 1 },
         ]);
         await client.query('UPDATE resourcesync_snapshot_schema_version SET version = 42');
         await assert.rejects(
-          openPostgresSnapshots(cluster!.url, { set: 'v' }),
+          openPostgresSnapshots(cluster().url, { set: 'v' }),
           (e) => isResourceSyncError(e, 'RS_IO') && /42/.test(e.message),
         );
       } finally {
@@ -195,24 +187,24 @@ if (POSTGRES_SKIP !== false) {
     });
 
     void test('an unreachable database is RS_IO without its password; no set name is RS_INVALID_ARGUMENT', async () => {
-      const url = new URL(cluster!.url);
+      const url = new URL(cluster().url);
       url.port = '1';
       url.password = 'sekrit';
       await assert.rejects(
         openPostgresSnapshots(url.href, { set: 'x' }),
         (e) => isResourceSyncError(e, 'RS_IO') && !e.message.includes('sekrit'),
       );
-      await assert.rejects(openPostgresSnapshots(cluster!.url, { set: '' }), (e) =>
+      await assert.rejects(openPostgresSnapshots(cluster().url, { set: '' }), (e) =>
         isResourceSyncError(e, 'RS_INVALID_ARGUMENT'),
       );
     });
 
     void test('a lease held by another process is waited for while renewed, and taken once its holder is gone', async () => {
       const set = `lease-${randomUUID()}`;
-      const store = await openPostgresSnapshots(cluster!.url, { set });
+      const store = await openPostgresSnapshots(cluster().url, { set });
       const children: ChildProcess[] = [];
       try {
-        const alive = leaseHolder(cluster!.url, set, 600, true);
+        const alive = leaseHolder(cluster().url, set, 600, true);
         children.push(alive);
         await held(alive);
         let taken = false;
@@ -228,7 +220,7 @@ if (POSTGRES_SKIP !== false) {
         await lease.release();
 
         // a holder of this host that is gone binds no more: taken at once, long before its expiry
-        const dead = leaseHolder(cluster!.url, set, 120_000, false);
+        const dead = leaseHolder(cluster().url, set, 120_000, false);
         children.push(dead);
         await held(dead);
         dead.kill('SIGKILL');

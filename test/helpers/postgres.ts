@@ -11,6 +11,7 @@ import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
+import { after, before } from 'node:test';
 import pg from 'pg';
 import { freePort } from './cli-child.js';
 
@@ -94,4 +95,28 @@ export async function startPostgres(): Promise<PostgresCluster> {
     await stop();
     throw err;
   }
+}
+
+/**
+ * One throwaway cluster for the test file (or for the `describe` it is called in): registers `before` (start) and
+ * `after` (stop) with node:test, or nothing where PostgreSQL is missing (skip those tests with `POSTGRES_SKIP`).
+ * Answers a getter of the running cluster.
+ * @example
+ * const cluster = usePostgres();
+ * void test('…', { skip: POSTGRES_SKIP }, async () => { const url = cluster().url; … });
+ */
+export function usePostgres(): () => PostgresCluster {
+  let cluster: PostgresCluster | undefined;
+  if (POSTGRES_SKIP === false) {
+    before(async () => {
+      cluster = await startPostgres();
+    });
+    after(async () => {
+      await cluster?.stop();
+    });
+  }
+  return () => {
+    if (cluster === undefined) throw new Error('the PostgreSQL cluster of this file is not running');
+    return cluster;
+  };
 }

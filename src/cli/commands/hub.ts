@@ -15,10 +15,7 @@ import { createHub, type Hub, type HubEvent } from '../../notify/hub.js';
 import type { HubStore } from '../../notify/hub-store.js';
 import { HUB_LIMIT_ARGS, hubLimitHelp, hubLimitOptions, type HubLimitOptions } from '../hub-limit-options.js';
 import { PUBLISH_SECRET_ENV } from '../serve-push.js';
-import { openSqliteHubStore } from '../../notify/sqlite-hub-store.js';
-import { openPostgresHubStore } from '../../notify/postgres-hub-store.js';
-import { openFailure } from '../state-option.js';
-import { redactedUrl } from '../../node/postgres.js';
+import { hubStoreChoice, openHubStoreChoice, type HubStoreChoice } from '../hub-store-option.js';
 import { requireFolderOrNothing } from '../../node/folder.js';
 import { listen } from '../../notify/node-listener.js';
 import { SIGNATURE_METHODS, type SignatureMethod } from '../../notify/signature.js';
@@ -109,7 +106,7 @@ interface HubSettings {
   bounds: HubLimitOptions;
   publicUrl: string | undefined;
   /** Where the store is: a PostgreSQL URL and key, or an SQLite file. */
-  store: { kind: 'postgres'; url: string; key: string } | { kind: 'sqlite'; file: string };
+  store: HubStoreChoice;
   allowCallback: string[];
   allowTopic: string[] | undefined;
   verbose: boolean;
@@ -156,14 +153,8 @@ function hubSettings(args: string[]): HubSettings | number {
 function storeSettings(values: { data?: string | undefined; store?: string | undefined; 'store-key'?: string | undefined }): HubSettings['store'] | string {
   const { data, store, 'store-key': key } = values;
   if (store !== undefined && data !== undefined) return '--store and --data exclude each other.';
-  if (store === '') return '--store is empty.';
-  if (store !== undefined && /^postgres(ql)?:/i.test(store)) {
-    if (!URL.canParse(store) || new URL(store).hostname === '') return `--store '${redactedUrl(store)}' is not a PostgreSQL URL (postgres://USER@HOST:PORT/DB).`;
-    if (key === '') return '--store-key is empty.';
-    return { kind: 'postgres', url: store, key: key ?? 'default' };
-  }
+  if (store !== undefined) return hubStoreChoice(store, key, 'default', { store: '--store', key: '--store-key' });
   if (key !== undefined) return '--store-key goes with --store postgres://…';
-  if (store !== undefined) return { kind: 'sqlite', file: resolve(store) };
   const dataDir = resolve(data ?? '.resourcesync-hub');
   try {
     requireFolderOrNothing(dataDir, '--data');
@@ -171,16 +162,6 @@ function storeSettings(values: { data?: string | undefined; store?: string | und
     return messageOf(err);
   }
   return { kind: 'sqlite', file: join(dataDir, 'hub.sqlite') };
-}
-
-/** Opens the store the settings name; a PostgreSQL one that cannot be opened is named without its password. */
-async function openStore(store: HubSettings['store']): Promise<HubStore> {
-  if (store.kind === 'sqlite') return openSqliteHubStore(store.file);
-  try {
-    return await openPostgresHubStore(store.url, { hub: store.key });
-  } catch (err) {
-    throw openFailure('store', store.url, err, { key: store.key });
-  }
 }
 
 /** How often a hub over a shared (PostgreSQL) store looks for deliveries that other hub processes queued or let go. */
@@ -228,7 +209,7 @@ export async function run(args: string[]): Promise<number> {
   const { port, host } = settings;
   let store: HubStore;
   try {
-    store = await openStore(settings.store);
+    store = await openHubStoreChoice(settings.store);
   } catch (e) {
     process.stderr.write(`resourcesync hub: ${messageOf(e)}\n`);
     return 3;

@@ -19,6 +19,8 @@ import { HUB_LIMIT_ARGS, hubLimitGiven, hubLimitHelp, hubLimitOptions } from '..
 import { XMPP_PASSWORD_ENV, xmppAccount } from '../xmpp-options.js';
 import { XmppPublisher } from '../../notify/xmpp-publisher.js';
 import type { HubEvent } from '../../notify/hub.js';
+import type { HubStore } from '../../notify/hub-store.js';
+import { hubStoreChoice, openHubStoreChoice, type HubStoreChoice } from '../hub-store-option.js';
 import { isResourceSyncError, messageOf } from '../../core/errors.js';
 import type { LiveSet } from '../../live/live-source.js';
 import { FEED_ARGS, FEED_HELP, FeedArgsError, feedFromArgs } from '../feed-options.js';
@@ -49,6 +51,11 @@ ${SNAPSHOTS_HELP}  --no-watch              publish once; do not track changes
                           this Source's channels only and relays only what serve publishes; a
                           publisher elsewhere needs the secret in ${PUBLISH_SECRET_ENV}
                           (sent as Authorization: Bearer), which --hub sends to its hub too
+  --hub-store WHERE       keep the embedded hub's subscriptions and outbox in PostgreSQL
+                          (postgres://USER@HOST:PORT/DB, the password in the URL or in
+                          PGPASSWORD; every serve of this Source given the same URL and key
+                          shares them) or in the SQLite file WHERE (default <state>/hub/hub.sqlite)
+  --hub-store-key NAME    with --hub-store postgres://: the hub's key there (default: the base URL)
   The embedded hub's limits, as for resourcesync hub (not with --hub or --no-hub):
 ${hubLimitHelp(26)}  --xmpp URI              also publish the notifications to an XMPP PubSub service (XEP-0060):
                           xmpp://USER@DOMAIN[:PORT]/SERVICE[?server=HOST], e.g.
@@ -91,6 +98,8 @@ const ARGS = {
   hub: { type: 'string' },
   'no-hub': { type: 'boolean' },
   'allow-callback': { type: 'string', multiple: true },
+  'hub-store': { type: 'string' },
+  'hub-store-key': { type: 'string' },
   ...HUB_LIMIT_ARGS,
   xmpp: { type: 'string' },
   verbose: { type: 'boolean' },
@@ -108,6 +117,8 @@ interface ServeConfig {
   /** Push, without the XMPP publisher (made once the options are checked), or undefined with --no-hub. */
   push: LivePushOptions | undefined;
   xmpp: { account: XmppAccount; service: string } | undefined;
+  /** `--hub-store`: where the embedded hub keeps its state, when not in the state folder. */
+  hubStore: HubStoreChoice | undefined;
 }
 
 type XmppAccount = ConstructorParameters<typeof XmppPublisher>[0]['account'];
@@ -215,7 +226,18 @@ async function readConfig(values: ServeValues, positionals: string[]): Promise<S
   const xmpp = values.xmpp === undefined ? undefined : xmppAccount(values.xmpp, 'source');
   if (typeof xmpp === 'string') return usageError('serve', xmpp);
   if (xmpp !== undefined && values['no-hub'] === true) return usageError('serve', '--xmpp publishes beside the WebSub hub: not with --no-hub.');
-  return { port, host: values.host ?? '127.0.0.1', sets, stateDir, shared, push, xmpp };
+  const hubStore = readHubStore(values, push, values['base-url'] ?? listening);
+  if (typeof hubStore === 'string') return usageError('serve', hubStore);
+  return { port, host: values.host ?? '127.0.0.1', sets, stateDir, shared, push, xmpp, hubStore };
+}
+
+/** The embedded hub's store as `--hub-store` and `--hub-store-key` name it, or what is wrong with them. */
+function readHubStore(values: Pick<ServeValues, 'hub-store' | 'hub-store-key' | 'hub'>, push: LivePushOptions | undefined, baseUrl: string | undefined): HubStoreChoice | undefined | string {
+  const where = values['hub-store'];
+  const key = values['hub-store-key'];
+  if (where === undefined) return key === undefined ? undefined : '--hub-store-key goes with --hub-store postgres://…';
+  if (push === undefined || values.hub !== undefined) return '--hub-store is the embedded hub\'s store: not with --hub or --no-hub.';
+  return hubStoreChoice(where, key, baseUrl?.replace(/\/+$/, ''), { store: '--hub-store', key: '--hub-store-key' });
 }
 
 /**
@@ -286,8 +308,19 @@ export async function run(args: string[]): Promise<number> {
   if (typeof config === 'number') return config;
   const verbose = values.verbose === true;
   const log = (line: string): void => void process.stderr.write(`${line}\n`);
+  let hubStore: HubStore | undefined;
+  try {
+    hubStore = config.hubStore === undefined ? undefined : await openHubStoreChoice(config.hubStore);
+  } catch (error) {
+    process.stderr.write(`resourcesync serve: --hub-store: ${messageOf(error)}\n`);
+    return 3;
+  }
   const xmpp = config.xmpp === undefined ? undefined : await connectXmpp(config.xmpp, verbose, log);
-  if (typeof xmpp === 'number') return xmpp;
+  if (typeof xmpp === 'number') {
+    await hubStore?.close();
+    return xmpp;
+  }
+  const push = config.push === undefined ? undefined : { ...config.push, ...(hubStore === undefined ? {} : { hubStore }) };
   const ac = new AbortController();
   const stop = (): void => ac.abort();
   process.once('SIGINT', stop);
@@ -309,7 +342,7 @@ export async function run(args: string[]): Promise<number> {
       publish: config.shared,
       htmlDiscoveryLink: true,
       watch: values['no-watch'] !== true,
-      ...(config.push === undefined ? {} : { push: { ...config.push, ...(xmpp && config.xmpp ? { xmpp: { publisher: xmpp, service: config.xmpp.service } } : {}) } }),
+      ...(push === undefined ? {} : { push: { ...push, ...(xmpp && config.xmpp ? { xmpp: { publisher: xmpp, service: config.xmpp.service } } : {}) } }),
       explorer: true,
       signal: ac.signal,
       onEvent: (e) => {
