@@ -14,6 +14,7 @@ import type { Entry } from '../core/model/types.js';
 import { openPostgresDestinationState } from './postgres-state.js';
 import {
   CHUNK_QUEUE,
+  JOB_VERSION,
   MAX_CHUNK,
   chunkId,
   isPostgresUrl,
@@ -152,11 +153,20 @@ async function openMirror(descriptor: StorageDescriptor, options: QueueSyncOptio
   };
 }
 
+/** A chunk job as it is inserted into the queue. */
+type QueuedJob = { id: string; name: string; data: ChunkJob; expireInSeconds: number; retryLimit: number; retryDelay: number };
+
 /** The ResourceDispatch of a coordinator: chunk jobs sent to the queue, then waited for and counted. */
 class ChunkDispatch implements ResourceDispatch {
   readonly #queue: ChunkQueue;
   readonly #options: QueueSyncOptions;
   readonly #template: Omit<ChunkJob, 'set' | 'entries'>;
+  /** How many times each chunk of changes was sent by this process (a later round of the same list sends it anew). */
+  readonly #changeSends = new Map<string, number>();
+  /** The URLs of the chunks of changes that failed, since the last window of changes began. */
+  readonly #changeFailures = new Set<string>();
+  /** The jobs of this run that an earlier coordinator left unfinished were waited for. */
+  #staleWaited = false;
   readonly #chunkSize: number;
   readonly #expireInSeconds: number;
   /** Jobs sent and not yet counted. */
@@ -188,7 +198,7 @@ class ChunkDispatch implements ResourceDispatch {
     if (options.retries !== undefined) connection.retries = options.retries;
     if (options.rate !== undefined) connection.rate = options.rate;
     const template: Omit<ChunkJob, 'set' | 'entries'> = {
-      version: 1,
+      version: JOB_VERSION,
       run: id,
       state: { url: options.stateUrl, destination: sizes.destination },
       storage: sizes.storage,
@@ -199,12 +209,17 @@ class ChunkDispatch implements ResourceDispatch {
     return new ChunkDispatch(queue, options, template, sizes);
   }
 
+  /** The job of a chunk, to insert: its data, expiry and retries. */
+  #job(id: string, set: string, kind: 'resources' | 'changes', entries: Entry[]): QueuedJob {
+    const data: ChunkJob = { ...this.#template, kind, set, entries };
+    return { id, name: CHUNK_QUEUE, data, expireInSeconds: this.#expireInSeconds, retryLimit: this.#options.retryLimit ?? 5, retryDelay: 1 };
+  }
+
   /** Sends the entries in chunks of `chunkSize`, `INSERT_BATCH` chunks a statement; resolves once all are sent. */
   async enqueue(run: SyncRun, setRun: SetRun, entries: AsyncIterable<Entry>): Promise<void> {
     const set = setRun.set.key;
     let chunk: Entry[] = [];
-    let jobs: { id: string; name: string; data: ChunkJob; expireInSeconds: number; retryLimit: number; retryDelay: number }[] = [];
-    const retryLimit = this.#options.retryLimit ?? 5;
+    let jobs: QueuedJob[] = [];
     const send = async (): Promise<void> => {
       if (jobs.length === 0) return;
       await this.#queue.boss.insert(jobs);
@@ -214,7 +229,7 @@ class ChunkDispatch implements ResourceDispatch {
     const close = async (): Promise<void> => {
       if (chunk.length === 0) return;
       const id = chunkId(this.#template.run, set, this.#sent, chunk);
-      jobs.push({ id, name: CHUNK_QUEUE, data: { ...this.#template, set, entries: chunk }, expireInSeconds: this.#expireInSeconds, retryLimit, retryDelay: 1 });
+      jobs.push(this.#job(id, set, 'resources', chunk));
       this.#outstanding.add(id);
       this.#sent++;
       chunk = [];
@@ -243,6 +258,59 @@ class ChunkDispatch implements ResourceDispatch {
     await run.flush();
   }
 
+  /**
+   * Sends the changes of one Change List (one per resource: see `incremental`) in chunks of `chunkSize` and waits for
+   * every one; returns the URLs that failed. Chunks may run in any order and at once, since no two hold the same
+   * resource; the caller moves the cursor only once this resolves. Before the first window of a coordinator, the
+   * jobs an earlier coordinator of the same run left unfinished are waited for: an older change of a resource still
+   * in the queue must not land after a newer one. A chunk's id is derived from its run, set, Change List, place and
+   * changes (a resumed coordinator sends the same ids, and the queue keeps the jobs it has); sent again by the same
+   * process (a later round of a Change List that did not move where this chunk lies), it gets a new id and is applied again.
+   * @see Z39.99 §12.1 (the last change of a resource wins)
+   */
+  async applyChanges(run: SyncRun, setRun: SetRun, changes: readonly Entry[], changeList: string): Promise<ReadonlySet<string>> {
+    if (!this.#staleWaited) {
+      await this.#waitForStale(run);
+      this.#staleWaited = true;
+    }
+    const set = setRun.set.key;
+    this.#changeFailures.clear();
+    let jobs: QueuedJob[] = [];
+    for (let at = 0, place = 0; at < changes.length; at += this.#chunkSize, place++) {
+      if (run.options.signal?.aborted) throw new ResourceSyncError('RS_ABORTED', 'Sync aborted.', { data: {} });
+      const entries = changes.slice(at, at + this.#chunkSize).map(jobEntry);
+      const where = `changes ${changeList} ${place}`;
+      const first = chunkId(this.#template.run, set, where, entries);
+      const before = this.#changeSends.get(first) ?? 0;
+      this.#changeSends.set(first, before + 1);
+      const id = before === 0 ? first : chunkId(this.#template.run, set, `${where} ${before}`, entries);
+      jobs.push(this.#job(id, set, 'changes', entries));
+      this.#outstanding.add(id);
+      this.#sent++;
+      if (jobs.length >= INSERT_BATCH || at + this.#chunkSize >= changes.length) {
+        await this.#queue.boss.insert(jobs);
+        jobs = [];
+      }
+    }
+    await this.settled(run);
+    const failed = new Set(this.#changeFailures);
+    this.#changeFailures.clear();
+    return failed;
+  }
+
+  /** Waits until no job of this run that this coordinator did not send is waiting or in a worker's hands. */
+  async #waitForStale(run: SyncRun): Promise<void> {
+    const { job } = this.#queue.tables;
+    const signal = run.options.signal;
+    const sql = `SELECT count(*) AS n FROM ${job} WHERE name = $1 AND state IN ('created', 'retry', 'active') AND data->>'run' = $2 AND NOT (id = ANY($3::uuid[]))`;
+    for (;;) {
+      const [row] = await this.#queue.query<{ n: string }>(sql, [CHUNK_QUEUE, this.#template.run, [...this.#outstanding]]);
+      if (Number(row?.n ?? 0) === 0) return;
+      if (signal?.aborted) throw new ResourceSyncError('RS_ABORTED', 'Sync aborted while waiting for the jobs of an earlier coordinator.', { data: {} });
+      await sleep(this.#options.pollIntervalMs ?? 250, undefined, signal ? { signal } : {}).catch(() => undefined);
+    }
+  }
+
   /** Counts the jobs that ended since the last look: done ones absorbed, given-up ones applied here. */
   async #collect(run: SyncRun): Promise<void> {
     const ids = [...this.#outstanding];
@@ -257,6 +325,7 @@ class ChunkDispatch implements ResourceDispatch {
       if (!this.#outstanding.delete(row.id)) continue; // archived twice
       if (row.state === 'completed' && row.output !== null && typeof row.output.done === 'number') {
         run.applier.absorb(row.output);
+        if (row.output.changes !== undefined) for (const f of row.output.failed) this.#changeFailures.add(f.url);
         this.#completed++;
       } else {
         this.#failed++;
@@ -274,7 +343,10 @@ class ChunkDispatch implements ResourceDispatch {
     if (data === undefined) return;
     const previous = run.applier.setKey;
     run.applier.setKey = data.set;
-    await runPool(data.entries, run.concurrency, (e, release) => run.applier.apply(e, release));
+    const changes = data.kind === 'changes';
+    await runPool(data.entries, run.concurrency, async (e, release) => {
+      if ((await run.applier.apply(e, release)) === undefined && changes) this.#changeFailures.add(e.loc);
+    });
     await run.flush();
     run.applier.setKey = previous;
   }
