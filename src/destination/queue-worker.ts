@@ -137,7 +137,7 @@ async function applyChunk(job: ChunkJob, retry: number, opened: Opened, options:
     const action = await applier.apply(e, release);
     const item = plans.get(e.loc);
     plans.delete(e.loc);
-    if (kind === 'changes' && action !== undefined) results[changeResult(action, item)].push(e.loc);
+    if (kind === 'changes' && action !== undefined) results[changeResult(action, item, retry > 0 ? e.md?.change : undefined)].push(e.loc);
   });
   await storage.settle();
   await applier.flush();
@@ -148,10 +148,15 @@ async function applyChunk(job: ChunkJob, retry: number, opened: Opened, options:
   return { created, updated, deleted, unchanged, bytes, failed, warnings, done };
 }
 
-/** What a change applied became, from the action `apply` returned and the plan item it applied. */
-function changeResult(action: PlanAction, item: PlanItem | undefined): keyof ChangeResults {
+/**
+ * What a change applied became, from the action `apply` returned and the plan item it applied. On a retry (`retried`:
+ * the change as listed), a resource found already in line was most likely written by the attempt that was lost, and
+ * counts as the change says (created or updated), as that attempt would have counted it.
+ */
+function changeResult(action: PlanAction, item: PlanItem | undefined, retried?: string): keyof ChangeResults {
   if (item?.reason === 'absent') return 'absent';
   if (action === 'delete') return item?.kept === true ? 'skipped' : 'deleted';
+  if (action === 'unchanged' && (retried === 'created' || retried === 'updated')) return retried;
   return action === 'create' ? 'created' : action === 'update' ? 'updated' : 'unchanged';
 }
 
