@@ -1,8 +1,9 @@
 /**
  * A sync whose resources are fetched by workers fed from a job queue (pg-boss on PostgreSQL): the coordinator
- * discovers and plans as `sync` does, hands each Resource List's entries to the queue in chunks, waits for the
- * workers to apply them, then goes on as `sync` does (deletions inferred, changes since the snapshot, settling).
- * @see Z39.99 §5.2 (Baseline Synchronization)
+ * discovers and plans as `sync` does, hands each Resource List's entries, and each Change List's changes (the last
+ * of each resource), to the queue in chunks, waits for the workers to apply them, and goes on as `sync` does
+ * (deletions inferred, the cursor moved once a Change List's chunks are all done, settling).
+ * @see Z39.99 §5.2 (Baseline Synchronization, Incremental Synchronization), §12.1
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -79,8 +80,8 @@ export interface QueueSyncOptions extends Omit<SyncOptions, 'state' | 'storage' 
 }
 
 /**
- * Synchronizes `dest` with a Source as {@link sync} does, with the resources of every Resource List fetched,
- * verified, written and recorded by workers ({@link runSyncWorker}) that take chunk jobs from the queue: a job names
+ * Synchronizes `dest` with a Source as {@link sync} does, with the resources of every Resource List, and the changes
+ * of every Change List (created, updated, deleted), fetched, verified, written (or removed) and recorded by workers ({@link runSyncWorker}) that take chunk jobs from the queue: a job names
  * the run's state (`stateUrl`, `destination`) and storage (`dest`), so a worker needs nothing else. The coordinator
  * holds the state's lease throughout; the workers write their records through the state's `apply` without it,
  * on the coordinator's behalf. Returns the report a plain sync returns (the same counts and failures).
