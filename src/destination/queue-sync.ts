@@ -238,6 +238,7 @@ class ChunkDispatch implements ResourceDispatch {
     };
     for await (const e of entries) {
       if (run.options.signal?.aborted) throw new ResourceSyncError('RS_ABORTED', 'Sync aborted.', { data: {} });
+      if (chunk.length === 0 && jobs.length === 0) await this.#waitForStale(run);
       chunk.push(jobEntry(e));
       if (chunk.length >= this.#chunkSize) await close();
     }
@@ -270,10 +271,8 @@ class ChunkDispatch implements ResourceDispatch {
    * @see Z39.99 §12.1 (the last change of a resource wins)
    */
   async applyChanges(run: SyncRun, setRun: SetRun, changes: readonly Entry[], changeList: string): Promise<ReadonlySet<string>> {
-    if (!this.#staleWaited) {
-      await this.#waitForStale(run);
-      this.#staleWaited = true;
-    }
+    if (changes.length === 0) return new Set();
+    await this.#waitForStale(run);
     const set = setRun.set.key;
     this.#changeFailures.clear();
     let jobs: QueuedJob[] = [];
@@ -299,14 +298,21 @@ class ChunkDispatch implements ResourceDispatch {
     return failed;
   }
 
-  /** Waits until no job of this run that this coordinator did not send is waiting or in a worker's hands. */
+  /**
+   * Before the first chunk this coordinator sends: waits until no job of this run that it did not send (an earlier
+   * coordinator's, killed) is waiting or in a worker's hands, so that none of them lands after a newer chunk.
+   */
   async #waitForStale(run: SyncRun): Promise<void> {
+    if (this.#staleWaited) return;
     const { job } = this.#queue.tables;
     const signal = run.options.signal;
     const sql = `SELECT count(*) AS n FROM ${job} WHERE name = $1 AND state IN ('created', 'retry', 'active') AND data->>'run' = $2 AND NOT (id = ANY($3::uuid[]))`;
     for (;;) {
       const [row] = await this.#queue.query<{ n: string }>(sql, [CHUNK_QUEUE, this.#template.run, [...this.#outstanding]]);
-      if (Number(row?.n ?? 0) === 0) return;
+      if (Number(row?.n ?? 0) === 0) {
+        this.#staleWaited = true;
+        return;
+      }
       if (signal?.aborted) throw new ResourceSyncError('RS_ABORTED', 'Sync aborted while waiting for the jobs of an earlier coordinator.', { data: {} });
       await sleep(this.#options.pollIntervalMs ?? 250, undefined, signal ? { signal } : {}).catch(() => undefined);
     }
