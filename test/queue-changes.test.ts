@@ -232,6 +232,34 @@ describe('the changes of sync --queue applied by workers (library)', { skip: POS
     }
   });
 
+  test('a Change List Index: one window per Change List, in order; a resource changed in two lists ends as the later says', async () => {
+    source.rollover = 70;
+    change(3);
+    source.put('d0/f7.txt', 'round 3, last of all\n');
+    source.remove('d0/f14.txt');
+    source.publish();
+    const workers = startWorkers(2);
+    try {
+      const a = await plain('plain-del', { delete: true });
+      const b = await syncWithQueue(queued('queued-del', { delete: true, chunkSize: 25 }));
+      assert.deepEqual(essence(b), essence(a));
+      const lists = b.sets.flatMap((s) => s.documents).filter((d) => /changelist-\d+\.xml$/.test(d));
+      assert.ok(lists.length >= 3, `several Change Lists read: ${lists.join(' ')}`);
+      assert.deepEqual(await tree(join(tmp.dir, 'queued-del')), await tree(join(tmp.dir, 'plain-del')));
+      assert.deepEqual(await held(join(tmp.dir, 'queued-del')), await held(join(tmp.dir, 'plain-del')));
+      assert.equal(await readFile(join(tmp.dir, 'queued-del', 'd0', 'f7.txt'), 'utf8'), 'round 3, last of all\n');
+      await assert.rejects(readFile(join(tmp.dir, 'queued-del', 'd0', 'f14.txt')), { code: 'ENOENT' });
+      const state = await openPostgresDestinationState(cluster!.url, { destination: join(tmp.dir, 'queued-del'), readonly: true });
+      const plainState = await openPostgresDestinationState(cluster!.url, { destination: join(tmp.dir, 'plain-del'), readonly: true });
+      assert.deepEqual(await state.getCursor(source.capabilityList), await plainState.getCursor(source.capabilityList));
+      await state.close();
+      await plainState.close();
+    } finally {
+      await workers.stop();
+      source.rollover = undefined;
+    }
+  });
+
   test('a worker refuses a job of a format it does not know, with a clear error', async () => {
     const queue = await openQueue(cluster!.url, { maintenanceIntervalSeconds: 60 });
     const workers = startWorkers(1);
