@@ -81,9 +81,10 @@ export interface QueueSyncOptions extends Omit<SyncOptions, 'state' | 'storage' 
 
 /**
  * Synchronizes `dest` with a Source as {@link sync} does, with the resources of every Resource List, and the changes
- * of every Change List (created, updated, deleted), fetched, verified, written (or removed) and recorded by workers ({@link runSyncWorker}) that take chunk jobs from the queue: a job names
- * the run's state (`stateUrl`, `destination`) and storage (`dest`), so a worker needs nothing else. The coordinator
- * holds the state's lease throughout; the workers write their records through the state's `apply` without it,
+ * of every Change List (the last change of each resource there: created, updated, deleted), fetched, verified,
+ * written (or removed) and recorded by workers ({@link runSyncWorker}) that take chunk jobs from the queue: a job names the run's state
+ * (`stateUrl`, `destination`) and storage (`dest`), so a worker needs nothing else. The coordinator holds the
+ * state's lease throughout; the workers write their records through the state's `apply` without it,
  * on the coordinator's behalf. Returns the report a plain sync returns (the same counts and failures).
  * `dest` may be `s3://bucket/prefix`: the coordinator and every worker then open that bucket (the same way, from
  * the URL and their own environment's endpoint and credentials), and the report names the bucket as its `dest`.
@@ -267,7 +268,8 @@ class ChunkDispatch implements ResourceDispatch {
    * jobs an earlier coordinator of the same run left unfinished are waited for: an older change of a resource still
    * in the queue must not land after a newer one. A chunk's id is derived from its run, set, Change List, place and
    * changes (a resumed coordinator sends the same ids, and the queue keeps the jobs it has); sent again by the same
-   * process (a later round of a Change List that did not move where this chunk lies), it gets a new id and is applied again.
+   * process (a later round of a Change List that did not move where this chunk lies), it gets a new id and is applied
+ * again.
    * @see Z39.99 §12.1 (the last change of a resource wins)
    */
   async applyChanges(run: SyncRun, setRun: SetRun, changes: readonly Entry[], changeList: string): Promise<ReadonlySet<string>> {

@@ -143,7 +143,10 @@ async function applyChunk(job: ChunkJob, retry: number, opened: Opened, options:
   await applier.flush();
   const { created, updated, deleted, unchanged, bytes, failed, warnings } = applier.counts;
   const done = job.entries.length;
-  if (kind === 'changes') return { created, updated, deleted, unchanged, bytes, failed, warnings, done, changes: results };
+  if (kind === 'changes') {
+    const n = { created: results.created.length, updated: results.updated.length, deleted: results.deleted.length, unchanged: results.unchanged.length };
+    return { ...n, bytes, failed, warnings, done, changes: results };
+  }
   if (job.fresh && retry > 0) return { created: created + unchanged, updated, deleted, unchanged: 0, bytes, failed, warnings, done };
   return { created, updated, deleted, unchanged, bytes, failed, warnings, done };
 }
