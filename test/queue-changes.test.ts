@@ -14,7 +14,7 @@ import { CHUNK_QUEUE, openQueue, type ChunkJob } from '../src/destination/queue-
 import { openPostgresDestinationState } from '../src/destination/postgres-state.js';
 import type { DestinationState } from '../src/destination/state.js';
 import { isResourceSyncError } from '../src/core/errors.js';
-import { FakeSource } from './helpers/fake-source.js';
+import { FakeSource, urlPath } from './helpers/fake-source.js';
 import { POSTGRES_SKIP, startPostgres, type PostgresCluster } from './helpers/postgres.js';
 import { startTestServer, type TestServer } from './helpers/test-server.js';
 import { tempDir } from './helpers/tmp.js';
@@ -257,6 +257,45 @@ describe('the changes of sync --queue applied by workers (library)', { skip: POS
     } finally {
       await workers.stop();
       source.rollover = undefined;
+    }
+  });
+
+  test('a change that fails (404) is reported, kept pending and holds the cursor as in a plain sync; the next run resolves it', async () => {
+    change(4);
+    source.put('d0/f21.txt', 'changed, then not served\n');
+    source.publish();
+    server.delete(urlPath('d0/f21.txt'));
+    const workers = startWorkers(2);
+    try {
+      const a = await plain('plain-del', { delete: true });
+      const b = await syncWithQueue(queued('queued-del', { delete: true }));
+      assert.deepEqual(essence(b), essence(a));
+      assert.deepEqual(b.failed.map((f) => [f.url, f.status]), [[`${source.origin}/d0/f21.txt`, 404]]);
+      assert.deepEqual(await held(join(tmp.dir, 'queued-del')), await held(join(tmp.dir, 'plain-del')));
+      const cursors = async (): Promise<unknown[]> => {
+        const out: unknown[] = [];
+        for (const name of ['queued-del', 'plain-del']) {
+          const state = await openPostgresDestinationState(cluster!.url, { destination: join(tmp.dir, name), readonly: true });
+          out.push(await state.getCursor(source.capabilityList));
+          await state.close();
+        }
+        return out;
+      };
+      const [q, p] = await cursors();
+      assert.deepEqual(q, p, 'the cursor stops at the change that failed, as in a plain sync');
+      source.publish(); // served again
+      const a2 = await plain('plain-del', { delete: true });
+      const b2 = await syncWithQueue(queued('queued-del', { delete: true }));
+      assert.deepEqual(essence(b2), essence(a2));
+      assert.deepEqual(b2.failed, []);
+      const after = (await held(join(tmp.dir, 'queued-del'))) as { pending: string[] };
+      assert.deepEqual(after.pending, []);
+      assert.deepEqual(after, await held(join(tmp.dir, 'plain-del')));
+      assert.deepEqual(await tree(join(tmp.dir, 'queued-del')), await tree(join(tmp.dir, 'plain-del')));
+      const [q2, p2] = await cursors();
+      assert.deepEqual(q2, p2);
+    } finally {
+      await workers.stop();
     }
   });
 
