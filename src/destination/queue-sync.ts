@@ -308,16 +308,16 @@ class ChunkDispatch implements ResourceDispatch {
     if (this.#staleWaited) return;
     const { job } = this.#queue.tables;
     const signal = run.options.signal;
-    const sql = `SELECT count(*) AS n FROM ${job} WHERE name = $1 AND state IN ('created', 'retry', 'active') AND data->>'run' = $2 AND NOT (id = ANY($3::uuid[]))`;
-    for (;;) {
-      const [row] = await this.#queue.query<{ n: string }>(sql, [CHUNK_QUEUE, this.#template.run, [...this.#outstanding]]);
-      if (Number(row?.n ?? 0) === 0) {
-        this.#staleWaited = true;
-        return;
-      }
+    const live = `name = $1 AND state IN ('created', 'retry', 'active')`;
+    // one look at every live job's run (its data read once), then only at the state of the stale ones, by id
+    const found = await this.#queue.query<{ id: string }>(`SELECT id FROM ${job} WHERE ${live} AND data->>'run' = $2`, [CHUNK_QUEUE, this.#template.run]);
+    let stale = found.map((r) => r.id).filter((id) => !this.#outstanding.has(id));
+    while (stale.length > 0) {
       if (signal?.aborted) throw new ResourceSyncError('RS_ABORTED', 'Sync aborted while waiting for the jobs of an earlier coordinator.', { data: {} });
       await sleep(this.#options.pollIntervalMs ?? 250, undefined, signal ? { signal } : {}).catch(() => undefined);
+      stale = (await this.#queue.query<{ id: string }>(`SELECT id FROM ${job} WHERE ${live} AND id = ANY($2::uuid[])`, [CHUNK_QUEUE, stale])).map((r) => r.id);
     }
+    this.#staleWaited = true;
   }
 
   /** Counts the jobs that ended since the last look: done ones absorbed, given-up ones applied here. */
