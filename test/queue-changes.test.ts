@@ -299,6 +299,33 @@ describe('the changes of sync --queue applied by workers (library)', { skip: POS
     }
   });
 
+  test('chunks of changes the workers gave up on (cancelled) are applied by the coordinator itself, counted once', async () => {
+    change(5);
+    const queue = await openQueue(cluster!.url, { maintenanceIntervalSeconds: 60 });
+    try {
+      const a = await plain('plain-del', { delete: true });
+      // no worker: every chunk of the window is cancelled as soon as it is waiting
+      const run = syncWithQueue(queued('queued-del', { delete: true }));
+      let cancelled = 0;
+      const deadline = Date.now() + 120_000;
+      let done = false;
+      void run.finally(() => (done = true)).catch(() => undefined);
+      while (!done && Date.now() < deadline) {
+        const rows = await queue.query<{ id: string }>(`SELECT id FROM ${queue.tables.job} WHERE name = $1 AND state = 'created' AND data->>'kind' = 'changes'`, [CHUNK_QUEUE]);
+        if (rows.length > 0) await queue.boss.cancel(CHUNK_QUEUE, rows.map((r) => r.id));
+        cancelled += rows.length;
+        await sleep(50);
+      }
+      const b = await run;
+      assert.ok(cancelled >= 4, `${cancelled} chunks cancelled`);
+      assert.deepEqual(essence(b), essence(a));
+      assert.deepEqual(await tree(join(tmp.dir, 'queued-del')), await tree(join(tmp.dir, 'plain-del')));
+      assert.deepEqual(await held(join(tmp.dir, 'queued-del')), await held(join(tmp.dir, 'plain-del')));
+    } finally {
+      await queue.close();
+    }
+  });
+
   test('a worker refuses a job of a format it does not know, with a clear error', async () => {
     const queue = await openQueue(cluster!.url, { maintenanceIntervalSeconds: 60 });
     const workers = startWorkers(1);
