@@ -11,7 +11,7 @@ const files = readdirSync(dir)
   .filter((f) => f.endsWith('.bench.js') && f.includes(filter))
   .sort();
 /** Benches that need longer than the default 240 s (planning 10^6 resources on a 2-core machine). */
-const TIMEOUTS = { 'queue.bench.js': 900_000, 'aggregate-push.bench.js': 600_000 };
+const TIMEOUTS = { 'queue.bench.js': 900_000, 'aggregate-push.bench.js': 600_000, 'queue-changes.bench.js': 600_000 };
 let failed = 0;
 for (const file of files) {
   console.log(`# ${file}`);

@@ -13,7 +13,7 @@ import { parseW3CDatetime } from '../core/w3c-datetime.js';
 import type { CapabilitySet } from './capability-sets.js';
 import { resolveLoc, type DocumentContext } from './documents.js';
 import type { ResourceApplier, SyncFailure } from './resource-applier.js';
-import { incremental, type IncrementalResult } from './incremental.js';
+import { incremental, type ApplyChanges, type IncrementalResult } from './incremental.js';
 import { gapNote, note, type GapNote } from './notes.js';
 import { changeTime } from './plan.js';
 import type { DestinationState, SyncCursor } from './state.js';
@@ -40,6 +40,8 @@ export interface ChangesSinceOptions extends DocumentContext {
   store: DestinationState;
   /** Reports the issues of each document loaded. */
   onDocument: (url: string, doc: ResourceSyncDocument) => void;
+  /** Where each Change List's changes are applied when not by `applier` here (a job queue's workers). */
+  applyChanges?: ApplyChanges;
 }
 
 /** A failure that a change made after the resource was listed explains: gone (404, 410) or other bytes. */

@@ -19,7 +19,16 @@ export interface IncrementalOptions extends DocumentContext {
   saveCursor?: (cursor: SyncCursor) => void | Promise<void>;
   /** Reports the issues of each document loaded (lenient validation). */
   onDocument?: (url: string, doc: ResourceSyncDocument) => void;
+  /** Where the changes of each Change List are applied when not by `applier` here (a job queue's workers). */
+  applyChanges?: ApplyChanges;
 }
+
+/**
+ * Applies the changes of one Change List elsewhere (a job queue's workers), at most one per resource (each one's last
+ * in the list's order), and counts them through the run's applier; resolves once every one is applied (or failed),
+ * with the URLs that failed.
+ */
+export type ApplyChanges = (changes: readonly Entry[], changeList: string) => Promise<ReadonlySet<string>>;
 
 /** What an incremental run did. */
 export interface IncrementalResult {
@@ -207,14 +216,29 @@ async function applyChangeList(options: IncrementalOptions, list: ListRef, doc: 
   const last = lastChangePerResource(pending.map((p) => ({ loc: p.entry.loc, p })));
   applier.phase('incremental', last.length, list.url);
   let firstFailed: ListApplied['firstFailed'];
-  await runPool(last, options.concurrency ?? 16, async ({ p }, release) => {
+  const failedAt = (p: (typeof pending)[number]): void => {
+    if (firstFailed === undefined || p.index < firstFailed.index) firstFailed = { index: p.index, time: p.time };
+  };
+  const unknown = (p: (typeof pending)[number]): void => {
     const change = p.entry.md?.change;
-    const ok = (await applier.apply(p.entry, release)) !== undefined; // a deletion too: the plan item says delete
     if (change !== undefined && change !== 'created' && change !== 'updated' && change !== 'deleted') {
       applier.warn(note('change-unknown', { url: list.url, loc: p.entry.loc, change }));
     }
-    if (!ok && (firstFailed === undefined || p.index < firstFailed.index)) firstFailed = { index: p.index, time: p.time };
-  });
+  };
+  if (options.applyChanges !== undefined) {
+    // one change per resource: the chunks elsewhere may run in any order; the cursor waits for all of them
+    const failed = await options.applyChanges(last.map(({ p }) => p.entry), list.url);
+    for (const { p } of last) {
+      unknown(p);
+      if (failed.has(p.entry.loc)) failedAt(p);
+    }
+  } else {
+    await runPool(last, options.concurrency ?? 16, async ({ p }, release) => {
+      const ok = (await applier.apply(p.entry, release)) !== undefined; // a deletion too: the plan item says delete
+      unknown(p);
+      if (!ok) failedAt(p);
+    });
+  }
   await applier.flush();
   return firstFailed === undefined ? { ordered, changes: last.length } : { ordered, changes: last.length, firstFailed };
 }

@@ -44,3 +44,4 @@ export { runSyncWorker, type SyncWorkerOptions, type ChunkReport } from './queue
 export type { ChunkJob, ChunkOutcome, StorageDescriptor, SharedStateName, JobConnection } from './queue-jobs.js';
 export { readQueueStatus, type QueueStatus, type QueueRunStatus } from './queue-status.js';
 export type { AppliedElsewhere } from './sync-counts.js';
+export type { ChangeResults } from './resource-applier.js';

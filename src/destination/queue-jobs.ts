@@ -18,6 +18,7 @@ import type { ConnectionOptions } from './connection.js';
 import { LocalDirectory } from './local-directory.js';
 import type { MirrorStorage } from './mirror-storage.js';
 import { createS3Storage, type S3Storage } from './s3-storage.js';
+import type { ChangeResults } from './resource-applier.js';
 import type { AppliedElsewhere } from './sync-counts.js';
 
 /** The pg-boss queue that chunk jobs go through. */
@@ -42,10 +43,24 @@ export interface SharedStateName {
 /** What a worker needs of the connection to the Source, beyond its own credentials. */
 export type JobConnection = Pick<ConnectionOptions, 'source' | 'allowOrigins' | 'maps' | 'base' | 'timeoutMs' | 'retries' | 'rate'>;
 
-/** One chunk job: up to 1,000 entries of one Resource List, and everything a worker needs to apply them. */
+/** The format of the chunk jobs this build sends; a worker refuses a job of a format it does not know. */
+export const JOB_VERSION = 2;
+/** The formats of chunk jobs this build's workers apply (1: a job without `kind`, a Resource List chunk). */
+export const JOB_VERSIONS_READ: readonly number[] = [1, 2];
+
+/**
+ * One chunk job: up to 1,000 entries of one Resource List (`kind: 'resources'`), or up to 1,000 changes of one
+ * Change List, each resource's last change there (`kind: 'changes'`), and everything a worker needs to apply them.
+ */
 export interface ChunkJob {
-  /** The format of this job's data. */
-  version: 1;
+  /** The format of this job's data ({@link JOB_VERSION}; 1: no `kind`, a Resource List chunk). */
+  version: 1 | 2;
+  /**
+   * What the entries are: a Resource List's (absent in version 1), or changes of one Change List, at most one per
+   * resource (§12: the last change of each resource in the list's order), so the chunks of a list may be applied in
+   * any order and at once.
+   */
+  kind?: 'resources' | 'changes';
   /** The run's id: the same for every chunk of a run, and for the run resumed by the same command. */
   run: string;
   /** The capability set the entries are of: failures are recorded as pending under it. */
@@ -63,8 +78,8 @@ export interface ChunkJob {
   entries: Entry[];
 }
 
-/** What a worker reports for a chunk done (the job's output). */
-export type ChunkOutcome = AppliedElsewhere;
+/** What a worker reports for a chunk done (the job's output): for a chunk of changes, what each resource became too. */
+export type ChunkOutcome = AppliedElsewhere & { changes?: ChangeResults };
 
 /**
  * The storage a job names for the mirror `dest`: an `s3://` URL as it is (checked), anything else a folder's absolute path.
@@ -147,9 +162,11 @@ export function jobEntry(e: Entry): Entry {
 
 /**
  * A chunk's job id: the same for the same run, set, place and entries, so that a resumed coordinator sends the jobs
- * of the chunks it sent before again under their ids, and the queue keeps the ones it has (done or not).
+ * of the chunks it sent before again under their ids, and the queue keeps the ones it has (done or not). `seq` is the
+ * chunk's place: its number among a run's Resource List chunks, or a string naming a chunk of changes (its Change
+ * List, its place there, and how many times the same chunk was sent before in this process).
  */
-export function chunkId(run: string, set: string, seq: number, entries: readonly Entry[]): string {
+export function chunkId(run: string, set: string, seq: number | string, entries: readonly Entry[]): string {
   const h = createHash('sha256').update(`${run}\n${set}\n${seq}\n`).update(JSON.stringify(entries)).digest('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }

@@ -1,8 +1,9 @@
 /**
  * A sync whose resources are fetched by workers fed from a job queue (pg-boss on PostgreSQL): the coordinator
- * discovers and plans as `sync` does, hands each Resource List's entries to the queue in chunks, waits for the
- * workers to apply them, then goes on as `sync` does (deletions inferred, changes since the snapshot, settling).
- * @see Z39.99 §5.2 (Baseline Synchronization)
+ * discovers and plans as `sync` does, hands each Resource List's entries, and each Change List's changes (the last
+ * of each resource), to the queue in chunks, waits for the workers to apply them, and goes on as `sync` does
+ * (deletions inferred, the cursor moved once a Change List's chunks are all done, settling).
+ * @see Z39.99 §5.2 (Baseline Synchronization, Incremental Synchronization), §12.1
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -14,6 +15,7 @@ import type { Entry } from '../core/model/types.js';
 import { openPostgresDestinationState } from './postgres-state.js';
 import {
   CHUNK_QUEUE,
+  JOB_VERSION,
   MAX_CHUNK,
   chunkId,
   isPostgresUrl,
@@ -82,10 +84,11 @@ export interface QueueSyncOptions extends Omit<SyncOptions, 'state' | 'storage' 
 }
 
 /**
- * Synchronizes `dest` with a Source as {@link sync} does, with the resources of every Resource List fetched,
- * verified, written and recorded by workers ({@link runSyncWorker}) that take chunk jobs from the queue: a job names
- * the run's state (`stateUrl`, `destination`) and storage (`dest`), so a worker needs nothing else. The coordinator
- * holds the state's lease throughout; the workers write their records through the state's `apply` without it,
+ * Synchronizes `dest` with a Source as {@link sync} does, with the resources of every Resource List, and the changes
+ * of every Change List (the last change of each resource there: created, updated, deleted), fetched, verified,
+ * written (or removed) and recorded by workers ({@link runSyncWorker}) that take chunk jobs from the queue: a job names the run's state
+ * (`stateUrl`, `destination`) and storage (`dest`), so a worker needs nothing else. The coordinator holds the
+ * state's lease throughout; the workers write their records through the state's `apply` without it,
  * on the coordinator's behalf. Returns the report a plain sync returns (the same counts and failures).
  * `dest` may be `s3://bucket/prefix`: the coordinator and every worker then open that bucket (the same way, from
  * the URL and their own environment's endpoint and credentials), and the report names the bucket as its `dest`.
@@ -156,11 +159,20 @@ async function openMirror(descriptor: StorageDescriptor, options: QueueSyncOptio
   };
 }
 
+/** A chunk job as it is inserted into the queue. */
+type QueuedJob = { id: string; name: string; data: ChunkJob; expireInSeconds: number; retryLimit: number; retryDelay: number };
+
 /** The ResourceDispatch of a coordinator: chunk jobs sent to the queue, then waited for and counted. */
 class ChunkDispatch implements ResourceDispatch {
   readonly #queue: ChunkQueue;
   readonly #options: QueueSyncOptions;
   readonly #template: Omit<ChunkJob, 'set' | 'entries'>;
+  /** How many times each chunk of changes was sent by this process (a later round of the same list sends it anew). */
+  readonly #changeSends = new Map<string, number>();
+  /** The URLs of the chunks of changes that failed, since the last window of changes began. */
+  readonly #changeFailures = new Set<string>();
+  /** The jobs of this run that an earlier coordinator left unfinished were waited for. */
+  #staleWaited = false;
   readonly #chunkSize: number;
   readonly #expireInSeconds: number;
   /** Jobs sent and not yet counted. */
@@ -192,7 +204,7 @@ class ChunkDispatch implements ResourceDispatch {
     if (options.retries !== undefined) connection.retries = options.retries;
     if (options.rate !== undefined) connection.rate = options.rate;
     const template: Omit<ChunkJob, 'set' | 'entries'> = {
-      version: 1,
+      version: JOB_VERSION,
       run: id,
       state: { url: options.stateUrl, destination: sizes.destination },
       storage: sizes.storage,
@@ -203,12 +215,17 @@ class ChunkDispatch implements ResourceDispatch {
     return new ChunkDispatch(queue, options, template, sizes);
   }
 
+  /** The job of a chunk, to insert: its data, expiry and retries. */
+  #job(id: string, set: string, kind: 'resources' | 'changes', entries: Entry[]): QueuedJob {
+    const data: ChunkJob = { ...this.#template, kind, set, entries };
+    return { id, name: CHUNK_QUEUE, data, expireInSeconds: this.#expireInSeconds, retryLimit: this.#options.retryLimit ?? 5, retryDelay: 1 };
+  }
+
   /** Sends the entries in chunks of `chunkSize`, `INSERT_BATCH` chunks a statement; resolves once all are sent. */
   async enqueue(run: SyncRun, setRun: SetRun, entries: AsyncIterable<Entry>): Promise<void> {
     const set = setRun.set.key;
     let chunk: Entry[] = [];
-    let jobs: { id: string; name: string; data: ChunkJob; expireInSeconds: number; retryLimit: number; retryDelay: number }[] = [];
-    const retryLimit = this.#options.retryLimit ?? 5;
+    let jobs: QueuedJob[] = [];
     const send = async (): Promise<void> => {
       if (jobs.length === 0) return;
       await this.#queue.boss.insert(jobs);
@@ -218,7 +235,7 @@ class ChunkDispatch implements ResourceDispatch {
     const close = async (): Promise<void> => {
       if (chunk.length === 0) return;
       const id = chunkId(this.#template.run, set, this.#sent, chunk);
-      jobs.push({ id, name: CHUNK_QUEUE, data: { ...this.#template, set, entries: chunk }, expireInSeconds: this.#expireInSeconds, retryLimit, retryDelay: 1 });
+      jobs.push(this.#job(id, set, 'resources', chunk));
       this.#outstanding.add(id);
       this.#sent++;
       chunk = [];
@@ -226,6 +243,7 @@ class ChunkDispatch implements ResourceDispatch {
     };
     for await (const e of entries) {
       if (run.options.signal?.aborted) throw new ResourceSyncError('RS_ABORTED', 'Sync aborted.', { data: {} });
+      if (chunk.length === 0 && jobs.length === 0) await this.#waitForStale(run);
       chunk.push(jobEntry(e));
       if (chunk.length >= this.#chunkSize) await close();
     }
@@ -247,6 +265,65 @@ class ChunkDispatch implements ResourceDispatch {
     await run.flush();
   }
 
+  /**
+   * Sends the changes of one Change List (one per resource: see `incremental`) in chunks of `chunkSize` and waits for
+   * every one; returns the URLs that failed. Chunks may run in any order and at once, since no two hold the same
+   * resource; the caller moves the cursor only once this resolves. Before the first window of a coordinator, the
+   * jobs an earlier coordinator of the same run left unfinished are waited for: an older change of a resource still
+   * in the queue must not land after a newer one. A chunk's id is derived from its run, set, Change List, place and
+   * changes (a resumed coordinator sends the same ids, and the queue keeps the jobs it has); sent again by the same
+   * process (a later round of a Change List that did not move where this chunk lies), it gets a new id and is applied
+ * again.
+   * @see Z39.99 §12.1 (the last change of a resource wins)
+   */
+  async applyChanges(run: SyncRun, setRun: SetRun, changes: readonly Entry[], changeList: string): Promise<ReadonlySet<string>> {
+    if (changes.length === 0) return new Set();
+    await this.#waitForStale(run);
+    const set = setRun.set.key;
+    this.#changeFailures.clear();
+    let jobs: QueuedJob[] = [];
+    for (let at = 0, place = 0; at < changes.length; at += this.#chunkSize, place++) {
+      if (run.options.signal?.aborted) throw new ResourceSyncError('RS_ABORTED', 'Sync aborted.', { data: {} });
+      const entries = changes.slice(at, at + this.#chunkSize).map(jobEntry);
+      const where = `changes ${changeList} ${place}`;
+      const first = chunkId(this.#template.run, set, where, entries);
+      const before = this.#changeSends.get(first) ?? 0;
+      this.#changeSends.set(first, before + 1);
+      const id = before === 0 ? first : chunkId(this.#template.run, set, `${where} ${before}`, entries);
+      jobs.push(this.#job(id, set, 'changes', entries));
+      this.#outstanding.add(id);
+      this.#sent++;
+      if (jobs.length >= INSERT_BATCH || at + this.#chunkSize >= changes.length) {
+        await this.#queue.boss.insert(jobs);
+        jobs = [];
+      }
+    }
+    await this.settled(run);
+    const failed = new Set(this.#changeFailures);
+    this.#changeFailures.clear();
+    return failed;
+  }
+
+  /**
+   * Before the first chunk this coordinator sends: waits until no job of this run that it did not send (an earlier
+   * coordinator's, killed) is waiting or in a worker's hands, so that none of them lands after a newer chunk.
+   */
+  async #waitForStale(run: SyncRun): Promise<void> {
+    if (this.#staleWaited) return;
+    const { job } = this.#queue.tables;
+    const signal = run.options.signal;
+    const live = `name = $1 AND state IN ('created', 'retry', 'active')`;
+    // one look at every live job's run (its data read once), then only at the state of the stale ones, by id
+    const found = await this.#queue.query<{ id: string }>(`SELECT id FROM ${job} WHERE ${live} AND data->>'run' = $2`, [CHUNK_QUEUE, this.#template.run]);
+    let stale = found.map((r) => r.id).filter((id) => !this.#outstanding.has(id));
+    while (stale.length > 0) {
+      if (signal?.aborted) throw new ResourceSyncError('RS_ABORTED', 'Sync aborted while waiting for the jobs of an earlier coordinator.', { data: {} });
+      await sleep(this.#options.pollIntervalMs ?? 250, undefined, signal ? { signal } : {}).catch(() => undefined);
+      stale = (await this.#queue.query<{ id: string }>(`SELECT id FROM ${job} WHERE ${live} AND id = ANY($2::uuid[])`, [CHUNK_QUEUE, stale])).map((r) => r.id);
+    }
+    this.#staleWaited = true;
+  }
+
   /** Counts the jobs that ended since the last look: done ones absorbed, given-up ones applied here. */
   async #collect(run: SyncRun): Promise<void> {
     const ids = [...this.#outstanding];
@@ -261,6 +338,7 @@ class ChunkDispatch implements ResourceDispatch {
       if (!this.#outstanding.delete(row.id)) continue; // archived twice
       if (row.state === 'completed' && row.output !== null && typeof row.output.done === 'number') {
         run.applier.absorb(row.output);
+        if (row.output.changes !== undefined) for (const f of row.output.failed) this.#changeFailures.add(f.url);
         this.#completed++;
       } else {
         this.#failed++;
@@ -278,7 +356,10 @@ class ChunkDispatch implements ResourceDispatch {
     if (data === undefined) return;
     const previous = run.applier.setKey;
     run.applier.setKey = data.set;
-    await runPool(data.entries, run.concurrency, (e, release) => run.applier.apply(e, release));
+    const changes = data.kind === 'changes';
+    await runPool(data.entries, run.concurrency, async (e, release) => {
+      if ((await run.applier.apply(e, release)) === undefined && changes) this.#changeFailures.add(e.loc);
+    });
     await run.flush();
     run.applier.setKey = previous;
   }

@@ -1,16 +1,19 @@
 /**
  * A sync worker: takes chunk jobs from the queue ({@link syncWithQueue}'s), fetches, verifies and writes their
- * resources into the storage the job names, and records them in the state the job names, through its `apply`.
+ * resources (of a Resource List, or changes of a Change List: created, updated, deleted) into the storage the job
+ * names, and records them in the state the job names, through its `apply`.
  * Jobs are at least once: a chunk done again changes nothing (a resource recorded with the same facts, or a file
  * that already has them, is left as it is), and a killed worker's chunk is taken by another once it expires.
- * @see Z39.99 §5.2 (Baseline Synchronization)
+ * @see Z39.99 §5.2 (Baseline Synchronization, Incremental Synchronization)
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ResourceSyncError, messageOf } from '../core/errors.js';
 import type { Durability } from '../node/durability.js';
 import { connect, type Connection } from './connection.js';
 import { openPostgresDestinationState } from './postgres-state.js';
-import { CHUNK_QUEUE, openQueue, openStorage, type ChunkJob, type ChunkOutcome, type ChunkQueue, type OpenedStorage } from './queue-jobs.js';
+import type { PlanAction, PlanItem } from './plan.js';
+import { CHUNK_QUEUE, JOB_VERSIONS_READ, openQueue, openStorage, type ChunkJob, type ChunkOutcome, type ChunkQueue, type OpenedStorage } from './queue-jobs.js';
+import type { ChangeResults } from './resource-applier.js';
 import { runPool } from './run-pool.js';
 import type { DestinationState } from './state.js';
 import { applierFor } from './sync-run.js';
@@ -110,25 +113,72 @@ class Opened {
  * started on an empty destination counts what an earlier attempt wrote as created).
  */
 async function applyChunk(job: ChunkJob, retry: number, opened: Opened, options: SyncWorkerOptions): Promise<ChunkOutcome> {
-  if (job.version !== 1 || !Array.isArray(job.entries)) {
-    throw new ResourceSyncError('RS_INVALID_ARGUMENT', 'The job is not a chunk job this worker knows (version 1).', { data: {} });
-  }
+  const kind = jobKind(job);
   const store = await opened.state(job);
   const { storage } = opened.storage(job, options);
   const connection = opened.connection(job, options);
   const { behaviour } = job;
+  const plans = new Map<string, PlanItem>();
   // every record and file is looked at first, even on a first attempt: the same chunk may be in two hands
   const applier = applierFor(
     { connection, store, storage, options: { delete: behaviour.delete, verifyRetries: behaviour.verifyRetries, preferMirrors: behaviour.preferMirrors } },
-    { dryRun: false, adopt: true, fresh: false, rehash: behaviour.rehash },
+    {
+      dryRun: false,
+      adopt: true,
+      fresh: false,
+      rehash: behaviour.rehash,
+      // changes: an earlier failure of a resource (pending in the state) is resolved by its change done here
+      ...(kind === 'changes' ? { hasPending: () => true, onPlan: (item: PlanItem) => void plans.set(item.url, item) } : {}),
+    },
   );
   applier.setKey = job.set;
-  await runPool(job.entries, options.concurrency ?? 16, (e, release) => applier.apply(e, release));
+  const results: ChangeResults = { created: [], updated: [], unchanged: [], deleted: [], skipped: [], absent: [] };
+  await runPool(job.entries, options.concurrency ?? 16, async (e, release) => {
+    const action = await applier.apply(e, release);
+    const item = plans.get(e.loc);
+    plans.delete(e.loc);
+    if (kind === 'changes' && action !== undefined) results[changeResult(action, item, retry > 0 ? e.md?.change : undefined)].push(e.loc);
+  });
   await storage.settle();
   await applier.flush();
   const { created, updated, deleted, unchanged, bytes, failed, warnings } = applier.counts;
-  if (job.fresh && retry > 0) return { created: created + unchanged, updated, deleted, unchanged: 0, bytes, failed, warnings, done: job.entries.length };
-  return { created, updated, deleted, unchanged, bytes, failed, warnings, done: job.entries.length };
+  const done = job.entries.length;
+  if (kind === 'changes') {
+    const n = { created: results.created.length, updated: results.updated.length, deleted: results.deleted.length, unchanged: results.unchanged.length };
+    return { ...n, bytes, failed, warnings, done, changes: results };
+  }
+  if (job.fresh && retry > 0) return { created: created + unchanged, updated, deleted, unchanged: 0, bytes, failed, warnings, done };
+  return { created, updated, deleted, unchanged, bytes, failed, warnings, done };
+}
+
+/**
+ * What a change applied became, from the action `apply` returned and the plan item it applied. On a retry (`retried`:
+ * the change as listed), a resource found already in line was most likely written by the attempt that was lost, and
+ * counts as the change says (created or updated), as that attempt would have counted it.
+ */
+function changeResult(action: PlanAction, item: PlanItem | undefined, retried?: string): keyof ChangeResults {
+  if (item?.reason === 'absent') return 'absent';
+  if (action === 'delete') return item?.kept === true ? 'skipped' : 'deleted';
+  if (action === 'unchanged' && (retried === 'created' || retried === 'updated')) return retried;
+  return action === 'create' ? 'created' : action === 'update' ? 'updated' : 'unchanged';
+}
+
+/**
+ * What a job's entries are: a Resource List's or changes. A job of a format this worker does not know (sent by a
+ * newer coordinator) is refused, to be retried by a worker that knows it.
+ * @throws ResourceSyncError RS_INVALID_ARGUMENT for an unknown version or kind, or a job without entries
+ */
+function jobKind(job: ChunkJob): 'resources' | 'changes' {
+  const version: unknown = (job as { version?: unknown }).version;
+  if (typeof version !== 'number' || !JOB_VERSIONS_READ.includes(version)) {
+    const known = JOB_VERSIONS_READ.join(' and ');
+    throw new ResourceSyncError('RS_INVALID_ARGUMENT', `The chunk job is of format version ${String(version)}; this worker reads versions ${known}: upgrade the worker.`, { data: { version: String(version) } });
+  }
+  const kind = job.version === 1 ? 'resources' : job.kind;
+  if ((kind !== 'resources' && kind !== 'changes') || !Array.isArray(job.entries)) {
+    throw new ResourceSyncError('RS_INVALID_ARGUMENT', `The chunk job (version ${job.version}) is of kind '${String(kind)}', which this worker does not know.`, { data: { kind: String(kind) } });
+  }
+  return kind;
 }
 
 /**
@@ -173,8 +223,10 @@ async function takeJob(queue: ChunkQueue, job: { id: string; data: ChunkJob; ret
   const started = Date.now();
   const report: ChunkReport = { id: job.id, run: String(job.data.run), set: String(job.data.set), entries: job.data.entries?.length ?? 0, retry: job.retryCount, durationMs: 0 };
   try {
-    report.outcome = await applyChunk(job.data, job.retryCount, opened, options);
-    await queue.boss.complete(CHUNK_QUEUE, job.id, report.outcome);
+    const outcome = await applyChunk(job.data, job.retryCount, opened, options);
+    await queue.boss.complete(CHUNK_QUEUE, job.id, outcome);
+    const { changes: _byResource, ...counts } = outcome;
+    report.outcome = counts;
   } catch (err) {
     report.error = messageOf(err);
     await queue.boss.fail(CHUNK_QUEUE, job.id, { message: report.error });

@@ -39,6 +39,22 @@ export interface ResourceApplierOptions extends ResourceFetchOptions {
   include?: (url: string) => boolean;
 }
 
+/**
+ * What each resource of a chunk of changes became, by URL, as another process applied them (a job queue's worker);
+ * its failures are listed apart (`AppliedElsewhere.failed`).
+ */
+export interface ChangeResults {
+  created: string[];
+  updated: string[];
+  unchanged: string[];
+  /** Deleted: the copy and its record removed. */
+  deleted: string[];
+  /** A deletion not applied (deletions off): remembered in the state as skipped. */
+  skipped: string[];
+  /** A deletion of a resource not held: nothing to do. */
+  absent: string[];
+}
+
 const STATE_BATCH = 256;
 const MAX_LISTED = 1000;
 
@@ -158,16 +174,26 @@ export class ResourceApplier {
   }
 
   /**
-   * Counts what another process applied for this run (a job queue's chunk of a baseline): its counts, bytes,
-   * failures and notes, as if this applier had done it; their state records are that process's.
+   * Counts what another process applied for this run (a job queue's chunk): its counts, bytes, failures and notes,
+   * as if this applier had done it; their state records are that process's. A chunk of changes says what each
+   * resource became, and each is counted once in the run, as {@link apply} counts a change.
    */
-  absorb(outcome: AppliedElsewhere): void {
-    for (const k of ['created', 'updated', 'deleted', 'unchanged'] as const) this.counts[k] += outcome[k];
+  absorb(outcome: AppliedElsewhere & { changes?: ChangeResults }): void {
+    if (outcome.changes !== undefined) this.#absorbChanges(outcome.changes);
+    else for (const k of ['created', 'updated', 'deleted', 'unchanged'] as const) this.counts[k] += outcome[k];
     this.counts.bytes += outcome.bytes;
     for (const f of outcome.failed) this.#failures.set(f.url, f);
     for (const w of outcome.warnings) this.warn(w);
     this.#done += outcome.done;
     this.progress();
+  }
+
+  /** What each resource of a chunk of changes became, counted as {@link apply} counts it: once per run. */
+  #absorbChanges(c: ChangeResults): void {
+    for (const url of [...c.absent, ...c.deleted, ...c.skipped]) this.#failures.delete(url);
+    this.counts.deleted += c.deleted.length;
+    for (const url of c.skipped) this.#countSkipped(url);
+    for (const kind of ['created', 'updated', 'unchanged'] as const) for (const url of c[kind]) this.#count(url, kind, this.#failures.delete(url));
   }
 
   /** URLs that failed in this run and are not resolved yet. */
@@ -338,11 +364,15 @@ export class ResourceApplier {
 
   /** A deletion not applied: reported, and remembered in the state for a later run with `delete`. */
   async #skipDeletion(url: string): Promise<void> {
-    this.counts.deletionsSkippedCount++;
-    if (this.counts.deletionsSkipped.length < MAX_LISTED) this.counts.deletionsSkipped.push(url);
+    this.#countSkipped(url);
     if (this.#options.dryRun) return;
     this.#skipped.push(url);
     if (this.#skipped.length >= STATE_BATCH) await this.flush();
+  }
+
+  #countSkipped(url: string): void {
+    this.counts.deletionsSkippedCount++;
+    if (this.counts.deletionsSkipped.length < MAX_LISTED) this.counts.deletionsSkipped.push(url);
   }
 
   /** Applies one plan item (in a dry run: reports it and counts it, nothing else). */

@@ -18,11 +18,14 @@ export const NO_CURSOR = '0001-01-01T00:00:00Z';
 
 /**
  * Applies the set's Change List changes after `from` (§12), converging on a Change List that moves meanwhile; the
- * documents read are added to the set's. Returns the gap when changes were missed.
+ * documents read are added to the set's. With a dispatch (a job queue), each Change List's changes are applied by its
+ * workers. Returns the gap when changes were missed.
  */
 export function changesFromList(run: SyncRun, setRun: SetRun, from: SyncCursor | undefined): Promise<{ gap?: GapNote }> {
   const { applier, concurrency, dryRun, state } = run;
-  return changesSince({ ...run.context, applier, concurrency, dryRun, store: state, onDocument: run.onWholeDocument }, setRun.set, from, setRun.documents);
+  const dispatch = dryRun ? undefined : run.dispatch;
+  const elsewhere = dispatch?.applyChanges === undefined ? {} : { applyChanges: dispatch.applyChanges.bind(dispatch, run, setRun) };
+  return changesSince({ ...run.context, applier, concurrency, dryRun, store: state, onDocument: run.onWholeDocument, ...elsewhere }, setRun.set, from, setRun.documents);
 }
 
 /** The options of a Resource Dump or Change Dump read in this run; what each resource became goes to the applier. */

@@ -138,13 +138,19 @@ export class RunHold {
 
 /**
  * Where a run hands the resources of its Resource Lists when other processes fetch them (a job queue's workers):
- * `baselineFromList` hands each list's entries on, then waits for them to be applied before recording the baseline.
+ * `baselineFromList` hands each list's entries on, then waits for them to be applied before recording the baseline;
+ * `changesFromList` hands on each Change List's changes and waits for them before the cursor moves past them.
  */
 export interface ResourceDispatch {
   /** Hands on the entries of one Resource List of the set in hand; resolves once every one is handed on. */
   enqueue(run: SyncRun, setRun: SetRun, entries: AsyncIterable<Entry>): Promise<void>;
   /** Resolves once everything handed on is applied and counted by the run's applier (`absorb`). */
   settled(run: SyncRun): Promise<void>;
+  /**
+   * Hands on the changes of one Change List of the set in hand (at most one per resource) and waits until every one
+   * is applied and counted by the run's applier; resolves with the URLs that failed. Absent: the run applies them.
+   */
+  applyChanges?(run: SyncRun, setRun: SetRun, changes: readonly Entry[], changeList: string): Promise<ReadonlySet<string>>;
 }
 
 /** Catching up a capability set from its snapshot to the Source's present, owed once deletions are inferred. */
