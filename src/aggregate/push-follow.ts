@@ -61,9 +61,8 @@ export function followable(source: AggregateSource): boolean {
 /**
  * The XMPP account of `credentials`, read from `env` (at each attempt, never written anywhere).
  * @throws ResourceSyncError RS_INVALID_ARGUMENT: a variable unset, or an account that is not one
- * @example xmppAccountFor({ jid: 'AGG_JID', password: 'AGG_PASS' }, process.env) // { jid: 'agg@example.org', … }
  */
-export function xmppAccountFor(credentials: XmppCredentials, env: Record<string, string | undefined>): XmppAccount {
+function xmppAccountFor(credentials: XmppCredentials, env: Record<string, string | undefined>): XmppAccount {
   const value = (name: string, what: string): string => {
     const v = env[name];
     if (v === undefined || v === '') {
