@@ -125,8 +125,7 @@ void test('aggregate Change List of a Source followed by push: each batch in the
       return undefined; // not written yet
     }
   };
-  await until('the Source followed by push', () => mode() === 'push', 120_000).catch((e: unknown) => assert.fail(`${String(e)}
-${p.err()}`));
+  await until('the Source followed by push', () => mode() === 'push', 120_000).catch((e: unknown) => assert.fail(`${String(e)}\n${p.err()}`));
   await documentWhen(`${aggUrl}/.resourcesync/src/resourcelist.xml`, (d) => d.entries.length === 1, 'the baseline of the aggregate', p);
 
   // one notification: c.txt, then a.txt, then b.txt (datetime order, not path order)
