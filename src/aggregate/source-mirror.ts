@@ -170,6 +170,8 @@ export function sourceSyncOptions(out: string, source: AggregateSource, options:
     delete: true,
     // a dump-only Source's packages are read again only when it offers a new dump (the mirror is the aggregator's own)
     skipSameDump: true,
+    // and a Source without changes is read again only when its Resource List answers other than 304 Not Modified
+    skipSameList: true,
     signal: options.signal,
     retries: 1,
     concurrency: options.concurrency ?? 4,
