@@ -37,11 +37,6 @@ export class ViaRecords {
     this.#dir = options.dir ?? tmpdir();
   }
 
-  /** The temporary folder once records were moved there, until closed. */
-  get spillFolder(): string | undefined {
-    return this.#folder;
-  }
-
   /** Keeps `r` unless a record of its URL is held already. @throws ResourceSyncError RS_IO when the file cannot be written */
   add(r: ResourceRecord): void {
     if (this.get(r.url) !== undefined) return;
