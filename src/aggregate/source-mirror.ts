@@ -22,6 +22,7 @@ import type { SyncCounts } from '../destination/sync-counts.js';
 import type { AggregateSource, SourceCredentials } from './config.js';
 import type { AggregateStateEngine } from './engines.js';
 import type { MirrorStorage } from '../destination/mirror-storage.js';
+import { ViaRecords, type ViaRecordsOptions } from './via-records.js';
 
 /** The folder of a Source in the aggregate. */
 function sourceDir(out: string, id: string): string {
@@ -170,6 +171,8 @@ export function sourceSyncOptions(out: string, source: AggregateSource, options:
     delete: true,
     // a dump-only Source's packages are read again only when it offers a new dump (the mirror is the aggregator's own)
     skipSameDump: true,
+    // and a Source without changes is read again only when its Resource List answers other than 304 Not Modified
+    skipSameList: true,
     signal: options.signal,
     retries: 1,
     concurrency: options.concurrency ?? 4,
@@ -244,7 +247,7 @@ export interface ViaLinks {
  * The {@link ViaLinks} of a Source: its SQLite states opened read-only on demand; states in `engine` (PostgreSQL),
  * which answer with promises, read whole first, a page at a time (the links are asked synchronously).
  */
-export async function openViaLinks(out: string, source: Pick<AggregateSource, 'id' | 'url' | 'capabilitySets'>, engine?: AggregateStateEngine): Promise<ViaLinks> {
+export async function openViaLinks(out: string, source: Pick<AggregateSource, 'id' | 'url' | 'capabilitySets'>, engine?: AggregateStateEngine, spill: ViaRecordsOptions = {}): Promise<ViaLinks> {
   let states: DestinationState[] | undefined;
   const open = (): DestinationState[] => {
     if (engine !== undefined) return [];
@@ -257,7 +260,7 @@ export async function openViaLinks(out: string, source: Pick<AggregateSource, 'i
     for (const s of states ?? []) void s.close();
     states = undefined;
   };
-  const loaded = engine === undefined ? undefined : await loadRecords(source, engine);
+  const loaded = engine === undefined ? undefined : await loadRecords(source, engine, spill);
   const mapper = createMapper({ base: `${originOf(source.url)!}/` });
   const record = (url: string): ResourceRecord | undefined => {
     if (loaded !== undefined) return loaded.get(url);
@@ -289,26 +292,34 @@ export async function openViaLinks(out: string, source: Pick<AggregateSource, 'i
     release,
     close: () => {
       release();
+      loaded?.close();
       return Promise.resolve();
     },
   });
 }
 
-/** The records of every state of a Source, by URL, with what a `via` link needs. */
-async function loadRecords(source: Pick<AggregateSource, 'id' | 'capabilitySets'>, engine: AggregateStateEngine): Promise<Map<string, ResourceRecord>> {
-  const byUrl = new Map<string, ResourceRecord>();
-  for (const set of setIndexes(source)) {
-    const state = await engine.openState(source, set, { readonly: true });
-    try {
-      for await (const r of state.records()) {
-        if (byUrl.has(r.url)) continue;
-        const { etag: _etag, links, ...kept } = r;
-        const via = links?.filter((l) => l.rel === 'via');
-        byUrl.set(r.url, via === undefined || via.length === 0 ? kept : { ...kept, links: via });
+/**
+ * The records of every state of a Source, by URL, with what a `via` link needs: bounded in memory, the rest in a
+ * temporary file ({@link ViaRecords}).
+ */
+async function loadRecords(source: Pick<AggregateSource, 'id' | 'capabilitySets'>, engine: AggregateStateEngine, options: ViaRecordsOptions): Promise<ViaRecords> {
+  const byUrl = new ViaRecords(options);
+  try {
+    for (const set of setIndexes(source)) {
+      const state = await engine.openState(source, set, { readonly: true });
+      try {
+        for await (const r of state.records()) {
+          const { etag: _etag, links, ...kept } = r;
+          const via = links?.filter((l) => l.rel === 'via');
+          byUrl.add(via === undefined || via.length === 0 ? kept : { ...kept, links: via });
+        }
+      } finally {
+        await state.close();
       }
-    } finally {
-      await state.close();
     }
+  } catch (error) {
+    byUrl.close();
+    throw error;
   }
   return byUrl;
 }

@@ -70,6 +70,16 @@ export interface SyncBehaviour {
    * @see Z39.99 §11.1
    */
   skipSameDump?: boolean;
+  /**
+   * A Source of one capability set (or the one `capabilityList` names) that offers no changes (no Change List, no
+   * Change Dump): its Resource List (and a Resource List Index's parts) is asked for conditionally with the
+   * validators (`ETag`, else `Last-Modified`) of the last complete baseline, kept in the state; when every one
+   * answers 304 Not Modified the set is in step without reading it (mode incremental). A document sent without a
+   * validator is read each run. A copy changed behind the mirror's back is then repaired only when the list changes
+   * (or with `baseline`). Default false: the list is read each run and every resource compared with its copy.
+   * @see Z39.99 §5.2; RFC 9110 §13.1
+   */
+  skipSameList?: boolean;
   /** Try `duplicate` mirrors before the primary URL. Default false (mirrors only when the primary fails). */
   preferMirrors?: boolean;
   /** Extra attempts after a failed verification or a broken body. Default 2. */

@@ -9,6 +9,7 @@ import type { Entry } from '../core/model/types.js';
 import { baseline } from './baseline.js';
 import { resolveSets, type CapabilitySet } from './capability-sets.js';
 import { loadDocument } from './documents.js';
+import { listUnchanged, noteListValidators } from './list-validators.js';
 import { applyResourceDump } from './dump.js';
 import { gapNote, note } from './notes.js';
 import { runPool } from './run-pool.js';
@@ -141,7 +142,7 @@ async function takeBaseline(run: SyncRun, setRun: SetRun): Promise<void> {
   } else if ((run.options.preferDump ?? false) && set.resourceDump !== undefined) {
     run.applier.warn(note('dry-run-without-dumps', { set: set.key, planned: true }));
   }
-  if (setRun.mode === undefined && set.resourceList !== undefined) await baselineFromList(run, setRun);
+  if (setRun.mode === undefined && set.resourceList !== undefined && !(await listUnchanged(run, setRun))) await baselineFromList(run, setRun);
 }
 
 /**
@@ -186,7 +187,8 @@ export async function baselineFromList(run: SyncRun, setRun: SetRun): Promise<vo
   if (!run.dryRun) await run.state.clearPending(setRun.set.key);
   const dispatch = run.dryRun ? undefined : run.dispatch;
   const elsewhere = dispatch === undefined ? {} : { applyEntries: (entries: AsyncIterable<Entry>) => dispatch.enqueue(run, setRun, entries) };
-  const got = await baseline({ ...run.context, applier, concurrency, onDocument: run.onDocument, seen: run.seenAll, ...elsewhere }, setRun.set.resourceList!);
+  const http = await noteListValidators(run, setRun.set, run.context.http);
+  const got = await baseline({ ...run.context, http, applier, concurrency, onDocument: run.onDocument, seen: run.seenAll, ...elsewhere }, setRun.set.resourceList!);
   if (dispatch !== undefined) await dispatch.settled(run);
   setRun.mode = 'baseline';
   setRun.documents.push(...got.documents);

@@ -1,4 +1,5 @@
 import { RunHold, openRun, type ResourceDispatch, type SyncRun } from './sync-run.js';
+import { allowListSkip, storeListValidators } from './list-validators.js';
 import { catchUpSet, discover, inferDeletions, requireUsableSets, settle, syncSet } from './sync-steps.js';
 import type { SyncOptions, SyncReport } from './sync-options.js';
 import { checkUrlPrefixes } from './url-filter.js';
@@ -38,11 +39,14 @@ export async function runSync(options: SyncOptions, dispatchFor: ((run: SyncRun)
     run = await openRun(hold, options, started);
     if (dispatchFor !== undefined) run.dispatch = await dispatchFor(run);
     const sets = await discover(run);
+    allowListSkip(run, sets.length);
     for (const set of sets) await syncSet(run, set);
     requireUsableSets(run);
     await inferDeletions(run);
     for (const catchUp of run.catchUps) await catchUpSet(run, catchUp);
-    return await settle(run);
+    const report = await settle(run);
+    await storeListValidators(run);
+    return report;
   } catch (err) {
     await hold.abandon();
     throw err;
