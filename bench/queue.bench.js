@@ -180,7 +180,7 @@ async function planChild(capabilityList, queue, total) {
       const { connect } = await import(join(ROOT, 'dist/src/destination/connection.js'));
       const c = connect({ source: capabilityList });
       let n = 0;
-      const applier = { phase() {}, estimateTotal() {}, addTotal() {}, flush: async () => {}, warn() {}, fail(u, e) { throw e; } };
+      const applier = { phase() {}, estimateTotal() {}, addTotal() {}, includes: () => true, flush: async () => {}, warn() {}, fail(u, e) { throw e; } };
       // the resources seen kept as a sync keeps them (in memory up to a bound, then in a temporary file)
       const { SpillingSet } = await import(join(ROOT, 'dist/src/node/spilling-set.js'));
       const seen = new SpillingSet();

@@ -4,12 +4,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from './helpers/test-server.js';
 import { tempDir } from './helpers/tmp.js';
 import { sync, type SyncOptions, type SyncReport } from '../src/destination/sync.js';
-import { listFiles } from '../src/destination/audit.js';
+import { audit, listFiles } from '../src/destination/audit.js';
 import { isResourceSyncError } from '../src/core/errors.js';
 import { RenameOnly } from '../src/node/durability.js';
 
@@ -111,6 +111,48 @@ void test('a run that fails after its set spilled removes the temporary file all
     assert.ok(spilled, 'the set had spilled before the run failed');
     assert.deepEqual(readdirSync(seenDir), [], 'removed after the error');
     assert.ok(existsSync(seenDir));
+  } finally {
+    await server.close();
+    await cleanup();
+  }
+});
+
+void test('an audit past the in-memory bound counts as with everything in memory (temporary file removed); a baseline removing more than a batch (1,000) removes every one', async () => {
+  const server = await startTestServer();
+  const { dir, cleanup } = await tempDir('rs-seen-spill-');
+  try {
+    const many = 2_345;
+    publish(server, '2020-01-01T00:00:00Z', range(0, many), []);
+    for (let i = N + 5; i < many; i++) server.set(`/r/${i}.txt`, `body r/${i}.txt`);
+    const dest = join(dir, 'mirror');
+    const source = `${server.origin}/capabilitylist.xml`;
+    assert.deepEqual(counts(await sync({ source, dest, durability: new RenameOnly(), concurrency: 8 })), [many, 0, 0, 0, 0]);
+
+    // one resource more on offer (missing here), one file more here (extra)
+    publish(server, '2020-01-15T00:00:00Z', range(0, many + 1), []);
+    for (let i = N + 5; i <= many; i++) server.set(`/r/${i}.txt`, `body r/${i}.txt`);
+    writeFileSync(join(dest, 'r', 'stray.txt'), 'stray');
+    const seenDir = join(dir, 'seen');
+    mkdirSync(seenDir);
+    for (const trustState of [false, true]) {
+      let spilled = false;
+      const onProgress = (): void => void (spilled ||= readdirSync(seenDir).length > 0);
+      const bounded = await audit({ source, dest, trustState, seenInMemory: 100, seenDir, onProgress });
+      const memory = await audit({ source, dest, trustState });
+      assert.ok(spilled, `the set spilled to its temporary folder (trustState ${trustState})`);
+      assert.deepEqual(readdirSync(seenDir), [], 'the temporary folder is removed at the end of the audit');
+      assert.deepEqual(bounded.counts, memory.counts);
+      assert.deepEqual(bounded.missing.map((m) => m.url), [`${server.origin}/r/${many}.txt`]);
+      assert.equal(bounded.counts.extra, trustState ? 0 : 1, 'the stray file is extra among the copies, unknown to the state');
+    }
+
+    publish(server, '2020-02-01T00:00:00Z', [7], []);
+    const totals: (number | undefined)[] = [];
+    const second = await sync({ source, dest, durability: new RenameOnly(), delete: true, baseline: true, onProgress: (p) => void totals.push(p.total) });
+    assert.deepEqual(counts(second), [0, 0, many - 1, 1, 0]); // the stray file is no resource of the state
+    assert.deepEqual(listFiles(dest).sort(), ['r/7.txt', 'r/stray.txt'], 'the stray file, never in the state, is left alone');
+    const last = totals[totals.length - 1];
+    assert.ok(last !== undefined && last >= many - 1, `the deletions' total is known at the end (${last})`);
   } finally {
     await server.close();
     await cleanup();

@@ -4,7 +4,6 @@ import type { HashAlgorithm } from '../core/constants.js';
 import { isKnownHashAlgorithm } from '../core/hash.js';
 import { documentKindById, isPartOf } from '../core/model/document-kinds.js';
 import { parseW3CDatetime } from '../core/w3c-datetime.js';
-import { FingerprintSet } from '../core/fingerprint-set.js';
 import { loadDocument, openDocument, resolveLoc, type DocumentContext, type RemoteDocument } from './documents.js';
 import type { Mapper } from './mapper.js';
 import { connect, type ConnectionOptions } from './connection.js';
@@ -12,6 +11,7 @@ import type { MirrorTarget } from './sync-options.js';
 import { changeTime, countPlanItem, emptyPlanSummary, orderChanges, planBatches, planGone, type LocalFacts, type LocalLookup, type PlanItem, type PlanSummary, type SourceFacts } from './plan.js';
 import type { Entry } from '../core/model/types.js';
 import { requireFolderOrNothing } from '../node/folder.js';
+import { SpillingSet } from '../node/spilling-set.js';
 import { openSqliteDestinationState } from './sqlite-state.js';
 import type { DestinationState } from './state.js';
 import { resolveSets, type CapabilitySet } from './capability-sets.js';
@@ -44,6 +44,13 @@ export interface AuditBehaviour {
   urlPrefixes?: string[];
   /** Called every few hundred resources. */
   onProgress?: (p: { checked: number }) => void;
+  /**
+   * The resources on offer remembered in memory (to find the extra) before they are moved to a temporary SQLite
+   * file in `seenDir`, so memory stays flat whatever the number of resources. Default 262,144 (a table of 4 MB).
+   */
+  seenInMemory?: number;
+  /** Where that temporary file is made (and removed at the end of the audit). Default the OS temporary folder. */
+  seenDir?: string;
 }
 
 /** Options of {@link audit}: how to reach the Source (as for `sync`, `rate` included), the mirror, and what to do. */
@@ -140,10 +147,10 @@ class AuditRun {
   readonly report: AuditReport;
   /**
    * What is on offer, to find the extra: by URL against the state store (trustState), else by path against the
-   * copies. Fingerprints, not strings: 16 bytes a resource at most, where a string (a slice of the list that
-   * pins it) cost about 200.
+   * copies. Fingerprints, not strings, and past `seenInMemory` of them on disk (a {@link SpillingSet}, closed by
+   * {@link close}): memory stays flat whatever the number of resources.
    */
-  readonly onOffer = new FingerprintSet();
+  readonly onOffer: SpillingSet;
   readonly #options: AuditOptions;
   readonly #trust: boolean;
   readonly #store: DestinationState;
@@ -157,6 +164,10 @@ class AuditRun {
 
   constructor(options: AuditOptions, parts: { dest: string; store: DestinationState; storage: MirrorStorage; mapper: Mapper; authority: { check(url: string): void } }) {
     this.#options = options;
+    this.onOffer = new SpillingSet({
+      ...(options.seenInMemory !== undefined ? { inMemory: options.seenInMemory } : {}),
+      ...(options.seenDir !== undefined ? { dir: options.seenDir } : {}),
+    });
     this.#trust = options.trustState ?? false;
     this.#store = parts.store;
     this.#storage = parts.storage;
@@ -391,6 +402,7 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
     report.durationMs = Date.now() - started;
     return report;
   } finally {
+    run.onOffer.close();
     if (options.state === undefined) await store.close();
     await connection.close();
   }

@@ -24,12 +24,12 @@ import {
   openStorage,
   storageDescriptorFor,
   type ChunkJob,
-  type ChunkOutcome,
   type ChunkQueue,
   type OpenedStorage,
   type StorageDescriptor,
 } from './queue-jobs.js';
 import { redactedUrl } from '../node/postgres.js';
+import { SessionJobs, type EndedJob } from './queue-session.js';
 import { runPool } from './run-pool.js';
 import { runSync } from './sync.js';
 import type { SyncOptions, SyncReport } from './sync-options.js';
@@ -175,14 +175,17 @@ class ChunkDispatch implements ResourceDispatch {
   #staleWaited = false;
   readonly #chunkSize: number;
   readonly #expireInSeconds: number;
-  /** Jobs sent and not yet counted. */
-  readonly #outstanding = new Set<string>();
+  /** This process's jobs in the queue, found by a tag (not by ids held here). */
+  readonly #jobs: SessionJobs;
+  /** Jobs sent and not yet counted: a count, whatever the number of jobs. */
+  #outstanding = 0;
   #sent = 0;
   #completed = 0;
   #failed = 0;
 
-  private constructor(queue: ChunkQueue, options: QueueSyncOptions, template: Omit<ChunkJob, 'set' | 'entries'>, sizes: { chunkSize: number; expireInSeconds: number }) {
+  private constructor(queue: ChunkQueue, jobs: SessionJobs, options: QueueSyncOptions, template: Omit<ChunkJob, 'set' | 'entries'>, sizes: { chunkSize: number; expireInSeconds: number }) {
     this.#queue = queue;
+    this.#jobs = jobs;
     this.#options = options;
     this.#template = template;
     this.#chunkSize = sizes.chunkSize;
@@ -212,7 +215,7 @@ class ChunkDispatch implements ResourceDispatch {
       behaviour: { delete: options.delete ?? false, verifyRetries: options.verifyRetries ?? 2, preferMirrors: options.preferMirrors ?? false, rehash: options.baseline === true && !run.fresh },
       fresh: run.fresh,
     };
-    return new ChunkDispatch(queue, options, template, sizes);
+    return new ChunkDispatch(queue, await SessionJobs.open(queue, id), options, template, sizes);
   }
 
   /** The job of a chunk, to insert: its data, expiry and retries. */
@@ -228,7 +231,7 @@ class ChunkDispatch implements ResourceDispatch {
     let jobs: QueuedJob[] = [];
     const send = async (): Promise<void> => {
       if (jobs.length === 0) return;
-      await this.#queue.boss.insert(jobs);
+      await this.#send(run, jobs);
       jobs = [];
       await this.#report();
     };
@@ -236,7 +239,6 @@ class ChunkDispatch implements ResourceDispatch {
       if (chunk.length === 0) return;
       const id = chunkId(this.#template.run, set, this.#sent, chunk);
       jobs.push(this.#job(id, set, 'resources', chunk));
-      this.#outstanding.add(id);
       this.#sent++;
       chunk = [];
       if (jobs.length >= INSERT_BATCH) await send();
@@ -255,11 +257,11 @@ class ChunkDispatch implements ResourceDispatch {
   async settled(run: SyncRun): Promise<void> {
     const pollMs = this.#options.pollIntervalMs ?? 250;
     const signal = run.options.signal;
-    while (this.#outstanding.size > 0) {
+    while (this.#outstanding > 0) {
       if (signal?.aborted) throw new ResourceSyncError('RS_ABORTED', 'Sync aborted while waiting for the workers.', { data: {} });
-      const before = this.#outstanding.size;
+      const before = this.#outstanding;
       await this.#collect(run);
-      if (this.#outstanding.size === before) await sleep(pollMs, undefined, signal ? { signal } : {}).catch(() => undefined);
+      if (this.#outstanding === before) await sleep(pollMs, undefined, signal ? { signal } : {}).catch(() => undefined);
     }
     await this.#report();
     await run.flush();
@@ -291,10 +293,9 @@ class ChunkDispatch implements ResourceDispatch {
       this.#changeSends.set(first, before + 1);
       const id = before === 0 ? first : chunkId(this.#template.run, set, `${where} ${before}`, entries);
       jobs.push(this.#job(id, set, 'changes', entries));
-      this.#outstanding.add(id);
       this.#sent++;
       if (jobs.length >= INSERT_BATCH || at + this.#chunkSize >= changes.length) {
-        await this.#queue.boss.insert(jobs);
+        await this.#send(run, jobs);
         jobs = [];
       }
     }
@@ -310,42 +311,38 @@ class ChunkDispatch implements ResourceDispatch {
    */
   async #waitForStale(run: SyncRun): Promise<void> {
     if (this.#staleWaited) return;
-    const { job } = this.#queue.tables;
-    const signal = run.options.signal;
-    const live = `name = $1 AND state IN ('created', 'retry', 'active')`;
-    // one look at every live job's run (its data read once), then only at the state of the stale ones, by id
-    const found = await this.#queue.query<{ id: string }>(`SELECT id FROM ${job} WHERE ${live} AND data->>'run' = $2`, [CHUNK_QUEUE, this.#template.run]);
-    let stale = found.map((r) => r.id).filter((id) => !this.#outstanding.has(id));
-    while (stale.length > 0) {
-      if (signal?.aborted) throw new ResourceSyncError('RS_ABORTED', 'Sync aborted while waiting for the jobs of an earlier coordinator.', { data: {} });
-      await sleep(this.#options.pollIntervalMs ?? 250, undefined, signal ? { signal } : {}).catch(() => undefined);
-      stale = (await this.#queue.query<{ id: string }>(`SELECT id FROM ${job} WHERE ${live} AND id = ANY($2::uuid[])`, [CHUNK_QUEUE, stale])).map((r) => r.id);
-    }
+    await this.#jobs.waitForStale(this.#options.pollIntervalMs ?? 250, run.options.signal);
     this.#staleWaited = true;
   }
 
-  /** Counts the jobs that ended since the last look: done ones absorbed, given-up ones applied here. */
+  /** Inserts `jobs` and tags them as this process's: each is counted once it ends (at once when already archived). */
+  async #send(run: SyncRun, jobs: QueuedJob[]): Promise<void> {
+    await this.#queue.boss.insert(jobs);
+    this.#outstanding += jobs.length;
+    for (const row of await this.#jobs.claim(jobs.map((j) => j.id))) await this.#count(run, row);
+  }
+
+  /** Counts the jobs that ended since the last look, a page at a time: done ones absorbed, given-up ones applied here. */
   async #collect(run: SyncRun): Promise<void> {
-    const ids = [...this.#outstanding];
-    const { job, archive } = this.#queue.tables;
-    type Row = { id: string; state: string; output: ChunkOutcome | null };
-    const ended = await this.#queue.query<Row>(
-      `SELECT id, state, CASE WHEN state = 'completed' THEN output END AS output FROM ${job} WHERE name = $1 AND id = ANY($2::uuid[]) AND state IN ('completed', 'failed', 'cancelled')
-       UNION ALL SELECT id, state, CASE WHEN state = 'completed' THEN output END FROM ${archive} WHERE name = $1 AND id = ANY($2::uuid[])`,
-      [CHUNK_QUEUE, ids],
-    );
-    for (const row of ended) {
-      if (!this.#outstanding.delete(row.id)) continue; // archived twice
-      if (row.state === 'completed' && row.output !== null && typeof row.output.done === 'number') {
-        run.applier.absorb(row.output);
-        if (row.output.changes !== undefined) for (const f of row.output.failed) this.#changeFailures.add(f.url);
-        this.#completed++;
-      } else {
-        this.#failed++;
-        await this.#applyHere(run, row.id);
-      }
+    for (let page = 0; page < 1000; page++) {
+      const ended = await this.#jobs.takeEnded();
+      for (const row of ended) await this.#count(run, row);
+      if (ended.length === 0) break;
     }
     await this.#report();
+  }
+
+  /** Counts one ended job: a done one's outcome absorbed, a given-up one applied here. */
+  async #count(run: SyncRun, row: EndedJob): Promise<void> {
+    this.#outstanding--;
+    if (row.state === 'completed' && row.output !== null && typeof row.output.done === 'number') {
+      run.applier.absorb(row.output);
+      if (row.output.changes !== undefined) for (const f of row.output.failed) this.#changeFailures.add(f.url);
+      this.#completed++;
+    } else {
+      this.#failed++;
+      await this.#applyHere(run, row.id);
+    }
   }
 
   /** A job the workers gave up on (or that was cancelled): its entries applied by the coordinator. */
@@ -368,10 +365,7 @@ class ChunkDispatch implements ResourceDispatch {
   async #report(): Promise<void> {
     const cb = this.#options.onQueueProgress;
     if (cb === undefined) return;
-    const { job } = this.#queue.tables;
-    const ids = [...this.#outstanding];
-    const rows = ids.length === 0 ? [] : await this.#queue.query<{ state: string; n: string }>(`SELECT state, count(*) AS n FROM ${job} WHERE name = $1 AND id = ANY($2::uuid[]) GROUP BY state`, [CHUNK_QUEUE, ids]);
-    const of = (...states: string[]): number => rows.filter((r) => states.includes(r.state)).reduce((n, r) => n + Number(r.n), 0);
-    cb({ chunks: this.#sent, waiting: of('created', 'retry'), active: of('active'), completed: this.#completed, failed: this.#failed });
+    const { waiting, active } = this.#outstanding === 0 ? { waiting: 0, active: 0 } : await this.#jobs.states();
+    cb({ chunks: this.#sent, waiting, active, completed: this.#completed, failed: this.#failed });
   }
 }

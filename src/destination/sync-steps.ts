@@ -253,14 +253,38 @@ export async function inferDeletions(run: SyncRun): Promise<void> {
   if (!run.baselineComplete) {
     applier.warn(note('deletions-not-inferred', {}));
   } else if (run.report.sets.every((s) => s.mode === 'baseline')) {
-    const gone: string[] = [];
+    applier.phase('baseline', run.fresh ? 0 : undefined);
     // fresh: every record is from the lists just read
-    // a resource outside the filter is one the mirror should not hold, even when the Source still offers it
-    if (!run.fresh) for await (const u of run.state.urls()) if (!run.seenAll.has(u) || !applier.wanted(u)) gone.push(u);
-    applier.phase('baseline', gone.length);
-    await runPool(gone, run.concurrency, (u) => applier.remove(u));
+    if (!run.fresh) await removeUnseen(run);
   }
   if (!run.dryRun) await applier.endBaseline(run.seenAll);
+}
+
+/** URLs to remove held at once: the state is read a page ahead of the removals, never all of it. */
+const DELETION_BATCH = 1000;
+
+/**
+ * Removes every resource the state holds that no baseline of the run listed, in batches of {@link DELETION_BATCH}
+ * (memory bounded whatever the state holds): the state is read in URL order, a page after the last URL read, so the
+ * removals made meanwhile do not disturb the reading. The phase's total grows batch by batch.
+ * A resource outside the filter is one the mirror should not hold, even when the Source still offers it.
+ * @see Z39.99 §5.2 (a baseline's resources are the Source's; others are gone)
+ */
+async function removeUnseen(run: SyncRun): Promise<void> {
+  const { applier } = run;
+  let gone: string[] = [];
+  const removeBatch = async (): Promise<void> => {
+    applier.addTotal(gone.length);
+    await runPool(gone, run.concurrency, (u) => applier.remove(u));
+    gone = [];
+  };
+  for await (const u of run.state.urls()) {
+    if (run.seenAll.has(u) && applier.wanted(u)) continue;
+    gone.push(u);
+    if (gone.length >= DELETION_BATCH) await removeBatch();
+  }
+  if (gone.length > 0) await removeBatch();
+  else applier.addTotal(0); // the phase's total known: it ends at done/done
 }
 
 /** A set's changes since its snapshot, from Change Dumps and then the Change List; a gap is noted as lag. */

@@ -1,9 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SpillingSet } from './spilling-set.js';
+import { fileURLToPath } from 'node:url';
+import { removeStaleSpillFolders, SpillingSet } from './spilling-set.js';
 import { isResourceSyncError } from '../core/errors.js';
 
 const url = (i: number): string => `http://example.com/r/${i}.txt`;
@@ -69,5 +72,63 @@ void test('spilling set: a folder it cannot write in is an RS_IO error, and noth
 void test('spilling set: a bound that is not a positive integer is refused', () => {
   for (const inMemory of [0, -1, 1.5, Number.NaN]) {
     assert.throws(() => new SpillingSet({ inMemory }), (err) => isResourceSyncError(err) && err.code === 'RS_INVALID_ARGUMENT');
+  }
+});
+
+/** Starts a process whose set spills into `dir`, waits until it says where, and kills it with SIGKILL. */
+async function spillAndKill(dir: string): Promise<string> {
+  const module = fileURLToPath(new URL('./spilling-set.js', import.meta.url));
+  const code = `const { SpillingSet } = await import(${JSON.stringify(module)});
+const seen = new SpillingSet({ inMemory: 1, dir: ${JSON.stringify(dir)} });
+seen.add('a'); seen.add('b'); seen.add('c');
+console.log(seen.spillFolder);
+setInterval(() => undefined, 1000);`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  const deadline = Date.now() + 30_000;
+  while (!out.includes('\n')) {
+    if (Date.now() > deadline || child.exitCode !== null) {
+      child.kill('SIGKILL');
+      throw new Error(`the child did not spill: '${out}'`);
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const exited = once(child, 'exit');
+  child.kill('SIGKILL');
+  const [, signal] = (await exited) as [number | null, string | null];
+  assert.equal(signal, 'SIGKILL');
+  return out.trim();
+}
+
+void test('spilling set: the folder of a process killed with SIGKILL is removed by a later spill once a minute old; a living one is kept', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rs-spill-test-'));
+  try {
+    const left = await spillAndKill(dir);
+    assert.ok(existsSync(join(left, 'seen.sqlite')), 'a kill -9 leaves the folder behind');
+    const name = left.slice(dir.length + 1);
+    assert.match(name, new RegExp(`^resourcesync-seen-.+-\\d+-`), 'the name carries the host and the pid');
+    // younger than a minute: kept, even though its process is dead
+    const young = new SpillingSet({ inMemory: 1, dir });
+    young.add('x');
+    young.add('y');
+    assert.ok(existsSync(left));
+    // a living process's folder (this one's), a minute old, and a folder of another host: kept
+    const living = young.spillFolder!;
+    const otherHost = join(dir, `resourcesync-seen-elsewhere-${process.pid + 1}-abcdef`);
+    mkdirSync(otherHost);
+    const old = new Date(Date.now() - 120_000);
+    for (const p of [left, living, otherHost]) utimesSync(p, old, old);
+    const later = new SpillingSet({ inMemory: 1, dir });
+    later.add('x');
+    later.add('y');
+    assert.equal(existsSync(left), false, 'the dead process\'s folder is removed by the later spill');
+    assert.ok(existsSync(living) && existsSync(otherHost));
+    assert.deepEqual(removeStaleSpillFolders(dir), [], 'nothing else to remove');
+    young.close();
+    later.close();
+    assert.deepEqual(readdirSync(dir), [otherHost.slice(dir.length + 1)]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });

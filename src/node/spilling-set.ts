@@ -1,5 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ResourceSyncError } from '../core/errors.js';
@@ -7,6 +7,13 @@ import { FingerprintSet, fingerprintOf, type SeenSet } from '../core/fingerprint
 
 /** Strings a {@link SpillingSet} keeps in memory by default before it spills (a table of 4 MB). */
 const DEFAULT_IN_MEMORY = 1 << 18;
+
+/** The start of the name of a set's temporary folder; the host and the process's id follow (see {@link spillPrefix}). */
+const SPILL_PREFIX = 'resourcesync-seen-';
+/** A temporary folder of a dead process younger than this is left alone (a minute). */
+const STALE_AFTER_MS = 60_000;
+/** Stale folders removed by one sweep at most: a sweep stays short whatever the temporary folder holds. */
+const MAX_SWEPT = 100;
 
 /** Options of {@link SpillingSet}. */
 export interface SpillingSetOptions {
@@ -24,7 +31,9 @@ export interface SpillingSetOptions {
  * file (an integer primary key: about 9–10 bytes a string on disk) and memory starts again. A run of fewer than
  * `inMemory` strings never touches the disk. `has` stays synchronous (better-sqlite3). The temporary folder is
  * made at the first spill, with nobody but the owner allowed in, and removed by {@link close} (a caller closes the
- * set in a `finally`, so after an error too).
+ * set in a `finally`, so after an error too). Its name carries the host and the process's id: a process killed
+ * (`kill -9`) leaves it behind, and the first spill of a later set on the same host removes it
+ * ({@link removeStaleSpillFolders}).
  * @example
  * const seen = new SpillingSet({ inMemory: 100_000 });
  * try { for (const u of urls) seen.add(u); console.log(seen.has(urls[0]), seen.size); } finally { seen.close(); }
@@ -110,7 +119,9 @@ export class SpillingSet implements SeenSet {
   /** Makes the temporary folder and its SQLite file: no journal, no sync (it is thrown away, never recovered). */
   #open(): Database.Database {
     try {
-      this.#folder = mkdtempSync(join(this.#options.dir ?? tmpdir(), 'resourcesync-seen-'));
+      const dir = this.#options.dir ?? tmpdir();
+      removeStaleSpillFolders(dir);
+      this.#folder = mkdtempSync(join(dir, spillPrefix()));
       const db = new Database(join(this.#folder, 'seen.sqlite'));
       db.pragma('journal_mode = OFF');
       db.pragma('synchronous = OFF');
@@ -147,4 +158,59 @@ export class SpillingSet implements SeenSet {
 /** A fingerprint as SQLite's 64-bit integer key. */
 function key(hi: number, lo: number): bigint {
   return (BigInt(hi) << 32n) | BigInt(lo >>> 0);
+}
+
+/** This process's prefix of a temporary folder: `resourcesync-seen-<host>-<pid>-` (the host's name made safe). */
+function spillPrefix(): string {
+  return `${SPILL_PREFIX}${safeHost()}-${process.pid}-`;
+}
+
+/** The host's name as it appears in a folder's name: letters, digits, dots and hyphens, at most 64. */
+function safeHost(): string {
+  return (hostname().replace(/[^A-Za-z0-9.-]/g, '_').slice(0, 64) || 'host').replace(/-/g, '_');
+}
+
+/** False when no process `pid` runs on this host (ESRCH); a process of another user (EPERM) is alive. */
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes from `dir` the temporary folders of {@link SpillingSet}s that are proven dead: named for this host, by a
+ * process that no longer runs here, and untouched for a minute (`staleAfterMs`). Folders of other hosts (a shared
+ * temporary folder), of living processes, or in the older name without host and id are left alone; at most 100 are
+ * removed a call, and a folder that cannot be read or removed is skipped. Returns the names removed.
+ * @example removeStaleSpillFolders(os.tmpdir()) // after a `kill -9`: ['resourcesync-seen-vm-4242-a1B2c3']
+ */
+export function removeStaleSpillFolders(dir: string, options: { now?: number; staleAfterMs?: number } = {}): string[] {
+  const mine = `${SPILL_PREFIX}${safeHost()}-`;
+  const deadline = (options.now ?? Date.now()) - (options.staleAfterMs ?? STALE_AFTER_MS);
+  const removed: string[] = [];
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return removed;
+  }
+  for (const name of names) {
+    if (removed.length >= MAX_SWEPT) break;
+    if (!name.startsWith(mine)) continue;
+    const pid = /^(\d{1,10})-[^/]+$/.exec(name.slice(mine.length))?.[1];
+    if (pid === undefined || Number(pid) === process.pid || isAlive(Number(pid))) continue;
+    try {
+      const path = join(dir, name);
+      const st = statSync(path);
+      if (!st.isDirectory() || st.mtimeMs > deadline) continue;
+      rmSync(path, { recursive: true, force: true });
+      removed.push(name);
+    } catch {
+      // gone meanwhile, or not ours to remove: left alone
+    }
+  }
+  return removed;
 }
