@@ -9,7 +9,7 @@ import { join, relative } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sync, type SyncReport } from '../src/destination/sync.js';
 import { syncWithQueue, type QueueSyncOptions } from '../src/destination/queue-sync.js';
-import { runSyncWorker, type ChunkReport } from '../src/destination/queue-worker.js';
+import { startQueueWorkers, type QueueWorkers } from './helpers/queue-workers.js';
 import { CHUNK_QUEUE, openQueue, type ChunkJob } from '../src/destination/queue-jobs.js';
 import { openPostgresDestinationState } from '../src/destination/postgres-state.js';
 import type { DestinationState } from '../src/destination/state.js';
@@ -26,19 +26,8 @@ let server: TestServer;
 let source: FakeSource;
 let tmp: { dir: string; cleanup: () => Promise<void> };
 
-/** Workers in this process until `stop`; every chunk they report is kept. */
-function startWorkers(n: number): { chunks: ChunkReport[]; stop: () => Promise<number[]> } {
-  const ctl = new AbortController();
-  const chunks: ChunkReport[] = [];
-  const runs = Array.from({ length: n }, () => runSyncWorker({ queue: cluster!.url, concurrency: 8, signal: ctl.signal, pollIntervalMs: 50, onChunk: (c) => chunks.push(c) }));
-  return {
-    chunks,
-    stop: async () => {
-      ctl.abort();
-      return Promise.all(runs);
-    },
-  };
-}
+/** Workers in this process on this file's queue until `stop`; every chunk they report is kept. */
+const startWorkers = (n: number): QueueWorkers => startQueueWorkers(cluster!.url, n);
 
 /** The parts of a report that a queue's sync must give as a plain sync does. */
 function essence(r: SyncReport): unknown {
