@@ -4,6 +4,7 @@
  * @see Z39.99 §10, §12 (the snapshots and changes that Resource Lists and Change Lists are written from)
  */
 import type pg from 'pg';
+import { inTransaction } from '../node/postgres.js';
 import { PostgresCursor, cursorRows } from '../node/postgres-cursor.js';
 import { rowToResource, type ResourceRow, type StoredResource } from './snapshot-rows.js';
 
@@ -84,18 +85,7 @@ export class PostgresSetRows {
   }
 
   /** Runs `body` in one transaction on a client of the pool: committed, or rolled back on a throw. */
-  async transaction<T>(body: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.#pool.connect();
-    try {
-      await client.query('BEGIN');
-      const result = await body(client);
-      await client.query('COMMIT');
-      return result;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
+  transaction<T>(body: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return inTransaction(this.#pool, body);
   }
 }
