@@ -34,8 +34,8 @@
  *
  * This module writes the Source Description, robots.txt and each set's Capability List, in the order of the
  * steps; each family of documents has its own module: `publish-resource-lists.ts`, `publish-change-lists.ts`,
- * `publish-resource-dump.ts`, `publish-change-dump.ts` (the options and shared parts in `publish-context.ts`,
- * `publish-files.ts`, `publish-html.ts`).
+ * `publish-resource-dump.ts`, `publish-change-dump.ts` (the options in `publish-types.ts`, the shared parts in
+ * `publish-context.ts`, `publish-set-store.ts`, `publish-files.ts`, `publish-html.ts`).
  * @see Z39.99 §5.1, §6, §8–13, Appendix A; ResourceSync Archives
  */
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
