@@ -6,20 +6,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parseAggregateConfig, sourceIdFromUrl, type ConfigIssue } from '../src/aggregate/config.js';
-import { isResourceSyncError } from '../src/core/errors.js';
+import { parseAggregateConfig, sourceIdFromUrl } from '../src/aggregate/config.js';
 import { runCli } from './helpers/mirror-check.js';
 import { tempDir } from './helpers/tmp.js';
-
-function issues(text: string): ConfigIssue[] {
-  try {
-    parseAggregateConfig(text, '/etc/agg.yaml');
-  } catch (error) {
-    assert.ok(isResourceSyncError(error, 'RS_INVALID_ARGUMENT'), String(error));
-    return (error.data as { issues: ConfigIssue[] }).issues;
-  }
-  assert.fail('expected the configuration to be refused');
-}
+import { configIssues as issues } from './helpers/aggregate-config.js';
 
 void test('the smallest configuration, YAML or JSON, with defaults and derived ids', () => {
   const yaml = parseAggregateConfig(

@@ -7,20 +7,11 @@ import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseAggregateConfig, type ConfigIssue } from '../src/aggregate/config.js';
-import { isResourceSyncError } from '../src/core/errors.js';
 import { runCli } from './helpers/mirror-check.js';
 import { tempDir } from './helpers/tmp.js';
+import { configIssues } from './helpers/aggregate-config.js';
 
-function issues(text: string): ConfigIssue[] {
-  try {
-    parseAggregateConfig(text, '/etc/agg.yaml');
-  } catch (error) {
-    assert.ok(isResourceSyncError(error, 'RS_INVALID_ARGUMENT'), String(error));
-    assert.ok(!error.message.includes('s3cr3t'), 'the password repeated');
-    return (error.data as { issues: ConfigIssue[] }).issues;
-  }
-  assert.fail('expected the configuration to be refused');
-}
+const issues = (text: string): ConfigIssue[] => configIssues(text, 's3cr3t');
 
 void test('state and out: s3:// are read; work is the local folder', () => {
   const c = parseAggregateConfig('out: ./agg\nstate: postgres://rs:s3cr3t@db:5433/agg\nsources: []\n', '/etc/agg.yaml');

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from './helpers/test-server.js';
 import { FakeSource } from './helpers/fake-source.js';
-import { dumpXml, manifestXml, yazlZip } from './helpers/dump-fixtures.js';
+import { serveChangeDumpOnly } from './helpers/dump-fixtures.js';
 import { REPO_ROOT } from './helpers/paths.js';
 import { sync, type SyncReport } from '../src/destination/sync.js';
 import { audit, listFiles } from '../src/destination/audit.js';
@@ -30,7 +30,6 @@ async function withSource(fn: (src: FakeSource, dest: string, server: TestServer
   }
 }
 
-const NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/"';
 const files = (dest: string): string[] => listFiles(dest).sort();
 const outside = (r: SyncReport): number | undefined => (r.warnings.find((w) => w.code === 'outside-url-prefixes')?.data as { count?: number } | undefined)?.count;
 
@@ -193,30 +192,7 @@ void test('a Change Dump: only the bitstreams under the prefixes are written, th
   const dest = await mkdtemp(join(tmpdir(), 'rs-url-prefixes-dump-'));
   try {
     const origin = server.origin;
-    const cap = `${origin}/capabilitylist.xml`;
-    const t = (h: number): string => new Date(Date.UTC(2024, 0, 1, h)).toISOString();
-    const manifest = manifestXml(
-      'changedump-manifest',
-      [
-        { loc: `${origin}/a.txt`, path: '/a.txt', data: 'alpha', change: 'created', lastmod: t(1) },
-        { loc: `${origin}/b.txt`, path: '/b.txt', data: 'beta', change: 'created', lastmod: t(2) },
-        { loc: `${origin}/gone.txt`, path: '/gone.txt', data: 'brief', change: 'created', lastmod: t(3) },
-        { loc: `${origin}/gone.txt`, change: 'deleted', lastmod: t(4) },
-        { loc: `${origin}/a.txt`, path: '/a2.txt', data: 'alpha, later', change: 'updated', lastmod: t(5) },
-      ],
-      cap,
-    ).replace('from="2013-01-02T00:00:00Z"', `from="${t(0)}" until="${t(6)}"`);
-    const zip = await yazlZip([
-      { name: 'manifest.xml', data: manifest },
-      { name: 'a.txt', data: 'alpha' },
-      { name: 'b.txt', data: 'beta' },
-      { name: 'gone.txt', data: 'brief' },
-      { name: 'a2.txt', data: 'alpha, later' },
-    ]);
-    server.set('/cd-1.zip', zip);
-    server.set('/cd-1-manifest.xml', manifest);
-    server.set('/changedump.xml', dumpXml('changedump', [{ loc: `${origin}/cd-1.zip`, zip, from: t(0), until: t(6), contents: `${origin}/cd-1-manifest.xml` }]).replace('from="2013-01-01T00:00:00Z"', `from="${t(0)}"`));
-    server.set('/capabilitylist.xml', `<urlset ${NS}><rs:md capability="capabilitylist"/><url><loc>${origin}/changedump.xml</loc><rs:md capability="changedump"/></url></urlset>`);
+    const cap = await serveChangeDumpOnly(server);
     const report = await sync({ source: cap, dest, durability: new RenameOnly(), delete: true, urlPrefixes: [`${origin}/a`] });
     assert.deepEqual(report.failed, []);
     assert.deepEqual(files(dest), ['a.txt']);

@@ -17,7 +17,7 @@ import { aggregateStatusView } from '../src/aggregate/status-view.js';
 import { CHUNK_QUEUE, openQueue } from '../src/destination/queue-jobs.js';
 import { openQueueProgress } from '../src/destination/queue-progress.js';
 import { ARTIFACTS, launchChromium, noBrowser } from './helpers/browser.js';
-import { POSTGRES_SKIP, startPostgres } from './helpers/postgres.js';
+import { POSTGRES_SKIP, usePostgres } from './helpers/postgres.js';
 import { tempDir } from './helpers/tmp.js';
 
 const HOUR = 3_600_000;
@@ -108,16 +108,10 @@ void test('api/aggregate: a folder without status answers a JSON error, and the 
 });
 
 describe('api/queue on a real PostgreSQL', { skip: POSTGRES_SKIP }, () => {
-  let pg: Awaited<ReturnType<typeof startPostgres>>;
-  before(async () => {
-    pg = await startPostgres();
-  });
-  after(async () => {
-    await pg?.stop();
-  });
+  const cluster = usePostgres();
 
   void test('chunks by state and resources per run and destination; no URL with its password reaches the page', async (t) => {
-    const secretUrl = pg.url.replace('postgres@', 'postgres:s3cret@');
+    const secretUrl = cluster().url.replace('postgres@', 'postgres:s3cret@');
     const reader = await openQueueProgress(secretUrl);
     const { handler, close } = handlerWith({ queue: () => reader.read() });
     try {
@@ -125,7 +119,7 @@ describe('api/queue on a real PostgreSQL', { skip: POSTGRES_SKIP }, () => {
       const before = await getJson<QueueStatusView>(handler, 'api/queue');
       assert.equal(before.status, 200);
       assert.deepEqual(before.body.runs, []);
-      const queue = await openQueue(pg.url, { maintenanceIntervalSeconds: 3600 });
+      const queue = await openQueue(cluster().url, { maintenanceIntervalSeconds: 3600 });
       try {
         const job = (run: string, destination: string, n: number, retryLimit = 0) => ({
           name: CHUNK_QUEUE,

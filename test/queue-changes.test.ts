@@ -9,36 +9,25 @@ import { join, relative } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sync, type SyncReport } from '../src/destination/sync.js';
 import { syncWithQueue, type QueueSyncOptions } from '../src/destination/queue-sync.js';
-import { runSyncWorker, type ChunkReport } from '../src/destination/queue-worker.js';
+import { startQueueWorkers, type QueueWorkers } from './helpers/queue-workers.js';
 import { CHUNK_QUEUE, openQueue, type ChunkJob } from '../src/destination/queue-jobs.js';
 import { openPostgresDestinationState } from '../src/destination/postgres-state.js';
 import type { DestinationState } from '../src/destination/state.js';
 import { isResourceSyncError } from '../src/core/errors.js';
 import { FakeSource, urlPath } from './helpers/fake-source.js';
-import { POSTGRES_SKIP, startPostgres, type PostgresCluster } from './helpers/postgres.js';
+import { POSTGRES_SKIP, usePostgres } from './helpers/postgres.js';
 import { startTestServer, type TestServer } from './helpers/test-server.js';
 import { tempDir } from './helpers/tmp.js';
 
 const FILES = 400;
 
-let cluster: PostgresCluster | undefined;
+const cluster = usePostgres();
 let server: TestServer;
 let source: FakeSource;
 let tmp: { dir: string; cleanup: () => Promise<void> };
 
-/** Workers in this process until `stop`; every chunk they report is kept. */
-function startWorkers(n: number): { chunks: ChunkReport[]; stop: () => Promise<number[]> } {
-  const ctl = new AbortController();
-  const chunks: ChunkReport[] = [];
-  const runs = Array.from({ length: n }, () => runSyncWorker({ queue: cluster!.url, concurrency: 8, signal: ctl.signal, pollIntervalMs: 50, onChunk: (c) => chunks.push(c) }));
-  return {
-    chunks,
-    stop: async () => {
-      ctl.abort();
-      return Promise.all(runs);
-    },
-  };
-}
+/** Workers in this process on this file's queue until `stop`; every chunk they report is kept. */
+const startWorkers = (n: number): QueueWorkers => startQueueWorkers(cluster().url, n);
 
 /** The parts of a report that a queue's sync must give as a plain sync does. */
 function essence(r: SyncReport): unknown {
@@ -73,7 +62,7 @@ async function tree(dir: string): Promise<Record<string, string>> {
 
 /** What the state holds: each record without its time of writing, the pending entries, the skipped deletions. */
 async function held(key: string): Promise<unknown> {
-  const state = await openPostgresDestinationState(cluster!.url, { destination: key, readonly: true });
+  const state = await openPostgresDestinationState(cluster().url, { destination: key, readonly: true });
   try {
     const records: unknown[] = [];
     for await (const u of state.urls()) {
@@ -93,13 +82,13 @@ async function skippedOf(state: DestinationState): Promise<string[]> {
 
 /** The options of a queued run into `name`. */
 function queued(name: string, extra: Partial<QueueSyncOptions> = {}): QueueSyncOptions {
-  return { source: source.capabilityList, dest: join(tmp.dir, name), queue: cluster!.url, stateUrl: cluster!.url, chunkSize: 40, pollIntervalMs: 50, expireInSeconds: 30, ...extra };
+  return { source: source.capabilityList, dest: join(tmp.dir, name), queue: cluster().url, stateUrl: cluster().url, chunkSize: 40, pollIntervalMs: 50, expireInSeconds: 30, ...extra };
 }
 
 /** A plain run into `name`, its state in the same PostgreSQL. */
 async function plain(name: string, extra: { delete?: boolean } = {}): Promise<SyncReport> {
   const dest = join(tmp.dir, name);
-  const state = await openPostgresDestinationState(cluster!.url, { destination: dest });
+  const state = await openPostgresDestinationState(cluster().url, { destination: dest });
   try {
     return await sync({ source: source.capabilityList, dest, state, ...extra });
   } finally {
@@ -123,7 +112,6 @@ function change(round: number): void {
 
 describe('the changes of sync --queue applied by workers (library)', { skip: POSTGRES_SKIP, timeout: 600_000 }, () => {
   before(async () => {
-    cluster = await startPostgres();
     server = await startTestServer();
     source = new FakeSource(server);
     for (let i = 0; i < FILES; i++) source.put(`d${i % 7}/f${i}.txt`, `body of ${i} `.repeat(1 + (i % 5)));
@@ -132,7 +120,6 @@ describe('the changes of sync --queue applied by workers (library)', { skip: POS
   });
   after(async () => {
     await server?.close();
-    await cluster?.stop();
     await tmp?.cleanup();
   });
 
@@ -165,7 +152,7 @@ describe('the changes of sync --queue applied by workers (library)', { skip: POS
         assert.equal(await readFile(join(tmp.dir, `queued-${name}`, 'd6', 'f202.txt'), 'utf8'), 'deleted, then back 1\n');
       }
       // the jobs of changes: format 2, kind 'changes', at most chunkSize each, never one resource twice in a list's window
-      const queue = await openQueue(cluster!.url, { maintenanceIntervalSeconds: 60 });
+      const queue = await openQueue(cluster().url, { maintenanceIntervalSeconds: 60 });
       try {
         const rows = await queue.query<{ data: ChunkJob }>(`SELECT data FROM ${queue.tables.job} WHERE name = $1 AND data->>'kind' = 'changes'`, [CHUNK_QUEUE]);
         assert.ok(rows.length >= 8, `${rows.length} jobs of changes`);
@@ -196,13 +183,13 @@ describe('the changes of sync --queue applied by workers (library)', { skip: POS
   test('the cursor stays until every chunk of the Change List is done; the same command run again finishes the window', async () => {
     change(2);
     const dest = join(tmp.dir, 'queued-del');
-    const state = await openPostgresDestinationState(cluster!.url, { destination: dest, readonly: true });
+    const state = await openPostgresDestinationState(cluster().url, { destination: dest, readonly: true });
     const cursorBefore = await state.getCursor(source.capabilityList);
     assert.ok(cursorBefore !== undefined);
     const stop = new AbortController();
     // no worker yet: the coordinator sends the window's chunks and waits
     const first = syncWithQueue(queued('queued-del', { delete: true, signal: stop.signal }));
-    const queue = await openQueue(cluster!.url, { maintenanceIntervalSeconds: 60 });
+    const queue = await openQueue(cluster().url, { maintenanceIntervalSeconds: 60 });
     try {
       const waiting = async (): Promise<number> => {
         const [r] = await queue.query<{ n: string }>(`SELECT count(*) AS n FROM ${queue.tables.job} WHERE name = $1 AND state = 'created' AND data->>'kind' = 'changes'`, [CHUNK_QUEUE]);
@@ -249,8 +236,8 @@ describe('the changes of sync --queue applied by workers (library)', { skip: POS
       assert.deepEqual(await held(join(tmp.dir, 'queued-del')), await held(join(tmp.dir, 'plain-del')));
       assert.equal(await readFile(join(tmp.dir, 'queued-del', 'd0', 'f7.txt'), 'utf8'), 'round 3, last of all\n');
       await assert.rejects(readFile(join(tmp.dir, 'queued-del', 'd0', 'f14.txt')), { code: 'ENOENT' });
-      const state = await openPostgresDestinationState(cluster!.url, { destination: join(tmp.dir, 'queued-del'), readonly: true });
-      const plainState = await openPostgresDestinationState(cluster!.url, { destination: join(tmp.dir, 'plain-del'), readonly: true });
+      const state = await openPostgresDestinationState(cluster().url, { destination: join(tmp.dir, 'queued-del'), readonly: true });
+      const plainState = await openPostgresDestinationState(cluster().url, { destination: join(tmp.dir, 'plain-del'), readonly: true });
       assert.deepEqual(await state.getCursor(source.capabilityList), await plainState.getCursor(source.capabilityList));
       await state.close();
       await plainState.close();
@@ -275,7 +262,7 @@ describe('the changes of sync --queue applied by workers (library)', { skip: POS
       const cursors = async (): Promise<unknown[]> => {
         const out: unknown[] = [];
         for (const name of ['queued-del', 'plain-del']) {
-          const state = await openPostgresDestinationState(cluster!.url, { destination: join(tmp.dir, name), readonly: true });
+          const state = await openPostgresDestinationState(cluster().url, { destination: join(tmp.dir, name), readonly: true });
           out.push(await state.getCursor(source.capabilityList));
           await state.close();
         }
@@ -301,7 +288,7 @@ describe('the changes of sync --queue applied by workers (library)', { skip: POS
 
   test('chunks of changes the workers gave up on (cancelled) are applied by the coordinator itself, counted once', async () => {
     change(5);
-    const queue = await openQueue(cluster!.url, { maintenanceIntervalSeconds: 60 });
+    const queue = await openQueue(cluster().url, { maintenanceIntervalSeconds: 60 });
     try {
       const a = await plain('plain-del', { delete: true });
       // no worker: every chunk of the window is cancelled as soon as it is waiting
@@ -327,7 +314,7 @@ describe('the changes of sync --queue applied by workers (library)', { skip: POS
   });
 
   test('a worker refuses a job of a format it does not know, with a clear error', async () => {
-    const queue = await openQueue(cluster!.url, { maintenanceIntervalSeconds: 60 });
+    const queue = await openQueue(cluster().url, { maintenanceIntervalSeconds: 60 });
     const workers = startWorkers(1);
     try {
       const id = randomUUID();

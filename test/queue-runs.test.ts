@@ -2,27 +2,21 @@
 // explorer's Queue view: pg-boss chunk jobs in every state on a throwaway PostgreSQL (one done chunk moved to the
 // archive), read by readQueueStatus, by `worker --status [--json]` in a child process and by openQueueProgress; the
 // two shapes agree on every count, and no URL with its password is printed.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CHUNK_QUEUE, openQueue } from '../src/destination/queue-jobs.js';
 import { openQueueProgress } from '../src/destination/queue-progress.js';
 import { readQueueStatus, type QueueStatus } from '../src/destination/queue-status.js';
 import { runCli } from './helpers/mirror-check.js';
-import { POSTGRES_SKIP, startPostgres, type PostgresCluster } from './helpers/postgres.js';
+import { POSTGRES_SKIP, usePostgres } from './helpers/postgres.js';
 
 describe('worker --status and the Queue view read the queue alike', { skip: POSTGRES_SKIP }, () => {
-  let pg: PostgresCluster;
-  before(async () => {
-    pg = await startPostgres();
-  });
-  after(async () => {
-    await pg?.stop();
-  });
+  const cluster = usePostgres();
 
   void test('chunks by state, resources, retries and times per run, from the job table and its archive', async () => {
-    const secretUrl = pg.url.replace('postgres@', 'postgres:qr3cret@');
+    const secretUrl = cluster().url.replace('postgres@', 'postgres:qr3cret@');
     assert.deepEqual((await readQueueStatus(secretUrl)).runs, [], 'no pg-boss tables yet: no run');
-    const queue = await openQueue(pg.url, { maintenanceIntervalSeconds: 3600 });
+    const queue = await openQueue(cluster().url, { maintenanceIntervalSeconds: 3600 });
     try {
       const job = (run: string, destination: string, n: number, retryLimit = 0) => ({
         name: CHUNK_QUEUE,

@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { sync, type SyncReport } from '../src/destination/sync.js';
 import { syncWithQueue, type QueueProgress } from '../src/destination/queue-sync.js';
-import { runSyncWorker, type ChunkReport } from '../src/destination/queue-worker.js';
+import { startQueueWorkers, type QueueWorkers } from './helpers/queue-workers.js';
 import { CHUNK_QUEUE, openQueue, type ChunkJob } from '../src/destination/queue-jobs.js';
 import { openPostgresDestinationState } from '../src/destination/postgres-state.js';
 import { isResourceSyncError } from '../src/core/errors.js';
@@ -21,19 +21,8 @@ let server: TestServer;
 let source: FakeSource;
 let tmp: { dir: string; cleanup: () => Promise<void> };
 
-/** Workers in this process until `stop`; every chunk they report is kept. */
-function startWorkers(n: number): { chunks: ChunkReport[]; stop: () => Promise<number[]> } {
-  const ctl = new AbortController();
-  const chunks: ChunkReport[] = [];
-  const runs = Array.from({ length: n }, () => runSyncWorker({ queue: cluster().url, concurrency: 8, signal: ctl.signal, pollIntervalMs: 50, onChunk: (c) => chunks.push(c) }));
-  return {
-    chunks,
-    stop: async () => {
-      ctl.abort();
-      return Promise.all(runs);
-    },
-  };
-}
+/** Workers in this process on this file's queue until `stop`; every chunk they report is kept. */
+const startWorkers = (n: number): QueueWorkers => startQueueWorkers(cluster().url, n);
 
 /** The parts of a report that a queue's sync must give as a plain sync does. */
 function essence(r: SyncReport): unknown {

@@ -113,3 +113,22 @@ export async function openMigrated(
     throw postgresError(`Cannot open ${schema.what} in PostgreSQL at ${redactedUrl(url)}`, err);
   }
 }
+
+/**
+ * Runs `body` in one transaction on a client of `pool`: committed when it resolves; rolled back (a failing
+ * ROLLBACK ignored) and its error rethrown when it throws; the client released either way.
+ */
+export async function inTransaction<T>(pool: pg.Pool, body: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await body(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}

@@ -12,7 +12,7 @@
 import type pg from 'pg';
 import { ResourceSyncError, messageOf } from '../core/errors.js';
 import { checkSchemaVersion, migrateSchema, schemaVersionOf } from '../node/postgres-migrations.js';
-import { pgConnection, postgresMessage } from '../node/postgres.js';
+import { inTransaction, pgConnection, postgresMessage } from '../node/postgres.js';
 import { HUB_SCHEMA } from './postgres-hub-schema.js';
 import type { ClaimOptions, HubStore, HubStoreCounts, PendingDelivery, PublishOutcome, QueueLimits, Subscription, VerifiedSubscription } from './hub-store.js';
 
@@ -123,17 +123,10 @@ class PostgresHubStore implements HubStore {
 
   /** Runs `work` in one transaction; its statements pass `$1` = the hub themselves. */
   async #tx<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
-    const client = await this.#pool.connect();
     try {
-      await client.query('BEGIN');
-      const result = await work(client);
-      await client.query('COMMIT');
-      return result;
+      return await inTransaction(this.#pool, work);
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
       throw err instanceof ResourceSyncError ? err : new ResourceSyncError('RS_IO', `The hub store '${this.#hub}' could not be written: ${messageOf(err)}.`, { cause: err });
-    } finally {
-      client.release();
     }
   }
 

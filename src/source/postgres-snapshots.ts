@@ -18,7 +18,7 @@ import { compareUtf8 } from '../core/utf8-order.js';
 import type { InventoryEntry } from '../node/inventory.js';
 import { abortError } from '../node/inventory.js';
 import { openMigrated, postgresError, redactedUrl } from '../node/postgres.js';
-import { PostgresCursor, cursorRows } from '../node/postgres-cursor.js';
+import { PostgresSetRows } from './postgres-set-rows.js';
 import { compareSorted } from './compare.js';
 import { PostgresLeases } from './postgres-snapshot-leases.js';
 import { PostgresRecording } from './postgres-recording.js';
@@ -74,7 +74,7 @@ class PostgresSnapshots implements SourceSnapshots {
   readonly #pool: pg.Pool;
   readonly #setId: number;
   readonly #leases: PostgresLeases;
-  readonly #cursors = new Set<PostgresCursor<pg.QueryResultRow>>();
+  readonly #db: PostgresSetRows;
   #closed = false;
 
   constructor(pool: pg.Pool, setId: number, location: string, lineKey: string) {
@@ -82,60 +82,30 @@ class PostgresSnapshots implements SourceSnapshots {
     this.#setId = setId;
     this.location = location;
     this.#leases = new PostgresLeases(pool, setId, lineKey, location);
+    this.#db = new PostgresSetRows(pool, setId);
   }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    for (const cursor of [...this.#cursors]) await cursor.close(true);
+    await this.#db.closeCursors();
     await this.#pool.end();
   }
 
-  async #rows<T extends pg.QueryResultRow>(
-    sql: string,
-    params: unknown[] = [],
-    client: pg.ClientBase | pg.Pool = this.#pool,
-  ): Promise<T[]> {
-    return (await client.query<T>(sql, [this.#setId, ...params])).rows;
-  }
-
-  async #meta(key: string, client?: pg.ClientBase): Promise<string | undefined> {
-    return (
-      await this.#rows<{ value: string }>(
-        'SELECT value FROM resourcesync_snapshot_meta WHERE set_id = $1 AND key = $2',
-        [key],
-        client,
-      )
-    )[0]?.value;
-  }
-
-  async #writeMeta(key: string, value: string, client?: pg.ClientBase): Promise<void> {
-    await this.#rows(
-      'INSERT INTO resourcesync_snapshot_meta (set_id, key, value) VALUES ($1, $2, $3) ON CONFLICT (set_id, key) DO UPDATE SET value = excluded.value',
-      [key, value],
-      client,
-    );
-  }
-
-  async #time(key: string, client?: pg.ClientBase): Promise<number | undefined> {
-    const value = await this.#meta(key, client);
-    return value === undefined ? undefined : Number(value);
-  }
-
   snapshotAt(): Promise<number | undefined> {
-    return this.#time('snapshot_at');
+    return this.#db.time('snapshot_at');
   }
 
   changedAt(): Promise<number | undefined> {
-    return this.#time('changed_at');
+    return this.#db.time('changed_at');
   }
 
   async #clockNow(now: () => number, client?: pg.ClientBase): Promise<number> {
-    const changed = await this.#time('changed_at', client);
+    const changed = await this.#db.time('changed_at', client);
     return Math.max(
       now(),
       changed === undefined ? -Infinity : changed + 1,
-      (await this.#time('snapshot_at', client)) ?? -Infinity,
+      (await this.#db.time('snapshot_at', client)) ?? -Infinity,
     );
   }
 
@@ -144,35 +114,27 @@ class PostgresSnapshots implements SourceSnapshots {
   }
 
   getMeta(key: string): Promise<string | undefined> {
-    return this.#meta(key);
+    return this.#db.meta(key);
   }
 
   setMeta(key: string, value: string): Promise<void> {
-    return this.#writeMeta(key, value);
+    return this.#db.writeMeta(key, value);
   }
 
   async count(): Promise<number> {
     return (
-      await this.#rows<{ n: number }>(
+      await this.#db.rows<{ n: number }>(
         'SELECT count(*)::float8 AS n FROM resourcesync_snapshot_resources WHERE set_id = $1',
       )
     )[0]!.n;
   }
 
-  #stream<Row extends pg.QueryResultRow, T>(
-    sql: string,
-    params: unknown[],
-    toRecord: (row: Row) => T,
-  ): AsyncIterable<T> {
-    return cursorRows<Row, T>(this.#pool, sql, [this.#setId, ...params], toRecord, this.#cursors);
-  }
-
   resources(): AsyncIterable<StoredResource> {
-    return this.#stream<ResourceRow, StoredResource>(RESOURCES_IN_ORDER, [], rowToResource);
+    return this.#db.stream<ResourceRow, StoredResource>(RESOURCES_IN_ORDER, [], rowToResource);
   }
 
   listing(): AsyncIterable<ListedResource> {
-    return this.#stream<ResourceRow, ListedResource>(RESOURCES_IN_ORDER, [], (r) => ({
+    return this.#db.stream<ResourceRow, ListedResource>(RESOURCES_IN_ORDER, [], (r) => ({
       path: r.path,
       size: r.size,
       mtimeMs: r.mtime,
@@ -185,7 +147,7 @@ class PostgresSnapshots implements SourceSnapshots {
     // every path under `path/` sorts between `path/` and `path0` ('0' follows '/')
     return (
       (
-        await this.#rows(
+        await this.#db.rows(
           'SELECT 1 FROM resourcesync_snapshot_resources WHERE set_id = $1 AND path > $2 AND path < $3 LIMIT 1',
           [`${path}/`, `${path}0`],
         )
@@ -195,7 +157,7 @@ class PostgresSnapshots implements SourceSnapshots {
 
   async resource(path: string): Promise<StoredResource | undefined> {
     const row = (
-      await this.#rows<ResourceRow>(
+      await this.#db.rows<ResourceRow>(
         `SELECT ${RESOURCE_COLUMNS} FROM resourcesync_snapshot_resources WHERE set_id = $1 AND path = $2`,
         [path],
       )
@@ -204,7 +166,7 @@ class PostgresSnapshots implements SourceSnapshots {
   }
 
   async lookup(): Promise<SnapshotCursor> {
-    const rows = (await this.#openCursor<ResourceRow>(RESOURCES_IN_ORDER))[Symbol.asyncIterator]();
+    const rows = (await this.#db.openCursor<ResourceRow>(RESOURCES_IN_ORDER))[Symbol.asyncIterator]();
     let current = await rows.next();
     const get = async (path: string): Promise<StoredResource | undefined> => {
       while (current.done !== true && compareUtf8(current.value.path, path) < 0) current = await rows.next();
@@ -213,25 +175,9 @@ class PostgresSnapshots implements SourceSnapshots {
     return { get, close: async () => void (await rows.return?.(undefined)) };
   }
 
-  /** The rows of `sql` through a cursor opened now (its snapshot is the database as it is now). */
-  async #openCursor<Row extends ResourceRow>(sql: string): Promise<AsyncGenerator<StoredResource>> {
-    const cursor = await PostgresCursor.open<Row>(this.#pool, sql, [this.#setId], (c) =>
-      this.#cursors.delete(c as never),
-    );
-    this.#cursors.add(cursor as never);
-    return (async function* () {
-      try {
-        for (let page = await cursor.fetch(); page.length > 0; page = await cursor.fetch())
-          for (const row of page) yield rowToResource(row);
-      } finally {
-        await cursor.close();
-      }
-    })();
-  }
-
   async periods(client?: pg.ClientBase): Promise<ChangePeriod[]> {
     return (
-      await this.#rows<PeriodRow>(
+      await this.#db.rows<PeriodRow>(
         `SELECT ${PERIOD_COLUMNS} FROM resourcesync_snapshot_periods WHERE set_id = $1 ORDER BY id`,
         [],
         client,
@@ -241,7 +187,7 @@ class PostgresSnapshots implements SourceSnapshots {
 
   async openPeriod(client?: pg.ClientBase): Promise<ChangePeriod | undefined> {
     const row = (
-      await this.#rows<PeriodRow>(
+      await this.#db.rows<PeriodRow>(
         `SELECT ${PERIOD_COLUMNS} FROM resourcesync_snapshot_periods WHERE set_id = $1 AND until_ms IS NULL ORDER BY id DESC LIMIT 1`,
         [],
         client,
@@ -251,7 +197,7 @@ class PostgresSnapshots implements SourceSnapshots {
   }
 
   changes(period: number): AsyncIterable<ChangeRecord> {
-    return this.#stream<ChangeRow, ChangeRecord>(
+    return this.#db.stream<ChangeRow, ChangeRecord>(
       `SELECT ${CHANGE_COLUMNS} FROM resourcesync_snapshot_changes WHERE set_id = $1 AND period = $2 ORDER BY seq`,
       [period],
       rowToChange,
@@ -259,7 +205,7 @@ class PostgresSnapshots implements SourceSnapshots {
   }
 
   allChanges(): AsyncIterable<ChangeRecord> {
-    return this.#stream<ChangeRow, ChangeRecord>(
+    return this.#db.stream<ChangeRow, ChangeRecord>(
       `SELECT ${CHANGE_COLUMNS} FROM resourcesync_snapshot_changes WHERE set_id = $1 ORDER BY seq`,
       [],
       rowToChange,
@@ -267,17 +213,17 @@ class PostgresSnapshots implements SourceSnapshots {
   }
 
   prunePeriods(keep: number, keepAfter = Infinity): Promise<ChangePeriod[]> {
-    return this.#transaction(async (client) => {
+    return this.#db.transaction(async (client) => {
       const closed = (await this.periods(client)).filter((p) => p.until !== undefined);
       const drop = closed.slice(0, Math.max(0, closed.length - keep)).filter((p) => p.until! <= keepAfter);
       const ids = drop.map((p) => p.id);
       if (ids.length > 0) {
-        await this.#rows(
+        await this.#db.rows(
           'DELETE FROM resourcesync_snapshot_changes WHERE set_id = $1 AND period = ANY($2::bigint[])',
           [ids],
           client,
         );
-        await this.#rows(
+        await this.#db.rows(
           'DELETE FROM resourcesync_snapshot_periods WHERE set_id = $1 AND id = ANY($2::bigint[])',
           [ids],
           client,
@@ -288,7 +234,7 @@ class PostgresSnapshots implements SourceSnapshots {
   }
 
   async addDump(dump: Omit<DumpRecord, 'id'>): Promise<DumpRecord> {
-    const [row] = await this.#rows<{ id: number }>(
+    const [row] = await this.#db.rows<{ id: number }>(
       'INSERT INTO resourcesync_snapshot_dumps (set_id, kind, at_ms, completed_ms, from_ms, until_ms, period, data) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id::float8 AS id',
       [
         dump.kind,
@@ -305,7 +251,7 @@ class PostgresSnapshots implements SourceSnapshots {
 
   async dumps(kind: DumpRecord['kind']): Promise<DumpRecord[]> {
     return (
-      await this.#rows<DumpRow>(
+      await this.#db.rows<DumpRow>(
         `SELECT ${DUMP_COLUMNS} FROM resourcesync_snapshot_dumps WHERE set_id = $1 AND kind = $2 ORDER BY id`,
         [kind],
       )
@@ -313,7 +259,7 @@ class PostgresSnapshots implements SourceSnapshots {
   }
 
   async removeDump(id: number): Promise<void> {
-    await this.#rows('DELETE FROM resourcesync_snapshot_dumps WHERE set_id = $1 AND id = $2', [id]);
+    await this.#db.rows('DELETE FROM resourcesync_snapshot_dumps WHERE set_id = $1 AND id = $2', [id]);
   }
 
   rebuild(
@@ -334,7 +280,7 @@ class PostgresSnapshots implements SourceSnapshots {
         return;
       }
       // the stored snapshot through a cursor opened after this transaction locked the set: the latest recording's
-      const stored = await this.#openCursor<ResourceRow>(RESOURCES_IN_ORDER);
+      const stored = await this.#db.openCursor<ResourceRow>(RESOURCES_IN_ORDER);
       try {
         for await (const c of compareSorted(entries, stored, sameContent)) {
           await recording.apply(
@@ -359,7 +305,7 @@ class PostgresSnapshots implements SourceSnapshots {
       const written = new Map<string, StoredResource | undefined>();
       const batch: Array<{ path: string; entry: InventoryEntry | undefined }> = [];
       const flush = async (): Promise<void> => {
-        const rows = await this.#rows<ResourceRow>(
+        const rows = await this.#db.rows<ResourceRow>(
           `SELECT ${RESOURCE_COLUMNS} FROM resourcesync_snapshot_resources WHERE set_id = $1 AND path = ANY($2::text[])`,
           [batch.map((s) => s.path)],
           client,
@@ -393,9 +339,9 @@ class PostgresSnapshots implements SourceSnapshots {
     baseline: false | undefined,
     body: (recording: PostgresRecording, client: pg.ClientBase) => Promise<void>,
   ): Promise<RebuildResult> {
-    return this.#transaction(async (client) => {
-      await this.#rows('SELECT id FROM resourcesync_snapshot_sets WHERE id = $1 FOR UPDATE', [], client);
-      const first = (await this.#time('snapshot_at', client)) === undefined;
+    return this.#db.transaction(async (client) => {
+      await this.#db.rows('SELECT id FROM resourcesync_snapshot_sets WHERE id = $1 FOR UPDATE', [], client);
+      const first = (await this.#db.time('snapshot_at', client)) === undefined;
       if (first && baseline === false) {
         throw new ResourceSyncError(
           'RS_INVALID_ARGUMENT',
@@ -416,26 +362,12 @@ class PostgresSnapshots implements SourceSnapshots {
         await recording.abort();
         throw err;
       }
-      if (first || baseline === undefined) await this.#writeMeta('snapshot_at', String(at), client);
-      if (recording.changed()) await this.#writeMeta('changed_at', String(at), client);
+      if (first || baseline === undefined) await this.#db.writeMeta('snapshot_at', String(at), client);
+      if (recording.changed()) await this.#db.writeMeta('changed_at', String(at), client);
       return recording.result;
     });
   }
 
-  async #transaction<T>(body: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.#pool.connect();
-    try {
-      await client.query('BEGIN');
-      const result = await body(client);
-      await client.query('COMMIT');
-      return result;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
-  }
 }
 
 /**

@@ -34,12 +34,12 @@
  *
  * This module writes the Source Description, robots.txt and each set's Capability List, in the order of the
  * steps; each family of documents has its own module: `publish-resource-lists.ts`, `publish-change-lists.ts`,
- * `publish-resource-dump.ts`, `publish-change-dump.ts` (the options and shared parts in `publish-context.ts`,
- * `publish-files.ts`, `publish-html.ts`).
+ * `publish-resource-dump.ts`, `publish-change-dump.ts` (the options in `publish-types.ts`, the shared parts in
+ * `publish-context.ts`, `publish-set-store.ts`, `publish-files.ts`, `publish-html.ts`).
  * @see Z39.99 §5.1, §6, §8–13, Appendix A; ResourceSync Archives
  */
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { HashAlgorithm } from '../core/constants.js';
 import { ResourceSyncError } from '../core/errors.js';
 import type { Entry, Ln } from '../core/model/types.js';
@@ -59,10 +59,11 @@ import { resourceDump } from './publish-resource-dump.js';
 import type { RebuildOptions, RebuildResult } from './snapshot-rows.js';
 import { holdingLease, type SourceSnapshots } from './source-snapshots.js';
 import type { SinkResult } from './document-sink.js';
-import { DOCUMENTS_PREFIX } from './url-path.js';
+import { bitstreamDir, openSetSnapshots, setConfig, storeFile } from './publish-set-store.js';
 
 export type { PublishOptions, PublishProgress, ResourceLinksFn } from './publish-context.js';
 export type { HashAlgorithm };
+export { storeFile } from './publish-set-store.js';
 
 /** What `publish` did. */
 export interface PublishResult {
@@ -242,23 +243,6 @@ function sum(rs: SetResult[], k: 'created' | 'updated' | 'deleted' | 'resources'
   return rs.reduce((a, r) => a + r[k], 0);
 }
 
-/** The store file of a set. */
-export function storeFile(set: { name: string; dir?: string | undefined }, stateDir?: string): string {
-  if (stateDir !== undefined) return join(stateDir, set.name, 'source.sqlite');
-  if (set.dir === undefined) throw new ResourceSyncError('RS_INVALID_ARGUMENT', `Set '${set.name}' is a feed: its store is in the state folder, which is not given.`, { data: { name: set.name } });
-  return join(set.dir, DOCUMENTS_PREFIX, 'source.sqlite');
-}
-
-/** Where the bitstreams of a set's recorded changes are kept for its Change Dumps: beside its store. */
-export function bitstreamDir(storeFile: string): string {
-  return join(dirname(storeFile), 'source-bitstreams');
-}
-
-/** Opens the snapshots of a set: `options.snapshots`, or the SQLite ones at `file`. */
-export function openSetSnapshots(ctx: Context, set: { name: string; dir: string }, file: string): Promise<SourceSnapshots> {
-  return Promise.resolve(ctx.snapshots({ name: set.name, dir: set.dir, file }));
-}
-
 /**
  * Publishes one set holding its `documents` lease (unless `held`, by the caller): overlapping publications of the
  * set (in this process or any other sharing its snapshots) run one after the other.
@@ -272,12 +256,6 @@ async function publishSet(ctx: Context, set: { name: string; dir: string; descri
   } finally {
     await snapshots.close();
   }
-}
-
-/** What a set's documents depend on besides its resources: publishing with other options rewrites them all. */
-export function setConfig(ctx: Context, set: { name: string }): string {
-  const { docUrl, resBase } = setPaths(ctx, set);
-  return JSON.stringify({ v: 1, resBase, docUrl, maxEntries: ctx.maxEntries, maxBytes: ctx.maxBytes, hashes: ctx.hashes, dumps: ctx.dumps, gzip: ctx.gzip, html: ctx.htmlDiscoveryLink });
 }
 
 /** A set being published: its folder, its snapshots and where its documents go. */

@@ -10,7 +10,7 @@ import { HTML_LINK_MAX_BYTES } from '../core/html-discovery.js';
 import { inventoryFiles, type InventoryEntry } from '../node/inventory.js';
 import { announceChanges, changeRecorder, publishContext, setPaths, type Context, type PublishOptions } from './publish-context.js';
 import { htmlRewrite } from './publish-html.js';
-import { bitstreamDir, openSetSnapshots, setConfig, storeFile } from './publish.js';
+import { bitstreamDir, openSetSnapshots, setConfig, storeFile } from './publish-set-store.js';
 import type { SetNotifications } from './notifications.js';
 import { holdingLease, type SourceSnapshots } from './source-snapshots.js';
 

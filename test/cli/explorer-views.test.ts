@@ -1,7 +1,7 @@
 // The status views as the commands serve them: `aggregate` mounts the explorer at /.resourcesync/ui/ with the
 // Aggregate view (a Source that is down shows failing, its credentials by variable name only), and
 // `explore --web <url> --queue postgres://…` adds the Queue view (usage errors exit 2 without the password).
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -10,7 +10,7 @@ import { freePort, startCli, until, type CliChild } from '../helpers/cli-child.j
 import { exited } from '../helpers/exited.js';
 import { runCli } from '../helpers/mirror-check.js';
 import { rawRequest } from '../helpers/raw-http.js';
-import { POSTGRES_SKIP, startPostgres } from '../helpers/postgres.js';
+import { POSTGRES_SKIP, usePostgres } from '../helpers/postgres.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const children: CliChild[] = [];
@@ -84,16 +84,10 @@ void test('explore --queue: usage errors exit 2 and never print the password', a
 });
 
 describe('explore --web --queue on a real PostgreSQL', { skip: POSTGRES_SKIP }, () => {
-  let pg: Awaited<ReturnType<typeof startPostgres>>;
-  before(async () => {
-    pg = await startPostgres();
-  });
-  after(async () => {
-    await pg?.stop();
-  });
+  const cluster = usePostgres();
 
   void test('the page offers the Queue view, which reads the queue without the password', async () => {
-    const queue = pg.url.replace('postgres@', 'postgres:qsecret@');
+    const queue = cluster().url.replace('postgres@', 'postgres:qsecret@');
     const { p, url } = await started(['explore', '--web', 'http://127.0.0.1:9/', '--port', '0', '--queue', queue]);
     assert.deepEqual(await (await fetch(`${url}/api/views`)).json(), { aggregate: false, queue: true, channels: false });
     const res = await fetch(`${url}/api/queue`);
@@ -101,7 +95,7 @@ describe('explore --web --queue on a real PostgreSQL', { skip: POSTGRES_SKIP }, 
     const text = await res.text();
     const view = JSON.parse(text) as QueueStatusView;
     assert.deepEqual(view.runs, []);
-    assert.equal(view.queue, pg.url, 'the URL without its password');
+    assert.equal(view.queue, cluster().url, 'the URL without its password');
     assert.doesNotMatch(text + p.out() + p.err(), /qsecret/);
     p.child.kill('SIGTERM');
     assert.deepEqual(await exited(p.child), [0, null]);

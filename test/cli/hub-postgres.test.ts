@@ -1,28 +1,15 @@
 // `resourcesync hub --store postgres://…` as child processes over a throwaway cluster: two hub processes share one
 // store, a subscription taken by one gets what is published through the other, the outbox is rows in PostgreSQL
 // while the subscriber fails, and what one hub queued is delivered by the other after it was killed with -9.
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import pg from 'pg';
 import { startCli, until, type CliChild } from '../helpers/cli-child.js';
 import { exited } from '../helpers/exited.js';
-import { POSTGRES_SKIP, startPostgres, type PostgresCluster } from '../helpers/postgres.js';
+import { POSTGRES_SKIP, usePostgresClient } from '../helpers/postgres.js';
 import { TestSubscriber } from '../helpers/websub-subscriber.js';
 import { verifySignature } from '../../src/notify/signature.js';
 
-let cluster: PostgresCluster | undefined;
-let sql: pg.Client | undefined;
-if (POSTGRES_SKIP === false) {
-  before(async () => {
-    cluster = await startPostgres();
-    sql = new pg.Client({ connectionString: cluster.url });
-    await sql.connect();
-  });
-  after(async () => {
-    await sql?.end();
-    await cluster?.stop();
-  });
-}
+const db = usePostgresClient();
 const skip = POSTGRES_SKIP === false ? {} : { skip: POSTGRES_SKIP };
 
 async function startHub(extra: string[]): Promise<{ p: CliChild; url: string }> {
@@ -44,12 +31,12 @@ const fatPing = (hub: string, topic: string, body: string): Promise<Response> =>
 /** Rows of the hub key `key` in each of the store's tables. */
 async function rowCounts(key: string): Promise<{ subscriptions: number; messages: number; deliveries: number }> {
   const n = async (table: string): Promise<number> =>
-    Number((await sql!.query<{ n: string }>(`SELECT COUNT(*) AS n FROM resourcesync_hub_${table} WHERE hub = $1`, [key])).rows[0]!.n);
+    Number((await db.sql().query<{ n: string }>(`SELECT COUNT(*) AS n FROM resourcesync_hub_${table} WHERE hub = $1`, [key])).rows[0]!.n);
   return { subscriptions: await n('subscriptions'), messages: await n('messages'), deliveries: await n('deliveries') };
 }
 
 void test('hub --store postgres://: two hub processes share subscriptions and outbox; a killed one leaves its queue to the other', skip, async () => {
-  const store = ['--store', cluster!.url, '--store-key', 'shared'];
+  const store = ['--store', db.cluster().url, '--store-key', 'shared'];
   const sub = await TestSubscriber.start();
   const a = await startHub(store);
   const b = await startHub(store);
@@ -96,7 +83,7 @@ void test('hub --store postgres://: two hub processes share subscriptions and ou
 
 void test('hub --store: usage errors exit 2; a database that cannot be reached exits 3 without the password', skip, async () => {
   for (const args of [
-    ['--store', cluster!.url, '--data', '/tmp/x'],
+    ['--store', db.cluster().url, '--data', '/tmp/x'],
     ['--store', 'postgres://u:hunter2@/db'],
     ['--store-key', 'k'],
     ['--store', ''],
@@ -105,7 +92,7 @@ void test('hub --store: usage errors exit 2; a database that cannot be reached e
     assert.equal((await exited(p.child))[0], 2, args.join(' '));
     assert.doesNotMatch(p.err(), /hunter2/);
   }
-  const url = new URL(cluster!.url);
+  const url = new URL(db.cluster().url);
   url.password = 'hunter2';
   url.pathname = '/no_such_db';
   const p = startCli(['hub', '--port', '0', '--store', url.href]);

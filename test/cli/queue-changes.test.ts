@@ -3,34 +3,24 @@
 // ends byte-identical to a plain sync, with the same report and exit code; a worker killed with -9 mid-run has its
 // chunk done by another; a coordinator killed with -9 mid-window leaves the cursor where it was, and the same command
 // run again finishes the window without doing the chunks done again.
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
 import { runCli, nothingCorrupt, withSource } from '../helpers/mirror-check.js';
 import { startCli, until, type CliChild } from '../helpers/cli-child.js';
 import { exited } from '../helpers/exited.js';
-import { POSTGRES_SKIP, startPostgres, type PostgresCluster } from '../helpers/postgres.js';
+import { POSTGRES_SKIP, usePostgresClient } from '../helpers/postgres.js';
 import type { FakeSource } from '../helpers/fake-source.js';
 import type { TestServer } from '../helpers/test-server.js';
 
 const N = 1000;
 
-let cluster: PostgresCluster | undefined;
-let sql: pg.Client | undefined;
 const children: CliChild[] = [];
-if (POSTGRES_SKIP === false) {
-  before(async () => {
-    cluster = await startPostgres();
-    sql = new pg.Client({ connectionString: cluster.url });
-    await sql.connect();
-  });
-  after(async () => {
+const db = usePostgresClient({
+  beforeStop: () => {
     for (const c of children) if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL');
-    await sql?.end();
-    await cluster?.stop();
-  });
-}
+  },
+});
 const skip = POSTGRES_SKIP === false ? { timeout: 600_000 } : { skip: POSTGRES_SKIP };
 
 function files(src: FakeSource, n: number): void {
@@ -53,14 +43,14 @@ function fetches(server: TestServer, from = 0): Map<string, number> {
 }
 
 function worker(): CliChild {
-  const c = startCli(['worker', '--queue', cluster!.url, '--json', '--poll', '50', '--no-fsync']);
+  const c = startCli(['worker', '--queue', db.cluster().url, '--json', '--poll', '50', '--no-fsync']);
   children.push(c);
   return c;
 }
 
 /** `sync --queue --delete` in chunks of 100; a job expires after 10 s. */
 function coordinator(src: FakeSource, dest: string): CliChild {
-  const c = startCli(['sync', src.capabilityList, dest, '--queue', cluster!.url, '--state', cluster!.url, '--json', '--no-fsync', '--delete', '--chunk-size', '100', '--job-expiry', '10']);
+  const c = startCli(['sync', src.capabilityList, dest, '--queue', db.cluster().url, '--state', db.cluster().url, '--json', '--no-fsync', '--delete', '--chunk-size', '100', '--job-expiry', '10']);
   children.push(c);
   return c;
 }
@@ -86,12 +76,12 @@ async function stopAll(workers: CliChild[]): Promise<void> {
 }
 
 async function rowCount(dest: string): Promise<number> {
-  const r = await sql!.query<{ n: string }>('SELECT count(*) AS n FROM resourcesync_resources WHERE destination = $1', [dest]);
+  const r = await db.sql().query<{ n: string }>('SELECT count(*) AS n FROM resourcesync_resources WHERE destination = $1', [dest]);
   return Number(r.rows[0]!.n);
 }
 
 async function cursorOf(dest: string): Promise<unknown> {
-  return (await sql!.query('SELECT key, datetime, change_list, position FROM resourcesync_cursors WHERE destination = $1 ORDER BY key', [dest])).rows;
+  return (await db.sql().query('SELECT key, datetime, change_list, position FROM resourcesync_cursors WHERE destination = $1 ORDER BY key', [dest])).rows;
 }
 
 type Report = { mode: string; created: number; updated: number; deleted: number; unchanged: number; bytes: number; failed: unknown[]; warnings: unknown[]; deletionsSkippedCount: number; sets: unknown[] };
@@ -115,7 +105,7 @@ void test('an incremental sync --queue with two workers ends as a plain sync: sa
   withSource(async (src, dest) => {
     files(src, N);
     src.publish();
-    const plainArgs = ['sync', src.capabilityList, `${dest}/plain`, '--state', cluster!.url, '--json', '--no-fsync', '--delete'];
+    const plainArgs = ['sync', src.capabilityList, `${dest}/plain`, '--state', db.cluster().url, '--json', '--no-fsync', '--delete'];
     const plainBase = await runCli(plainArgs);
     assert.equal(plainBase.status, 0, plainBase.stderr);
     const workers = [worker(), worker()];
@@ -172,7 +162,7 @@ void test('a worker killed with -9 during the changes: its chunk is done by anot
     assert.equal(got.size, changed.length, 'the changed resources, and nothing else, fetched');
     const total = [...got.values()].reduce((x, y) => x + y, 0);
     assert.ok(total <= changed.length + 100, `${total} fetches for ${changed.length} changes: at most the killed worker's chunk again`);
-    const audit = await runCli(['audit', src.capabilityList, dest, '--state', cluster!.url]);
+    const audit = await runCli(['audit', src.capabilityList, dest, '--state', db.cluster().url]);
     assert.equal(audit.status, 0, audit.stdout + audit.stderr);
     assert.match(audit.stdout, /: in sync/);
   }),

@@ -2,34 +2,24 @@
 // state) writing to one shared folder, against a Source of a few thousand small files on a test server. A worker
 // killed with -9 has its chunk done by another; SIGTERM finishes the chunk in hand; a killed coordinator run again
 // resumes its run without redoing the jobs done; a 404 is reported as a plain sync reports it.
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
 import { runCli, nothingCorrupt, withSource } from '../helpers/mirror-check.js';
 import { startCli, until, type CliChild } from '../helpers/cli-child.js';
 import { exited } from '../helpers/exited.js';
-import { POSTGRES_SKIP, startPostgres, type PostgresCluster } from '../helpers/postgres.js';
+import { POSTGRES_SKIP, usePostgresClient } from '../helpers/postgres.js';
 import type { FakeSource } from '../helpers/fake-source.js';
 import type { TestServer } from '../helpers/test-server.js';
 
 const N = 2000;
 
-let cluster: PostgresCluster | undefined;
-let sql: pg.Client | undefined;
 const children: CliChild[] = [];
-if (POSTGRES_SKIP === false) {
-  before(async () => {
-    cluster = await startPostgres();
-    sql = new pg.Client({ connectionString: cluster.url });
-    await sql.connect();
-  });
-  after(async () => {
+const db = usePostgresClient({
+  beforeStop: () => {
     for (const c of children) if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL');
-    await sql?.end();
-    await cluster?.stop();
-  });
-}
+  },
+});
 const skip = POSTGRES_SKIP === false ? { timeout: 600_000 } : { skip: POSTGRES_SKIP };
 
 function files(src: FakeSource, n: number): void {
@@ -52,14 +42,14 @@ function fetches(server: TestServer): Map<string, number> {
 }
 
 function worker(extra: string[] = []): CliChild {
-  const c = startCli(['worker', '--queue', cluster!.url, '--json', '--poll', '50', '--no-fsync', ...extra]);
+  const c = startCli(['worker', '--queue', db.cluster().url, '--json', '--poll', '50', '--no-fsync', ...extra]);
   children.push(c);
   return c;
 }
 
 /** `sync --queue` in chunks of 100; a job expires after 10 s (a chunk takes up to ~4 s on a loaded 2-core machine). */
 function coordinator(src: FakeSource, dest: string, extra: string[] = []): CliChild {
-  const c = startCli(['sync', src.capabilityList, dest, '--queue', cluster!.url, '--state', cluster!.url, '--json', '--no-fsync', '--chunk-size', '100', '--job-expiry', '10', ...extra]);
+  const c = startCli(['sync', src.capabilityList, dest, '--queue', db.cluster().url, '--state', db.cluster().url, '--json', '--no-fsync', '--chunk-size', '100', '--job-expiry', '10', ...extra]);
   children.push(c);
   return c;
 }
@@ -79,7 +69,7 @@ async function stopAll(workers: CliChild[]): Promise<void> {
 }
 
 async function rowCount(dest: string): Promise<number> {
-  const r = await sql!.query<{ n: string }>('SELECT count(*) AS n FROM resourcesync_resources WHERE destination = $1', [dest]);
+  const r = await db.sql().query<{ n: string }>('SELECT count(*) AS n FROM resourcesync_resources WHERE destination = $1', [dest]);
   return Number(r.rows[0]!.n);
 }
 
@@ -108,7 +98,7 @@ void test('three workers, one killed with -9 mid-run: exit 0, in sync, every fil
     assert.equal(got.size, N);
     const total = [...got.values()].reduce((a, b) => a + b, 0);
     assert.ok(total <= N + 100, `${total} fetches for ${N} resources: at most the killed worker's chunk again`);
-    const audit = await runCli(['audit', src.capabilityList, dest, '--state', cluster!.url]);
+    const audit = await runCli(['audit', src.capabilityList, dest, '--state', db.cluster().url]);
     assert.equal(audit.status, 0, audit.stdout + audit.stderr);
     assert.match(audit.stdout, /: in sync/);
   }),
@@ -169,7 +159,7 @@ void test('a resource that answers 404 is a failure of the report, exit 1, as a 
     src.put('missing.txt', 'listed, not served');
     src.publish();
     src.server.delete('/missing.txt');
-    const plain = await runCli(['sync', src.capabilityList, `${dest}/plain`, '--state', cluster!.url, '--json', '--no-fsync']);
+    const plain = await runCli(['sync', src.capabilityList, `${dest}/plain`, '--state', db.cluster().url, '--json', '--no-fsync']);
     const workers = [worker()];
     const queued = coordinator(src, `${dest}/queued`);
     const [code] = await exited(queued.child, 300_000);
@@ -183,8 +173,8 @@ void test('a resource that answers 404 is a failure of the report, exit 1, as a 
     assert.deepEqual([b.mode, b.created, b.updated, b.unchanged, b.warnings], [a.mode, a.created, a.updated, a.unchanged, a.warnings]);
     assert.equal(b.failed[0]?.status, 404);
     // the human output of a second run (incremental: the failure retried), with and without the queue
-    const human = await runCli(['sync', src.capabilityList, `${dest}/queued`, '--queue', cluster!.url, '--state', cluster!.url, '--no-fsync']);
-    const plainHuman = await runCli(['sync', src.capabilityList, `${dest}/plain`, '--state', cluster!.url, '--no-fsync']);
+    const human = await runCli(['sync', src.capabilityList, `${dest}/queued`, '--queue', db.cluster().url, '--state', db.cluster().url, '--no-fsync']);
+    const plainHuman = await runCli(['sync', src.capabilityList, `${dest}/plain`, '--state', db.cluster().url, '--no-fsync']);
     assert.equal(human.status, 1, human.stderr);
     assert.equal(plainHuman.status, 1, plainHuman.stderr);
     const norm = (out: string, d: string): string => out.split(d).join('DEST').replace(/\(\d+\.\d MB in \d+\.\d s\)/, '(…)');
@@ -194,12 +184,12 @@ void test('a resource that answers 404 is a failure of the report, exit 1, as a 
 );
 
 void test('usage errors: --queue without a PostgreSQL state, a queue that is not PostgreSQL, worker without --queue', skip, async () => {
-  const noState = await runCli(['sync', 'http://127.0.0.1:9/capabilitylist.xml', '/tmp/never', '--queue', cluster!.url]);
+  const noState = await runCli(['sync', 'http://127.0.0.1:9/capabilitylist.xml', '/tmp/never', '--queue', db.cluster().url]);
   assert.equal(noState.status, 2);
   assert.match(noState.stderr, /--queue needs --state postgres/);
-  const fileState = await runCli(['sync', 'http://127.0.0.1:9/capabilitylist.xml', '/tmp/never', '--queue', cluster!.url, '--state', '/tmp/never.sqlite']);
+  const fileState = await runCli(['sync', 'http://127.0.0.1:9/capabilitylist.xml', '/tmp/never', '--queue', db.cluster().url, '--state', '/tmp/never.sqlite']);
   assert.equal(fileState.status, 2);
-  const notPg = await runCli(['sync', 'http://127.0.0.1:9/capabilitylist.xml', '/tmp/never', '--queue', 'redis://127.0.0.1/', '--state', cluster!.url]);
+  const notPg = await runCli(['sync', 'http://127.0.0.1:9/capabilitylist.xml', '/tmp/never', '--queue', 'redis://127.0.0.1/', '--state', db.cluster().url]);
   assert.equal(notPg.status, 2);
   assert.doesNotMatch(notPg.stderr, /password/);
   const noQueue = await runCli(['worker']);

@@ -9,10 +9,9 @@ import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
 import { runCli } from '../helpers/mirror-check.js';
 import { startServe, type ServeChild } from '../helpers/serve-child.js';
-import { POSTGRES_SKIP, startPostgres, type PostgresCluster } from '../helpers/postgres.js';
+import { POSTGRES_SKIP, usePostgresClient } from '../helpers/postgres.js';
 import { tempDir } from '../helpers/tmp.js';
 import { TestSubscriber } from '../helpers/websub-subscriber.js';
 import { exited } from '../helpers/exited.js';
@@ -55,25 +54,22 @@ void test('serve --hub-store: usage errors exit 2 without the password; an unrea
 });
 
 describe('serve with its embedded hub on PostgreSQL', { skip: POSTGRES_SKIP }, () => {
-  let cluster: PostgresCluster;
-  let sql: pg.Client;
   let sub: TestSubscriber;
   let serve: ServeChild | undefined;
+  const db = usePostgresClient({
+    beforeStop: () => {
+      if (serve !== undefined && serve.child.exitCode === null) serve.child.kill('SIGKILL');
+    },
+  });
   before(async () => {
-    cluster = await startPostgres();
-    sql = new pg.Client({ connectionString: cluster.url });
-    await sql.connect();
     sub = await TestSubscriber.start();
   });
   after(async () => {
-    if (serve !== undefined && serve.child.exitCode === null) serve.child.kill('SIGKILL');
     await sub?.close();
-    await sql?.end();
-    await cluster?.stop();
   });
 
   void test('a subscriber gets a Change Notification; the subscription and its delivery are rows in PostgreSQL', async () => {
-    serve = await startServe([site, '--hub-store', cluster.url, '--hub-store-key', 'source-a', '--verbose']);
+    serve = await startServe([site, '--hub-store', db.cluster().url, '--hub-store-key', 'source-a', '--verbose']);
     const topic = `${serve.url}/.resourcesync/site/change-notification/`;
     const res = await fetch(`${serve.url}/hub`, {
       method: 'POST',
@@ -83,7 +79,7 @@ describe('serve with its embedded hub on PostgreSQL', { skip: POSTGRES_SKIP }, (
     assert.equal(res.status, 202);
     await res.arrayBuffer();
     await sub.waitFor(() => /hub: verified/.test(serve!.log()), `a verified subscription; log: ${serve.log()}`, WAIT_MS);
-    const rows = await sql.query<{ hub: string; topic: string; callback: string; state: string }>('SELECT hub, topic, callback, state FROM resourcesync_hub_subscriptions');
+    const rows = await db.sql().query<{ hub: string; topic: string; callback: string; state: string }>('SELECT hub, topic, callback, state FROM resourcesync_hub_subscriptions');
     assert.deepEqual(rows.rows, [{ hub: 'source-a', topic, callback: `${sub.url}/cn`, state: 'verified' }]);
 
     await writeFile(join(site, 'b.txt'), 'bravo\n');
@@ -91,7 +87,7 @@ describe('serve with its embedded hub on PostgreSQL', { skip: POSTGRES_SKIP }, (
     // the hub records the delivery once the subscriber has answered: polled against a deadline
     const deadline = Date.now() + WAIT_MS;
     for (;;) {
-      const delivered = await sql.query<{ last_delivery_at: string | null }>('SELECT last_delivery_at FROM resourcesync_hub_subscriptions WHERE hub = $1', ['source-a']);
+      const delivered = await db.sql().query<{ last_delivery_at: string | null }>('SELECT last_delivery_at FROM resourcesync_hub_subscriptions WHERE hub = $1', ['source-a']);
       if (delivered.rows[0]?.last_delivery_at != null) break;
       assert.ok(Date.now() < deadline, 'the delivery was recorded in PostgreSQL');
       await sleep(100);

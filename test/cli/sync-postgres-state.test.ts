@@ -1,43 +1,30 @@
 // `sync`, `audit` and `sync --follow` with `--state postgres://…` (a throwaway cluster) and `--state FILE`, as child
 // processes against a Source on a test server: the rows land in PostgreSQL and nothing in <dest>/.resourcesync/state*,
 // destinations keep apart by key, the lease keeps a second run out (exit 4) and a run killed with -9 is taken over.
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import pg from 'pg';
 import { runCli, nothingCorrupt, withSource } from '../helpers/mirror-check.js';
 import { freePort, startCli, until } from '../helpers/cli-child.js';
 import { exited } from '../helpers/exited.js';
-import { POSTGRES_SKIP, startPostgres, type PostgresCluster } from '../helpers/postgres.js';
+import { POSTGRES_SKIP, startPostgres, usePostgresClient } from '../helpers/postgres.js';
 import type { FakeSource } from '../helpers/fake-source.js';
 
-let cluster: PostgresCluster | undefined;
-let sql: pg.Client | undefined;
-if (POSTGRES_SKIP === false) {
-  before(async () => {
-    cluster = await startPostgres();
-    sql = new pg.Client({ connectionString: cluster.url });
-    await sql.connect();
-  });
-  after(async () => {
-    await sql?.end();
-    await cluster?.stop();
-  });
-}
+const db = usePostgresClient();
 const skip = POSTGRES_SKIP === false ? {} : { skip: POSTGRES_SKIP };
 
 /** The URLs PostgreSQL holds for a destination key, sorted. */
 async function rows(key: string): Promise<string[]> {
-  const result = await sql!.query<{ url: string }>('SELECT url FROM resourcesync_resources WHERE destination = $1 ORDER BY url', [key]);
+  const result = await db.sql().query<{ url: string }>('SELECT url FROM resourcesync_resources WHERE destination = $1 ORDER BY url', [key]);
   return result.rows.map((r) => r.url);
 }
 
 /** The lease row of a destination key, if any. */
 async function leaseOf(key: string): Promise<{ holder: string; pid: number } | undefined> {
-  return (await sql!.query<{ holder: string; pid: number }>('SELECT holder, pid FROM resourcesync_leases WHERE destination = $1', [key])).rows[0];
+  return (await db.sql().query<{ holder: string; pid: number }>('SELECT holder, pid FROM resourcesync_leases WHERE destination = $1', [key])).rows[0];
 }
 
 /** Files whose name starts with `state` in the destination's state folder (none when the state is elsewhere). */
@@ -65,7 +52,7 @@ void test('sync --state postgres://: baseline, incremental, audit and repair, th
   await withSource(async (src, dest) => {
     files(src, 6);
     src.publish();
-    const state = ['--state', cluster!.url];
+    const state = ['--state', db.cluster().url];
     const first = await runCli(['sync', src.capabilityList, dest, '--no-fsync', '--json', ...state]);
     assert.equal(first.status, 0, first.stderr);
     assert.equal((JSON.parse(first.stdout) as { mode: string }).mode, 'baseline');
@@ -112,17 +99,17 @@ void test('two destinations in one database keep apart; --state-key names one', 
     src.publish();
     const other = await mkdtemp(join(tmpdir(), 'rs-pg-other-'));
     try {
-      const a = await runCli(['sync', src.capabilityList, dest, '--no-fsync', '--state', cluster!.url]);
+      const a = await runCli(['sync', src.capabilityList, dest, '--no-fsync', '--state', db.cluster().url]);
       assert.equal(a.status, 0, a.stderr);
       src.put('d/only-b.txt', 'b\n');
       src.publish();
-      const b = await runCli(['sync', src.capabilityList, other, '--no-fsync', '--state', cluster!.url, '--state-key', 'mirror-b']);
+      const b = await runCli(['sync', src.capabilityList, other, '--no-fsync', '--state', db.cluster().url, '--state-key', 'mirror-b']);
       assert.equal(b.status, 0, b.stderr);
       assert.equal((await rows(resolve(dest))).length, 3);
       assert.equal((await rows('mirror-b')).length, 4);
       assert.deepEqual(await rows(resolve(other)), [], 'the key given, not the path');
       // the same folder under another key is a destination of its own: a baseline, which finds the files in place
-      const again = await runCli(['sync', src.capabilityList, dest, '--no-fsync', '--json', '--state', cluster!.url, '--state-key', 'mirror-c']);
+      const again = await runCli(['sync', src.capabilityList, dest, '--no-fsync', '--json', '--state', db.cluster().url, '--state-key', 'mirror-c']);
       assert.equal(again.status, 0, again.stderr);
       assert.equal((JSON.parse(again.stdout) as { mode: string }).mode, 'baseline');
       assert.equal((await rows('mirror-c')).length, 4);
@@ -139,13 +126,13 @@ void test('a second sync on the same key while the first holds the lease exits 4
     src.publish();
     const open = stall(src, '/d/f2.txt');
     const key = 'shared-lease';
-    const first = startCli(['sync', src.capabilityList, dest, '--no-fsync', '--state', cluster!.url, '--state-key', key]);
+    const first = startCli(['sync', src.capabilityList, dest, '--no-fsync', '--state', db.cluster().url, '--state-key', key]);
     try {
       await until(`the lease row; ${first.err()}`, () => src.server.requests.some((r) => r.url === '/d/f2.txt'));
       assert.ok(await leaseOf(key));
       const elsewhere = await mkdtemp(join(tmpdir(), 'rs-pg-second-'));
       try {
-        const second = await runCli(['sync', src.capabilityList, elsewhere, '--no-fsync', '--state', cluster!.url, '--state-key', key]);
+        const second = await runCli(['sync', src.capabilityList, elsewhere, '--no-fsync', '--state', db.cluster().url, '--state-key', key]);
         assert.equal(second.status, 4, second.stderr);
         assert.match(second.stderr, /locked by '[^']+:\d+:/);
       } finally {
@@ -166,7 +153,7 @@ void test('a sync killed with -9 holding the lease: the same command again takes
     files(src, 5);
     src.publish();
     const open = stall(src, '/d/f3.txt');
-    const args = ['sync', src.capabilityList, dest, '--no-fsync', '--state', cluster!.url];
+    const args = ['sync', src.capabilityList, dest, '--no-fsync', '--state', db.cluster().url];
     const first = startCli(args);
     try {
       await until(`the stalled request; ${first.err()}`, () => src.server.requests.some((r) => r.url === '/d/f3.txt'));
@@ -190,7 +177,7 @@ void test('sync --follow --state postgres:// applies a change and records it in 
   await withSource(async (src, dest) => {
     files(src, 2);
     src.publish();
-    const f = startCli(['sync', src.capabilityList, dest, '--follow', '--json', '--interval', '0.2', '--no-fsync', '--state', cluster!.url, '--state-key', 'followed']);
+    const f = startCli(['sync', src.capabilityList, dest, '--follow', '--json', '--interval', '0.2', '--no-fsync', '--state', db.cluster().url, '--state-key', 'followed']);
     try {
       await until(`the polling notice; ${f.err()}`, () => /polling every 0.2 s/.test(f.err()));
       src.put('d/later.txt', 'later\n');
@@ -257,7 +244,7 @@ void test('--state errors: a bad URL and --state-key alone are usage errors; an 
     assert.equal(down.stderr.trim().split('\n').length, 1, 'one line');
     assert.doesNotMatch(down.stderr, /hunter2/);
 
-    const url = new URL(cluster!.url);
+    const url = new URL(db.cluster().url);
     url.password = 'hunter2';
     url.pathname = '/no_such_db';
     const missing = await runCli(['audit', src.capabilityList, dest, '--state', url.href]);
@@ -270,16 +257,16 @@ void test('--state errors: a bad URL and --state-key alone are usage errors; an 
 
 void test('--state with a login the server refuses exits 3 in one line naming host and database, never the password', skip, async () => {
   // a role that must give its password (scram-sha-256), ahead of the cluster's trust lines
-  const hba = (await sql!.query<{ file: string }>("SELECT current_setting('hba_file') AS file")).rows[0]!.file;
+  const hba = (await db.sql().query<{ file: string }>("SELECT current_setting('hba_file') AS file")).rows[0]!.file;
   const before = await readFile(hba, 'utf8');
-  await sql!.query("CREATE ROLE rs_login LOGIN PASSWORD 'right-one'");
+  await db.sql().query("CREATE ROLE rs_login LOGIN PASSWORD 'right-one'");
   await writeFile(hba, `host all rs_login 127.0.0.1/32 scram-sha-256\n${before}`);
-  await sql!.query('SELECT pg_reload_conf()');
+  await db.sql().query('SELECT pg_reload_conf()');
   try {
     await withSource(async (src, dest) => {
       files(src, 1);
       src.publish();
-      const url = new URL(cluster!.url);
+      const url = new URL(db.cluster().url);
       url.username = 'rs_login';
       url.password = 'wrong-one';
       const deadline = Date.now() + 30_000;
@@ -295,7 +282,7 @@ void test('--state with a login the server refuses exits 3 in one line naming ho
     });
   } finally {
     await writeFile(hba, before);
-    await sql!.query('SELECT pg_reload_conf()');
+    await db.sql().query('SELECT pg_reload_conf()');
   }
 });
 

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import yazl from 'yazl';
+import type { TestServer } from './test-server.js';
 
 /** One `<url>` of a dump manifest. */
 export interface ManifestItem {
@@ -98,4 +99,47 @@ export async function yazlZip(
   const chunks: Buffer[] = [];
   for await (const c of zip.outputStream as AsyncIterable<Buffer>) chunks.push(c);
   return Buffer.concat(chunks);
+}
+
+/**
+ * Serves on `server` a Source whose only inventory is one Change Dump (`/cd-1.zip`, its manifest beside it, from
+ * 00:00 to 06:00 on 2024-01-01): a.txt and b.txt created, gone.txt created then deleted, a.txt updated with the
+ * bitstream a2.txt (`alpha, later`). Answers the Capability List's URL.
+ */
+export async function serveChangeDumpOnly(server: TestServer): Promise<string> {
+  const NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/"';
+  const origin = server.origin;
+  const cap = `${origin}/capabilitylist.xml`;
+  const t = (h: number): string => new Date(Date.UTC(2024, 0, 1, h)).toISOString();
+  const manifest = manifestXml(
+    'changedump-manifest',
+    [
+      { loc: `${origin}/a.txt`, path: '/a.txt', data: 'alpha', change: 'created', lastmod: t(1) },
+      { loc: `${origin}/b.txt`, path: '/b.txt', data: 'beta', change: 'created', lastmod: t(2) },
+      { loc: `${origin}/gone.txt`, path: '/gone.txt', data: 'brief', change: 'created', lastmod: t(3) },
+      { loc: `${origin}/gone.txt`, change: 'deleted', lastmod: t(4) },
+      { loc: `${origin}/a.txt`, path: '/a2.txt', data: 'alpha, later', change: 'updated', lastmod: t(5) },
+    ],
+    cap,
+  ).replace('from="2013-01-02T00:00:00Z"', `from="${t(0)}" until="${t(6)}"`);
+  const zip = await yazlZip([
+    { name: 'manifest.xml', data: manifest },
+    { name: 'a.txt', data: 'alpha' },
+    { name: 'b.txt', data: 'beta' },
+    { name: 'gone.txt', data: 'brief' },
+    { name: 'a2.txt', data: 'alpha, later' },
+  ]);
+  server.set('/cd-1.zip', zip);
+  server.set('/cd-1-manifest.xml', manifest);
+  server.set(
+    '/changedump.xml',
+    dumpXml('changedump', [
+      { loc: `${origin}/cd-1.zip`, zip, from: t(0), until: t(6), contents: `${origin}/cd-1-manifest.xml` },
+    ]).replace('from="2013-01-01T00:00:00Z"', `from="${t(0)}"`),
+  );
+  server.set(
+    '/capabilitylist.xml',
+    `<urlset ${NS}><rs:md capability="capabilitylist"/><url><loc>${origin}/changedump.xml</loc><rs:md capability="changedump"/></url></urlset>`,
+  );
+  return cap;
 }

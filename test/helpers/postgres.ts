@@ -120,3 +120,40 @@ export function usePostgres(): () => PostgresCluster {
     return cluster;
   };
 }
+
+/** What {@link usePostgresClient} answers: getters of the running cluster and of a `pg` client connected to it. */
+export interface PostgresWithClient {
+  cluster: () => PostgresCluster;
+  sql: () => pg.Client;
+}
+
+/**
+ * {@link usePostgres} with a `pg` client connected to the cluster, for a file that reads the database itself. One
+ * `before` starts the cluster and connects; one `after` runs `beforeStop` (say, kill the children still running),
+ * ends the client, then stops the cluster: node:test runs `after` hooks in the order they are registered, so the
+ * client could not be ended in a hook of its own before a cluster stopped by `usePostgres`'s.
+ * @example
+ * const db = usePostgresClient();
+ * void test('…', { skip: POSTGRES_SKIP }, async () => { await db.sql().query('SELECT 1'); … db.cluster().url … });
+ */
+export function usePostgresClient(options: { beforeStop?: () => void } = {}): PostgresWithClient {
+  let cluster: PostgresCluster | undefined;
+  let sql: pg.Client | undefined;
+  if (POSTGRES_SKIP === false) {
+    before(async () => {
+      cluster = await startPostgres();
+      sql = new pg.Client({ connectionString: cluster.url });
+      await sql.connect();
+    });
+    after(async () => {
+      options.beforeStop?.();
+      await sql?.end();
+      await cluster?.stop();
+    });
+  }
+  const running = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('the PostgreSQL cluster of this file is not running');
+    return value;
+  };
+  return { cluster: () => running(cluster), sql: () => running(sql) };
+}

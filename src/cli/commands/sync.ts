@@ -3,39 +3,20 @@ import { sync, type SyncOptions, type SyncReport } from '../../destination/sync.
 import { mirrorDescribedBy, type DescribedByReport } from '../../destination/described-by.js';
 import { openWarcArchive, type WarcArchive, type WarcArchiveOptions, type WarcArchiveSummary } from '../../destination/warc-archive.js';
 import { WARC_ARGS, describeWarc, warcChoice } from '../warc-options.js';
-import type { PlanItem, PlanSummary } from '../../destination/plan.js';
 import { ProgressBar } from '../progress.js';
-import { EXIT, MIRROR_OPTIONS, describeNotes, exitCodeOf, integerOption, mirrorOptions, reportFailure, sourceAndDest, type MirrorOptions } from '../mirror-options.js';
+import { EXIT, MIRROR_OPTIONS, exitCodeOf, integerOption, mirrorOptions, reportFailure, sourceAndDest, type MirrorOptions } from '../mirror-options.js';
 import { parseCommandArgs, usageError, type ParsedCommandArgs } from '../command-args.js';
 import { follow, type FollowOptions } from '../follow.js';
 import { XMPP_PASSWORD_ENV, xmppAccount, type XmppArgs } from '../xmpp-options.js';
-import { GroupCommit } from '../../node/group-commit.js';
-import { SyncfsFlush } from '../../node/syncfs.js';
 import { FsyncEach, RenameOnly, type Durability } from '../../node/durability.js';
 import { durabilityFor } from '../../node/durability-for.js';
-import { SmallFileThread } from '../../node/small-file-thread.js';
+import type { PlanItem } from '../../destination/plan.js';
+import { cliDurability } from '../cli-durability.js';
+import { describeDescribedBy, describeSync, lineWriter, planLine } from '../sync-report.js';
 import { QUEUE_HELP, QUEUE_OPTIONS, queueChoice, queueSyncOptions, type QueueChoice } from '../queue-options.js';
 import { syncWithQueue } from '../../destination/queue-sync.js';
 import { STATE_HELP, STATE_OPTIONS, openStateChoice, stateChoice, type OpenedState, type StateChoice } from '../state-option.js';
 import { S3_HELP, S3_OPTIONS, openS3Target, quietSdk, s3Overrides, s3Target, type OpenedS3, type S3Target } from '../s3-dest.js';
-
-/**
- * The CLI's durability: what `--no-fsync` and `--fsync-method` name (for `batch`, the default, a group commit
- * flushed by `syncfs`: one flush per batch, through a helper shell), with the temporary files of small bodies
- * written on a worker thread. The library uses neither the shell nor the thread unless asked; `close` ends both.
- */
-export function cliDurability(fsync: boolean, method: 'batch' | 'file'): { durability: Durability; close: () => Promise<void> } {
-  const thread = new SmallFileThread();
-  const syncfs = fsync && method === 'batch' ? new SyncfsFlush() : undefined;
-  const durability = syncfs !== undefined ? new GroupCommit({ flush: syncfs.flush, thread }) : durabilityFor({ fsync, method, thread });
-  return {
-    durability,
-    close: async () => {
-      await thread.close();
-      syncfs?.close();
-    },
-  };
-}
 
 const HELP = `Usage: resourcesync sync <source-url> <dest-dir> [options]
 
@@ -139,68 +120,6 @@ Exit codes:
   130 interrupted
 `;
 
-/** The line of a plan item that changes something: action, URL, reason. */
-function planLine(item: PlanItem): string {
-  return `  ${item.action.padEnd(6)} ${item.url} (${item.reason}${item.kept === true ? ', kept: no --delete' : ''})`;
-}
-
-/** The count of each action of a plan; `kept` deletions are planned but not applied (no --delete). */
-function planCounts(plan: PlanSummary, kept: number): string {
-  const c = plan.counts;
-  return `  plan: ${c.create} to create, ${c.update} to update, ${c.delete} to delete${kept > 0 ? ` (${kept} kept)` : ''}, ${c.unchanged} unchanged`;
-}
-
-/**
- * Writes lines on `out` as they come; when its buffer is full, the promise returned settles once it drains, so a
- * caller that waits for it (the sync's `onPlan`) keeps memory bounded however many lines it prints. An output
- * that fails or closes meanwhile (a reader gone: EPIPE) rejects it, which stops the sync.
- */
-function lineWriter(out: NodeJS.WritableStream): (line: string) => Promise<void> | undefined {
-  let drained: Promise<void> | undefined;
-  return (line) => {
-    if (!out.write(`${line}\n`) && drained === undefined) {
-      drained = new Promise((resolve, reject) => {
-        const done = (err?: unknown): void => {
-          out.off('drain', onDrain);
-          out.off('error', done);
-          out.off('close', onClose);
-          drained = undefined;
-          if (err === undefined) resolve();
-          else reject(err instanceof Error ? err : new Error('The output failed.'));
-        };
-        const onDrain = (): void => done();
-        const onClose = (): void => done(new Error('The output was closed before the plan was written.'));
-        out.once('drain', onDrain);
-        out.once('error', done);
-        out.once('close', onClose);
-      });
-    }
-    return drained;
-  };
-}
-
-/** Human summary of a sync report; for a dry run, the count of each action of its plan (its lines came before). */
-export function describeSync(r: SyncReport): string {
-  const lines = [`${r.dryRun ? 'Dry run: ' : ''}${r.mode} sync of ${r.source} into ${r.dest}`];
-  if (r.plan !== undefined) lines.push(planCounts(r.plan, r.deletionsSkippedCount));
-  else {
-    lines.push(
-      `  created ${r.created}, updated ${r.updated}, deleted ${r.deleted}, unchanged ${r.unchanged}, failed ${r.failed.length}` +
-        ` (${(r.bytes / 1048576).toFixed(1)} MB in ${(r.durationMs / 1000).toFixed(1)} s)`,
-    );
-  }
-  if (r.deletionsSkippedCount > 0) lines.push(`  ${r.deletionsSkippedCount} deletion(s) not applied (use --delete)`);
-  for (const f of r.failed.slice(0, 20)) lines.push(`  failed: ${f.url} [${f.code}] ${f.message}`);
-  if (r.failed.length > 20) lines.push(`  … and ${r.failed.length - 20} more failures`);
-  return `${lines.join('\n')}\n${describeNotes(r.warnings)}`;
-}
-
-/** Human summary of the describedby targets mirrored (`--with describedby`). */
-function describeDescribedBy(d: DescribedByReport): string {
-  const lines = [`  describedby: ${d.written} written, ${d.unchanged} unchanged, ${d.removed} removed, ${d.failed.length} failed`];
-  for (const f of d.failed.slice(0, 20)) lines.push(`  failed: ${f.url} (describedby of ${f.resource}) [${f.code}] ${f.message}`);
-  return `${lines.join('\n')}\n`;
-}
 
 const SYNC_FLAGS = {
   ...MIRROR_OPTIONS,

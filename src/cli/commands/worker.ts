@@ -5,7 +5,7 @@ import { messageOf } from '../../core/errors.js';
 import { parseCommandArgs, usageError } from '../command-args.js';
 import { EXIT, exitCodeOf, integerOption, reportFailure } from '../mirror-options.js';
 import { quietSdk } from '../s3-dest.js';
-import { cliDurability } from './sync.js';
+import { cliDurability } from '../cli-durability.js';
 
 const HELP = `Usage: resourcesync worker --queue <postgres-url> [options]
        resourcesync worker --queue <postgres-url> --status [--json]

@@ -1,8 +1,3 @@
-import { ResourceSyncError, type ErrorCode } from '../errors.js';
-import type { Limits } from '../constants.js';
-import { decodeReferences } from './references.js';
-import { NamespaceScope, type ResolvedName } from './namespaces.js';
-
 /**
  * A strict, streaming, namespace-aware XML 1.0 reader for the XML that ResourceSync uses.
  *
@@ -13,57 +8,16 @@ import { NamespaceScope, type ResolvedName } from './namespaces.js';
  * `--` in comments, undeclared namespace prefixes, text or a second element outside the root.
  * Its results do not depend on where the input is split into chunks.
  */
+import { ResourceSyncError, type ErrorCode } from '../errors.js';
+import type { Limits } from '../constants.js';
+import { decodeReferences } from './references.js';
+import { NamespaceScope, type ResolvedName } from './namespaces.js';
+import type { XmlAttribute, XmlHandler } from './xml-handler.js';
+import { ATTR_SPECIAL, NAME, NOT_CHAR, TEXT_SPECIAL } from './xml-chars.js';
 
-export interface XmlAttribute {
-  /** Qualified name as written. */
-  qname: string;
-  prefix: string;
-  local: string;
-  /** Namespace URI; '' for unprefixed attributes (they are in no namespace). */
-  ns: string;
-  value: string;
-}
-
-export interface XmlHandler {
-  /**
-   * An element starts. `name` is shared by every element of that name in its scope (do not change
-   * it); `attrs` (namespace declarations excluded) and `decls` are the handler's to keep; `pos` is
-   * the tag's offset, valid for `XmlReader.lineAt` during this call only.
-   */
-  start(name: ResolvedName, attrs: XmlAttribute[], decls: [string, string][] | undefined, pos: number, selfClosing: boolean): void;
-  end(name: ResolvedName): void;
-  /** Character data (references decoded, line ends normalised); may arrive in several pieces. */
-  text(value: string): void;
-  /** When false, runs of white space between elements are not reported (a fast path). */
-  readonly wantsWhitespace: boolean;
-  /**
-   * Optional fast path for a whole child element of the root at `pos` ('<'): returns the offset
-   * past it when the handler has read all of it (with the same result as the events would give),
-   * or -1 to have it parsed event by event.
-   */
-  fastChild?(buf: string, pos: number): number;
-}
+export type { XmlAttribute, XmlHandler } from './xml-handler.js';
 
 const NO_ATTRIBUTES: XmlAttribute[] = [];
-/** Characters that make an attribute value need more than a slice. */
-const ATTR_SPECIAL = /[<&\t\n\r]/;
-/** Characters that make character data need more than a slice. */
-const TEXT_SPECIAL = /[\]&\r]/;
-
-// XML 1.0 (fifth edition) NameStartChar / NameChar; U+10000–U+EFFFF as surrogate pairs.
-const NAME_START_NON_ASCII =
-  /[\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u02FF\u0370-\u037D\u037F-\u1FFF\u200C-\u200D\u2070-\u218F\u2C00-\u2FEF\u3001-\uD7FF\uF900-\uFDCF\uFDF0-\uFFFD]/;
-const NAME_NON_ASCII =
-  /[\u00B7\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u037D\u037F-\u1FFF\u200C-\u200D\u203F\u2040\u2070-\u218F\u2C00-\u2FEF\u3001-\uD7FF\uF900-\uFDCF\uFDF0-\uFFFD]/;
-const ASTRAL_NAME_CHAR = '[\\uD800-\\uDB7F][\\uDC00-\\uDFFF]';
-/** An XML Name (sticky): a native regular expression is fast in every tier of the JIT. */
-const NAME = new RegExp(
-  `(?:[A-Za-z_:]|${NAME_START_NON_ASCII.source}|${ASTRAL_NAME_CHAR})(?:[A-Za-z0-9_:.\\-]|${NAME_NON_ASCII.source}|${ASTRAL_NAME_CHAR})*`,
-  'y',
-);
-/** Characters that may not appear anywhere in an XML 1.0 document (lone surrogates cannot survive UTF-8 decoding). */
-// eslint-disable-next-line no-control-regex
-const NOT_CHAR = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/;
 
 const LT = 60; // <
 const GT = 62; // >
@@ -87,6 +41,7 @@ function isBlank(s: string, from: number, to: number): boolean {
 class NeedMoreInput extends Error {}
 const NEED_MORE = new NeedMoreInput('need more input');
 
+/** The reader (see the module's header): `feed` it chunks of text, then `end()`; it calls its handler as it reads. */
 export class XmlReader {
   private buf = '';
   private pos = 0;
