@@ -37,6 +37,10 @@ void test('bad engines are refused with the line and the field', () => {
   );
   assert.deepEqual(issues('out: ./agg\nwork: ./w\nsources: []\n').map((i) => [i.line, i.field]), [[2, 'work']]);
   assert.deepEqual(issues('base-url: http://x/\nout: s3://Bad_Bucket/pub\nwork: ./w\nsources: []\n').map((i) => [i.line, i.field]), [[2, 'out']]);
+  // dumps are not published into a bucket yet: refused, not silently left out
+  const dumps = issues('base-url: http://x/\nout: s3://agg-bucket/pub\nwork: ./w\nstate: postgres://rs@db/agg\ndumps: true\nsources: []\n');
+  assert.deepEqual(dumps.map((i) => [i.line, i.field]), [[5, 'dumps']]);
+  assert.match(dumps[0]!.message, /not offered yet with out: s3:/);
 });
 
 void test('the CLI: a bad --state and an s3:// out without a state exit 2 before anything starts, no password shown', async () => {
