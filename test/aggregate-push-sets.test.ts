@@ -9,7 +9,6 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { openSqliteDestinationState } from '../src/destination/sqlite-state.js';
 import { exited } from './helpers/exited.js';
 import { until, type CliChild } from './helpers/cli-child.js';
@@ -76,7 +75,11 @@ void test('aggregate push: each chosen capability set followed through its own c
   await untilAsync('the change in set one, by push', () => fileIs(join(mirror, 'one', 'one.txt'), 'one, changed\n'), 90_000, logs);
   await untilAsync('the new file in set two, by push', () => fileIs(join(mirror, 'two', 'new.txt'), 'new in two\n'), 90_000, logs);
   await until('the status counts both', () => statusOf(out, 'src')?.resources === 3, 30_000);
-  await sleep(1000); // the notification of set three, were it followed, has had time to arrive
+  // the set left out was never subscribed to (the Source's hub says so), so no notification of it can arrive later
+  const channels = (await (await fetch(`${origin.url}/.resourcesync/ui/api/channels`)).json()) as { subscriptions: { topic: string; state: string }[] };
+  const verified = channels.subscriptions.filter((s) => s.state === 'verified').map((s) => s.topic);
+  assert.equal(verified.length, 2, `one subscription per chosen set: ${verified.join(', ')}`);
+  assert.deepEqual(verified.map((t) => /\/(one|two|three)\//.exec(t)?.[1]).sort(), ['one', 'two'], `no subscription to the set left out: ${verified.join(', ')}`);
   assert.equal(existsSync(join(mirror, 'three')), false, 'nothing of the set left out reached the mirror');
   assert.equal(statusOf(out, 'src')?.mode, 'push');
   agg.p.child.kill('SIGTERM');
