@@ -164,10 +164,7 @@ export class AggregatePublication {
     const push = this.#push;
     const options: PublishOptions = {
       sets: sources.map((s) => ({ name: s.id, dir: mirrorDir(this.#out, s.id) })),
-      baseUrl: this.#baseUrl,
-      outDir: join(this.#out, PUBLISH_DIR),
-      stateDir: join(this.#out, 'sources'),
-      namedSets: true,
+      ...this.#common(),
       ...(this.#engine === undefined ? {} : { snapshots: this.#engine.snapshots }),
       ...this.#publishing(),
       resourceLinks: (set, path, entry): Ln[] | undefined => {
@@ -176,16 +173,6 @@ export class AggregatePublication {
         linksOf = set;
         return vias.get(set)?.links(path, entry);
       },
-      // Change Notifications go out as the changes are recorded (their entries carry the `via` links too)
-      ...(push === undefined
-        ? {}
-        : {
-            notifications: { hub: push.hubUrl },
-            onRecorded: (n: SetNotifications) => {
-              this.#responder?.invalidate();
-              push.send([n]);
-            },
-          }),
     };
     let result: PublishResult;
     try {
@@ -231,19 +218,36 @@ export class AggregatePublication {
     const push = this.#push;
     const result = await publish({
       sets: sources.map((s) => ({ name: s.id, feed: inventories.get(s.id)!.feed })),
+      ...this.#common(),
+      snapshots: engine.snapshots,
+      sink,
+      resourceLinks: (set, loc): Ln[] | undefined => inventories.get(set)?.via(loc),
+    });
+    push?.send(result.notifications?.map((n) => ({ ...n, change: [] })));
+    this.#onPublished({ result, ms: Math.round(performance.now() - started) });
+  }
+
+  /**
+   * What every publication shares: where it writes, and how its changes are announced. Change Notifications go out
+   * as the changes are recorded (their entries carry the `via` links too), the served documents told to look again.
+   */
+  #common(): Pick<PublishOptions, 'baseUrl' | 'outDir' | 'stateDir' | 'namedSets' | 'notifications' | 'onRecorded'> {
+    const push = this.#push;
+    return {
       baseUrl: this.#baseUrl,
       outDir: join(this.#out, PUBLISH_DIR),
       stateDir: join(this.#out, 'sources'),
       namedSets: true,
-      snapshots: engine.snapshots,
-      sink,
-      resourceLinks: (set, loc): Ln[] | undefined => inventories.get(set)?.via(loc),
       ...(push === undefined
         ? {}
-        : { notifications: { hub: push.hubUrl }, onRecorded: (n: SetNotifications) => push.send([n]) }),
-    });
-    push?.send(result.notifications?.map((n) => ({ ...n, change: [] })));
-    this.#onPublished({ result, ms: Math.round(performance.now() - started) });
+        : {
+            notifications: { hub: push.hubUrl },
+            onRecorded: (n: SetNotifications) => {
+              this.#responder?.invalidate();
+              push.send([n]);
+            },
+          }),
+    };
   }
 
   /** Serves the sets just published: a new responder when they changed, else the old one told to look again. */
